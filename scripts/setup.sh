@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what moex needs on a fresh Debian 12 machine (idempotent): build tools and
+# libraries from Debian, and the Python venv (.venv) with MLX / mlx-lm for reference tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(build-essential cmake pkg-config git nlohmann-json3-dev libcli11-dev libgtest-dev
+      libgmock-dev libbenchmark-dev libpcre2-dev python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating the Python venv for reference tests (.venv)"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, matplotlib" 2>/dev/null; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r scripts/requirements-reference.txt
+fi
+echo "setup: done"

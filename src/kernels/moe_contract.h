@@ -1,0 +1,68 @@
+// The contracts of the MoE expert kernels shared by every backend (scalar reference, AVX2,
+// AVX-512, CUDA): views of stacked quantized expert weights and the Args of the two decode
+// paths. BRIEF section 1 defines the computation:
+//   out = sum_k score_k * down_k( act( gate_k(x), up_k(x) ) )
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace moex::kernels {
+
+enum class Activation {
+  kSwiGLU,      // silu(gate) * up
+  kGeGLU,       // gelu_tanh(gate) * up
+  kSquaredReLU  // relu(up)^2, no gate projection (fc1 = up, fc2 = down)
+};
+const char* activation_name(Activation a);
+
+// One stacked, affine-quantized projection: experts x n output rows x k inputs (MLX's
+// transposed layout: row r of expert e dots with the input vector).
+struct QuantWeightsView {
+  const uint8_t* w = nullptr;       // packed rows; expert e row r at w + (e*n + r)*row_bytes()
+  const void* scales = nullptr;     // [experts][n][k/group_size], dtype sb_dtype
+  const void* biases = nullptr;     // same shape and dtype as scales
+  DType sb_dtype = DType::BF16;     // F32, F16 or BF16
+  int64_t experts = 0, n = 0, k = 0;
+  int bits = 4, group_size = 64;
+
+  int64_t row_bytes() const { return k * bits / 8; }
+  int64_t groups_per_row() const { return k / group_size; }
+  const uint8_t* row(int64_t e, int64_t r) const { return w + (e * n + r) * row_bytes(); }
+  int64_t sb_offset(int64_t e, int64_t r) const { return (e * n + r) * groups_per_row(); }
+};
+
+// The expert FFN of one MoE layer. gate is unused (w == nullptr) for kSquaredReLU.
+// up/gate: [E][Dff][Din]; down: [E][Din][Dff].
+struct MoeExpertsView {
+  QuantWeightsView gate, up, down;
+  Activation act = Activation::kSwiGLU;
+  int64_t din() const { return up.k; }
+  int64_t dff() const { return up.n; }
+};
+
+// Fused decode path, one token: stage A then stage B (BRIEF section 1).
+struct FusedDecodeArgs {
+  const MoeExpertsView* experts = nullptr;
+  const float* x = nullptr;            // [Din]
+  const int32_t* expert_ids = nullptr; // [top_k], may repeat
+  const float* scores = nullptr;       // [top_k]
+  int top_k = 0;
+  float* act = nullptr;                // scratch [top_k][Dff], f32
+  float* partials = nullptr;           // scratch [top_k][Din], f32
+  float* out = nullptr;                // [Din], f32: sum over k in f32, in order k = 0..top_k-1
+};
+
+// MLX gather_qmm with transpose=True: out[b] = x[lhs[b]] . W[rhs[b]]^T for b in [0, batch).
+struct GatherQmmArgs {
+  const float* x = nullptr;                // [x_rows][w.k]
+  int64_t x_rows = 0;
+  const QuantWeightsView* w = nullptr;
+  const int32_t* lhs_indices = nullptr;    // [batch]; nullptr means b
+  const int32_t* rhs_indices = nullptr;    // [batch] expert ids
+  int64_t batch = 0;
+  float* out = nullptr;                    // [batch][w.n]
+};
+
+}  // namespace moex::kernels

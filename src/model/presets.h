@@ -1,0 +1,32 @@
+// Synthetic-model presets: the real shapes of BRIEF section 4 (and tiny versions for tests),
+// used by `moex make-model`, `moex bench-moe --preset` and the sweep.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moex::model {
+
+struct ModelPreset {
+  std::string name;        // "qwen3-30b-a3b", "tiny-qwen3-moe", ...
+  std::string model_type;  // config.json model_type: qwen3_moe, mixtral, olmoe, qwen2_moe, phimoe, llama4_text, lfm2_moe
+  int64_t hidden = 0;
+  int64_t moe_dff = 0;         // expert intermediate size (Dff)
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  int64_t shared_dff = 0;      // 0: no shared expert
+  int64_t dense_dff = 0;       // intermediate size of dense layers, 0 if none
+  int64_t layers = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t vocab = 0;
+  int64_t max_position = 4096;
+  std::string activation = "swiglu";  // swiglu | geglu | relu2
+  bool tiny = false;
+};
+
+const std::vector<ModelPreset>& all_presets();
+const ModelPreset* find_preset(std::string_view name);  // nullptr if unknown
+
+}  // namespace moex::model
