@@ -35,7 +35,7 @@ const std::vector<std::string>& sweep_csv_columns() {
       "model", "dff", "hidden", "experts", "top_k", "bits", "group_size", "backend", "isa",
       "threads", "cpu_model", "moex_commit", "date", "arm", "run", "decode_tps",
       "requested_tokens", "generated_tokens", "fused_calls", "fallback_calls",
-      "fallback_reasons", "error"};
+      "fallback_reasons", "default_cap", "error"};
   return cols;
 }
 
@@ -50,7 +50,8 @@ std::vector<std::string> to_fields(const SweepRun& r) {
           r.backend, r.isa, std::to_string(r.threads), r.cpu_model, r.commit, r.date,
           arm_name(r.arm), std::to_string(r.run), tps.str(), std::to_string(r.requested_tokens),
           std::to_string(r.generated_tokens), std::to_string(r.fused_calls),
-          std::to_string(r.fallback_calls), r.fallback_reasons, r.error};
+          std::to_string(r.fallback_calls), r.fallback_reasons, std::to_string(r.default_cap),
+          r.error};
 }
 
 SweepRun from_fields(const std::vector<std::string>& f, const std::string& where) {
@@ -86,7 +87,8 @@ SweepRun from_fields(const std::vector<std::string>& f, const std::string& where
   r.fused_calls = i64(18);
   r.fallback_calls = i64(19);
   r.fallback_reasons = f[20];
-  r.error = f[21];
+  r.default_cap = i64(21);
+  r.error = f[22];
   return r;
 }
 

@@ -26,6 +26,7 @@ struct SweepRun {
   int64_t generated_tokens = 0;      // what the pass reports it decoded
   int64_t fused_calls = 0, fallback_calls = 0;
   std::string fallback_reasons;      // "reason=count;reason=count"
+  int64_t default_cap = 0;           // the backend's default Dff cap in the measured build
   std::string error;                 // non-empty when the run's process failed
 };
 

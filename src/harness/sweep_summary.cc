@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "harness/csv.h"
 
 namespace moex::harness {
 
@@ -82,9 +83,8 @@ std::string summary_csv(const std::vector<ModelSummary>& s) {
     } else {
       std::string why;
       for (const auto& w : m.invalid) why += (why.empty() ? "" : "; ") + w;
-      std::replace(why.begin(), why.end(), ',', ' ');
-      os << ",INVALID," << fmt(m.fallback_spread) << ',' << fmt(m.fused_spread) << ",,,INVALID: " << why
-         << "\n";
+      os << ",INVALID," << fmt(m.fallback_spread) << ',' << fmt(m.fused_spread) << ",,,"
+         << csv_field("INVALID: " + why) << "\n";
     }
   }
   return os.str();
@@ -166,7 +166,18 @@ Crossover find_crossover(const std::vector<ModelSummary>& s) {
   return c;
 }
 
+static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Crossover& c, int64_t cap);
+
 Verdict judge_cap(const std::vector<ModelSummary>& s, const Crossover& c, int64_t cap) {
+  Verdict v = judge_valid_points(s, c, cap);
+  size_t invalid = 0;
+  for (const auto& m : s) invalid += m.ratio ? 0 : 1;
+  if (invalid > 0)
+    v.text += str_cat(" [", invalid, " of ", s.size(), " models INVALID and excluded from this verdict]");
+  return v;
+}
+
+static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Crossover& c, int64_t cap) {
   Verdict v;
   auto valid = valid_sorted(s);
   if (valid.empty()) {

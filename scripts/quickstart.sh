@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# A newcomer's first run: install, build, generate the default synthetic checkpoint (the
+# qwen3-30b-a3b shape cut to 4 layers, ~1.7 GB, random weights in the real layout), inspect
+# it, and run the decode benchmark with both MoE paths interleaved.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+model=models/qwen3-30b-a3b-L4
+if [ ! -f "$model/config.json" ]; then
+  build/tools/moex make-model --preset qwen3-30b-a3b --layers 4 --out "$model"
+fi
+build/tools/moex inspect "$model" | head -40
+build/tools/moex bench-decode -m "$model" --fused both -n 64 --warmup-tokens 16 --repeats 3

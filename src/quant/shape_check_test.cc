@@ -1,0 +1,144 @@
+// quant::check_quant_shape: validation against config bits/group_size, the inference rules
+// (partial config, logical k, MLX defaults, unique pair, ambiguity) and rejected packings.
+#include "quant/shape_check.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace moex::quant {
+namespace {
+
+QuantShapeArgs args(std::vector<int64_t> w, std::vector<int64_t> s) {
+  QuantShapeArgs a;
+  a.tensor = "model.layers.3.mlp.switch_mlp.up_proj";
+  a.weight_shape = std::move(w);
+  a.scales_shape = s;
+  a.biases_shape = std::move(s);
+  return a;
+}
+
+void expect_error(const QuantShapeArgs& a, const std::string& needle) {
+  try {
+    check_quant_shape(a);
+    ADD_FAILURE() << "accepted; expected an error with \"" << needle << "\"";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(a.tensor), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+TEST(QuantShape, ConfigValuesValidated) {
+  // Qwen3-30B-A3B up_proj at 4 bits / 64: [128 experts][768][2048 / 8 words], 32 groups.
+  auto a = args({128, 768, 256}, {128, 768, 32});
+  a.bits = 4;
+  a.group_size = 64;
+  const auto s = check_quant_shape(a);
+  EXPECT_EQ(s.k, 2048);
+  EXPECT_EQ(s.rows, 128 * 768);
+  EXPECT_EQ(s.leading, (std::vector<int64_t>{128, 768}));
+  EXPECT_FALSE(s.inferred);
+  a.bits = 8;  // 256 words * 32 / 8 = 1024 != 32 * 64
+  expect_error(a, "do not match bits=8");
+}
+
+TEST(QuantShape, EveryValidPairRoundTrips) {
+  for (int b : {2, 3, 4, 5, 6, 8})
+    for (int g : {32, 64, 128}) {
+      const int64_t k = 768;
+      auto a = args({10, k * b / 32}, {10, k / g});
+      a.k = k;  // mlx-lm's rule
+      auto s = check_quant_shape(a);
+      EXPECT_EQ(s.bits, b);
+      EXPECT_EQ(s.group_size, g);
+      EXPECT_TRUE(s.inferred);
+      a.k.reset();
+      a.bits = b;  // bits only: group size follows
+      s = check_quant_shape(a);
+      EXPECT_EQ(s.group_size, g);
+      a.bits.reset();
+      a.group_size = g;  // group size only: bits follow
+      s = check_quant_shape(a);
+      EXPECT_EQ(s.bits, b);
+    }
+}
+
+TEST(QuantShape, SilentConfigUsesMlxDefaultsThenUniquePair) {
+  // words*32/groups = 256 fits 8/32, 4/64 and 2/128: MLX's defaults (4, 64) win.
+  auto s = check_quant_shape(args({4, 32}, {4, 4}));
+  EXPECT_EQ(s.bits, 4);
+  EXPECT_EQ(s.group_size, 64);
+  // 160 = 5 * 32 only.
+  s = check_quant_shape(args({4, 40}, {4, 8}));
+  EXPECT_EQ(s.bits, 5);
+  EXPECT_EQ(s.group_size, 32);
+  // 768 = 6 * 128 only.
+  s = check_quant_shape(args({4, 48}, {4, 2}));
+  EXPECT_EQ(s.bits, 6);
+  EXPECT_EQ(s.group_size, 128);
+  // 128 = 4 * 32 = 2 * 64: ambiguous without config or k.
+  expect_error(args({4, 16}, {4, 4}), "ambiguous");
+}
+
+TEST(QuantShape, BadPackingsRejected) {
+  expect_error(args({4, 33}, {4, 4}), "fit no bits");           // 264 = no pair
+  auto a = args({4, 32}, {4, 4});
+  a.bits = 3;  // 32*32 not a multiple of 3
+  expect_error(a, "bits=3");
+  a = args({4, 32}, {4, 4});
+  a.group_size = 32;  // k = 128 -> bits 8: fine; with k=100 it is not
+  EXPECT_EQ(check_quant_shape(a).bits, 8);
+  a.k = 256;
+  expect_error(a, "model expects k=256");
+  a = args({4, 32}, {4, 4});
+  a.k = 100;
+  expect_error(a, "k=100");
+  a = args({4, 32}, {4, 4});
+  a.k = 1024;  // bits = 1
+  expect_error(a, "imply bits");
+  a = args({4, 32}, {4, 3});
+  a.bits = 4;  // k = 256 not divisible into 3 groups
+  expect_error(a, "bits=4");
+  a = args({4, 32}, {4, 16});
+  a.bits = 4;  // group size 16
+  expect_error(a, "group_size=16");
+}
+
+TEST(QuantShape, MetadataAndShapeMismatchesRejected) {
+  auto a = args({4, 32}, {4, 4});
+  a.bits = 7;
+  expect_error(a, "bits=7");
+  a = args({4, 32}, {4, 4});
+  a.group_size = 256;
+  expect_error(a, "group_size=256");
+  a = args({4, 32}, {4, 4});
+  a.mode = "mxfp4";
+  expect_error(a, "mxfp4");
+  a = args({4, 32}, {4, 4});
+  a.biases_shape = {4, 2};
+  expect_error(a, ".biases");
+  a = args({4, 32}, {4, 4});
+  a.biases_shape.clear();
+  expect_error(a, "missing");
+  expect_error(args({4, 32}, {5, 4}), "differ outside the last dimension");
+  expect_error(args({2, 4, 32}, {4, 4}), "differ outside the last dimension");
+  expect_error(args({32}, {4}), "rank 1");
+  expect_error(args({4, 0}, {4, 4}), "dimension outside");
+  expect_error(args({-4, 32}, {-4, 4}), "dimension outside");
+  a = args({4, 32}, {4, 4});
+  a.weight_dtype = DType::I32;
+  expect_error(a, "expected U32");
+  a = args({4, 32}, {4, 4});
+  a.scales_dtype = DType::U8;
+  expect_error(a, ".scales: dtype U8");
+  a = args({4, 32}, {4, 4});
+  a.scales_dtype = DType::BF16;
+  a.biases_dtype = DType::F16;
+  expect_error(a, ".biases: dtype F16");
+  a = args({1 << 20, 1 << 20, 1 << 20, 32}, {1 << 20, 1 << 20, 1 << 20, 4});
+  expect_error(a, "too large");
+}
+
+}  // namespace
+}  // namespace moex::quant

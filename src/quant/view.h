@@ -1,0 +1,64 @@
+// One affine-quantized 2-D matrix [rows][k] in the MLX layout (BRIEF section 3): a borrowed
+// view (QuantMatrixView, the same fields as kernels::QuantWeightsView minus the expert axis)
+// and an owning container (QuantizedMatrix) as produced by quant::quantize.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "quant/format.h"
+
+namespace moex::quant {
+
+struct QuantMatrixView {
+  const uint8_t* w = nullptr;    // packed rows; row r at w + r * row_bytes()
+  const void* scales = nullptr;  // [rows][k / group_size], dtype sb_dtype
+  const void* biases = nullptr;  // same shape and dtype as scales
+  DType sb_dtype = DType::BF16;  // F32, F16 or BF16
+  int64_t rows = 0, k = 0;
+  int bits = 4, group_size = 64;
+
+  int64_t row_bytes() const { return packed_row_bytes(k, bits); }
+  int64_t row_words() const { return packed_row_words(k, bits); }
+  int64_t groups_per_row() const { return k / group_size; }
+  const uint8_t* row(int64_t r) const { return w + r * row_bytes(); }
+  int64_t sb_offset(int64_t r) const { return r * groups_per_row(); }
+};
+
+// Throws moex::Error naming `what` and the offending field when the view's parameters are
+// not a valid MLX affine matrix (bits, group_size, k divisibility, sb dtype, null pointers).
+void check_view(const QuantMatrixView& v, std::string_view what);
+
+// Owns the three arrays of one quantized matrix. scales/biases hold rows * groups elements
+// of sb_dtype (the input's dtype, as in MLX), stored as raw little-endian bytes.
+struct QuantizedMatrix {
+  std::vector<uint32_t> packed;  // [rows][k * bits / 32]
+  std::vector<uint8_t> scales;   // [rows][k / group_size] elements of sb_dtype
+  std::vector<uint8_t> biases;
+  DType sb_dtype = DType::F32;
+  int64_t rows = 0, k = 0;
+  int bits = 4, group_size = 64;
+
+  QuantMatrixView view() const {
+    QuantMatrixView v;
+    v.w = reinterpret_cast<const uint8_t*>(packed.data());
+    v.scales = scales.data();
+    v.biases = biases.data();
+    v.sb_dtype = sb_dtype;
+    v.rows = rows;
+    v.k = k;
+    v.bits = bits;
+    v.group_size = group_size;
+    return v;
+  }
+  float scale(int64_t r, int64_t g) const {
+    return load_as_f32(scales.data(), sb_dtype, size_t(r * (k / group_size) + g));
+  }
+  float bias(int64_t r, int64_t g) const {
+    return load_as_f32(biases.data(), sb_dtype, size_t(r * (k / group_size) + g));
+  }
+};
+
+}  // namespace moex::quant

@@ -1,0 +1,179 @@
+// `moex sweep`: the model-level Dff sweep (the seed's harness, made honest). For each model
+// the fallback and fused arms run as separate `moex bench-decode` processes, interleaved
+// A, B, A, B; every finished run is appended to the raw CSV at once (fsync), --resume skips
+// recorded runs, and the summary never computes a ratio from an invalid run.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/sysinfo.h"
+#include "harness/sweep_run.h"
+#include "harness/sweep_summary.h"
+#include "tools/command.h"
+#include "tools/util_bench_json.h"
+#include "tools/util_subprocess.h"
+
+namespace moex::tools {
+namespace {
+
+struct SweepOptions {
+  std::string models;
+  int layers = 0;
+  std::string prompt = "Hello, how are you today?";
+  int64_t n = 100;
+  int64_t warmup = 20;
+  int repeats = 3;
+  int threads = 0;
+  std::string out = "sweep.csv";
+  bool resume = false;
+  std::string models_dir = "models";
+  std::string bench_exe;  // testing hook: a stand-in for `moex`
+  int64_t cap = 0;        // cap to judge; 0 = the backend default printed by bench-decode
+};
+
+bool is_dir(const std::string& p) { return std::filesystem::is_directory(p); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
+// A preset name becomes a synthetic checkpoint, built once under models_dir.
+std::string model_dir_for(const std::string& m, const SweepOptions& o, const std::string& exe) {
+  if (is_dir(m)) return m;
+  std::string dir = o.models_dir + "/" + m + (o.layers > 0 ? "-L" + std::to_string(o.layers) : "");
+  if (std::filesystem::exists(dir + "/config.json")) return dir;
+  std::vector<std::string> argv = {exe, "make-model", "--preset", m, "--out", dir};
+  if (o.layers > 0) argv.insert(argv.end(), {"--layers", std::to_string(o.layers)});
+  std::fprintf(stderr, "sweep: building synthetic checkpoint %s\n", dir.c_str());
+  auto r = run_process(argv);
+  if (r.exit_code != 0)
+    fail("sweep: '", m, "' is neither a directory nor a preset make-model could build (exit code ",
+         r.exit_code, ")");
+  return dir;
+}
+
+std::string key(const std::string& model, harness::Arm arm, int run) {
+  return model + "|" + harness::arm_name(arm) + "|" + std::to_string(run);
+}
+
+harness::SweepRun measure(const std::string& label, const std::string& dir, harness::Arm arm, int run,
+                          const SweepOptions& o, const std::string& exe) {
+  std::vector<std::string> argv = {exe, "bench-decode", "-m", dir, "-p", o.prompt, "-n",
+                                   std::to_string(o.n), "--warmup-tokens", std::to_string(o.warmup),
+                                   "--repeats", "1", "--fused",
+                                   arm == harness::Arm::kFused ? "on" : "off", "-o", "json"};
+  if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
+  auto r = run_process(argv);
+  harness::SweepRun run_row;
+  if (r.exit_code != 0) {
+    run_row.error = str_cat("bench-decode exit code ", r.exit_code);
+  } else {
+    try {
+      run_row = parse_bench_decode_json(r.stdout_text);
+    } catch (const Error& e) {
+      run_row.error = str_cat("unreadable bench-decode output: ", e.what());
+    }
+  }
+  run_row.model = label;
+  run_row.arm = arm;
+  run_row.run = run;
+  run_row.requested_tokens = o.n;
+  if (run_row.date.empty()) run_row.date = utc_date_time();
+  return run_row;
+}
+
+int run_sweep(const SweepOptions& o) {
+  const std::string exe = o.bench_exe.empty() ? self_exe_path() : o.bench_exe;
+  if (!o.resume && std::filesystem::exists(o.out))
+    fail("sweep: ", o.out, " exists; pass --resume to continue it or choose another --out");
+  std::set<std::string> done;
+  for (const auto& r : harness::read_runs(o.out)) done.insert(key(r.model, r.arm, r.run));
+  auto models = split_list(o.models);
+  if (models.empty()) fail("sweep: -m needs at least one directory or preset name");
+  const int total = int(models.size()) * o.repeats * 2;
+  int finished = 0, skipped = 0;
+  const double t0 = now_seconds();
+  for (size_t mi = 0; mi < models.size(); ++mi) {
+    const std::string& spec = models[mi];
+    std::string dir = model_dir_for(spec, o, exe);
+    // The label is the checkpoint's directory name (a preset's name for built presets).
+    std::filesystem::path norm = std::filesystem::path(dir).lexically_normal();
+    if (norm.filename().empty()) norm = norm.parent_path();
+    const std::string m = norm.filename().string();
+    for (int run = 1; run <= o.repeats; ++run) {
+      for (harness::Arm arm : {harness::Arm::kFallback, harness::Arm::kFused}) {
+        if (done.count(key(m, arm, run))) {
+          ++skipped;
+          continue;
+        }
+        double elapsed = now_seconds() - t0;
+        int measured = finished;
+        double left = measured > 0 ? elapsed / measured * (total - skipped - measured) : 0;
+        std::fprintf(stderr, "sweep: [%zu/%zu] %s arm %s run %d/%d, %.0fs elapsed, ~%.0fs left\n",
+                     mi + 1, models.size(), m.c_str(), harness::arm_name(arm), run, o.repeats, elapsed,
+                     left);
+        harness::append_run(o.out, measure(m, dir, arm, run, o, exe));
+        ++finished;
+      }
+    }
+  }
+  auto runs = harness::read_runs(o.out);
+  auto summary = harness::summarize(runs);
+  std::string summary_path = o.out.substr(0, o.out.rfind(".csv")) + ".summary.csv";
+  std::ofstream(summary_path) << harness::summary_csv(summary);
+  auto cross = harness::find_crossover(summary);
+  int64_t cap = o.cap > 0 ? o.cap : default_cap_for_runs(runs);
+  std::printf("%s", harness::summary_csv(summary).c_str());
+  if (cross.found)
+    std::printf("crossover: Dff %.0f (between %lld and %lld), 95%% interval [%.0f, %.0f], %.0f%% of "
+                "bootstrap replicates cross\n",
+                cross.dff, (long long)cross.below_dff, (long long)cross.above_dff, cross.ci.lo,
+                cross.ci.hi, 100 * cross.replicate_fraction);
+  else
+    std::printf("crossover: none (%s)\n", cross.note.c_str());
+  if (cap > 0)
+    std::printf("verdict vs cap %lld: %s\n", (long long)cap,
+                harness::judge_cap(summary, cross, cap).text.c_str());
+  else
+    std::printf("verdict: none (no run reported the default cap; pass --cap)\n");
+  std::printf("raw runs: %s (%d measured now, %d resumed)\nsummary: %s\n", o.out.c_str(), finished,
+              skipped, summary_path.c_str());
+  return 0;
+}
+
+std::function<int()> setup(CLI::App& sub) {
+  auto o = std::make_shared<SweepOptions>();
+  sub.add_option("-m,--models", o->models, "checkpoint directories or preset names, comma-separated")
+      ->required();
+  sub.add_option("--layers", o->layers, "layer count for presets (fit memory)")->check(CLI::Range(1, 1000));
+  sub.add_option("-p,--prompt", o->prompt, "prompt");
+  sub.add_option("-n", o->n, "decode tokens per run")->check(CLI::Range(1, 100000));
+  sub.add_option("--warmup-tokens", o->warmup, "warm-up tokens per run")->check(CLI::Range(0, 100000));
+  sub.add_option("--repeats", o->repeats, "runs per arm")->check(CLI::Range(1, 1000));
+  sub.add_option("--threads", o->threads, "threads per run")->check(CLI::Range(1, 4096));
+  sub.add_option("--out", o->out, "raw CSV (appended run by run)");
+  sub.add_flag("--resume", o->resume, "skip runs already in --out");
+  sub.add_option("--models-dir", o->models_dir, "where preset checkpoints are built");
+  sub.add_option("--cap", o->cap, "cap to judge (default: the backend default)")->check(CLI::Range(1, 1 << 24));
+  sub.add_option("--bench-exe", o->bench_exe, "executable to run instead of moex (tests)")->group("");
+  return [o] { return run_sweep(*o); };
+}
+
+}  // namespace
+
+MOEX_REGISTER_COMMAND(sweep, "sweep", "model-level fused vs fallback Dff sweep with crossover and verdict",
+                      setup);
+
+}  // namespace moex::tools

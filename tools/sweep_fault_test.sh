@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Plants the seed's sweep faults through a fake bench-decode and checks `moex sweep` reports
+# them as INVALID, and that a killed sweep resumes without losing or repeating a run.
+set -u
+moex="$1"; here="$(cd "$(dirname "$0")" && pwd)"; fake="$here/testdata_fake_bench_decode.sh"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/narrow" "$work/wide"
+fails=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails+1)); fi; }
+sweep() { "$moex" sweep -m "$work/narrow,$work/wide" --repeats 3 -n 50 --bench-exe "$fake" "$@"; }
+
+# 1. Clean sweep: valid ratios, crossover between the two Dff points, computed verdict.
+export FAKE_COUNTER="$work/c1" FAKE_FAULT=none
+out=$(sweep --out "$work/clean.csv" --cap 4096 2>/dev/null)
+check "clean sweep has 12 raw rows" '[ $(($(wc -l < "$work/clean.csv") - 1)) -eq 12 ]'
+check "clean sweep reports a crossover" 'grep -q "crossover: Dff" <<<"$out"'
+check "clean sweep verdict is computed" 'grep -q "verdict vs cap 4096: re-tune to" <<<"$out"'
+check "no INVALID in a clean sweep" '! grep -q INVALID <<<"$out"'
+
+# 2. A family whose fallback arm still runs fused (no cap check): INVALID, no ratio.
+export FAKE_COUNTER="$work/c2" FAKE_FAULT=no_switch
+out=$(sweep --out "$work/noswitch.csv" 2>/dev/null)
+check "non-switching arm is INVALID" 'grep -q "^wide,.*INVALID: fallback run 1: fallback arm ran 100 fused calls" <<<"$out"'
+
+# 3. A run that stops at end-of-sequence: INVALID.
+export FAKE_COUNTER="$work/c3" FAKE_FAULT=early_eos
+out=$(sweep --out "$work/eos.csv" 2>/dev/null)
+check "early-stopping run is INVALID" 'grep -q "^narrow,.*INVALID: .*generated 16 tokens, expected 50" <<<"$out"'
+
+# 4. A sweep killed on its 5th run keeps 4 rows; --resume adds the other 8, none twice.
+export FAKE_COUNTER="$work/c4" FAKE_FAULT=kill_parent_at=5
+sweep --out "$work/killed.csv" >/dev/null 2>&1
+check "killed sweep kept its 4 finished runs" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 4 ]'
+export FAKE_FAULT=none
+sweep --out "$work/killed.csv" >/dev/null 2>&1
+check "without --resume an existing CSV is refused" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 4 ]'
+out=$(sweep --out "$work/killed.csv" --resume 2>/dev/null)
+check "resumed sweep has all 12 runs" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 12 ]'
+check "no run recorded twice" '[ $(cut -d, -f1,14,15 "$work/killed.csv" | sort | uniq -d | wc -l) -eq 0 ]'
+check "resume reported 4 resumed" 'grep -q "8 measured now, 4 resumed" <<<"$out"'
+exit $fails
