@@ -1,0 +1,32 @@
+// A streaming-read bandwidth probe (the "memory roofline" that MoE decode figures are
+// compared with) and the size of the last-level cache that a benchmark must exceed.
+#pragma once
+
+#include <cstdint>
+
+namespace moex {
+
+struct ReadBandwidthArgs {
+  int64_t bytes = 0;  // buffer size; 0: max(1 GiB, 4 x last-level cache)
+  int threads = 0;    // 0: num_threads()
+  int passes = 5;     // best of this many full reads
+};
+
+struct ReadBandwidthResult {
+  double best_gbps = 0;    // 1e9 bytes / s, fastest pass
+  double median_gbps = 0;  // median pass
+  int64_t bytes = 0;
+  int threads = 0;
+  int passes = 0;
+  const char* method = "";  // "avx2 loads" or "64-bit sums"
+};
+
+// Multi-threaded streaming read of a large, pre-touched buffer (each thread reads its own
+// contiguous slice with 256-bit loads when AVX2 is available, else vectorizable 64-bit
+// sums); the buffer is freed before returning. Throws Error if the buffer cannot be allocated.
+ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args);
+
+// Size in bytes of the largest cache level (L3 usually), from sysfs; 0 if unknown.
+int64_t last_level_cache_bytes();
+
+}  // namespace moex

@@ -1,0 +1,72 @@
+// The calibration file: measured fused/fallback timings per host and the Dff cap derived
+// from them, read by the dispatch policy (below flag and environment, above the backend
+// default) and written by the tune command. Format "moex-calibration/1" (JSON):
+//   {"format": "moex-calibration/1",
+//    "entries": [{"backend": "cpu"|"cuda", "hardware": "<cpu model or GPU name>",
+//                 "threads": int >= 1, "isa": "scalar"|"avx2"|"avx512"|"<gpu arch>",
+//                 "cap": int in [1, 2^20], "moex_commit": str, "date": "YYYY-MM-DDTHH:MM:SSZ",
+//                 "grid": [{"hidden", "dff", "top_k", "bits": ints >= 1,
+//                           "fused_us", "fallback_us": > 0, "ratio": fallback_us / fused_us
+//                           (> 1: fused faster)}]}]}
+// Every field is required and unknown fields are rejected; errors name the file and field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moe/dispatch_policy.h"
+
+namespace moex::moe {
+
+inline constexpr const char* kCalibrationFormat = "moex-calibration/1";
+inline constexpr const char* kEnvCalibration = "MOEX_CALIBRATION";
+
+struct CalibrationPoint {
+  int64_t hidden = 0, dff = 0, top_k = 0;
+  int bits = 4;
+  double fused_us = 0, fallback_us = 0, ratio = 0;
+};
+
+struct CalibrationEntry {
+  std::string backend;   // "cpu" | "cuda"
+  std::string hardware;  // cpu_model_name() or the GPU name
+  int threads = 1;
+  std::string isa;
+  int64_t cap = 0;
+  std::string moex_commit;
+  std::string date;
+  std::vector<CalibrationPoint> grid;
+};
+
+struct CalibrationFile {
+  std::vector<CalibrationEntry> entries;
+};
+
+// Parses and validates; `path` only names the source in errors.
+CalibrationFile parse_calibration(std::string_view json_text, std::string_view path);
+// Reads `path`; throws Error if it cannot be read or is invalid.
+CalibrationFile load_calibration(const std::string& path);
+// Validates, then writes atomically (temporary file + rename), creating parent directories.
+void write_calibration(const std::string& path, const CalibrationFile& file);
+std::string calibration_to_json(const CalibrationFile& file);
+
+// The entry for (backend, hardware); when several match, the last one in the file (the
+// writer appends, so the newest). nullptr if none.
+const CalibrationEntry* find_calibration(const CalibrationFile& file, std::string_view backend,
+                                         std::string_view hardware);
+// Replaces the entry with the same backend, hardware, threads and isa, or appends.
+void upsert_calibration(CalibrationFile& file, CalibrationEntry entry);
+
+// $MOEX_CALIBRATION if set (must be non-empty), else $XDG_CACHE_HOME/moex/calibration.json,
+// else $HOME/.cache/moex/calibration.json; empty if none of these variables is set.
+std::string default_calibration_path();
+
+// The calibrated cap for this host: reads default_calibration_path(). A missing file at the
+// default location is no calibration (nullopt); a missing file named by MOEX_CALIBRATION,
+// or an invalid file anywhere, is an Error.
+std::optional<CalibratedCap> load_calibrated_cap(Backend backend, std::string_view hardware);
+
+}  // namespace moex::moe

@@ -1,0 +1,158 @@
+// Calibration file: round trip, lookup, default path precedence, and strict validation
+// (each malformed field is an error naming the file and the field).
+#include "moe/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace moex::moe {
+namespace {
+
+CalibrationEntry entry(std::string hw, int64_t cap, int threads = 2) {
+  CalibrationEntry e;
+  e.backend = "cpu";
+  e.hardware = std::move(hw);
+  e.threads = threads;
+  e.isa = "avx512";
+  e.cap = cap;
+  e.moex_commit = "abc123";
+  e.date = "2026-11-29T18:20:58Z";
+  e.grid.push_back({2048, 768, 8, 4, 100.0, 125.0, 1.25});
+  return e;
+}
+
+std::filesystem::path temp_dir() {
+  auto d = std::filesystem::temp_directory_path() /
+           ("moex_calibration_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+TEST(Calibration, RoundTripAndLookup) {
+  CalibrationFile f;
+  upsert_calibration(f, entry("cpu A", 4000));
+  upsert_calibration(f, entry("cpu B", 6000));
+  upsert_calibration(f, entry("cpu A", 5000));     // same key: replaced, not appended
+  upsert_calibration(f, entry("cpu A", 7000, 1));  // other thread count: appended
+  ASSERT_EQ(f.entries.size(), 3u);
+  const std::string path = (temp_dir() / "sub" / "calibration.json").string();
+  write_calibration(path, f);
+  const CalibrationFile g = load_calibration(path);
+  ASSERT_EQ(g.entries.size(), 3u);
+  EXPECT_EQ(g.entries[0].cap, 5000);
+  EXPECT_EQ(g.entries[0].grid.at(0).dff, 768);
+  EXPECT_DOUBLE_EQ(g.entries[0].grid.at(0).ratio, 1.25);
+  // Last match wins for (backend, hardware).
+  EXPECT_EQ(find_calibration(g, "cpu", "cpu A")->cap, 7000);
+  EXPECT_EQ(find_calibration(g, "cpu", "cpu B")->cap, 6000);
+  EXPECT_EQ(find_calibration(g, "cuda", "cpu B"), nullptr);
+  EXPECT_EQ(find_calibration(g, "cpu", "cpu C"), nullptr);
+}
+
+TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
+  const auto dir = temp_dir();
+  ::unsetenv(kEnvCalibration);
+  ::setenv("HOME", "/home/someone", 1);
+  ::unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(default_calibration_path(), "/home/someone/.cache/moex/calibration.json");
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  EXPECT_EQ(default_calibration_path(), dir.string() + "/moex/calibration.json");
+  EXPECT_FALSE(load_calibrated_cap(Backend::kCpu, "cpu A").has_value());  // no file: none
+
+  CalibrationFile f;
+  f.entries.push_back(entry("cpu A", 3072));
+  write_calibration(dir.string() + "/moex/calibration.json", f);
+  auto cap = load_calibrated_cap(Backend::kCpu, "cpu A");
+  ASSERT_TRUE(cap.has_value());
+  EXPECT_EQ(cap->cap, 3072);
+  EXPECT_NE(cap->origin.find("calibration.json"), std::string::npos);
+  EXPECT_FALSE(load_calibrated_cap(Backend::kCuda, "cpu A").has_value());
+
+  ::setenv(kEnvCalibration, (dir / "other.json").c_str(), 1);
+  EXPECT_EQ(default_calibration_path(), (dir / "other.json").string());
+  EXPECT_THROW(load_calibrated_cap(Backend::kCpu, "cpu A"), Error);  // named but missing
+  ::setenv(kEnvCalibration, "", 1);
+  EXPECT_THROW(default_calibration_path(), Error);
+  ::unsetenv(kEnvCalibration);
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+struct BadCase {
+  std::string json;
+  const char* field;  // must appear in the message
+};
+
+TEST(Calibration, StrictValidationNamesFileAndField) {
+  const std::string good_point =
+      R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":100,"fallback_us":125,"ratio":1.25})";
+  auto file = [](const std::string& entry_json) {
+    return R"({"format":"moex-calibration/1","entries":[)" + entry_json + "]}";
+  };
+  auto ent = [&](const std::string& replace_key, const std::string& value,
+                 const std::string& point) {
+    std::vector<std::pair<std::string, std::string>> kv = {{"backend", R"("cpu")"},
+                                                           {"hardware", R"("Xeon")"},
+                                                           {"threads", "2"},
+                                                           {"isa", R"("avx512")"},
+                                                           {"cap", "4096"},
+                                                           {"moex_commit", R"("abc")"},
+                                                           {"date", R"("2026-11-29T18:20:58Z")"},
+                                                           {"grid", "[" + point + "]"}};
+    std::string s = "{";
+    for (auto& [k, v] : kv) {
+      if (k == replace_key && value == "<drop>") continue;
+      s += (s.size() > 1 ? "," : "") + ("\"" + k + "\":") + (k == replace_key ? value : v);
+    }
+    if (replace_key == "extra") s += ",\"extra\":1";
+    return s + "}";
+  };
+  EXPECT_NO_THROW(parse_calibration(file(ent("", "", good_point)), "ok.json"));
+  const std::vector<BadCase> cases = {
+      {"not json", "not valid JSON"},
+      {R"({"format":"moex-calibration/2","entries":[]})", "format"},
+      {R"({"entries":[]})", "format"},
+      {R"({"format":"moex-calibration/1","entries":{}})", "entries"},
+      {file(ent("backend", R"("metal")", good_point)), "entries[0].backend"},
+      {file(ent("backend", "<drop>", good_point)), "entries[0].backend"},
+      {file(ent("hardware", R"("")", good_point)), "entries[0].hardware"},
+      {file(ent("threads", "0", good_point)), "entries[0].threads"},
+      {file(ent("threads", "2.5", good_point)), "entries[0].threads"},
+      {file(ent("cap", "0", good_point)), "entries[0].cap"},
+      {file(ent("cap", "-1", good_point)), "entries[0].cap"},
+      {file(ent("cap", "9999999999", good_point)), "entries[0].cap"},
+      {file(ent("cap", R"("4096")", good_point)), "entries[0].cap"},
+      {file(ent("date", R"("yesterday")", good_point)), "entries[0].date"},
+      {file(ent("grid", "{}", good_point)), "entries[0].grid"},
+      {file(ent("extra", "", good_point)), "entries[0].extra"},
+      {file(ent("", "", R"({"hidden":2048})")), "entries[0].grid[0].dff"},
+      {file(ent(
+           "", "",
+           R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":0,"fallback_us":125,"ratio":1.25})")),
+       "entries[0].grid[0].fused_us"},
+      {file(ent(
+           "", "",
+           R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":100,"fallback_us":125,"ratio":0.8})")),
+       "entries[0].grid[0].ratio"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse_calibration(c.json, "/tmp/cal.json");
+      ADD_FAILURE() << "accepted: " << c.json;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("/tmp/cal.json"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(c.field), std::string::npos) << msg;
+    }
+  }
+  EXPECT_THROW(load_calibration("/nonexistent/moex/calibration.json"), Error);
+}
+
+}  // namespace
+}  // namespace moex::moe

@@ -1,0 +1,136 @@
+// The MoE dispatch policy: ONE pure function, decide_path(), choosing between the fused
+// decode kernel and the gather_qmm fallback for an expert layer, and saying why. Settings
+// (flag > environment > calibration file > backend default) are resolved beforehand by
+// resolve_fused_settings(), which rejects malformed values instead of ignoring them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/moe_contract.h"
+
+namespace moex::moe {
+
+enum class Path { kFused, kFallback };
+const char* path_name(Path p);  // "fused", "fallback"
+
+enum class Backend { kCpu, kCuda };
+const char* backend_name(Backend b);                               // "cpu", "cuda"
+Backend parse_backend(std::string_view s, std::string_view what);  // throws Error naming what
+
+// Why the fused path declined. Only conditions the fused kernels really cannot handle: the
+// kernels run every bit width 2..8 for each projection independently, each projection with
+// its own group size, and every activation, so the seed's "gate/up bits in {4,8}", "gate and
+// up bits differ" and "6-bit down with Dff % 16" conditions are gone.
+enum class DeclineReason {
+  kNotSingleToken,          // M != 1: the fused kernel is single-token decode
+  kNotAffineQuantized,      // a projection is float, or quantized without biases (mxfp4, ...)
+  kBitsUnsupported,         // a projection's bits are not one of 2,3,4,5,6,8
+  kGroupSizeMismatch,       // a group size not in {32,64,128} or not dividing its input dim
+  kNotStacked,              // experts are not one 3-D stacked tensor per projection
+  kDffAboveCap,             // Dff > the cap (auto mode only)
+  kDisabled,                // fused mode off (flag or MOEX_FUSED_MOE)
+  kNoFusedKernelForBackend  // the backend has no fused kernel in this build
+};
+inline constexpr int kNumDeclineReasons = 8;
+const char* decline_reason_name(DeclineReason r);  // "not_single_token", ...
+
+enum class FusedMode { kAuto, kOn, kOff };
+const char* fused_mode_name(FusedMode m);  // "auto", "on", "off"
+
+// Where a setting came from, highest precedence first.
+enum class SettingSource { kFlag, kEnv, kCalibration, kBackendDefault };
+using CapSource = SettingSource;
+const char* setting_source_name(SettingSource s);  // "flag", "env", "calibration", "default"
+
+// Backend defaults of the Dff cap.
+// CUDA: the seed's GB10 sweep (BRIEF section 2; fused/fallback 1.142 at Dff 1792, 1.036 at
+// 6400, 0.985 at 8192, 0.983 at 14336; crossover ~7672-8000), which kept 8192.
+inline constexpr int64_t kCudaDefaultMaxDff = 8192;
+// CPU: provisional. TODO(measure): set from a `moex bench-moe` sweep on the reference CPU
+// and cite its file under docs/benchmark_results/.
+inline constexpr int64_t kCpuDefaultMaxDff = 8192;
+int64_t backend_default_max_dff(Backend b);
+// Largest accepted --max-dff / MOEX_FUSED_MOE_MAX_DFF / calibration cap.
+inline constexpr int64_t kMaxDffLimit = int64_t{1} << 20;
+
+// The user's choices after precedence; max_dff is unset when neither flag nor env gave one.
+struct FusedSettings {
+  FusedMode mode = FusedMode::kAuto;
+  SettingSource mode_source = SettingSource::kBackendDefault;
+  std::optional<int64_t> max_dff;
+  SettingSource max_dff_source = SettingSource::kBackendDefault;
+};
+
+// Raw strings as given (unset = not given). Parsed strictly by resolve_fused_settings.
+struct RawFusedSettings {
+  std::optional<std::string> flag_fused;    // --fused auto|on|off
+  std::optional<std::string> flag_max_dff;  // --max-dff N
+  std::optional<std::string> env_fused;     // MOEX_FUSED_MOE: 0/false/off/no | 1/true/on/yes
+  std::optional<std::string> env_max_dff;   // MOEX_FUSED_MOE_MAX_DFF: positive integer
+};
+inline constexpr const char* kEnvFusedMoe = "MOEX_FUSED_MOE";
+inline constexpr const char* kEnvFusedMoeMaxDff = "MOEX_FUSED_MOE_MAX_DFF";
+
+// Flag beats env. MOEX_FUSED_MOE=1 means "fused allowed" (auto: the cap applies), =0 "off";
+// only --fused on forces the fused path past the cap. Throws Error naming the flag/variable
+// and the accepted forms for a malformed value ("", " 4096", "abc", "0", "-1", too large).
+FusedSettings resolve_fused_settings(const RawFusedSettings& raw);
+// raw with the env_* fields read from the process environment.
+RawFusedSettings with_environment(RawFusedSettings raw);
+
+// Quantization of one projection as the checkpoint declares it.
+enum class QuantMode { kAffine, kFloat, kOtherQuantized /* mxfp4, nvfp4, ... */ };
+struct ProjectionQuant {
+  QuantMode mode = QuantMode::kAffine;
+  int bits = 4;
+  int group_size = 64;
+  bool has_biases = true;
+};
+
+struct CalibratedCap {
+  int64_t cap = 0;
+  std::string origin;  // "<file> (<hardware>, <date>)", shown in explanations
+};
+
+struct DispatchInputs {
+  // Problem shape.
+  int64_t tokens = 1;  // M
+  int64_t dff = 0, din = 0, top_k = 0;
+  ProjectionQuant gate, up, down;  // gate ignored for kSquaredReLU
+  bool stacked = true;
+  kernels::Activation act = kernels::Activation::kSwiGLU;
+  // Backend and what this build has for it.
+  Backend backend = Backend::kCpu;
+  bool backend_has_fused_kernel = true;
+  // Settings and calibration.
+  FusedSettings settings;
+  std::optional<CalibratedCap> calibration;
+};
+
+struct DispatchDecision {
+  Path path = Path::kFused;
+  std::vector<DeclineReason> reasons;  // empty iff path == kFused
+  int64_t cap = 0;                     // the cap in force (reported even when ignored)
+  CapSource cap_source = CapSource::kBackendDefault;
+  bool cap_ignored = false;  // --fused on / MOEX mode on: cap not applied
+  std::string cap_origin;    // calibration origin, if cap_source == kCalibration
+  FusedMode mode = FusedMode::kAuto;
+  SettingSource mode_source = SettingSource::kBackendDefault;
+  int64_t dff = 0, tokens = 0;
+
+  bool declined_for(DeclineReason r) const;
+  // One line: "fallback: dff_above_cap (Dff 14336 > cap 8192 from env MOEX_FUSED_MOE_MAX_DFF)".
+  std::string explanation() const;
+};
+
+// The policy. Pure: the same inputs always give the same decision.
+DispatchDecision decide_path(const DispatchInputs& in);
+
+// The ProjectionQuant of a QuantWeightsView (affine with biases by construction).
+ProjectionQuant projection_quant_of(const kernels::QuantWeightsView& w);
+
+}  // namespace moex::moe

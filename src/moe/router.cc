@@ -1,0 +1,204 @@
+// The routing rules of router.h, each following its mlx-lm model file line by line.
+#include "moe/router.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "moe/topk.h"
+
+namespace moex::moe {
+namespace {
+
+// MLX's CPU softmax for f32 rows: exp(v - max) * (1 / sum). -inf entries become 0.
+void softmax_inplace(float* v, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = std::exp(v[i] - mx);
+    sum += v[i];
+  }
+  const float inv = 1.f / sum;
+  for (int64_t i = 0; i < n; ++i) v[i] *= inv;
+}
+
+RouterConfig base(RoutingRule rule, TopKTies ties, int64_t experts, int64_t top_k) {
+  RouterConfig c;
+  c.rule = rule;
+  c.ties = ties;
+  c.num_experts = experts;
+  c.top_k = top_k;
+  return c;
+}
+
+}  // namespace
+
+const char* routing_rule_name(RoutingRule r) {
+  switch (r) {
+    case RoutingRule::kSoftmaxTopK:
+      return "softmax_topk";
+    case RoutingRule::kTopKSoftmax:
+      return "topk_softmax";
+    case RoutingRule::kSparseMixer:
+      return "sparsemixer";
+    case RoutingRule::kSigmoidBiasTopK:
+      return "sigmoid_bias_topk";
+    case RoutingRule::kSigmoidTop1ScalesInput:
+      return "sigmoid_top1_scales_input";
+  }
+  return "?";
+}
+
+float router_sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+void RouterConfig::validate() const {
+  if (num_experts < 1 || num_experts > (int64_t{1} << 20))
+    fail("router: num_experts = ", num_experts, "; expected an integer in [1, 1048576]");
+  if (top_k < 1 || top_k > num_experts)
+    fail("router: top_k = ", top_k, "; expected an integer in [1, num_experts = ", num_experts,
+         "]");
+  if (rule == RoutingRule::kSigmoidTop1ScalesInput && top_k != 1)
+    fail(
+        "router: llama4 routing scales the expert input by the score and supports top_k = 1 "
+        "only (mlx-lm asserts the same); got top_k = ",
+        top_k);
+  if (!expert_bias.empty() && rule != RoutingRule::kSigmoidBiasTopK)
+    fail("router: expert_bias is only used by sigmoid_bias_topk routing (lfm2_moe), not by ",
+         routing_rule_name(rule));
+  if (!expert_bias.empty() && int64_t(expert_bias.size()) != num_experts)
+    fail("router: expert_bias has ", expert_bias.size(),
+         " entries; expected num_experts = ", num_experts);
+  for (float b : expert_bias)
+    if (!std::isfinite(b)) fail("router: expert_bias holds a non-finite value");
+  if (!std::isfinite(routed_scaling)) fail("router: routed_scaling_factor is not finite");
+  if (rule == RoutingRule::kSparseMixer && !(jitter_eps >= 0.f && std::isfinite(jitter_eps)))
+    fail("router: router_jitter_noise = ", jitter_eps, "; expected a finite value >= 0");
+}
+
+RouterConfig qwen3_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob) {
+  RouterConfig c = base(RoutingRule::kSoftmaxTopK, TopKTies::kHigherIndexWins, experts, top_k);
+  c.renormalize = norm_topk_prob;
+  return c;
+}
+RouterConfig olmoe_router(int64_t experts, int64_t top_k, bool norm_topk_prob) {
+  RouterConfig c = base(RoutingRule::kSoftmaxTopK, TopKTies::kLowerIndexWins, experts, top_k);
+  c.renormalize = norm_topk_prob;
+  return c;
+}
+RouterConfig qwen2_moe_router(int64_t experts, int64_t top_k) {
+  return base(RoutingRule::kSoftmaxTopK, TopKTies::kLowerIndexWins, experts, top_k);
+}
+RouterConfig mixtral_router(int64_t experts, int64_t top_k) {
+  return base(RoutingRule::kTopKSoftmax, TopKTies::kLowerIndexWins, experts, top_k);
+}
+RouterConfig phimoe_router(int64_t experts, int64_t top_k, float jitter_eps) {
+  // sparsemixer picks by argmax (first maximum wins), i.e. lower index on ties.
+  RouterConfig c = base(RoutingRule::kSparseMixer, TopKTies::kLowerIndexWins, experts, top_k);
+  c.jitter_eps = jitter_eps;
+  return c;
+}
+RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                             float routed_scaling, std::vector<float> expert_bias) {
+  RouterConfig c = base(RoutingRule::kSigmoidBiasTopK, TopKTies::kHigherIndexWins, experts, top_k);
+  c.renormalize = norm_topk_prob;
+  c.routed_scaling = routed_scaling;
+  c.expert_bias = std::move(expert_bias);
+  return c;
+}
+RouterConfig llama4_router(int64_t experts, int64_t top_k) {
+  return base(RoutingRule::kSigmoidTop1ScalesInput, TopKTies::kLowerIndexWins, experts, top_k);
+}
+
+Router::Router(RouterConfig config) : config_(std::move(config)) {
+  config_.validate();
+  probs_.resize(config_.num_experts);
+  keys_.resize(config_.num_experts);
+  negated_.resize(config_.num_experts);
+  order_.resize(config_.num_experts);
+}
+
+void Router::route(const float* logits, int64_t tokens, int32_t* ids, float* scores) {
+  const int64_t e = config_.num_experts, k = config_.top_k;
+  for (int64_t m = 0; m < tokens; ++m) route_one(logits + m * e, ids + m * k, scores + m * k);
+}
+
+void Router::route_one(const float* l, int32_t* ids, float* scores) {
+  const RouterConfig& c = config_;
+  const int64_t e = c.num_experts, k = c.top_k;
+  float* p = probs_.data();
+  switch (c.rule) {
+    case RoutingRule::kSoftmaxTopK: {
+      // qwen3_moe / olmoe / qwen2_moe: softmax (precise) over all experts, top-k of it.
+      for (int64_t i = 0; i < e; ++i) p[i] = l[i];
+      softmax_inplace(p, e);
+      mlx_topk(p, e, k, c.ties, order_.data(), negated_.data(), ids);
+      float sum = 0.f;
+      for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
+      if (c.renormalize)
+        for (int64_t j = 0; j < k; ++j) scores[j] /= sum;
+      return;
+    }
+    case RoutingRule::kTopKSoftmax: {
+      // mixtral: top-k of the logits, softmax over the k gathered logits.
+      mlx_topk(l, e, k, c.ties, order_.data(), negated_.data(), ids);
+      for (int64_t j = 0; j < k; ++j) scores[j] = l[ids[j]];
+      softmax_inplace(scores, k);
+      return;
+    }
+    case RoutingRule::kSparseMixer:
+      sparse_mixer_one(l, ids, scores);
+      return;
+    case RoutingRule::kSigmoidBiasTopK: {
+      // lfm2_moe: sigmoid weights; bias added (in f32) for the selection only.
+      for (int64_t i = 0; i < e; ++i) p[i] = router_sigmoid(l[i]);
+      const float* sel = p;
+      if (!c.expert_bias.empty()) {
+        for (int64_t i = 0; i < e; ++i) keys_[i] = p[i] + c.expert_bias[i];
+        sel = keys_.data();
+      }
+      mlx_topk(sel, e, k, c.ties, order_.data(), negated_.data(), ids);
+      float sum = 0.f;
+      for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
+      if (c.renormalize)
+        for (int64_t j = 0; j < k; ++j) scores[j] /= (sum + 1e-6f);
+      for (int64_t j = 0; j < k; ++j) scores[j] *= c.routed_scaling;
+      return;
+    }
+    case RoutingRule::kSigmoidTop1ScalesInput: {
+      // llama4: argpartition(-logits, kth=k-1)[:k]; score = sigmoid(logit) (f32).
+      mlx_topk(l, e, k, c.ties, order_.data(), negated_.data(), ids);
+      for (int64_t j = 0; j < k; ++j) scores[j] = router_sigmoid(l[ids[j]]);
+      return;
+    }
+  }
+}
+
+// mlx-lm phimoe.sparsemixer, inference path, for one token.
+void Router::sparse_mixer_one(const float* g, int32_t* ids, float* scores) {
+  const RouterConfig& c = config_;
+  const int64_t e = c.num_experts, k = c.top_k;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const float threshold = 2.f * c.jitter_eps;
+  float* masked = keys_.data();
+  float* band = probs_.data();
+  for (int64_t i = 0; i < e; ++i) masked[i] = g[i];
+  for (int64_t r = 0; r < k; ++r) {
+    // top = max(masked); ind = argmax(masked) (the first maximum).
+    int64_t ind = 0;
+    for (int64_t i = 1; i < e; ++i)
+      if (masked[i] > masked[ind]) ind = i;
+    const float top = masked[ind];
+    // band = where((top - gates) / max(|gates|, top) > 2 eps, -inf, masked)
+    for (int64_t i = 0; i < e; ++i) {
+      const float factor = std::max(std::fabs(g[i]), top);
+      band[i] = (top - g[i]) / factor > threshold ? ninf : masked[i];
+    }
+    softmax_inplace(band, e);
+    ids[r] = int32_t(ind);
+    scores[r] = band[ind];
+    masked[ind] = ninf;
+  }
+}
+
+}  // namespace moex::moe

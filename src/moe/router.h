@@ -1,0 +1,89 @@
+// MoE routers: from router logits f32 [M][E] to the selected experts and their scores
+// [M][K], one rule per family exactly as mlx-lm's model files compute it (mlx-lm 0.32).
+// Top-k selection reproduces MLX's CPU argpartition, including its tie-breaking (see topk.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moex::moe {
+
+enum class RoutingRule {
+  // p = softmax(l); top-k of p; scores p_k, divided by sum_k p_k when renormalize
+  // (qwen3_moe: norm_topk_prob; olmoe: norm_topk_prob; qwen2_moe: never).
+  kSoftmaxTopK,
+  // top-k of l; scores = softmax over the k selected logits (mixtral).
+  kTopKSoftmax,
+  // phimoe as mlx-lm 0.32 runs it (HF's sparsemixer, inference path): k rounds of
+  // "argmax of the still-unmasked logits, softmax over the jitter band around it".
+  kSparseMixer,
+  // s = sigmoid(l); select top-k of s + expert_bias (bias for selection only); scores s_k,
+  // divided by (sum_k s_k + 1e-6) when renormalize, then times routed_scaling (lfm2_moe).
+  kSigmoidBiasTopK,
+  // top-1 of l; sigmoid(l_k) scales the expert INPUT, the output weight is 1 (llama4).
+  kSigmoidTop1ScalesInput,
+};
+const char* routing_rule_name(RoutingRule r);
+
+// How ties at the top-k boundary are broken; both reproduce MLX's argpartition.
+enum class TopKTies {
+  // argpartition(v, kth=-k)[-k:]: among equal values the HIGHER expert index wins
+  // (qwen3_moe, lfm2_moe).
+  kHigherIndexWins,
+  // argpartition(-v, kth=k-1)[:k]: among equal values the LOWER expert index wins
+  // (mixtral, olmoe, qwen2_moe, llama4).
+  kLowerIndexWins,
+};
+
+struct RouterConfig {
+  RoutingRule rule = RoutingRule::kSoftmaxTopK;
+  TopKTies ties = TopKTies::kHigherIndexWins;
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  bool renormalize = false;        // kSoftmaxTopK, kSigmoidBiasTopK
+  float routed_scaling = 1.0f;     // kSigmoidBiasTopK
+  std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
+  float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
+
+  // Throws moex::Error naming the field when the config is inconsistent
+  // (k outside [1, E], bias of the wrong size, llama4 with k != 1, ...).
+  void validate() const;
+  // Output of the routed experts is scaled by the score (false: the input is, llama4).
+  bool scores_scale_output() const { return rule != RoutingRule::kSigmoidTop1ScalesInput; }
+};
+
+// Family presets, each as the mlx-lm model file of that name defines its router.
+RouterConfig qwen3_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob);
+RouterConfig olmoe_router(int64_t experts, int64_t top_k, bool norm_topk_prob);
+RouterConfig qwen2_moe_router(int64_t experts, int64_t top_k);
+RouterConfig mixtral_router(int64_t experts, int64_t top_k);
+RouterConfig phimoe_router(int64_t experts, int64_t top_k, float jitter_eps);
+RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                             float routed_scaling, std::vector<float> expert_bias);
+RouterConfig llama4_router(int64_t experts, int64_t top_k);
+
+// Routes M tokens. Holds its scratch (reused, so routing one token allocates nothing);
+// not thread-safe: one Router per thread.
+class Router {
+ public:
+  explicit Router(RouterConfig config);  // validates
+  const RouterConfig& config() const { return config_; }
+
+  // logits [M][E] -> ids [M][K], scores [M][K]. The order of the k entries of a token is
+  // MLX's argpartition order (the order the weighted sum then adds them in).
+  void route(const float* logits, int64_t tokens, int32_t* ids, float* scores);
+
+ private:
+  void route_one(const float* logits, int32_t* ids, float* scores);
+  void sparse_mixer_one(const float* logits, int32_t* ids, float* scores);
+
+  RouterConfig config_;
+  std::vector<float> probs_, keys_, negated_;
+  std::vector<uint32_t> order_;
+};
+
+// sigmoid as MLX computes it for f32 (1 / (1 + exp(-x))).
+float router_sigmoid(float x);
+
+}  // namespace moex::moe

@@ -1,0 +1,146 @@
+// Router tests: every family rule against values mlx-lm 0.32 (mlx 0.32.4, CPU) computes for
+// the same logits, including ties at the top-k boundary (which index wins differs between
+// argpartition(v, kth=-k) and argpartition(-v, kth=k-1)), renormalization and order.
+#include "moe/router.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace moex::moe {
+namespace {
+
+// Two tokens, E = 8. Row 0 ties 3.0 at {1,7} and 2.0 at {2,3,5}; row 1 ties 1.5 at {2,4}.
+const std::vector<float> kLogits = {1.0f,  3.0f,  2.0f, 2.0f,  0.5f, 2.0f,  -1.0f, 3.0f,
+                                    0.25f, -0.5f, 1.5f, 0.75f, 1.5f, -2.0f, 0.0f,  1.0f};
+
+struct Routed {
+  std::vector<int32_t> ids;
+  std::vector<float> scores;
+};
+
+Routed route(const RouterConfig& c, const std::vector<float>& logits) {
+  Router r(c);
+  const int64_t m = int64_t(logits.size()) / c.num_experts;
+  Routed out{std::vector<int32_t>(m * c.top_k), std::vector<float>(m * c.top_k)};
+  r.route(logits.data(), m, out.ids.data(), out.scores.data());
+  return out;
+}
+
+// Scores agree with MLX's to a few f32 ulps (summation order inside softmax may differ).
+void expect_scores(const std::vector<float>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 4 * std::abs(want[i]) * 1.2e-7) << "score " << i;
+}
+
+TEST(Router, Qwen3SoftmaxTopKRenormHigherIndexWinsTies) {
+  Routed r = route(qwen3_moe_router(8, 3, true), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{5, 1, 7, 7, 4, 2}));
+  expect_scores(r.scores, {0.15536239743232727, 0.4223187565803528, 0.4223187565803528,
+                           0.232696533203125, 0.3836517333984375, 0.3836517333984375});
+}
+
+TEST(Router, Qwen3WithoutRenormKeepsSoftmaxProbabilities) {
+  Routed r = route(qwen3_moe_router(8, 3, false), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{5, 1, 7, 7, 4, 2}));
+  expect_scores(r.scores, {0.11016418039798737, 0.29945728182792664, 0.29945728182792664,
+                           0.1615663766860962, 0.26637792587280273, 0.26637792587280273});
+}
+
+TEST(Router, OlmoeNoRenormLowerIndexWinsTies) {
+  Routed r = route(olmoe_router(8, 3, false), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  expect_scores(r.scores, {0.29945728182792664, 0.29945728182792664, 0.11016418039798737,
+                           0.26637792587280273, 0.26637792587280273, 0.1615663766860962});
+}
+
+TEST(Router, OlmoeRenormAndQwen2MoeNeverRenorms) {
+  Routed r = route(olmoe_router(8, 3, true), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  expect_scores(r.scores, {0.42231881618499756, 0.42231881618499756, 0.15536241233348846,
+                           0.3836517333984375, 0.3836517333984375, 0.232696533203125});
+  Routed q = route(qwen2_moe_router(8, 3), kLogits);
+  EXPECT_EQ(q.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  float sum0 = q.scores[0] + q.scores[1] + q.scores[2];
+  EXPECT_LT(sum0, 0.75f);  // not renormalized: 0.2995 + 0.2995 + 0.1102
+}
+
+TEST(Router, MixtralSoftmaxOverTopKLogits) {
+  Routed r = route(mixtral_router(8, 3), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  expect_scores(r.scores, {0.42231881618499756, 0.42231881618499756, 0.15536241233348846,
+                           0.3836517333984375, 0.3836517333984375, 0.2326965481042862});
+}
+
+TEST(Router, Llama4Top1SigmoidScalesInput) {
+  Routed r = route(llama4_router(8, 1), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{1, 2}));  // ties 3.0 at {1,7} and 1.5 at {2,4}
+  expect_scores(r.scores, {0.9525741338729858, 0.8175745010375977});
+  EXPECT_FALSE(llama4_router(8, 1).scores_scale_output());
+  EXPECT_THROW(Router(llama4_router(8, 2)), Error);
+}
+
+TEST(Router, Lfm2BiasSelectsButScoresAreUnbiasedSigmoidRenormScaled) {
+  const std::vector<float> bias = {0.0f, -0.5f, 0.3f, 0.0f, 0.9f, 0.0f, 0.0f, -0.2f};
+  Routed r = route(lfm2_moe_router(8, 3, true, 2.5f, bias), kLogits);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{5, 4, 2, 3, 2, 4}));
+  expect_scores(r.scores, {0.9236335754394531, 0.6527317762374878, 0.9236335754394531,
+                           0.7336670756340027, 0.8831659555435181, 0.8831659555435181});
+  Routed n = route(lfm2_moe_router(8, 3, false, 1.0f, {}), kLogits);
+  EXPECT_EQ(n.ids, (std::vector<int32_t>{5, 1, 7, 7, 4, 2}));
+  expect_scores(n.scores, {0.8807970881462097, 0.9525741338729858, 0.9525741338729858,
+                           0.7310585975646973, 0.8175745010375977, 0.8175745010375977});
+}
+
+TEST(Router, PhimoeSparseMixerJitterBand) {
+  // Row 0: three logits within the 2*eps relative band of the top; row 1: all negative.
+  const std::vector<float> p = {2.0f,  1.99f, 0.5f,  1.97f, -3.0f,  1.0f,  1.995f, 0.0f,
+                                -1.0f, -1.0f, -0.9f, -2.0f, -0.95f, -1.5f, -0.99f, -3.0f};
+  Routed r = route(phimoe_router(8, 2, 0.01f), p);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 6, 2, 4}));
+  expect_scores(r.scores, {0.2528120279312134, 0.33666378259658813, 1.0, 1.0});
+  Routed t = route(phimoe_router(8, 2, 0.01f), kLogits);  // argmax: first maximum wins
+  EXPECT_EQ(t.ids, (std::vector<int32_t>{1, 7, 2, 4}));
+  expect_scores(t.scores, {0.5, 1.0, 0.5, 1.0});
+}
+
+TEST(Router, ArgpartitionOrderMatchesMlxOnManyTies) {
+  // l[i] = ((37 i) mod 17 - 8) / 4: 2.0 at {11,28,45,62}, 1.75 at {5,22,39,56}; k = 6.
+  std::vector<float> l(64);
+  for (int i = 0; i < 64; ++i) l[i] = float((i * 37) % 17 - 8) * 0.25f;
+  EXPECT_EQ(route(qwen3_moe_router(64, 6, true), l).ids,
+            (std::vector<int32_t>{39, 56, 11, 28, 62, 45}));
+  EXPECT_EQ(route(olmoe_router(64, 6, false), l).ids,
+            (std::vector<int32_t>{62, 11, 28, 45, 5, 22}));
+  EXPECT_EQ(route(mixtral_router(64, 6), l).ids, (std::vector<int32_t>{62, 11, 28, 45, 5, 22}));
+}
+
+TEST(Router, SelectionIsDistinctAndRenormSumsToOne) {
+  std::vector<float> l(3 * 128);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = std::sin(0.7f * float(i)) * 3.0f;
+  Routed r = route(qwen3_moe_router(128, 8, true), l);
+  for (int m = 0; m < 3; ++m) {
+    float sum = 0;
+    for (int a = 0; a < 8; ++a) {
+      sum += r.scores[m * 8 + a];
+      for (int b = a + 1; b < 8; ++b) EXPECT_NE(r.ids[m * 8 + a], r.ids[m * 8 + b]);
+    }
+    EXPECT_NEAR(sum, 1.0f, 8 * 1.2e-7);
+  }
+}
+
+TEST(Router, InvalidConfigsAreErrors) {
+  EXPECT_THROW(Router(qwen3_moe_router(8, 0, true)), Error);
+  EXPECT_THROW(Router(qwen3_moe_router(8, 9, true)), Error);
+  EXPECT_THROW(Router(lfm2_moe_router(8, 2, true, 1.0f, std::vector<float>(7))), Error);
+  RouterConfig c = mixtral_router(8, 2);
+  c.expert_bias.assign(8, 0.0f);
+  EXPECT_THROW(Router{c}, Error);
+}
+
+}  // namespace
+}  // namespace moex::moe
