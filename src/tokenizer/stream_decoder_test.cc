@@ -1,0 +1,62 @@
+// Unit tests: StreamDecoder never emits a partial UTF-8 sequence, holds bytes back until a
+// later token completes them, and its outputs concatenate to decode(all ids).
+#include <gtest/gtest.h>
+
+#include "tokenizer/synthetic_vocab.h"
+#include "tokenizer/test_util.h"
+#include "tokenizer/utf8.h"
+
+namespace moex {
+namespace {
+
+TEST(StreamDecoder, HoldsBackIncompleteUtf8) {
+  const std::string dir = tok_test::temp_dir("syn").string();
+  write_synthetic_tokenizer(dir, 2000);
+  const Tokenizer t = Tokenizer::load(dir);
+  // Byte tokens (id == byte): "a", then the 4 bytes of U+1F600, then "b".
+  StreamDecoder sd(t);
+  EXPECT_EQ(sd.step('a'), "a");
+  EXPECT_EQ(sd.step(0xF0), "");
+  EXPECT_EQ(sd.step(0x9F), "");
+  EXPECT_EQ(sd.step(0x98), "");
+  EXPECT_EQ(sd.step(0x80), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(sd.step('b'), "b");
+  // A truncated sequence is only released by flush (as U+FFFD).
+  EXPECT_EQ(sd.step(0xE4), "");
+  EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");
+}
+
+TEST(StreamDecoder, ConcatenationEqualsDecodeOnMixedText) {
+  const std::string dir = tok_test::temp_dir("syn").string();
+  write_synthetic_tokenizer(dir, 5000);
+  const Tokenizer t = Tokenizer::load(dir);
+  const std::string text =
+      "Hello \xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 "
+      "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 <|im_start|>x<|im_end|> 12345\t\t end";
+  const auto ids = t.encode(text);
+  for (bool skip : {false, true}) {
+    StreamDecoder sd(t, skip);
+    std::string all;
+    for (int32_t id : ids) {
+      const std::string piece = sd.step(id);
+      EXPECT_TRUE(tok::is_valid_utf8(piece));
+      EXPECT_EQ(piece.find("\xEF\xBF\xBD"), std::string::npos) << "emitted a partial character";
+      all += piece;
+    }
+    all += sd.flush();
+    EXPECT_EQ(all, t.decode(ids, skip));
+  }
+  EXPECT_EQ(t.decode(ids), text);
+}
+
+TEST(StreamDecoder, SentencePieceLeadingSpaceIsKept) {
+  const Tokenizer t = Tokenizer::load(tok_test::write_tokenizer("sp", tok_test::sp_json()));
+  const auto ids = t.encode("abc abc \xC3\xA9");
+  StreamDecoder sd(t, true);
+  std::string all;
+  for (int32_t id : ids) all += sd.step(id);
+  EXPECT_EQ(all, "abc abc \xC3\xA9");
+}
+
+}  // namespace
+}  // namespace moex
