@@ -1,0 +1,133 @@
+// Checkpoint: chooses the files of a checkpoint directory, validates the shard index, and
+// merges the tensors of every file into one sorted name -> view map.
+#include "io/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/json_config.h"
+
+namespace moex::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+
+bool is_regular(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// weight_map values must name files inside the directory itself.
+bool is_plain_file_name(const std::string& s) {
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
+         s.find('\0') == std::string::npos;
+}
+}  // namespace
+
+void Checkpoint::add_file(std::unique_ptr<SafetensorsFile> f, const std::string& source) {
+  for (const TensorInfo& t : f->tensors()) {
+    auto [it, inserted] = by_name_.emplace(t.name, &t);
+    if (!inserted)
+      fail(source, ": tensor '", t.name, "' is in two files, '", it->second->file, "' and '", t.file,
+           "'; expected each tensor in exactly one file");
+    total_bytes_ += t.nbytes;
+  }
+  files_.push_back(std::move(f));
+}
+
+Checkpoint Checkpoint::open(const std::string& dir) {
+  Checkpoint ck;
+  ck.dir_ = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("checkpoint '", dir, "': not a directory");
+  const fs::path root(dir);
+
+  if (is_regular(root / kIndexName)) {
+    const std::string index_path = (root / kIndexName).string();
+    const nlohmann::json index = read_json_file(index_path);
+    const nlohmann::json& map = get_object(index, "weight_map", index_path);
+    std::map<std::string, std::vector<std::string>> tensors_of;  // file -> tensors mapped to it
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (!it->is_string())
+        fail(index_path, ": weight_map['", it.key(), "'] is ", json_kind(*it), "; expected a shard file name");
+      const std::string& file = it->get_ref<const std::string&>();
+      if (!is_plain_file_name(file))
+        fail(index_path, ": weight_map['", it.key(), "'] = '", file,
+             "' is not a plain file name; expected a shard in the same directory");
+      tensors_of[file].push_back(it.key());
+    }
+    for (const auto& [file, names] : tensors_of) {
+      const fs::path p = root / file;
+      if (!is_regular(p))
+        fail(index_path, ": shard '", file, "' (holding tensor '", names.front(), "') does not exist in '", dir, "'");
+      auto f = SafetensorsFile::open(p.string());
+      for (const std::string& n : names)
+        if (!f->find(n))
+          fail(index_path, ": weight_map puts tensor '", n, "' in '", file, "' but that file has no such tensor");
+      ck.add_file(std::move(f), index_path);
+    }
+    return ck;
+  }
+
+  if (is_regular(root / kSingleName)) {
+    ck.add_file(SafetensorsFile::open((root / kSingleName).string()), "checkpoint '" + dir + "'");
+    return ck;
+  }
+
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.path().extension() == ".safetensors" && is_regular(e.path())) files.push_back(e.path().string());
+  if (ec) fail("checkpoint '", dir, "': cannot list the directory (", ec.message(), ")");
+  if (files.empty())
+    fail("checkpoint '", dir, "': no ", kIndexName, ", ", kSingleName, " or *.safetensors file found");
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) ck.add_file(SafetensorsFile::open(f), "checkpoint '" + dir + "'");
+  return ck;
+}
+
+const TensorInfo* Checkpoint::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+const TensorInfo& Checkpoint::require(std::string_view name) const {
+  const TensorInfo* t = find(name);
+  if (!t) fail("checkpoint '", dir_, "': required tensor '", name, "' is missing");
+  return *t;
+}
+
+const TensorInfo& Checkpoint::require(std::string_view name, DType dtype) const {
+  const TensorInfo& t = require(name);
+  if (t.dtype != dtype)
+    fail("checkpoint '", dir_, "': tensor '", name, "' (in '", t.file, "') has dtype ", dtype_name(t.dtype),
+         "; expected ", dtype_name(dtype));
+  return t;
+}
+
+const TensorInfo& Checkpoint::require(std::string_view name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = require(name);
+  bool ok = t.shape.size() == shape.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] == -1 || shape[i] == t.shape[i];
+  if (!ok)
+    fail("checkpoint '", dir_, "': tensor '", name, "' (in '", t.file, "') has shape ", shape_to_string(t.shape),
+         "; expected ", shape_to_string(shape), " (-1: any size)");
+  return t;
+}
+
+const TensorInfo& Checkpoint::require(std::string_view name, DType dtype, const std::vector<int64_t>& shape) const {
+  require(name, dtype);
+  return require(name, shape);
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(by_name_.size());
+  for (const auto& [n, t] : by_name_) out.push_back(n);
+  return out;
+}
+
+}  // namespace moex::io

@@ -1,0 +1,54 @@
+// A checkpoint directory as one tensor namespace: model.safetensors.index.json shards,
+// a single model.safetensors, or every *.safetensors file, opened read-only through mmap.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "io/safetensors.h"
+
+namespace moex::io {
+
+class Checkpoint {
+ public:
+  // Picks, in this order: the shards listed in model.safetensors.index.json (every file in
+  // weight_map must exist and hold the tensors mapped to it), model.safetensors, or all
+  // *.safetensors files in the directory (sorted). A tensor present in two files is an Error.
+  // With an index, tensors a listed shard holds beyond its weight_map entries are included
+  // too (as mlx-lm, which loads whole files).
+  static Checkpoint open(const std::string& dir);
+
+  Checkpoint(Checkpoint&&) noexcept = default;
+  Checkpoint& operator=(Checkpoint&&) noexcept = default;
+
+  const TensorInfo* find(std::string_view name) const;
+  // Error naming the tensor and the directory if missing.
+  const TensorInfo& require(std::string_view name) const;
+  // As require(), and the dtype and/or shape must match; a -1 in `shape` matches any size.
+  // The Error states the expected and the found dtype/shape.
+  const TensorInfo& require(std::string_view name, DType dtype) const;
+  const TensorInfo& require(std::string_view name, const std::vector<int64_t>& shape) const;
+  const TensorInfo& require(std::string_view name, DType dtype, const std::vector<int64_t>& shape) const;
+
+  std::vector<std::string> names() const;  // sorted
+  uint64_t total_bytes() const { return total_bytes_; }
+  const std::string& dir() const { return dir_; }
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
+  size_t size() const { return by_name_.size(); }
+
+ private:
+  Checkpoint() = default;
+  void add_file(std::unique_ptr<SafetensorsFile> f, const std::string& source);
+
+  std::string dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const TensorInfo*, std::less<>> by_name_;
+  uint64_t total_bytes_ = 0;
+};
+
+}  // namespace moex::io

@@ -1,0 +1,134 @@
+// JSON reading and typed getters: wrong types, floats for ints, bools for numbers, out of
+// range, missing and null fields, duplicates; every error names the file and the field.
+#include "io/json_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/test_util.h"
+
+namespace moex::io {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+using testing::throws_error_with;
+using testing::write_file;
+
+const char* kFile = "cfg/config.json";
+
+json sample() {
+  return json::parse(R"({
+    "hidden_size": 2048, "neg": -3, "big_unsigned": 18446744073709551615, "float_int": 4.0,
+    "ratio": 0.5, "theta": 10000, "flag": true, "name": "qwen3_moe", "nothing": null,
+    "dims": [1, 2, 3], "mixed": [1, 2.5], "floats": [0.5, 1], "names": ["a", "b"],
+    "text_config": {"hidden_size": 7}, "huge_float": 1e300
+  })");
+}
+
+TEST(JsonConfig, TypedGettersAcceptTheRightTypes) {
+  const json j = sample();
+  EXPECT_EQ(get_int(j, "hidden_size", kFile), 2048);
+  EXPECT_EQ(get_int(j, "neg", kFile), -3);
+  EXPECT_EQ(get_int_or(j, "absent", 5, kFile), 5);
+  EXPECT_EQ(get_int_or(j, "nothing", 6, kFile), 6);  // null counts as absent
+  EXPECT_EQ(get_int_in(j, "hidden_size", 1, 4096, kFile), 2048);
+  EXPECT_DOUBLE_EQ(get_double(j, "ratio", kFile), 0.5);
+  EXPECT_DOUBLE_EQ(get_double(j, "theta", kFile), 10000.0);  // integers are numbers too
+  EXPECT_DOUBLE_EQ(get_double_or(j, "absent", 1.5, kFile), 1.5);
+  EXPECT_TRUE(get_bool(j, "flag", kFile));
+  EXPECT_FALSE(get_bool_or(j, "absent", false, kFile));
+  EXPECT_EQ(get_string(j, "name", kFile), "qwen3_moe");
+  EXPECT_EQ(get_string_or(j, "absent", "x", kFile), "x");
+  EXPECT_EQ(get_int_array(j, "dims", kFile), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(get_double_array(j, "floats", kFile), (std::vector<double>{0.5, 1.0}));
+  EXPECT_EQ(get_string_array(j, "names", kFile), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(get_int(get_object(j, "text_config", kFile), "hidden_size", kFile), 7);
+  EXPECT_EQ(get_object_or_null(j, "absent", kFile), nullptr);
+  EXPECT_TRUE(has_field(j, "flag"));
+  EXPECT_FALSE(has_field(j, "nothing"));
+}
+
+struct BadGet {
+  const char* id;
+  std::function<void(const json&)> get;
+  std::vector<std::string> expect;  // besides the file name
+};
+
+TEST(JsonConfig, WrongTypesAndRangesNameFileAndField) {
+  const json j = sample();
+  const std::vector<BadGet> cases = {
+      {"missing", [](const json& c) { get_int(c, "absent", kFile); }, {"'absent'", "missing"}},
+      {"null", [](const json& c) { get_int(c, "nothing", kFile); }, {"'nothing'", "null"}},
+      {"float_for_int", [](const json& c) { get_int(c, "float_int", kFile); }, {"'float_int'", "floating-point", "expected an integer"}},
+      {"float_for_int_or", [](const json& c) { get_int_or(c, "ratio", 1, kFile); }, {"'ratio'", "expected an integer"}},
+      {"bool_for_int", [](const json& c) { get_int(c, "flag", kFile); }, {"'flag'", "a boolean", "expected an integer"}},
+      {"string_for_int", [](const json& c) { get_int(c, "name", kFile); }, {"'name'", "a string"}},
+      {"beyond_int64", [](const json& c) { get_int(c, "big_unsigned", kFile); }, {"'big_unsigned'", "out of range"}},
+      {"out_of_range", [](const json& c) { get_int_in(c, "hidden_size", 1, 1024, kFile); }, {"'hidden_size' = 2048", "[1, 1024]"}},
+      {"bool_for_double", [](const json& c) { get_double(c, "flag", kFile); }, {"'flag'", "expected a number"}},
+      {"string_for_double", [](const json& c) { get_double_or(c, "name", 1.0, kFile); }, {"'name'", "expected a number"}},
+      {"int_for_bool", [](const json& c) { get_bool(c, "hidden_size", kFile); }, {"'hidden_size'", "expected true or false"}},
+      {"int_for_string", [](const json& c) { get_string(c, "hidden_size", kFile); }, {"'hidden_size'", "expected a string"}},
+      {"mixed_array", [](const json& c) { get_int_array(c, "mixed", kFile); }, {"'mixed'[1]", "floating-point"}},
+      {"not_array", [](const json& c) { get_int_array(c, "hidden_size", kFile); }, {"'hidden_size'", "expected an array"}},
+      {"string_array_ints", [](const json& c) { get_string_array(c, "dims", kFile); }, {"'dims'[0]", "expected a string"}},
+      {"not_object_field", [](const json& c) { get_object(c, "dims", kFile); }, {"'dims'", "expected an object"}},
+      {"not_object_or_null", [](const json& c) { get_object_or_null(c, "name", kFile); }, {"'name'", "expected an object"}},
+      {"receiver_not_object", [](const json& c) { get_int(c["dims"], "x", kFile); }, {"'x'", "expected a JSON object"}},
+  };
+  for (const BadGet& c : cases) {
+    std::vector<std::string> parts = c.expect;
+    parts.push_back(kFile);
+    try {
+      c.get(j);
+      ADD_FAILURE() << c.id << ": accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << c.id << " lacks '" << p << "': " << msg;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.id << ": non-moex exception " << e.what();
+    }
+  }
+}
+
+TEST(JsonConfig, ReadJsonFile) {
+  TempDir tmp;
+  const std::string path = tmp.file("config.json");
+  write_file(path, R"({"model_type": "mixtral", "num_local_experts": 8})");
+  const json j = read_json_file(path);
+  EXPECT_EQ(get_string(j, "model_type", path), "mixtral");
+
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(tmp.file("absent.json")); }, {"absent.json", "cannot open"}));
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(tmp.path()); }, {tmp.path()}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "invalid JSON"},
+      {"{\"a\": 1,}", "invalid JSON"},
+      {"{\"a\": 1} {", "invalid JSON"},
+      {"[1]", "top level is an array"},
+      {"\"text\"", "top level is a string"},
+      {"{\"a\": 1, \"a\": 2}", "duplicate JSON key 'a'"},
+      {"{\"o\": {\"k\": 1, \"k\": 1}}", "duplicate JSON key 'k'"},
+      {std::string(200, '[') + std::string(200, ']'), "nesting deeper"},
+      {"{\"a\": NaN}", "invalid JSON"},
+  };
+  for (const auto& [text, expect] : bad) {
+    write_file(path, text);
+    EXPECT_TRUE(throws_error_with([&] { read_json_file(path); }, {path, expect})) << text.substr(0, 40);
+  }
+  // Same key in different objects is fine.
+  write_file(path, R"({"a": {"k": 1}, "b": {"k": 2}, "k": [{"k": 3}, {"k": 4}]})");
+  EXPECT_EQ(read_json_file(path)["b"]["k"], 2);
+}
+
+TEST(JsonConfig, NonFiniteNumbersRejected) {
+  // nlohmann refuses 1e400 while parsing; a value built in code can still hold inf.
+  EXPECT_TRUE(throws_error_with([] { parse_json_text(R"({"x": 1e400})", kFile); }, {kFile, "invalid JSON", "1e400"}));
+  const json j = {{"big", 1e300}, {"inf", INFINITY}};
+  EXPECT_DOUBLE_EQ(get_double(j, "big", kFile), 1e300);
+  EXPECT_TRUE(throws_error_with([&] { get_double(j, "inf", kFile); }, {"'inf'", "finite"}));
+}
+
+}  // namespace
+}  // namespace moex::io

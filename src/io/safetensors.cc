@@ -1,0 +1,87 @@
+// SafetensorsFile: mmap a file read-only, check the 8-byte header length, validate the
+// header (safetensors_header.cc) and hand out zero-copy views.
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace moex::io {
+
+static_assert(std::endian::native == std::endian::little, "safetensors reading assumes a little-endian host");
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;  // validated at open: never overflows
+  return n;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, size_);
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  const std::string where = str_cat("safetensors file '", path, "'");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(where, ": cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(where, ": not a regular file");
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    fail(where, ": file is ", size, " bytes; expected at least 8 (the header length)");
+  }
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (map == MAP_FAILED) fail(where, ": mmap of ", size, " bytes failed (", std::strerror(map_errno), ")");
+
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->path_ = path;
+  f->map_ = map;
+  f->size_ = size;
+  const auto* base = static_cast<const uint8_t*>(map);
+
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, base, 8);
+  if (header_len > kMaxSafetensorsHeaderBytes)
+    fail(where, ": header length ", header_len, " exceeds the limit of ", kMaxSafetensorsHeaderBytes,
+         " bytes (100 MB)");
+  if (header_len > size - 8)
+    fail(where, ": header length ", header_len, " runs past the end of the file (", size,
+         " bytes); expected at most ", size - 8);
+
+  const std::string_view header(reinterpret_cast<const char*>(base + 8), header_len);
+  ParsedSafetensorsHeader parsed = parse_safetensors_header(header, size - 8 - header_len, path);
+  const uint8_t* data_area = base + 8 + header_len;
+  f->tensors_ = std::move(parsed.tensors);
+  f->metadata_ = std::move(parsed.metadata);
+  for (size_t i = 0; i < f->tensors_.size(); ++i) {
+    f->tensors_[i].data = data_area + parsed.offsets[i];
+    f->index_.emplace(f->tensors_[i].name, i);
+  }
+  return f;
+}
+
+const TensorInfo* SafetensorsFile::find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+}  // namespace moex::io

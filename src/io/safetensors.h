@@ -1,0 +1,72 @@
+// Read-only, zero-copy access to one .safetensors file through mmap. The header is fully
+// validated at open (types, shapes, byte ranges, overlaps, duplicates); every problem is a
+// moex::Error naming the file, the tensor where there is one, and what was expected.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+
+namespace moex::io {
+
+// Header limit (the format's own readers use the same bound).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::U8;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // into the mapping; alignment is whatever the file gives
+  uint64_t nbytes = 0;
+  std::string file;  // the file this view comes from
+  int64_t numel() const;
+};
+
+class SafetensorsFile {
+ public:
+  static std::unique_ptr<SafetensorsFile> open(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const TensorInfo* find(std::string_view name) const;
+  // All tensors in file order (ascending data offset).
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // The __metadata__ object (string values only); an empty object if absent.
+  const nlohmann::json& metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return size_; }
+
+ private:
+  SafetensorsFile() = default;
+
+  std::string path_;
+  void* map_ = nullptr;
+  uint64_t size_ = 0;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> index_;
+  nlohmann::json metadata_ = nlohmann::json::object();
+};
+
+// "[2, 3]", for messages.
+std::string shape_to_string(const std::vector<int64_t>& shape);
+
+// Header parsing, separate from the mapping so it can be checked on its own: validates
+// `header` (the JSON text) against a data area of `data_size` bytes. The TensorInfos have
+// data == nullptr and file == `file`; offsets[i] is tensor i's start in the data area.
+struct ParsedSafetensorsHeader {
+  std::vector<TensorInfo> tensors;  // ascending data offset
+  std::vector<uint64_t> offsets;
+  nlohmann::json metadata = nlohmann::json::object();
+};
+ParsedSafetensorsHeader parse_safetensors_header(std::string_view header, uint64_t data_size,
+                                                 const std::string& file);
+
+}  // namespace moex::io
