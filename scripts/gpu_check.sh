@@ -139,17 +139,18 @@ done
 # Where the time goes: per-stage times and a plain read of the same bytes (probe.csv).
 : >"$out/probe.csv"
 for s in "--din 2048 --dff 768 --top-k 8" "--din 2048 --dff 256 --top-k 8" \
-         "--din 4096 --dff 14336 --top-k 2" "--din 2048 --dff 768 --top-k 8 --warps 4 --items 1" \
-         "--din 2048 --dff 768 --top-k 8 --warps 16 --items 1"; do
+         "--din 2048 --dff 1792 --top-k 4" "--din 4096 --dff 6400 --top-k 2" \
+         "--din 4096 --dff 14336 --top-k 2"; do
   run_step "probe" 60 bash -c "set -o pipefail; '$bench' probe $s | { if [ -s '$out/probe.csv' ]; then tail -n +2; else cat; fi; } >>'$out/probe.csv'"
 done
 
 # Tiling (rows per block) at the qwen3 shape.
 : >"$out/tiling.csv"
-for t in "1 1" "2 2" "4 2" "4 4" "4 8" "8 1" "8 2" "8 4" "8 8" "16 2" "16 4"; do
+for t in "1 1 4" "2 2 4" "4 1 4" "4 2 4" "4 4 4" "4 4 3" "4 4 2" "4 8 4" "8 1 4" "8 2 4" \
+         "8 4 4" "8 4 2" "16 1 4" "16 2 4"; do
   # shellcheck disable=SC2086
   set -- $t
-  run_step "tiling_w$1_i$2" 120 bash -c "set -o pipefail; '$bench' bench --din 2048 --dff 768 --top-k 8 --warps $1 --items $2 | { if [ -s '$out/tiling.csv' ]; then tail -n +2; else cat; fi; } >>'$out/tiling.csv'"
+  run_step "tiling_w$1_i$2_s$3" 120 bash -c "set -o pipefail; '$bench' bench --din 2048 --dff 768 --top-k 8 --warps $1 --items $2 --stages $3 | { if [ -s '$out/tiling.csv' ]; then tail -n +2; else cat; fi; } >>'$out/tiling.csv'"
 done
 
 # Dff sweeps (for `moex tune --backend cuda`): 256..16384 at hidden 2048 / top-8 and 4096 / top-2.
