@@ -24,7 +24,21 @@ struct ModelPreset {
   int64_t max_position = 4096;
   std::string activation = "swiglu";  // swiglu | geglu | relu2
   bool tiny = false;
+  // Added by the model-family owner (see presets.cc for the values of each preset):
+  int64_t dense_layers = 0;                // leading dense-FFN layers (LFM2: 2)
+  std::vector<int64_t> attention_layers;   // hybrid models: attention layer indices (others
+                                           // are short-conv); empty = every layer attends
+  bool tie_embeddings = false;
+  std::string description;                 // one line for --list-presets
 };
+
+// Total weight count (parameters) of a preset, unquantized; for listings.
+int64_t preset_parameter_count(const ModelPreset& p);
+
+// The eos id a synthetic checkpoint's config.json names: <|endoftext|> of the synthetic
+// tokenizer make-model writes (tokenizer/synthetic_vocab.h: specials take the highest ids).
+// There is no bos token.
+int64_t synthetic_eos_id(int64_t vocab);
 
 const std::vector<ModelPreset>& all_presets();
 const ModelPreset* find_preset(std::string_view name);  // nullptr if unknown

@@ -1,0 +1,154 @@
+// Shared family helpers: RoPE / eos parsing, llama-style tensor names, preset config basics.
+#include "model/arch/family_common.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "io/json_config.h"
+
+namespace moex::model::arch {
+
+using nlohmann::json;
+
+namespace {
+
+// The theta, from rope_theta or rope_parameters.rope_theta.
+double parse_theta(const json& cfg, const std::string& file, double def) {
+  if (io::has_field(cfg, "rope_theta")) return io::get_double(cfg, "rope_theta", file);
+  if (const json* rp = io::get_object_or_null(cfg, "rope_parameters", file))
+    return io::get_double_or(*rp, "rope_theta", def, file + ": rope_parameters");
+  return def;
+}
+
+}  // namespace
+
+RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim,
+                      int64_t max_position, double default_theta, bool traditional) {
+  RopeParams r;
+  r.theta = parse_theta(cfg, file, default_theta);
+  if (!(r.theta > 0)) fail(file, ": field 'rope_theta' must be positive, got ", r.theta);
+  r.traditional = traditional;
+  r.dims = head_dim;
+  const json* rs = io::get_object_or_null(cfg, "rope_scaling", file);
+  if (!rs) return r;
+  const std::string where = file + ": rope_scaling";
+  std::string type = io::get_string_or(*rs, "type", "", where);
+  if (type.empty()) type = io::get_string_or(*rs, "rope_type", "default", where);
+  if (type == "default") return r;
+  if (type == "linear" || type == "dynamic" || type == "yarn") {
+    r.kind = type == "linear" ? RopeKind::kLinear : type == "dynamic" ? RopeKind::kDynamic : RopeKind::kYarn;
+    r.factor = io::get_double(*rs, "factor", where);
+    r.original_max_position = io::get_int_or(*rs, "original_max_position_embeddings", 4096, where);
+  } else if (type == "llama3") {
+    r.kind = RopeKind::kLlama3;
+    r.factor = io::get_double(*rs, "factor", where);
+    r.low_freq_factor = io::get_double_or(*rs, "low_freq_factor", 1.0, where);
+    r.high_freq_factor = io::get_double_or(*rs, "high_freq_factor", 4.0, where);
+    r.original_max_position = io::get_int_or(*rs, "original_max_position_embeddings", 8192, where);
+    // Equal factors (Llama-4 Scout: 1.0 / 1.0) leave no medium-frequency band; only
+    // high < low is meaningless.
+    if (r.high_freq_factor < r.low_freq_factor)
+      fail(where, ": high_freq_factor (", r.high_freq_factor, ") is below low_freq_factor (",
+           r.low_freq_factor, ")");
+  } else if (type == "longrope" || type == "su") {
+    r.kind = RopeKind::kLongRope;
+    r.short_factor = io::get_double_array(*rs, "short_factor", where);
+    r.long_factor = io::get_double_array(*rs, "long_factor", where);
+    r.short_mscale = io::get_double_or(*rs, "short_mscale", 0.0, where);
+    r.long_mscale = io::get_double_or(*rs, "long_mscale", 0.0, where);
+    r.original_max_position =
+        io::has_field(*rs, "original_max_position_embeddings")
+            ? io::get_int(*rs, "original_max_position_embeddings", where)
+            : io::get_int(cfg, "original_max_position_embeddings", file);
+    if (r.original_max_position <= 0)
+      fail(file, ": original_max_position_embeddings must be positive");
+    // As mlx-lm's SuScaledRoPE: long_mscale, else derived from the context extension factor.
+    const double factor = double(max_position) / double(r.original_max_position);
+    r.input_scale = r.long_mscale != 0.0 ? r.long_mscale
+                    : factor <= 1.0      ? 1.0
+                                         : std::sqrt(1.0 + std::log(factor) /
+                                                               std::log(double(r.original_max_position)));
+  } else {
+    fail(where, ": unsupported rope type '", type,
+         "' (supported: default, linear, llama3, longrope, su, yarn, dynamic)");
+  }
+  if (r.kind != RopeKind::kLongRope && !(r.factor > 0))
+    fail(where, ": field 'factor' must be positive, got ", r.factor);
+  return r;
+}
+
+std::vector<int64_t> parse_eos(const json& cfg, const std::string& file) {
+  if (!io::has_field(cfg, "eos_token_id")) return {};
+  const json& v = cfg.at("eos_token_id");
+  if (v.is_array()) return io::get_int_array(cfg, "eos_token_id", file);
+  return {io::get_int(cfg, "eos_token_id", file)};
+}
+
+void set_llama_attention_names(LayerModules& n, const std::string& p, bool qk_norm) {
+  n.input_norm = p + ".input_layernorm";
+  n.post_norm = p + ".post_attention_layernorm";
+  n.q = p + ".self_attn.q_proj";
+  n.k = p + ".self_attn.k_proj";
+  n.v = p + ".self_attn.v_proj";
+  n.o = p + ".self_attn.o_proj";
+  if (qk_norm) {
+    n.q_norm = p + ".self_attn.q_norm";
+    n.k_norm = p + ".self_attn.k_norm";
+  }
+}
+
+void set_switch_mlp_names(LayerModules& n, const std::string& moe, const std::string& router,
+                          const char* g, const char* u, const char* d) {
+  n.router = moe + "." + router;
+  n.experts_gate = moe + ".switch_mlp.gate_proj";
+  n.experts_up = moe + ".switch_mlp.up_proj";
+  n.experts_down = moe + ".switch_mlp.down_proj";
+  n.hf_expert_gate = moe + ".experts.{e}." + g;
+  n.hf_expert_up = moe + ".experts.{e}." + u;
+  n.hf_expert_down = moe + ".experts.{e}." + d;
+}
+
+void set_dense_mlp_names(LayerModules& n, const std::string& mlp) {
+  n.dense_gate = mlp + ".gate_proj";
+  n.dense_up = mlp + ".up_proj";
+  n.dense_down = mlp + ".down_proj";
+}
+
+LayerPlan llama_layer_plan(const ModelConfig& c, FfnKind ffn, int64_t dff) {
+  LayerPlan l;
+  l.mixer = MixerKind::kAttention;
+  l.use_rope = c.rope.kind != RopeKind::kNone;
+  l.qk_norm = c.qk_norm != QkNormKind::kNone;
+  l.ffn = ffn;
+  l.ffn_dff = dff;
+  return l;
+}
+
+json base_preset_config(const ModelPreset& p, const char* architecture) {
+  json j;
+  j["architectures"] = json::array({architecture});
+  j["model_type"] = p.model_type;
+  j["hidden_size"] = p.hidden;
+  j["num_hidden_layers"] = p.layers;
+  j["num_attention_heads"] = p.heads;
+  j["num_key_value_heads"] = p.kv_heads;
+  j["vocab_size"] = p.vocab;
+  j["max_position_embeddings"] = p.max_position;
+  j["torch_dtype"] = "bfloat16";
+  j["bos_token_id"] = nullptr;
+  j["eos_token_id"] = synthetic_eos_id(p.vocab);
+  return j;
+}
+
+std::vector<double> synthetic_rope_factors(int64_t half, double lo, double hi) {
+  std::vector<double> f(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double t = half > 1 ? double(i) / double(half - 1) : 0.0;
+    f[size_t(i)] = lo + (hi - lo) * t * t;  // slow start, steep end, as trained factors are
+  }
+  return f;
+}
+
+double default_attn_scale(int64_t head_dim) { return 1.0 / std::sqrt(double(head_dim)); }
+
+}  // namespace moex::model::arch

@@ -1,0 +1,142 @@
+// LFM2-MoE (model_type lfm2_moe; mlx-lm models/lfm2_moe.py): a hybrid of attention layers
+// (per-head q/k RMSNorm "q_layernorm"/"k_layernorm", out_proj) and gated short-convolution
+// layers; the first num_dense_layers FFNs are dense, the rest MoE with sigmoid routing,
+// expert_bias (f32) for selection only, optional renormalization and routed_scaling_factor.
+// Embeddings are always tied; the final norm is model.embedding_norm.
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/arch/family_common.h"
+#include "model/family_registry.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+
+class Lfm2MoeFamily final : public Family {
+ public:
+  const char* name() const override { return "lfm2_moe"; }
+  std::vector<std::string> model_types() const override { return {"lfm2_moe"}; }
+
+  ModelConfig parse(const json& j, const std::string& f) const override {
+    ModelConfig c;
+    c.family = name();
+    c.model_type = io::get_string(j, "model_type", f);
+    c.source = f;
+    c.hidden = io::get_int(j, "hidden_size", f);
+    c.num_layers = io::get_int(j, "num_hidden_layers", f);
+    c.vocab = io::get_int(j, "vocab_size", f);
+    c.max_position = io::get_int(j, "max_position_embeddings", f);
+    c.heads = io::get_int(j, "num_attention_heads", f);
+    c.kv_heads = io::get_int(j, "num_key_value_heads", f);
+    if (c.heads <= 0 || c.hidden % c.heads != 0)
+      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
+    c.head_dim = c.hidden / c.heads;
+    c.norm = NormKind::kRmsNorm;
+    c.norm_eps = io::get_double(j, "norm_eps", f);
+    c.qk_norm = QkNormKind::kPerHead;
+    c.qk_norm_eps = c.norm_eps;
+    c.attn_scale = arch::default_attn_scale(c.head_dim);
+    c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 1e6, false);
+    c.rope.kind = RopeKind::kDefault;  // mlx-lm: plain nn.RoPE
+    c.conv_kernel = io::get_int(j, "conv_L_cache", f);
+    c.conv_bias = io::get_bool(j, "conv_bias", f);
+    c.dense_dff = io::get_int(j, "intermediate_size", f);
+    c.moe.num_experts = io::get_int(j, "num_experts", f);
+    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
+    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    c.moe.router = RouterKind::kSigmoidBiasRenorm;
+    c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
+    c.moe.use_expert_bias = io::get_bool(j, "use_expert_bias", f);
+    c.moe.routed_scaling_factor = io::get_double_or(j, "routed_scaling_factor", 1.0, f);
+    const int64_t dense_layers = io::get_int(j, "num_dense_layers", f);
+    std::vector<int64_t> attn;
+    if (io::has_field(j, "full_attn_idxs")) {
+      attn = io::get_int_array(j, "full_attn_idxs", f);
+    } else {
+      if (!io::has_field(j, "layer_types"))
+        fail(f, ": needs 'full_attn_idxs' or 'layer_types' to place the attention layers");
+      const std::vector<std::string> types = io::get_string_array(j, "layer_types", f);
+      if (int64_t(types.size()) != c.num_layers)
+        fail(f, ": field 'layer_types' has ", types.size(), " entries for ", c.num_layers, " layers");
+      for (size_t i = 0; i < types.size(); ++i)
+        if (types[i] == "full_attention") attn.push_back(int64_t(i));
+    }
+    if (attn.empty()) fail(f, ": no attention layer (full_attn_idxs / layer_types)");
+    c.tie_word_embeddings = true;
+    c.embed_name = "model.embed_tokens";
+    c.final_norm_name = "model.embedding_norm";
+    c.eos_token_ids = arch::parse_eos(j, f);
+    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+      const bool is_attn = std::find(attn.begin(), attn.end(), i) != attn.end();
+      const bool dense = i < dense_layers;
+      LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
+                                           dense ? c.dense_dff : c.moe.expert_dff);
+      const std::string p = "model.layers." + std::to_string(i);
+      LayerModules& n = l.names;
+      n.input_norm = p + ".operator_norm";
+      n.post_norm = p + ".ffn_norm";
+      if (is_attn) {
+        n.q = p + ".self_attn.q_proj";
+        n.k = p + ".self_attn.k_proj";
+        n.v = p + ".self_attn.v_proj";
+        n.o = p + ".self_attn.out_proj";
+        n.q_norm = p + ".self_attn.q_layernorm";
+        n.k_norm = p + ".self_attn.k_layernorm";
+      } else {
+        l.mixer = MixerKind::kShortConv;
+        l.use_rope = false;
+        l.qk_norm = false;
+        n.conv_in = p + ".conv.in_proj";
+        n.conv = p + ".conv.conv";
+        n.conv_out = p + ".conv.out_proj";
+      }
+      if (dense) {
+        arch::set_dense_mlp_names(n, p + ".feed_forward");
+      } else {
+        arch::set_switch_mlp_names(n, p + ".feed_forward", "gate", "w1", "w3", "w2");
+        if (c.moe.use_expert_bias) n.expert_bias = p + ".feed_forward.expert_bias";
+      }
+      c.layers.push_back(std::move(l));
+    }
+    validate_model_config(c);
+    return c;
+  }
+
+  json preset_config(const ModelPreset& p) const override {
+    json j = arch::base_preset_config(p, "Lfm2MoeForCausalLM");
+    j["intermediate_size"] = p.dense_dff;
+    j["moe_intermediate_size"] = p.moe_dff;
+    j["num_experts"] = p.experts;
+    j["num_experts_per_tok"] = p.top_k;
+    j["norm_topk_prob"] = true;
+    j["use_expert_bias"] = true;
+    j["routed_scaling_factor"] = 1.0;
+    j["num_dense_layers"] = p.dense_layers;
+    j["norm_eps"] = 1e-5;
+    j["conv_bias"] = false;
+    j["conv_L_cache"] = 3;
+    j["rope_theta"] = 1000000.0;
+    json types = json::array();
+    for (int64_t i = 0; i < p.layers; ++i) {
+      const bool a = p.attention_layers.empty() ||
+                     std::find(p.attention_layers.begin(), p.attention_layers.end(), i) !=
+                         p.attention_layers.end();
+      types.push_back(a ? "full_attention" : "conv");
+    }
+    // A truncated preset (--layers) keeps at least one attention layer, as mlx-lm needs.
+    if (std::find(types.begin(), types.end(), "full_attention") == types.end() && p.layers > 0)
+      types[size_t(p.layers - 1)] = "full_attention";
+    j["layer_types"] = types;
+    j["tie_word_embeddings"] = true;
+    return j;
+  }
+};
+
+}  // namespace
+}  // namespace moex::model
+
+MOEX_DEFINE_FAMILY(lfm2_moe, Lfm2MoeFamily)

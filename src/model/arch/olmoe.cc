@@ -1,0 +1,87 @@
+// OLMoE (model_type olmoe; mlx-lm models/olmoe.py): q/k RMSNorm over the full projection
+// width (heads*head_dim) before the head split, optional attention/MLP biases, RoPE with
+// rope_scaling, softmax over all experts then top-k (renormalized when norm_topk_prob).
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/arch/family_common.h"
+#include "model/family_registry.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+
+class OlmoeFamily final : public Family {
+ public:
+  const char* name() const override { return "olmoe"; }
+  std::vector<std::string> model_types() const override { return {"olmoe"}; }
+
+  ModelConfig parse(const json& j, const std::string& f) const override {
+    ModelConfig c;
+    c.family = name();
+    c.model_type = io::get_string(j, "model_type", f);
+    c.source = f;
+    c.hidden = io::get_int(j, "hidden_size", f);
+    c.num_layers = io::get_int(j, "num_hidden_layers", f);
+    c.vocab = io::get_int(j, "vocab_size", f);
+    c.max_position = io::get_int_or(j, "max_position_embeddings", 4096, f);
+    c.heads = io::get_int(j, "num_attention_heads", f);
+    c.kv_heads = io::get_int_or(j, "num_key_value_heads", c.heads, f);
+    c.head_dim = io::get_int_or(j, "head_dim", c.heads > 0 ? c.hidden / c.heads : 0, f);
+    c.norm = NormKind::kRmsNorm;
+    c.norm_eps = io::get_double(j, "rms_norm_eps", f);
+    c.qk_norm = QkNormKind::kFullWidth;
+    c.qk_norm_eps = c.norm_eps;
+    c.attn_scale = arch::default_attn_scale(c.head_dim);
+    const bool traditional = io::get_bool_or(j, "rope_traditional", false, f);
+    c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 10000.0, traditional);
+    const bool attn_bias = io::get_bool_or(j, "attention_bias", false, f);
+    c.q_bias = c.k_bias = c.v_bias = c.o_bias = attn_bias;
+    c.moe.num_experts = io::get_int(j, "num_experts", f);
+    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
+    c.moe.expert_dff = io::get_int(j, "intermediate_size", f);
+    c.moe.renormalize = io::get_bool_or(j, "norm_topk_prob", false, f);
+    c.moe.router =
+        c.moe.renormalize ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
+    c.moe.expert_linear_bias = io::get_bool_or(j, "mlp_bias", false, f);
+    // mlx-lm's default is tied; real OLMoE configs say false.
+    c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", true, f);
+    c.embed_name = "model.embed_tokens";
+    c.final_norm_name = "model.norm";
+    c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
+    c.eos_token_ids = arch::parse_eos(j, f);
+    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+      LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
+      const std::string p = "model.layers." + std::to_string(i);
+      arch::set_llama_attention_names(l.names, p, true);
+      arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
+      c.layers.push_back(std::move(l));
+    }
+    validate_model_config(c);
+    return c;
+  }
+
+  json preset_config(const ModelPreset& p) const override {
+    json j = arch::base_preset_config(p, "OlmoeForCausalLM");
+    j["intermediate_size"] = p.moe_dff;
+    j["num_experts"] = p.experts;
+    j["num_experts_per_tok"] = p.top_k;
+    j["norm_topk_prob"] = false;
+    j["rms_norm_eps"] = 1e-5;
+    j["rope_theta"] = 10000.0;
+    j["rope_scaling"] = nullptr;
+    j["attention_bias"] = false;
+    j["clip_qkv"] = nullptr;
+    j["tie_word_embeddings"] = p.tie_embeddings;
+    j["hidden_act"] = "silu";
+    return j;
+  }
+};
+
+}  // namespace
+}  // namespace moex::model
+
+MOEX_DEFINE_FAMILY(olmoe, OlmoeFamily)

@@ -1,0 +1,103 @@
+// Phi-3.5-MoE (model_type phimoe; mlx-lm models/phimoe.py): LayerNorm (weight and bias, eps
+// from rms_norm_eps), biases on q/k/v/o and on the lm_head, longrope ("su") RoPE when
+// rope_scaling is set, and the sparsemixer router (top-k rounds of masked softmax).
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/arch/family_common.h"
+#include "model/family_registry.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+
+class PhimoeFamily final : public Family {
+ public:
+  const char* name() const override { return "phimoe"; }
+  std::vector<std::string> model_types() const override { return {"phimoe"}; }
+
+  ModelConfig parse(const json& j, const std::string& f) const override {
+    ModelConfig c;
+    c.family = name();
+    c.model_type = io::get_string(j, "model_type", f);
+    c.source = f;
+    c.hidden = io::get_int_or(j, "hidden_size", 4096, f);
+    c.num_layers = io::get_int_or(j, "num_hidden_layers", 32, f);
+    c.vocab = io::get_int_or(j, "vocab_size", 32064, f);
+    c.max_position = io::get_int_or(j, "max_position_embeddings", 131072, f);
+    c.heads = io::get_int_or(j, "num_attention_heads", 32, f);
+    c.kv_heads = io::get_int_or(j, "num_key_value_heads", 8, f);
+    if (c.heads <= 0 || c.hidden % c.heads != 0)
+      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
+    c.head_dim = c.hidden / c.heads;
+    c.q_bias = c.k_bias = c.v_bias = c.o_bias = true;
+    c.norm = NormKind::kLayerNorm;
+    c.norm_eps = io::get_double_or(j, "rms_norm_eps", 1e-6, f);
+    c.attn_scale = arch::default_attn_scale(c.head_dim);
+    json rope_cfg = j;
+    if (!io::has_field(j, "original_max_position_embeddings"))
+      rope_cfg["original_max_position_embeddings"] = 4096;  // mlx-lm default
+    c.rope = arch::parse_rope(rope_cfg, f, c.head_dim, c.max_position, 10000.0, false);
+    if (io::has_field(j, "rope_scaling")) {
+      // mlx-lm builds SuScaledRoPE from any rope_scaling and requires both mscales.
+      const json& rs = io::get_object(j, "rope_scaling", f);
+      for (const char* key : {"short_factor", "long_factor", "short_mscale", "long_mscale"})
+        if (!io::has_field(rs, key)) fail(f, ": rope_scaling: missing field '", key, "'");
+      if (c.rope.kind != RopeKind::kLongRope)
+        fail(f, ": rope_scaling: phimoe needs type 'longrope' (or 'su'), got '",
+             rope_kind_name(c.rope.kind), "'");
+    }
+    c.moe.num_experts = io::get_int_or(j, "num_local_experts", 16, f);
+    c.moe.top_k = io::get_int_or(j, "num_experts_per_tok", 2, f);
+    c.moe.expert_dff = io::get_int_or(j, "intermediate_size", 6400, f);
+    c.moe.router = RouterKind::kSparseMixer;
+    c.moe.jitter_eps = io::get_double_or(j, "router_jitter_noise", 0.01, f);
+    c.tie_word_embeddings = false;
+    c.lm_head_bias = true;
+    c.embed_name = "model.embed_tokens";
+    c.final_norm_name = "model.norm";
+    c.lm_head_name = "lm_head";
+    c.eos_token_ids = arch::parse_eos(j, f);
+    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+      LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
+      const std::string p = "model.layers." + std::to_string(i);
+      arch::set_llama_attention_names(l.names, p, false);
+      arch::set_switch_mlp_names(l.names, p + ".block_sparse_moe", "gate", "w1", "w3", "w2");
+      c.layers.push_back(std::move(l));
+    }
+    validate_model_config(c);
+    return c;
+  }
+
+  json preset_config(const ModelPreset& p) const override {
+    json j = arch::base_preset_config(p, "PhiMoEForCausalLM");
+    const int64_t orig = std::min<int64_t>(4096, p.max_position);
+    j["intermediate_size"] = p.moe_dff;
+    j["num_local_experts"] = p.experts;
+    j["num_experts_per_tok"] = p.top_k;
+    j["original_max_position_embeddings"] = orig;
+    j["rms_norm_eps"] = 1e-5;
+    j["rope_theta"] = 10000.0;
+    j["router_jitter_noise"] = 0.01;
+    j["input_jitter_noise"] = 0.01;
+    j["attention_bias"] = true;
+    j["lm_head_bias"] = true;
+    j["tie_word_embeddings"] = false;
+    j["hidden_act"] = "silu";
+    const int64_t half = p.hidden / p.heads / 2;
+    j["rope_scaling"] = {{"type", "longrope"},
+                         {"short_factor", arch::synthetic_rope_factors(half, 1.0, 1.6)},
+                         {"long_factor", arch::synthetic_rope_factors(half, 1.0, 32.0)},
+                         {"short_mscale", 1.243163121016122},
+                         {"long_mscale", 1.243163121016122}};
+    return j;
+  }
+};
+
+}  // namespace
+}  // namespace moex::model
+
+MOEX_DEFINE_FAMILY(phimoe, PhimoeFamily)

@@ -1,0 +1,95 @@
+// Qwen1.5/Qwen2-MoE (model_type qwen2_moe; mlx-lm models/qwen2_moe.py): q/k/v biases, plain
+// RoPE, softmax over all experts then top-k without renormalization, plus a shared expert
+// MLP scaled by sigmoid(shared_expert_gate(x)). mlx-lm makes every layer MoE and always has
+// an untied lm_head.
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/arch/family_common.h"
+#include "model/family_registry.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+
+class Qwen2MoeFamily final : public Family {
+ public:
+  const char* name() const override { return "qwen2_moe"; }
+  std::vector<std::string> model_types() const override { return {"qwen2_moe"}; }
+
+  ModelConfig parse(const json& j, const std::string& f) const override {
+    ModelConfig c;
+    c.family = name();
+    c.model_type = io::get_string(j, "model_type", f);
+    c.source = f;
+    c.hidden = io::get_int(j, "hidden_size", f);
+    c.num_layers = io::get_int(j, "num_hidden_layers", f);
+    c.vocab = io::get_int(j, "vocab_size", f);
+    c.max_position = io::get_int_or(j, "max_position_embeddings", 8192, f);
+    c.heads = io::get_int(j, "num_attention_heads", f);
+    c.kv_heads = io::get_int_or(j, "num_key_value_heads", c.heads, f);
+    if (c.heads <= 0 || c.hidden % c.heads != 0)
+      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
+    c.head_dim = c.hidden / c.heads;
+    c.q_bias = c.k_bias = c.v_bias = true;
+    c.norm = NormKind::kRmsNorm;
+    c.norm_eps = io::get_double(j, "rms_norm_eps", f);
+    c.attn_scale = arch::default_attn_scale(c.head_dim);
+    const bool traditional = io::get_bool_or(j, "rope_traditional", false, f);
+    c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 1e6, traditional);
+    if (c.rope.kind != RopeKind::kDefault && c.rope.kind != RopeKind::kLinear)
+      fail(f, ": rope_scaling: qwen2_moe supports only the 'linear' type");
+    c.rope.kind = RopeKind::kDefault;  // mlx-lm validates rope_scaling but applies plain RoPE
+    io::get_int(j, "intermediate_size", f);  // required by mlx-lm, unused by the MoE layers
+    c.moe.num_experts = io::get_int(j, "num_experts", f);
+    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
+    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    c.moe.router = RouterKind::kSoftmaxTopkNoRenorm;
+    c.moe.renormalize = false;
+    c.moe.shared_dff = io::get_int(j, "shared_expert_intermediate_size", f);
+    c.moe.shared_expert_gated = true;
+    c.tie_word_embeddings = false;
+    c.embed_name = "model.embed_tokens";
+    c.final_norm_name = "model.norm";
+    c.lm_head_name = "lm_head";
+    c.eos_token_ids = arch::parse_eos(j, f);
+    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+      LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
+      const std::string p = "model.layers." + std::to_string(i);
+      arch::set_llama_attention_names(l.names, p, false);
+      arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
+      l.names.shared_gate = p + ".mlp.shared_expert.gate_proj";
+      l.names.shared_up = p + ".mlp.shared_expert.up_proj";
+      l.names.shared_down = p + ".mlp.shared_expert.down_proj";
+      l.names.shared_expert_gate = p + ".mlp.shared_expert_gate";
+      c.layers.push_back(std::move(l));
+    }
+    validate_model_config(c);
+    return c;
+  }
+
+  json preset_config(const ModelPreset& p) const override {
+    json j = arch::base_preset_config(p, "Qwen2MoeForCausalLM");
+    j["intermediate_size"] = p.shared_dff;
+    j["moe_intermediate_size"] = p.moe_dff;
+    j["shared_expert_intermediate_size"] = p.shared_dff;
+    j["num_experts"] = p.experts;
+    j["num_experts_per_tok"] = p.top_k;
+    j["norm_topk_prob"] = false;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = json::array();
+    j["rms_norm_eps"] = 1e-6;
+    j["rope_theta"] = 1000000.0;
+    j["tie_word_embeddings"] = false;
+    j["hidden_act"] = "silu";
+    return j;
+  }
+};
+
+}  // namespace
+}  // namespace moex::model
+
+MOEX_DEFINE_FAMILY(qwen2_moe, Qwen2MoeFamily)

@@ -1,0 +1,101 @@
+// Qwen3-MoE (model_type qwen3_moe; mlx-lm models/qwen3_moe.py): per-head q/k RMSNorm, plain
+// RoPE, softmax over all experts then top-k (renormalized when norm_topk_prob), dense MLP on
+// mlp_only_layers and off the decoder_sparse_step grid.
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/arch/family_common.h"
+#include "model/family_registry.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+
+class Qwen3MoeFamily final : public Family {
+ public:
+  const char* name() const override { return "qwen3_moe"; }
+  std::vector<std::string> model_types() const override { return {"qwen3_moe"}; }
+
+  ModelConfig parse(const json& j, const std::string& f) const override {
+    ModelConfig c;
+    c.family = name();
+    c.model_type = io::get_string(j, "model_type", f);
+    c.source = f;
+    c.hidden = io::get_int(j, "hidden_size", f);
+    c.num_layers = io::get_int(j, "num_hidden_layers", f);
+    c.vocab = io::get_int(j, "vocab_size", f);
+    c.max_position = io::get_int_or(j, "max_position_embeddings", 40960, f);
+    c.heads = io::get_int(j, "num_attention_heads", f);
+    c.kv_heads = io::get_int(j, "num_key_value_heads", f);
+    c.head_dim = io::get_int_or(j, "head_dim", c.heads > 0 ? c.hidden / c.heads : 0, f);
+    c.norm = NormKind::kRmsNorm;
+    c.norm_eps = io::get_double(j, "rms_norm_eps", f);
+    c.qk_norm = QkNormKind::kPerHead;
+    c.qk_norm_eps = c.norm_eps;
+    c.attn_scale = arch::default_attn_scale(c.head_dim);
+    // mlx-lm builds a plain nn.RoPE here (rope_scaling is read but not applied).
+    c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 10000.0, false);
+    c.rope.kind = RopeKind::kDefault;
+    c.dense_dff = io::get_int(j, "intermediate_size", f);
+    c.moe.num_experts = io::get_int(j, "num_experts", f);
+    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
+    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    const bool renorm = io::get_bool(j, "norm_topk_prob", f);
+    c.moe.router = renorm ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
+    c.moe.renormalize = renorm;
+    const int64_t step = io::get_int(j, "decoder_sparse_step", f);
+    if (step <= 0) fail(f, ": field 'decoder_sparse_step' must be positive, got ", step);
+    const std::vector<int64_t> mlp_only =
+        io::has_field(j, "mlp_only_layers") ? io::get_int_array(j, "mlp_only_layers", f)
+                                            : std::vector<int64_t>{};
+    c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
+    c.embed_name = "model.embed_tokens";
+    c.final_norm_name = "model.norm";
+    c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
+    c.eos_token_ids = arch::parse_eos(j, f);
+    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+      const bool dense = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end() ||
+                         c.moe.num_experts <= 0 || (i + 1) % step != 0;
+      LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
+                                           dense ? c.dense_dff : c.moe.expert_dff);
+      const std::string p = "model.layers." + std::to_string(i);
+      arch::set_llama_attention_names(l.names, p, true);
+      if (dense)
+        arch::set_dense_mlp_names(l.names, p + ".mlp");
+      else
+        arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
+      c.layers.push_back(std::move(l));
+    }
+    validate_model_config(c);
+    return c;
+  }
+
+  json preset_config(const ModelPreset& p) const override {
+    json j = arch::base_preset_config(p, "Qwen3MoeForCausalLM");
+    j["head_dim"] = p.head_dim;
+    j["intermediate_size"] = p.dense_dff > 0 ? p.dense_dff : 3 * p.hidden;
+    j["moe_intermediate_size"] = p.moe_dff;
+    j["num_experts"] = p.experts;
+    j["num_experts_per_tok"] = p.top_k;
+    j["norm_topk_prob"] = true;
+    j["decoder_sparse_step"] = 1;
+    json only = json::array();
+    for (int64_t i = 0; i < p.dense_layers; ++i) only.push_back(i);
+    j["mlp_only_layers"] = only;
+    j["rms_norm_eps"] = 1e-6;
+    j["rope_theta"] = 1000000.0;
+    j["rope_scaling"] = nullptr;
+    j["tie_word_embeddings"] = p.tie_embeddings;
+    j["attention_bias"] = false;
+    j["hidden_act"] = "silu";
+    return j;
+  }
+};
+
+}  // namespace
+}  // namespace moex::model
+
+MOEX_DEFINE_FAMILY(qwen3_moe, Qwen3MoeFamily)

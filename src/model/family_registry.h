@@ -1,0 +1,60 @@
+// The model-family registry: each family (src/model/arch/<family>.cc) parses its config.json
+// into a ModelConfig and writes the config.json of a synthetic preset. Adding a family is one
+// new file plus one MOEX_FAMILY line in arch/families.def (an explicit list, so that a static
+// moex_model archive cannot drop a family's object file the way it drops unreferenced
+// self-registering statics).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model_config.h"
+#include "model/presets.h"
+
+namespace moex::model {
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  // Registry name, e.g. "qwen3_moe"; also the ModelConfig::family of what parse returns.
+  virtual const char* name() const = 0;
+  // config.json model_type values this family reads (e.g. {"llama4"}).
+  virtual std::vector<std::string> model_types() const = 0;
+  // Parses a config.json object with the family's Hugging Face field names. `file` names the
+  // source in errors (wrong type, missing field, inconsistent values). The result has passed
+  // validate_model_config.
+  virtual ModelConfig parse(const nlohmann::json& config, const std::string& file) const = 0;
+  // The config.json (real field names, no quantization section) describing a synthetic model
+  // of this preset's shape; parse(preset_config(p)) reproduces the preset's dimensions.
+  virtual nlohmann::json preset_config(const ModelPreset& p) const = 0;
+};
+
+const std::vector<const Family*>& all_families();
+// nullptr if no family reads this model_type.
+const Family* find_family(std::string_view model_type);
+// As find_family, but throws moex::Error naming `file` and listing the supported model_types.
+const Family& family_for(std::string_view model_type, const std::string& file);
+
+// Reads model_type from the config object and dispatches to its family's parse.
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& file);
+// Reads <dir>/config.json and parses it.
+ModelConfig load_model_config(const std::string& dir);
+
+// The config.json of a preset (through its family), with `num_layers` overriding the layer
+// count when > 0.
+nlohmann::json preset_config_json(const ModelPreset& p, int64_t num_layers = 0);
+
+}  // namespace moex::model
+
+// In an arch/<family>.cc: MOEX_DEFINE_FAMILY(qwen3_moe, Qwen3MoeFamily) defines the accessor
+// family_qwen3_moe() that arch/families.def lists with MOEX_FAMILY(qwen3_moe).
+#define MOEX_DEFINE_FAMILY(ident, Class)                  \
+  namespace moex::model {                                 \
+  const Family& family_##ident() {                        \
+    static const Class instance;                          \
+    return instance;                                      \
+  }                                                       \
+  }

@@ -1,0 +1,250 @@
+// Checks a checkpoint against the tensor table of its config (see model_checkpoint.h).
+#include "model/model_checkpoint.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/family_registry.h"
+#include "quant/format.h"
+
+namespace moex::model {
+
+namespace {
+
+std::string describe(DType t, const std::vector<int64_t>& shape) {
+  return str_cat(dtype_name(t), " ", io::shape_to_string(shape));
+}
+
+std::string replace_expert(const std::string& pattern, int64_t e) {
+  const size_t at = pattern.find("{e}");
+  return pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 3);
+}
+
+class Checker {
+ public:
+  Checker(ModelCheckpoint& out, const CheckOptions& opt) : m_(out), opt_(opt) {}
+
+  void run() {
+    for (const ModuleSpec& s : m_.modules) check_module(s);
+    std::set<std::string> seen(used_.begin(), used_.end());
+    for (const std::string& n : m_.weights.names())
+      if (!seen.count(n)) m_.unknown_tensors.push_back(n);
+    if (opt_.fail_on_unknown)
+      for (const std::string& n : m_.unknown_tensors)
+        problem(str_cat("tensor '", n, "' is not part of a ", m_.config.family, " model"));
+  }
+
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  void problem(std::string s) { problems_.push_back(std::move(s)); }
+
+  const io::TensorInfo* get(const std::string& name) {
+    const io::TensorInfo* t = m_.weights.find(name);
+    if (t) used_.push_back(name);
+    return t;
+  }
+
+  TensorRecord record(const ModuleSpec& s, const io::TensorInfo& t, TensorPart part, int bits, int gs) {
+    TensorRecord r;
+    r.name = t.name;
+    r.module = s.path;
+    r.part = part;
+    r.dtype = t.dtype;
+    r.shape = t.shape;
+    r.role = s.role;
+    r.layer = s.layer;
+    r.proj = s.proj;
+    r.bits = bits;
+    r.group_size = gs;
+    r.num_experts = t.shape.size() == 3 && s.kind == ModuleKind::kLinear ? t.shape[0] : 1;
+    return r;
+  }
+
+  // A float tensor of the expected shape; records it. Returns false on a problem.
+  bool expect_float(const ModuleSpec& s, const std::string& name, const std::vector<int64_t>& shape,
+                    TensorPart part) {
+    const io::TensorInfo* t = get(name);
+    if (!t) return problem(str_cat("missing tensor '", name, "' (expected float ", io::shape_to_string(shape), ")")), false;
+    if (!is_float_dtype(t->dtype) || t->shape != shape)
+      return problem(str_cat("tensor '", name, "': expected float (F32/F16/BF16) ", io::shape_to_string(shape),
+                             ", found ", describe(t->dtype, t->shape))), false;
+    m_.tensors.push_back(record(s, *t, part, 0, 0));
+    return true;
+  }
+
+  // The quantization the config implies for module `path` with input width `in`, or nullopt
+  // (float). mlx-lm: quantized if named in the quantization section, or if P.scales exists.
+  std::optional<io::ModuleQuant> implied_quant(const ModuleSpec& s, const std::string& path, int64_t in) {
+    const bool has_scales = m_.weights.find(path + ".scales") != nullptr;
+    const bool named = m_.quant && m_.quant->overrides().count(path) &&
+                       m_.quant->overrides().find(path)->second.has_value();
+    if (!has_scales && !named) return std::nullopt;
+    if (!s.quantizable()) {
+      problem(str_cat("tensor '", path, ".scales': a ", module_kind_name(s.kind), " module cannot be quantized"));
+      return std::nullopt;
+    }
+    if (!m_.quant) {
+      problem(str_cat("tensor '", path, ".scales' exists but config.json has no quantization section"));
+      return std::nullopt;
+    }
+    std::optional<io::ModuleQuant> q = m_.quant->lookup(path);
+    if (!q) {
+      problem(str_cat("module '", path, "' is marked unquantized (false) in config.json but has .scales"));
+      return std::nullopt;
+    }
+    if (!q->is_affine()) {
+      problem(str_cat("module '", path, "': quantization mode '", q->mode, "' is not supported (affine only)"));
+      return std::nullopt;
+    }
+    if (!quant::is_valid_bits(q->bits) || !quant::is_valid_group_size(q->group_size) || in % q->group_size != 0) {
+      problem(str_cat("module '", path, "': bits ", q->bits, " / group_size ", q->group_size,
+                      " do not fit input width ", in));
+      return std::nullopt;
+    }
+    return q;
+  }
+
+  // One (possibly stacked) Linear/Embedding/norm weight at `path` with float shape `shape`.
+  void check_weight(const ModuleSpec& s, const std::string& path, const std::vector<int64_t>& shape) {
+    const int64_t in = shape.back();
+    const std::optional<io::ModuleQuant> q = implied_quant(s, path, in);
+    if (!q) {
+      expect_float(s, path + ".weight", shape, TensorPart::kWeight);
+      return;
+    }
+    m_.module_quant_[path] = *q;
+    std::vector<int64_t> wshape = shape, sshape = shape;
+    wshape.back() = in * q->bits / 32;
+    sshape.back() = in / q->group_size;
+    const std::string qdesc = str_cat(" (config: bits ", q->bits, ", group_size ", q->group_size, ")");
+    const std::string wn = path + ".weight";
+    const io::TensorInfo* w = get(wn);
+    if (!w)
+      problem(str_cat("missing tensor '", wn, "' (expected ", describe(DType::U32, wshape), qdesc, ")"));
+    else if (w->dtype != DType::U32 || w->shape != wshape)
+      problem(str_cat("tensor '", wn, "': expected ", describe(DType::U32, wshape), qdesc, ", found ",
+                      describe(w->dtype, w->shape)));
+    else
+      m_.tensors.push_back(record(s, *w, TensorPart::kWeight, q->bits, q->group_size));
+    DType sb = DType::BF16;
+    for (auto [part, suffix] : {std::pair{TensorPart::kScales, ".scales"}, std::pair{TensorPart::kBiases, ".biases"}}) {
+      const std::string n = path + suffix;
+      const io::TensorInfo* t = get(n);
+      if (!t) {
+        problem(str_cat("missing tensor '", n, "' (expected float ", io::shape_to_string(sshape), qdesc, ")"));
+        continue;
+      }
+      if (part == TensorPart::kScales) sb = t->dtype;
+      if (!is_float_dtype(t->dtype) || t->shape != sshape || t->dtype != sb) {
+        problem(str_cat("tensor '", n, "': expected ", is_float_dtype(sb) ? dtype_name(sb) : "float", " ",
+                        io::shape_to_string(sshape), qdesc, ", found ", describe(t->dtype, t->shape)));
+        continue;
+      }
+      m_.tensors.push_back(record(s, *t, part, q->bits, q->group_size));
+    }
+  }
+
+  void check_bias(const ModuleSpec& s, const std::string& path, std::vector<int64_t> wshape) {
+    if (s.kind == ModuleKind::kLinear)
+      wshape.pop_back();
+    else
+      wshape = {wshape[0]};
+    expect_float(s, path + ".bias", wshape, TensorPart::kBias);
+  }
+
+  void check_per_expert(const ModuleSpec& s) {
+    const std::string& pat = s.hf_pattern;
+    if (pat.find("{e}") == std::string::npos) {  // Llama-4 fused HF tensor
+      const io::TensorInfo* t = get(pat);
+      if (!t || !is_float_dtype(t->dtype))
+        return problem(str_cat("missing tensor '", s.path, ".weight' (expected ",
+                               io::shape_to_string(s.shape), " stacked experts)"));
+      if (std::find(m_.per_expert_layouts.begin(), m_.per_expert_layouts.end(), s.path) ==
+          m_.per_expert_layouts.end())
+        m_.per_expert_layouts.push_back(s.path);
+      // gate and up share the fused tensor: record it once (with the gate).
+      if (s.proj != ExpertProj::kUp) m_.tensors.push_back(record(s, *t, TensorPart::kWeight, 0, 0));
+      return;
+    }
+    const std::vector<int64_t> one(s.shape.begin() + 1, s.shape.end());
+    const size_t before = problems_.size();
+    for (int64_t e = 0; e < s.shape[0]; ++e) {
+      const std::string path = replace_expert(pat, e);
+      check_weight(s, path, one);
+      if (s.bias) check_bias(s, path, one);
+      if (problems_.size() > before) break;  // one broken expert says enough
+    }
+    m_.per_expert_layouts.push_back(s.path);
+  }
+
+  void check_module(const ModuleSpec& s) {
+    if (s.kind == ModuleKind::kTensor) {
+      expect_float(s, s.path, s.shape, TensorPart::kWeight);
+      return;
+    }
+    if (s.role == TensorRole::kExperts && !s.hf_pattern.empty() && !m_.weights.find(s.path + ".weight")) {
+      const std::string probe = s.hf_pattern.find("{e}") == std::string::npos
+                                    ? s.hf_pattern
+                                    : replace_expert(s.hf_pattern, 0) + ".weight";
+      if (m_.weights.find(probe) || m_.weights.find(replace_expert(s.hf_pattern, 0) + ".scales")) {
+        check_per_expert(s);
+        if (!opt_.allow_per_expert_layout)
+          problem(str_cat("experts of '", s.path, "' are stored in the Hugging Face per-expert layout ('",
+                          s.hf_pattern, "'); moex needs them stacked as '", s.path,
+                          ".weight' (mlx_lm.convert / mlx-lm's sanitize stacks them)"));
+        return;
+      }
+    }
+    check_weight(s, s.path, s.shape);
+    if (s.bias || s.kind == ModuleKind::kLayerNorm) check_bias(s, s.path, s.shape);
+  }
+
+  ModelCheckpoint& m_;
+  const CheckOptions& opt_;
+  std::vector<std::string> used_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+std::optional<io::ModuleQuant> ModelCheckpoint::module_quant(const std::string& module_path) const {
+  auto it = module_quant_.find(module_path);
+  if (it == module_quant_.end()) return std::nullopt;
+  return it->second;
+}
+
+const io::TensorInfo& ModelCheckpoint::tensor(const std::string& module_path, const char* part) const {
+  return weights.require(module_path + "." + part);
+}
+
+ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
+                                       io::Checkpoint ckpt, const CheckOptions& opt) {
+  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}};
+  m.modules = module_table(m.config);
+  Checker checker(m, opt);
+  checker.run();
+  const auto& p = checker.problems();
+  if (!p.empty()) {
+    std::string msg = str_cat(m.weights.dir(), ": checkpoint does not match ", m.config.source, " (",
+                              p.size(), " problem", p.size() == 1 ? "" : "s", "):");
+    for (size_t i = 0; i < p.size() && i < 20; ++i) msg += "\n  - " + p[i];
+    if (p.size() > 20) msg += str_cat("\n  ... and ", p.size() - 20, " more");
+    throw Error(msg);
+  }
+  return m;
+}
+
+ModelCheckpoint open_model_checkpoint(const std::string& dir, const CheckOptions& opt) {
+  const std::string file = dir + "/config.json";
+  const nlohmann::json j = io::read_json_file(file);
+  ModelConfig cfg = parse_model_config(j, file);
+  std::optional<io::QuantConfig> quant = io::QuantConfig::from_config(j, file);
+  if (!quant && j.contains("text_config") && j["text_config"].is_object())
+    quant = io::QuantConfig::from_config(j["text_config"], file + ": text_config");
+  return check_model_checkpoint(std::move(cfg), std::move(quant), io::Checkpoint::open(dir), opt);
+}
+
+}  // namespace moex::model

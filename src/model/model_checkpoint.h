@@ -1,0 +1,58 @@
+// Opening a model directory: config.json parsed by its family, the safetensors checkpoint,
+// and a check that every tensor of the family's table exists with the dtype, shape and
+// quantization the config implies (mlx-lm's rules: a module with P.scales, or named in the
+// quantization section, is affine-quantized with the section's bits / group size). The engine
+// builds its weight views from the result.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "io/quant_config.h"
+#include "model/model_config.h"
+#include "model/tensor_table.h"
+
+namespace moex::model {
+
+struct CheckOptions {
+  // Accept routed experts stored per expert (HF experts.{e}.* / w1,w3,w2) or as Llama-4's fused
+  // HF tensors: they are recorded in per_expert_layouts instead of failing. The engine needs
+  // stacked tensors (what mlx-lm's sanitize / mlx_lm.convert produce), so it leaves this off;
+  // `moex inspect` turns it on to describe such a checkpoint.
+  bool allow_per_expert_layout = false;
+  // Fail on checkpoint tensors that the table does not know (mlx-lm's strict load does).
+  bool fail_on_unknown = false;
+};
+
+struct ModelCheckpoint {
+  ModelConfig config;
+  std::optional<io::QuantConfig> quant;  // nullopt: no quantization section
+  io::Checkpoint weights;
+  std::vector<ModuleSpec> modules;
+  // The tensors found, in table order, with the file's dtype/shape and the module's role and
+  // quantization (per-expert layouts contribute one record per expert tensor).
+  std::vector<TensorRecord> tensors;
+  std::vector<std::string> unknown_tensors;     // in the files, not in the table
+  std::vector<std::string> per_expert_layouts;  // stacked module paths stored unstacked
+
+  // How a module is stored: its affine quantization, or nullopt for float.
+  std::optional<io::ModuleQuant> module_quant(const std::string& module_path) const;
+  // The tensor of a module part (e.g. ("model.layers.0.mlp.switch_mlp.up_proj", "scales")).
+  const io::TensorInfo& tensor(const std::string& module_path, const char* part) const;
+
+  std::map<std::string, io::ModuleQuant, std::less<>> module_quant_;  // filled by open
+};
+
+// Parses <dir>/config.json, opens the checkpoint and checks it against the tensor table.
+// Throws moex::Error naming the directory and listing every problem (up to 20), each naming
+// the tensor and the expected vs found dtype / shape / quantization.
+ModelCheckpoint open_model_checkpoint(const std::string& dir, const CheckOptions& opt = {});
+
+// The check alone, for a config and a checkpoint already open (used by open_model_checkpoint).
+ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
+                                       io::Checkpoint ckpt, const CheckOptions& opt = {});
+
+}  // namespace moex::model

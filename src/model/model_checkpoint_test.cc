@@ -1,0 +1,148 @@
+// Loading checks: a synthetic checkpoint passes; a config that disagrees with the tensors, a
+// missing tensor, wrong quantization and per-expert Hugging Face layouts are reported by name
+// with expected vs found.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io/safetensors_writer.h"
+#include "model/checkpoint_plan.h"
+#include "model/model_checkpoint.h"
+#include "model/model_test_util.h"
+#include "model/moe_layer_info.h"
+#include "model/presets.h"
+#include "model/synth_weights.h"
+
+namespace moex::model {
+namespace {
+
+using testing::expect_error;
+using testing::TempDir;
+
+void write_config(const std::string& dir, const nlohmann::json& j) {
+  std::ofstream(dir + "/config.json") << j.dump(2);
+}
+
+// Writes zero-filled tensors (the checks never read values).
+void write_tensors(const std::string& dir, const std::vector<TensorRecord>& tensors) {
+  io::ShardedCheckpointWriter w(dir);
+  for (const TensorRecord& t : tensors) w.declare({t.name, t.dtype, t.shape});
+  for (const TensorRecord& t : tensors) {
+    const std::vector<uint8_t> zeros(size_t(t.bytes()));
+    w.write(t.name, zeros.data(), zeros.size());
+  }
+  w.finish();
+}
+
+TEST(ModelCheckpoint, SyntheticCheckpointPasses) {
+  TempDir tmp;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-olmoe"), 0, {}, DType::BF16);
+  SynthArgs a;
+  a.out_dir = tmp.path();
+  write_synthetic_checkpoint(plan, a);
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+  EXPECT_EQ(m.tensors.size(), plan.tensors.size());
+  EXPECT_TRUE(m.unknown_tensors.empty());
+  EXPECT_TRUE(m.per_expert_layouts.empty());
+  EXPECT_EQ(m.module_quant("model.layers.0.mlp.gate"), (io::ModuleQuant{8, 64, "affine"}));
+  EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.up_proj"), (io::ModuleQuant{4, 64, "affine"}));
+  EXPECT_FALSE(m.module_quant("model.norm").has_value());
+  EXPECT_EQ(m.tensor("model.layers.1.mlp.switch_mlp.up_proj", "scales").shape, (std::vector<int64_t>{8, 128, 4}));
+  const auto infos = moe_layer_infos(m);
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[1].dff, 128);
+  EXPECT_TRUE(infos[1].stacked);
+  EXPECT_EQ(infos[1].down->bits, 4);
+}
+
+TEST(ModelCheckpoint, ConfigDisagreeingWithTensorsNamesTensorExpectedAndFound) {
+  TempDir tmp;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-qwen3-moe"), 0, {}, DType::BF16);
+  write_tensors(tmp.path(), plan.tensors);
+  nlohmann::json j = plan.config_json;
+  j["moe_intermediate_size"] = 256;
+  write_config(tmp.path(), j);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {tmp.path(), "model.layers.1.mlp.switch_mlp.gate_proj.weight", "expected U32 [8, 256, 32]",
+                "found U32 [8, 128, 32]"});
+  j = plan.config_json;
+  j["num_hidden_layers"] = 4;
+  write_config(tmp.path(), j);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"missing tensor 'model.layers.3.self_attn.q_proj.weight'"});
+  j = plan.config_json;
+  j["quantization"]["bits"] = 8;
+  j["quantization_config"]["bits"] = 8;
+  write_config(tmp.path(), j);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"model.embed_tokens.weight", "expected U32 [1024, 64]", "bits 8"});
+  j = plan.config_json;
+  j.erase("quantization");
+  j.erase("quantization_config");
+  write_config(tmp.path(), j);
+  expect_error([&] { open_model_checkpoint(tmp.path()); }, {"no quantization section"});
+}
+
+TEST(ModelCheckpoint, WrongDtypeAndUnknownTensors) {
+  TempDir tmp;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-mixtral"), 0, {}, DType::BF16);
+  std::vector<TensorRecord> t = plan.tensors;
+  for (TensorRecord& r : t)
+    if (r.name == "model.norm.weight") r.dtype = DType::I32;
+  TensorRecord extra = t.back();
+  extra.name = "model.rotary_emb.inv_freq";
+  t.push_back(extra);
+  write_tensors(tmp.path(), t);
+  write_config(tmp.path(), plan.config_json);
+  expect_error([&] { open_model_checkpoint(tmp.path()); }, {"model.norm.weight", "found I32 [256]"});
+  for (TensorRecord& r : t)
+    if (r.name == "model.norm.weight") r.dtype = DType::F32;
+  write_tensors(tmp.path(), t);
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+  EXPECT_EQ(m.unknown_tensors, std::vector<std::string>{"model.rotary_emb.inv_freq"});
+  CheckOptions strict;
+  strict.fail_on_unknown = true;
+  expect_error([&] { open_model_checkpoint(tmp.path(), strict); }, {"model.rotary_emb.inv_freq"});
+}
+
+TEST(ModelCheckpoint, PerExpertHuggingFaceLayoutNeedsStacking) {
+  TempDir tmp;
+  SynthQuant q;
+  q.bits = 0;  // an unquantized Hugging Face checkpoint
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-mixtral"), 0, q, DType::BF16);
+  std::vector<TensorRecord> t;
+  for (const TensorRecord& r : plan.tensors) {
+    if (r.role != TensorRole::kExperts) {
+      t.push_back(r);
+      continue;
+    }
+    const ModuleSpec* m = find_module(plan.modules, r.module);
+    for (int64_t e = 0; e < r.shape[0]; ++e) {
+      TensorRecord x = r;
+      x.shape.erase(x.shape.begin());
+      std::string n = m->hf_pattern;
+      n.replace(n.find("{e}"), 3, std::to_string(e));
+      x.name = n + ".weight";
+      t.push_back(x);
+    }
+  }
+  write_tensors(tmp.path(), t);
+  write_config(tmp.path(), plan.config_json);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"model.layers.0.block_sparse_moe.switch_mlp.gate_proj", "experts.{e}.w1", "stacked"});
+  CheckOptions opt;
+  opt.allow_per_expert_layout = true;
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path(), opt);
+  EXPECT_EQ(m.per_expert_layouts.size(), 6u);  // 2 layers x gate/up/down
+  EXPECT_TRUE(m.unknown_tensors.empty());
+  EXPECT_FALSE(moe_layer_infos(m)[0].stacked);
+  // A missing expert is named.
+  t.erase(std::remove_if(t.begin(), t.end(),
+                         [](const TensorRecord& r) { return r.name == "model.layers.1.block_sparse_moe.experts.5.w2.weight"; }),
+          t.end());
+  write_tensors(tmp.path(), t);
+  expect_error([&] { open_model_checkpoint(tmp.path(), opt); }, {"model.layers.1.block_sparse_moe.experts.5.w2.weight"});
+}
+
+}  // namespace
+}  // namespace moex::model

@@ -1,0 +1,150 @@
+// ModelConfig helpers: enum names, structural validation and per-layer descriptions.
+#include "model/model_config.h"
+
+#include "core/error.h"
+
+namespace moex::model {
+
+int64_t ModelConfig::num_moe_layers() const {
+  int64_t n = 0;
+  for (const LayerPlan& l : layers) n += l.ffn == FfnKind::kMoe;
+  return n;
+}
+
+const char* norm_kind_name(NormKind k) {
+  return k == NormKind::kRmsNorm ? "rms_norm" : "layer_norm";
+}
+
+const char* qk_norm_kind_name(QkNormKind k) {
+  switch (k) {
+    case QkNormKind::kNone: return "none";
+    case QkNormKind::kPerHead: return "per_head";
+    case QkNormKind::kFullWidth: return "full_width";
+    case QkNormKind::kPerHeadNoWeight: return "per_head_no_weight";
+  }
+  return "?";
+}
+
+const char* rope_kind_name(RopeKind k) {
+  switch (k) {
+    case RopeKind::kNone: return "none";
+    case RopeKind::kDefault: return "default";
+    case RopeKind::kLinear: return "linear";
+    case RopeKind::kLlama3: return "llama3";
+    case RopeKind::kLongRope: return "longrope";
+    case RopeKind::kYarn: return "yarn";
+    case RopeKind::kDynamic: return "dynamic";
+  }
+  return "?";
+}
+
+const char* router_kind_name(RouterKind k) {
+  switch (k) {
+    case RouterKind::kSoftmaxTopkRenorm: return "softmax_topk_renorm";
+    case RouterKind::kSoftmaxTopkNoRenorm: return "softmax_topk_norenorm";
+    case RouterKind::kTopkSoftmax: return "topk_softmax";
+    case RouterKind::kSigmoidBiasRenorm: return "sigmoid_bias_renorm";
+    case RouterKind::kLlama4Top1Sigmoid: return "llama4_top1_sigmoid";
+    case RouterKind::kSparseMixer: return "sparsemixer";
+  }
+  return "?";
+}
+
+const char* mixer_kind_name(MixerKind k) {
+  return k == MixerKind::kAttention ? "attention" : "short_conv";
+}
+
+const char* ffn_kind_name(FfnKind k) { return k == FfnKind::kDense ? "dense" : "moe"; }
+
+namespace {
+
+void require_positive(const ModelConfig& c, const char* field, int64_t v) {
+  if (v <= 0) fail(c.source, ": field '", field, "' must be positive, got ", v);
+}
+
+void require_name(const ModelConfig& c, int64_t layer, const char* what, const std::string& n) {
+  if (n.empty()) fail(c.source, ": layer ", layer, " has no tensor name for ", what);
+}
+
+}  // namespace
+
+void validate_model_config(const ModelConfig& c) {
+  require_positive(c, "hidden_size", c.hidden);
+  require_positive(c, "vocab_size", c.vocab);
+  require_positive(c, "num_hidden_layers", c.num_layers);
+  require_positive(c, "num_attention_heads", c.heads);
+  require_positive(c, "num_key_value_heads", c.kv_heads);
+  require_positive(c, "head_dim", c.head_dim);
+  if (c.heads % c.kv_heads != 0)
+    fail(c.source, ": num_attention_heads (", c.heads, ") is not a multiple of num_key_value_heads (",
+         c.kv_heads, ")");
+  if (c.head_dim % 2 != 0) fail(c.source, ": head_dim must be even for RoPE, got ", c.head_dim);
+  if (!(c.norm_eps > 0)) fail(c.source, ": the norm epsilon must be positive, got ", c.norm_eps);
+  if (int64_t(c.layers.size()) != c.num_layers)
+    fail(c.source, ": layer plan has ", c.layers.size(), " entries for ", c.num_layers, " layers");
+  if (c.embed_name.empty() || c.final_norm_name.empty())
+    fail(c.source, ": family produced no embedding / final norm tensor name");
+  if (!c.tie_word_embeddings && c.lm_head_name.empty())
+    fail(c.source, ": untied embeddings need an lm_head tensor name");
+  if (c.rope.kind == RopeKind::kLongRope) {
+    const size_t half = size_t(c.head_dim / 2);
+    if (c.rope.long_factor.size() != half || c.rope.short_factor.size() != half)
+      fail(c.source, ": rope_scaling short_factor/long_factor must have head_dim/2 = ", half,
+           " entries, got ", c.rope.short_factor.size(), "/", c.rope.long_factor.size());
+  }
+  const bool any_moe = c.num_moe_layers() > 0;
+  if (any_moe) {
+    require_positive(c, "num_experts", c.moe.num_experts);
+    require_positive(c, "num_experts_per_tok", c.moe.top_k);
+    require_positive(c, "moe_intermediate_size", c.moe.expert_dff);
+    if (c.moe.top_k > c.moe.num_experts)
+      fail(c.source, ": num_experts_per_tok (", c.moe.top_k, ") exceeds the number of experts (",
+           c.moe.num_experts, ")");
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const LayerPlan& l = c.layers[size_t(i)];
+    const LayerModules& n = l.names;
+    require_name(c, i, "input norm", n.input_norm);
+    require_name(c, i, "post-mixer norm", n.post_norm);
+    if (l.mixer == MixerKind::kAttention) {
+      require_name(c, i, "q_proj", n.q);
+      require_name(c, i, "o_proj", n.o);
+    } else {
+      require_positive(c, "conv_L_cache", c.conv_kernel);
+      require_name(c, i, "conv in_proj", n.conv_in);
+      require_name(c, i, "conv", n.conv);
+    }
+    if (l.ffn == FfnKind::kDense) {
+      if (l.ffn_dff <= 0) fail(c.source, ": layer ", i, " is dense with intermediate size ", l.ffn_dff);
+      require_name(c, i, "dense gate_proj", n.dense_gate);
+    } else {
+      require_name(c, i, "router", n.router);
+      require_name(c, i, "stacked experts", n.experts_gate);
+      if (c.moe.shared_dff > 0) require_name(c, i, "shared expert", n.shared_gate);
+    }
+  }
+}
+
+std::string describe_layer(const ModelConfig& c, int64_t layer) {
+  const LayerPlan& l = c.layers.at(size_t(layer));
+  std::string s = str_cat("L", layer, ": ");
+  if (l.mixer == MixerKind::kAttention) {
+    s += str_cat("attention(", l.use_rope ? rope_kind_name(c.rope.kind) : "nope",
+                 l.chunked_attention ? str_cat(", chunk ", c.attention_chunk_size) : "",
+                 l.qk_norm ? str_cat(", qk_norm ", qk_norm_kind_name(c.qk_norm)) : "",
+                 l.attn_temperature ? ", temperature tuning" : "", ")");
+  } else {
+    s += str_cat("short_conv(L=", c.conv_kernel, ")");
+  }
+  if (l.ffn == FfnKind::kDense) {
+    s += str_cat(" + dense ", l.ffn_dff);
+  } else {
+    s += str_cat(" + moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
+                 router_kind_name(c.moe.router));
+    if (c.moe.shared_dff > 0)
+      s += str_cat(" + shared ", c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "");
+  }
+  return s;
+}
+
+}  // namespace moex::model

@@ -1,0 +1,178 @@
+// ModelConfig: the family-independent description of an MoE decoder that every family parser
+// (src/model/arch/<family>.cc) produces from config.json and that the engine, the tensor table,
+// make-model and inspect consume. Field meanings follow mlx-lm's model files (the reference).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moex::model {
+
+enum class NormKind {
+  kRmsNorm,   // x * rsqrt(mean(x^2) + eps) * weight
+  kLayerNorm  // (x - mean) * rsqrt(var + eps) * weight + bias   (Phi-MoE)
+};
+
+// How query/key vectors are normalized before attention.
+enum class QkNormKind {
+  kNone,
+  kPerHead,          // RMSNorm over head_dim with a [head_dim] weight, before RoPE (Qwen3, LFM2)
+  kFullWidth,        // RMSNorm over heads*head_dim with a [heads*head_dim] weight, before the
+                     // head reshape and RoPE (OLMoE)
+  kPerHeadNoWeight   // RMSNorm over head_dim, no weight, eps = qk_norm_eps, AFTER RoPE; only
+                     // on RoPE layers (Llama-4)
+};
+
+enum class RopeKind {
+  kNone,      // layer without rotary embedding (Llama-4 NoPE layers)
+  kDefault,   // theta^(-2i/d)
+  kLinear,    // positions scaled by 1/factor
+  kLlama3,    // Llama-3 frequency smoothing (factor, low/high_freq_factor, original_max_pos)
+  kLongRope,  // Phi "su"/longrope: freqs * long_factor[i], input scaled by mscale (mlx-lm
+              // SuScaledRoPE always uses long_factor; short_factor kept for completeness)
+  kYarn,
+  kDynamic
+};
+
+struct RopeParams {
+  RopeKind kind = RopeKind::kDefault;
+  double theta = 10000.0;
+  bool traditional = false;  // true: rotate interleaved pairs (2i, 2i+1); false: halves
+  int64_t dims = 0;          // rotated dims (= head_dim for every supported family)
+  double factor = 1.0;       // linear / llama3 / yarn / dynamic
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position = 0;                      // llama3, longrope, yarn
+  std::vector<double> short_factor, long_factor;          // longrope, head_dim/2 each
+  double short_mscale = 0.0, long_mscale = 0.0;           // longrope; 0 = derived
+  // The scale applied to q/k before rotation (longrope mscale; 1 otherwise).
+  double input_scale = 1.0;
+};
+
+// Router kinds (the moe library implements each). l = router logits [E].
+enum class RouterKind {
+  kSoftmaxTopkRenorm,    // p = softmax(l); top-k of p; scores = p_k / sum_k p_k (Qwen3, OLMoE
+                         // with norm_topk_prob)
+  kSoftmaxTopkNoRenorm,  // p = softmax(l); top-k of p; scores = p_k (Qwen1.5-MoE, OLMoE)
+  kTopkSoftmax,          // top-k of l; scores = softmax over the k selected logits (Mixtral)
+  kSigmoidBiasRenorm,    // s = sigmoid(l); select top-k of s + expert_bias (f32); scores = s_k,
+                         // divided by (sum_k s_k + 1e-6) if renormalize, then * routed_scale
+                         // (LFM2-MoE)
+  kLlama4Top1Sigmoid,    // top-k (k=1) of l; the expert INPUT is x * sigmoid(l_k); score 1
+  kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
+};
+
+enum class MixerKind {
+  kAttention,  // softmax attention with a KV cache
+  kShortConv   // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
+};
+
+enum class FfnKind { kDense, kMoe };
+
+// Tensor-module paths of one layer in the checkpoint (mlx-lm names, no ".weight" suffix).
+// Empty string: the module does not exist in this layer.
+struct LayerModules {
+  std::string input_norm, post_norm;               // pre-mixer and pre-FFN norms
+  std::string q, k, v, o, q_norm, k_norm;          // attention
+  std::string conv_in, conv, conv_out;             // short conv (conv: Conv1d [H, L, 1])
+  std::string dense_gate, dense_up, dense_down;    // dense FFN
+  std::string router, expert_bias;                 // MoE router [E, H]; expert_bias: full tensor name
+  std::string experts_gate, experts_up, experts_down;  // stacked [E, Dff, H] / [E, H, Dff]
+  std::string shared_gate, shared_up, shared_down;     // shared expert MLP
+  std::string shared_expert_gate;                      // Qwen2-MoE sigmoid gate Linear(H, 1)
+  // Unstacked Hugging Face per-expert layout, "{e}" stands for the expert index
+  // (e.g. "model.layers.3.block_sparse_moe.experts.{e}.w1"); empty if not applicable.
+  std::string hf_expert_gate, hf_expert_up, hf_expert_down;
+  // Llama-4's Hugging Face layout instead: experts.gate_up_proj [E, H, 2*Dff] and
+  // experts.down_proj [E, Dff, H] as plain tensors (no ".weight"); empty otherwise.
+  std::string hf_experts_gate_up, hf_experts_down;
+};
+
+struct LayerPlan {
+  MixerKind mixer = MixerKind::kAttention;
+  bool use_rope = true;           // false on Llama-4 NoPE layers
+  bool chunked_attention = false; // Llama-4 local layers: attend within attention_chunk_size
+  bool qk_norm = false;           // this layer applies ModelConfig::qk_norm
+  bool attn_temperature = false;  // Llama-4 NoPE layers: q *= log(floor((pos+1)/floor_scale)+1)*attn_scale+1
+  FfnKind ffn = FfnKind::kMoe;
+  int64_t ffn_dff = 0;            // dense intermediate size, or the expert Dff for MoE layers
+  LayerModules names;
+};
+
+struct MoeParams {
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  int64_t expert_dff = 0;
+  RouterKind router = RouterKind::kSoftmaxTopkRenorm;
+  bool renormalize = true;            // kSigmoidBiasRenorm: norm_topk_prob
+  bool use_expert_bias = false;       // LFM2
+  double routed_scaling_factor = 1.0; // LFM2
+  double jitter_eps = 0.0;            // Phi-MoE sparsemixer
+  bool expert_linear_bias = false;    // OLMoE mlp_bias: switch_mlp.*.bias [E, out]
+  int64_t shared_dff = 0;             // 0: no shared expert
+  bool shared_expert_gated = false;   // Qwen2-MoE: out += sigmoid(gate(x)) * shared(x)
+  bool shared_expert_input_scaled = false;  // Llama-4: routed experts get x * score; shared gets x
+};
+
+struct ModelConfig {
+  std::string family;      // registry name, e.g. "qwen3_moe"
+  std::string model_type;  // config.json model_type as written ("llama4" for Llama-4)
+  std::string source;      // the file it was parsed from, for messages
+
+  int64_t hidden = 0;
+  int64_t vocab = 0;
+  int64_t num_layers = 0;
+  int64_t max_position = 0;
+
+  // Attention (shared by all attention layers).
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  bool q_bias = false, k_bias = false, v_bias = false, o_bias = false;
+  QkNormKind qk_norm = QkNormKind::kNone;
+  double qk_norm_eps = 1e-6;
+  double attn_scale = 0.0;  // softmax scale, head_dim^-0.5
+  RopeParams rope;
+  int64_t attention_chunk_size = 0;  // Llama-4 chunked layers
+  double attn_temperature_floor_scale = 8192.0, attn_temperature_scale = 0.1;
+
+  // Short convolution (LFM2).
+  int64_t conv_kernel = 0;
+  bool conv_bias = false;
+
+  NormKind norm = NormKind::kRmsNorm;
+  double norm_eps = 1e-6;
+
+  MoeParams moe;
+  int64_t dense_dff = 0;  // intermediate size of dense FFN layers (0 if none)
+
+  bool tie_word_embeddings = false;
+  bool lm_head_bias = false;  // Phi-MoE
+  std::string embed_name;       // "model.embed_tokens"
+  std::string final_norm_name;  // "model.norm"
+  std::string lm_head_name;     // "lm_head"; empty when tied (the embedding is the head)
+
+  std::vector<int64_t> eos_token_ids;
+  int64_t bos_token_id = -1;
+
+  std::vector<LayerPlan> layers;
+
+  int64_t num_moe_layers() const;
+  int64_t q_dim() const { return heads * head_dim; }
+  int64_t kv_dim() const { return kv_heads * head_dim; }
+};
+
+const char* norm_kind_name(NormKind k);
+const char* qk_norm_kind_name(QkNormKind k);
+const char* rope_kind_name(RopeKind k);
+const char* router_kind_name(RouterKind k);  // "softmax_topk_renorm", ...
+const char* mixer_kind_name(MixerKind k);
+const char* ffn_kind_name(FfnKind k);
+
+// Structural checks every family config must pass (positive dims, heads divisible by kv
+// heads, top_k <= experts, one plan per layer, names present for what the plan uses).
+// Throws moex::Error naming cfg.source and the offending field.
+void validate_model_config(const ModelConfig& cfg);
+
+// One line per layer: "L3: attention(rope) + moe 128x768 top-8 softmax_topk_renorm".
+std::string describe_layer(const ModelConfig& cfg, int64_t layer);
+
+}  // namespace moex::model

@@ -1,0 +1,228 @@
+// Config parsing: real Hugging Face configs of each family, every preset round-trips through
+// its family, and bad input (wrong types, missing fields, unknown model_type) names the file
+// and field.
+#include <gtest/gtest.h>
+
+#include "model/family_registry.h"
+#include "model/model_test_util.h"
+
+namespace moex::model {
+namespace {
+
+using nlohmann::json;
+using testing::expect_error;
+
+json qwen3_30b_config() {
+  return json::parse(R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "bos_token_id": 151643,
+    "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 6144, "max_position_embeddings": 40960,
+    "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768,
+    "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 151936})");
+}
+
+TEST(ModelConfig, Qwen3MoeRealConfig) {
+  const ModelConfig c = parse_model_config(qwen3_30b_config(), "q/config.json");
+  EXPECT_EQ(c.family, "qwen3_moe");
+  EXPECT_EQ(c.hidden, 2048);
+  EXPECT_EQ(c.num_layers, 48);
+  EXPECT_EQ(c.num_moe_layers(), 48);
+  EXPECT_EQ(c.heads, 32);
+  EXPECT_EQ(c.kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.q_dim(), 4096);
+  EXPECT_EQ(c.qk_norm, QkNormKind::kPerHead);
+  EXPECT_EQ(c.moe.num_experts, 128);
+  EXPECT_EQ(c.moe.top_k, 8);
+  EXPECT_EQ(c.moe.expert_dff, 768);
+  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkRenorm);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{151645});
+  EXPECT_EQ(c.lm_head_name, "lm_head");
+  EXPECT_EQ(c.layers[7].names.experts_gate, "model.layers.7.mlp.switch_mlp.gate_proj");
+  EXPECT_EQ(c.layers[7].names.router, "model.layers.7.mlp.gate");
+  EXPECT_EQ(c.layers[7].names.hf_expert_down, "model.layers.7.mlp.experts.{e}.down_proj");
+  EXPECT_EQ(c.layers[7].names.q_norm, "model.layers.7.self_attn.q_norm");
+}
+
+TEST(ModelConfig, Qwen3MoeSparseStepAndMlpOnlyLayers) {
+  json j = qwen3_30b_config();
+  j["num_hidden_layers"] = 6;
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  j["norm_topk_prob"] = false;
+  const ModelConfig c = parse_model_config(j, "config.json");
+  // MoE where (i+1) % 2 == 0 and i not in mlp_only_layers: layers 1 and 5.
+  std::vector<FfnKind> kinds;
+  for (const LayerPlan& l : c.layers) kinds.push_back(l.ffn);
+  EXPECT_EQ(kinds, (std::vector<FfnKind>{FfnKind::kDense, FfnKind::kMoe, FfnKind::kDense,
+                                         FfnKind::kDense, FfnKind::kDense, FfnKind::kMoe}));
+  EXPECT_EQ(c.layers[0].ffn_dff, 6144);
+  EXPECT_EQ(c.layers[0].names.dense_down, "model.layers.0.mlp.down_proj");
+  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkNoRenorm);
+}
+
+TEST(ModelConfig, MixtralRealConfig) {
+  const ModelConfig c = parse_model_config(json::parse(R"({
+    "architectures": ["MixtralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+    "model_type": "mixtral", "num_attention_heads": 32, "num_experts_per_tok": 2,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+    "tie_word_embeddings": false, "vocab_size": 32000})"), "m/config.json");
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.moe.router, RouterKind::kTopkSoftmax);
+  EXPECT_EQ(c.moe.expert_dff, 14336);
+  EXPECT_EQ(c.layers[0].names.experts_up, "model.layers.0.block_sparse_moe.switch_mlp.up_proj");
+  EXPECT_EQ(c.layers[0].names.hf_expert_gate, "model.layers.0.block_sparse_moe.experts.{e}.w1");
+  EXPECT_EQ(c.layers[0].names.hf_expert_up, "model.layers.0.block_sparse_moe.experts.{e}.w3");
+  EXPECT_EQ(c.layers[0].names.hf_expert_down, "model.layers.0.block_sparse_moe.experts.{e}.w2");
+  EXPECT_EQ(c.qk_norm, QkNormKind::kNone);
+}
+
+TEST(ModelConfig, OlmoeRealConfig) {
+  const ModelConfig c = parse_model_config(json::parse(R"({
+    "architectures": ["OlmoeForCausalLM"], "attention_bias": false, "bos_token_id": null,
+    "clip_qkv": null, "eos_token_id": 50279, "hidden_size": 2048, "intermediate_size": 1024,
+    "max_position_embeddings": 4096, "model_type": "olmoe", "norm_topk_prob": false,
+    "num_attention_heads": 16, "num_experts": 64, "num_experts_per_tok": 8,
+    "num_hidden_layers": 16, "num_key_value_heads": 16, "rms_norm_eps": 1e-05,
+    "rope_scaling": null, "rope_theta": 10000.0, "tie_word_embeddings": false,
+    "vocab_size": 50304})"), "o/config.json");
+  EXPECT_EQ(c.qk_norm, QkNormKind::kFullWidth);
+  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkNoRenorm);
+  EXPECT_EQ(c.bos_token_id, -1);
+  EXPECT_FALSE(c.tie_word_embeddings);
+}
+
+TEST(ModelConfig, PhimoeLongRopeAndLayerNorm) {
+  const ModelPreset* p = find_preset("phi-3.5-moe");
+  ASSERT_NE(p, nullptr);
+  json j = preset_config_json(*p);
+  const ModelConfig c = parse_model_config(j, "phi/config.json");
+  EXPECT_EQ(c.norm, NormKind::kLayerNorm);
+  EXPECT_TRUE(c.q_bias && c.k_bias && c.v_bias && c.o_bias && c.lm_head_bias);
+  EXPECT_EQ(c.rope.kind, RopeKind::kLongRope);
+  EXPECT_EQ(c.rope.long_factor.size(), 64u);
+  EXPECT_EQ(c.rope.original_max_position, 4096);
+  EXPECT_DOUBLE_EQ(c.rope.input_scale, 1.243163121016122);  // long_mscale, as mlx-lm uses it
+  EXPECT_EQ(c.moe.router, RouterKind::kSparseMixer);
+  // A factor list of the wrong length names the field.
+  j["rope_scaling"]["long_factor"] = json::array({1.0, 2.0});
+  expect_error([&] { parse_model_config(j, "phi/config.json"); },
+               {"phi/config.json", "long_factor", "64"});
+}
+
+TEST(ModelConfig, Llama4TextConfigLayerPlan) {
+  const ModelConfig c = parse_model_config(preset_config_json(*find_preset("llama-4-scout")), "l4");
+  EXPECT_EQ(c.model_type, "llama4");
+  EXPECT_EQ(c.num_layers, 48);
+  EXPECT_EQ(c.rope.kind, RopeKind::kLlama3);
+  EXPECT_TRUE(c.rope.traditional);
+  EXPECT_EQ(c.moe.router, RouterKind::kLlama4Top1Sigmoid);
+  EXPECT_EQ(c.moe.shared_dff, 8192);
+  for (int64_t i = 0; i < 8; ++i) {
+    const bool nope = (i + 1) % 4 == 0;
+    EXPECT_EQ(c.layers[size_t(i)].use_rope, !nope) << i;
+    EXPECT_EQ(c.layers[size_t(i)].chunked_attention, !nope) << i;
+    EXPECT_EQ(c.layers[size_t(i)].attn_temperature, nope) << i;
+    EXPECT_EQ(c.layers[size_t(i)].qk_norm, !nope) << i;
+  }
+  EXPECT_EQ(c.layers[0].names.experts_down, "language_model.model.layers.0.feed_forward.experts.down_proj");
+  EXPECT_EQ(c.layers[0].names.shared_up, "language_model.model.layers.0.feed_forward.shared_expert.up_proj");
+  EXPECT_EQ(c.lm_head_name, "language_model.lm_head");
+}
+
+TEST(ModelConfig, Lfm2HybridLayerPlan) {
+  const ModelConfig c = parse_model_config(preset_config_json(*find_preset("lfm2-8b-a1b")), "lfm2");
+  int attn = 0, dense = 0;
+  for (const LayerPlan& l : c.layers) {
+    attn += l.mixer == MixerKind::kAttention;
+    dense += l.ffn == FfnKind::kDense;
+  }
+  EXPECT_EQ(attn, 6);
+  EXPECT_EQ(dense, 2);
+  EXPECT_EQ(c.layers[2].mixer, MixerKind::kAttention);
+  EXPECT_EQ(c.layers[2].names.o, "model.layers.2.self_attn.out_proj");
+  EXPECT_EQ(c.layers[3].names.conv, "model.layers.3.conv.conv");
+  EXPECT_EQ(c.layers[3].names.expert_bias, "model.layers.3.feed_forward.expert_bias");
+  EXPECT_EQ(c.moe.router, RouterKind::kSigmoidBiasRenorm);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.final_norm_name, "model.embedding_norm");
+}
+
+TEST(ModelConfig, EveryPresetRoundTripsThroughItsFamily) {
+  for (const ModelPreset& p : all_presets()) {
+    SCOPED_TRACE(p.name);
+    const ModelConfig c = parse_model_config(preset_config_json(p), p.name);
+    EXPECT_EQ(c.hidden, p.hidden);
+    EXPECT_EQ(c.num_layers, p.layers);
+    EXPECT_EQ(c.vocab, p.vocab);
+    EXPECT_EQ(c.heads, p.heads);
+    EXPECT_EQ(c.kv_heads, p.kv_heads);
+    EXPECT_EQ(c.head_dim, p.head_dim);
+    EXPECT_EQ(c.moe.num_experts, p.experts);
+    EXPECT_EQ(c.moe.top_k, p.top_k);
+    EXPECT_EQ(c.moe.expert_dff, p.moe_dff);
+    EXPECT_EQ(c.moe.shared_dff, p.shared_dff);
+    EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{synthetic_eos_id(p.vocab)});
+    EXPECT_EQ(c.num_moe_layers(), p.layers - p.dense_layers);
+    // --layers truncation keeps a valid model.
+    EXPECT_EQ(parse_model_config(preset_config_json(p, 2), p.name).num_layers, 2);
+  }
+}
+
+TEST(ModelConfig, WrongTypeNamesFileAndField) {
+  json j = qwen3_30b_config();
+  j["hidden_size"] = "2048";
+  expect_error([&] { parse_model_config(j, "x/config.json"); }, {"x/config.json", "hidden_size"});
+  j = qwen3_30b_config();
+  j["norm_topk_prob"] = 1;
+  expect_error([&] { parse_model_config(j, "x/config.json"); }, {"norm_topk_prob"});
+  j = qwen3_30b_config();
+  j["num_experts"] = 4.5;
+  expect_error([&] { parse_model_config(j, "x/config.json"); }, {"num_experts"});
+}
+
+TEST(ModelConfig, MissingFieldNamesIt) {
+  json j = qwen3_30b_config();
+  j.erase("moe_intermediate_size");
+  expect_error([&] { parse_model_config(j, "x/config.json"); }, {"x/config.json", "moe_intermediate_size"});
+  json l4 = preset_config_json(*find_preset("tiny-llama4"));
+  l4["text_config"].erase("num_local_experts");
+  expect_error([&] { parse_model_config(l4, "l4/config.json"); }, {"text_config", "num_local_experts"});
+}
+
+TEST(ModelConfig, InconsistentValuesAreRejected) {
+  json j = qwen3_30b_config();
+  j["num_experts_per_tok"] = 129;
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"num_experts_per_tok", "129"});
+  j = qwen3_30b_config();
+  j["num_key_value_heads"] = 5;
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"num_key_value_heads"});
+  j = qwen3_30b_config();
+  j["rope_scaling"] = {{"rope_type", "wobbly"}, {"factor", 2.0}};
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"rope_scaling", "wobbly"});
+}
+
+TEST(ModelConfig, UnknownModelTypeListsSupported) {
+  json j = qwen3_30b_config();
+  j["model_type"] = "gpt_oss";
+  expect_error([&] { parse_model_config(j, "g/config.json"); },
+               {"g/config.json", "gpt_oss", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
+                "llama4", "lfm2_moe"});
+  j.erase("model_type");
+  expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
+}
+
+TEST(ModelConfig, LoadFromDirectoryNamesMissingFile) {
+  testing::TempDir tmp;
+  expect_error([&] { load_model_config(tmp.path()); }, {tmp.path() + "/config.json"});
+}
+
+}  // namespace
+}  // namespace moex::model

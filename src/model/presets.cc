@@ -1,0 +1,147 @@
+// The synthetic-model presets: the real shapes of BRIEF section 4 (Hugging Face configs of
+// the public checkpoints) and tiny models of the same structure for tests (a few MB each;
+// Dff a multiple of 128 so that every group size divides every input width).
+#include "model/presets.h"
+
+#include "model/family_registry.h"
+#include "model/tensor_table.h"
+#include "tokenizer/synthetic_vocab.h"
+
+namespace moex::model {
+
+namespace {
+
+std::vector<ModelPreset> make_presets() {
+  std::vector<ModelPreset> v;
+  auto add = [&](ModelPreset p) { v.push_back(std::move(p)); };
+  ModelPreset p;
+
+  // ---- Real shapes -------------------------------------------------------------------------
+  p = {};
+  p.name = "mixtral-8x7b", p.model_type = "mixtral", p.hidden = 4096, p.moe_dff = 14336;
+  p.experts = 8, p.top_k = 2, p.layers = 32, p.heads = 32, p.kv_heads = 8, p.head_dim = 128;
+  p.vocab = 32000, p.max_position = 32768;
+  p.description = "Mixtral-8x7B: 8 experts top-2, Dff 14336";
+  add(p);
+
+  p = {};
+  p.name = "phi-3.5-moe", p.model_type = "phimoe", p.hidden = 4096, p.moe_dff = 6400;
+  p.experts = 16, p.top_k = 2, p.layers = 32, p.heads = 32, p.kv_heads = 8, p.head_dim = 128;
+  p.vocab = 32064, p.max_position = 131072;
+  p.description = "Phi-3.5-MoE: 16 experts top-2 (sparsemixer), LayerNorm, longrope, Dff 6400";
+  add(p);
+
+  p = {};
+  p.name = "llama-4-scout", p.model_type = "llama4", p.hidden = 5120, p.moe_dff = 8192;
+  p.experts = 16, p.top_k = 1, p.shared_dff = 8192, p.dense_dff = 16384, p.layers = 48;
+  p.heads = 40, p.kv_heads = 8, p.head_dim = 128, p.vocab = 202048, p.max_position = 10485760;
+    p.description = "Llama-4-Scout-17B-16E text: top-1 sigmoid + shared expert, NoPE every 4th layer";
+  add(p);
+
+  p = {};
+  p.name = "lfm2-8b-a1b", p.model_type = "lfm2_moe", p.hidden = 2048, p.moe_dff = 1792;
+  p.experts = 32, p.top_k = 4, p.dense_dff = 7168, p.dense_layers = 2, p.layers = 24;
+  p.attention_layers = {2, 6, 10, 14, 18, 21};
+  p.heads = 32, p.kv_heads = 8, p.head_dim = 64, p.vocab = 65536, p.max_position = 128000;
+  p.tie_embeddings = true;
+  p.description = "LFM2-8B-A1B: 6 attention + 18 short-conv layers, sigmoid routing, Dff 1792";
+  add(p);
+
+  p = {};
+  p.name = "qwen3-30b-a3b", p.model_type = "qwen3_moe", p.hidden = 2048, p.moe_dff = 768;
+  p.experts = 128, p.top_k = 8, p.dense_dff = 6144, p.layers = 48, p.heads = 32, p.kv_heads = 4;
+  p.head_dim = 128, p.vocab = 151936, p.max_position = 40960;
+    p.description = "Qwen3-30B-A3B: 128 experts top-8, Dff 768";
+  add(p);
+
+  p = {};
+  p.name = "qwen1.5-moe-a2.7b", p.model_type = "qwen2_moe", p.hidden = 2048, p.moe_dff = 1408;
+  p.experts = 60, p.top_k = 4, p.shared_dff = 5632, p.layers = 24, p.heads = 16, p.kv_heads = 16;
+  p.head_dim = 128, p.vocab = 151936, p.max_position = 8192;
+    p.description = "Qwen1.5-MoE-A2.7B: 60 experts top-4 + gated shared expert 5632, Dff 1408";
+  add(p);
+
+  p = {};
+  p.name = "olmoe-1b-7b", p.model_type = "olmoe", p.hidden = 2048, p.moe_dff = 1024;
+  p.experts = 64, p.top_k = 8, p.layers = 16, p.heads = 16, p.kv_heads = 16, p.head_dim = 128;
+  p.vocab = 50304, p.max_position = 4096;
+  p.description = "OLMoE-1B-7B: 64 experts top-8, full-width q/k norm, Dff 1024";
+  add(p);
+
+  // ---- Tiny test models (same structure, hidden 256) --------------------------------------
+  const int64_t kTinyVocab = 1024;
+  auto tiny = [&](ModelPreset t) {
+    t.tiny = true;
+    t.hidden = 256;
+    t.vocab = kTinyVocab;
+    t.max_position = 4096;
+    add(std::move(t));
+  };
+  p = {};
+  p.name = "tiny-qwen3-moe", p.model_type = "qwen3_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3, p.heads = 4, p.kv_heads = 2;
+  p.head_dim = 64, p.description = "tiny Qwen3-MoE (first layer dense via mlp_only_layers)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-mixtral", p.model_type = "mixtral", p.moe_dff = 384, p.experts = 8, p.top_k = 2;
+  p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.description = "tiny Mixtral";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-olmoe", p.model_type = "olmoe", p.moe_dff = 128, p.experts = 8, p.top_k = 4;
+  p.layers = 2, p.heads = 4, p.kv_heads = 4, p.head_dim = 64, p.description = "tiny OLMoE";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-qwen2-moe", p.model_type = "qwen2_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 512, p.layers = 2, p.heads = 4, p.kv_heads = 4, p.head_dim = 64;
+  p.description = "tiny Qwen1.5-MoE (gated shared expert)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-phimoe", p.model_type = "phimoe", p.moe_dff = 256, p.experts = 8, p.top_k = 2;
+  p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.description = "tiny Phi-3.5-MoE (LayerNorm, biases, longrope, sparsemixer)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-llama4", p.model_type = "llama4", p.moe_dff = 256, p.experts = 8, p.top_k = 1;
+  p.shared_dff = 256, p.dense_dff = 512, p.layers = 4, p.heads = 4, p.kv_heads = 2;
+  p.head_dim = 64, p.description = "tiny Llama-4 (4 layers: 3 chunked RoPE + 1 NoPE)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-lfm2-moe", p.model_type = "lfm2_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.dense_dff = 512, p.dense_layers = 1, p.layers = 4, p.attention_layers = {1, 3};
+  p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.tie_embeddings = true;
+  p.description = "tiny LFM2-MoE (2 attention + 2 short-conv layers, first FFN dense)";
+  tiny(p);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<ModelPreset>& all_presets() {
+  static const std::vector<ModelPreset> presets = make_presets();
+  return presets;
+}
+
+const ModelPreset* find_preset(std::string_view name) {
+  for (const ModelPreset& p : all_presets())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+int64_t synthetic_eos_id(int64_t vocab) {
+  return vocab - SyntheticTokenizerArgs{}.num_special_tokens;  // <|endoftext|>
+}
+
+int64_t preset_parameter_count(const ModelPreset& p) {
+  const ModelConfig cfg = parse_model_config(preset_config_json(p), "preset " + p.name);
+  int64_t n = 0;
+  for (const ModuleSpec& m : module_table(cfg)) n += m.parameter_count();
+  return n;
+}
+
+}  // namespace moex::model

@@ -1,0 +1,249 @@
+// Builds the module table of a ModelConfig from its per-layer names and dims, and expands
+// modules into checkpoint tensors under a quantization decision.
+#include "model/tensor_table.h"
+
+#include "core/error.h"
+#include "quant/format.h"
+
+namespace moex::model {
+
+const char* module_kind_name(ModuleKind k) {
+  switch (k) {
+    case ModuleKind::kLinear: return "linear";
+    case ModuleKind::kEmbedding: return "embedding";
+    case ModuleKind::kNorm: return "norm";
+    case ModuleKind::kLayerNorm: return "layer_norm";
+    case ModuleKind::kConv1d: return "conv1d";
+    case ModuleKind::kTensor: return "tensor";
+  }
+  return "?";
+}
+
+const char* tensor_role_name(TensorRole r) {
+  switch (r) {
+    case TensorRole::kEmbedding: return "embedding";
+    case TensorRole::kLmHead: return "lm_head";
+    case TensorRole::kNorm: return "norm";
+    case TensorRole::kAttention: return "attention";
+    case TensorRole::kShortConv: return "short_conv";
+    case TensorRole::kRouter: return "router";
+    case TensorRole::kRouterBias: return "router_bias";
+    case TensorRole::kExperts: return "experts";
+    case TensorRole::kSharedExpert: return "shared_expert";
+    case TensorRole::kSharedExpertGate: return "shared_expert_gate";
+    case TensorRole::kDenseFfn: return "dense_ffn";
+  }
+  return "?";
+}
+
+const char* tensor_part_name(TensorPart p) {
+  switch (p) {
+    case TensorPart::kWeight: return "weight";
+    case TensorPart::kScales: return "scales";
+    case TensorPart::kBiases: return "biases";
+    case TensorPart::kBias: return "bias";
+  }
+  return "?";
+}
+
+int64_t ModuleSpec::parameter_count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (bias || kind == ModuleKind::kLayerNorm) n += kind == ModuleKind::kLinear ? n / in_dim() : shape[0];
+  return n;
+}
+
+int64_t TensorRecord::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t TensorRecord::bytes() const { return numel() * int64_t(dtype_size(dtype)); }
+
+namespace {
+
+class TableBuilder {
+ public:
+  explicit TableBuilder(const ModelConfig& c) : c_(c) {}
+
+  void linear(const std::string& path, TensorRole role, int64_t layer, std::vector<int64_t> shape,
+              bool bias, ExpertProj proj = ExpertProj::kNone, const std::string& hf = "",
+              bool residual_out = false) {
+    if (path.empty()) return;
+    out_.push_back({path, ModuleKind::kLinear, role, layer, std::move(shape), bias, false, proj, hf,
+                    residual_out});
+  }
+  void output(const std::string& path, TensorRole role, int64_t layer, std::vector<int64_t> shape,
+              bool bias) {
+    linear(path, role, layer, std::move(shape), bias, ExpertProj::kNone, "", true);
+  }
+  void norm(const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
+    if (path.empty()) return;
+    const ModuleKind k = c_.norm == NormKind::kLayerNorm ? ModuleKind::kLayerNorm : ModuleKind::kNorm;
+    out_.push_back({path, k, role, layer, {dim}, false, false, ExpertProj::kNone, ""});
+  }
+  void rms_norm(const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
+    if (path.empty()) return;
+    out_.push_back({path, ModuleKind::kNorm, role, layer, {dim}, false, false, ExpertProj::kNone, ""});
+  }
+  void push(ModuleSpec m) { out_.push_back(std::move(m)); }
+  std::vector<ModuleSpec> take() { return std::move(out_); }
+
+ private:
+  const ModelConfig& c_;
+  std::vector<ModuleSpec> out_;
+};
+
+void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const int64_t H = c.hidden;
+  b.linear(n.q, TensorRole::kAttention, i, {c.q_dim(), H}, c.q_bias);
+  b.linear(n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
+  b.linear(n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
+  b.output(n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
+  if (c.qk_norm == QkNormKind::kPerHead) {
+    b.rms_norm(n.q_norm, TensorRole::kAttention, i, c.head_dim);
+    b.rms_norm(n.k_norm, TensorRole::kAttention, i, c.head_dim);
+  } else if (c.qk_norm == QkNormKind::kFullWidth) {
+    b.rms_norm(n.q_norm, TensorRole::kAttention, i, c.q_dim());
+    b.rms_norm(n.k_norm, TensorRole::kAttention, i, c.kv_dim());
+  }
+}
+
+void add_short_conv(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const int64_t H = c.hidden;
+  b.linear(n.conv_in, TensorRole::kShortConv, i, {3 * H, H}, c.conv_bias);
+  b.push({n.conv, ModuleKind::kConv1d, TensorRole::kShortConv, i, {H, c.conv_kernel, 1}, c.conv_bias,
+          false, ExpertProj::kNone, ""});
+  b.output(n.conv_out, TensorRole::kShortConv, i, {H, H}, c.conv_bias);
+}
+
+void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
+  const bool eb = c.moe.expert_linear_bias;
+  b.linear(n.router, TensorRole::kRouter, i, {E, H}, false);
+  if (!n.expert_bias.empty())
+    b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true,
+            ExpertProj::kNone, ""});
+  // Per-expert HF names ("{e}"), or Llama-4's fused HF tensors (no "{e}").
+  const std::string& hf_gate = n.hf_expert_gate.empty() ? n.hf_experts_gate_up : n.hf_expert_gate;
+  const std::string& hf_up = n.hf_expert_up.empty() ? n.hf_experts_gate_up : n.hf_expert_up;
+  const std::string& hf_down = n.hf_expert_down.empty() ? n.hf_experts_down : n.hf_expert_down;
+  b.linear(n.experts_gate, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kGate, hf_gate);
+  b.linear(n.experts_up, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kUp, hf_up);
+  b.linear(n.experts_down, TensorRole::kExperts, i, {E, H, F}, eb, ExpertProj::kDown, hf_down, true);
+  if (S > 0) {
+    b.linear(n.shared_gate, TensorRole::kSharedExpert, i, {S, H}, false);
+    b.linear(n.shared_up, TensorRole::kSharedExpert, i, {S, H}, false);
+    b.output(n.shared_down, TensorRole::kSharedExpert, i, {H, S}, false);
+  }
+  b.linear(n.shared_expert_gate, TensorRole::kSharedExpertGate, i, {1, H}, false);
+}
+
+}  // namespace
+
+std::vector<ModuleSpec> module_table(const ModelConfig& c) {
+  TableBuilder b(c);
+  b.push({c.embed_name, ModuleKind::kEmbedding, TensorRole::kEmbedding, -1, {c.vocab, c.hidden},
+          false, false, ExpertProj::kNone, ""});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const LayerPlan& l = c.layers[size_t(i)];
+    b.norm(l.names.input_norm, TensorRole::kNorm, i, c.hidden);
+    if (l.mixer == MixerKind::kAttention)
+      add_attention(b, c, l, i);
+    else
+      add_short_conv(b, c, l, i);
+    b.norm(l.names.post_norm, TensorRole::kNorm, i, c.hidden);
+    if (l.ffn == FfnKind::kMoe) {
+      add_moe(b, c, l, i);
+    } else {
+      const int64_t H = c.hidden, F = l.ffn_dff;
+      b.linear(l.names.dense_gate, TensorRole::kDenseFfn, i, {F, H}, false);
+      b.linear(l.names.dense_up, TensorRole::kDenseFfn, i, {F, H}, false);
+      b.output(l.names.dense_down, TensorRole::kDenseFfn, i, {H, F}, false);
+    }
+  }
+  b.norm(c.final_norm_name, TensorRole::kNorm, -1, c.hidden);
+  if (!c.tie_word_embeddings)
+    b.linear(c.lm_head_name, TensorRole::kLmHead, -1, {c.vocab, c.hidden}, c.lm_head_bias);
+  return b.take();
+}
+
+std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules, DType float_dtype,
+                                         const QuantDecision& decide) {
+  if (!is_float_dtype(float_dtype))
+    fail("model dtype must be F32, F16 or BF16, got ", dtype_name(float_dtype));
+  std::vector<TensorRecord> out;
+  for (const ModuleSpec& m : modules) {
+    TensorRecord base;
+    base.module = m.path;
+    base.role = m.role;
+    base.layer = m.layer;
+    base.proj = m.proj;
+    base.num_experts = m.num_experts();
+    base.dtype = m.keep_f32 ? DType::F32 : float_dtype;
+    if (m.kind == ModuleKind::kTensor) {
+      TensorRecord t = base;
+      t.name = m.path;
+      t.shape = m.shape;
+      out.push_back(std::move(t));
+      continue;
+    }
+    std::optional<io::ModuleQuant> q;
+    if (m.quantizable()) q = decide(m);
+    if (q) {
+      if (!q->is_affine())
+        fail(m.path, ": quantization mode '", q->mode, "' is not supported (only affine)");
+      if (!quant::is_valid_bits(q->bits) || !quant::is_valid_group_size(q->group_size))
+        fail(m.path, ": invalid quantization bits ", q->bits, " / group_size ", q->group_size);
+      if (m.in_dim() % q->group_size != 0)
+        fail(m.path, ": input width ", m.in_dim(), " is not a multiple of group_size ", q->group_size);
+      base.bits = q->bits;
+      base.group_size = q->group_size;
+      TensorRecord w = base, s = base, z = base;
+      w.name = m.path + ".weight";
+      w.dtype = DType::U32;
+      w.shape = m.shape;
+      w.shape.back() = m.in_dim() * q->bits / 32;
+      s.name = m.path + ".scales";
+      s.part = TensorPart::kScales;
+      s.shape = m.shape;
+      s.shape.back() = m.in_dim() / q->group_size;
+      z.name = m.path + ".biases";
+      z.part = TensorPart::kBiases;
+      z.shape = s.shape;
+      out.push_back(std::move(w));
+      out.push_back(std::move(s));
+      out.push_back(std::move(z));
+    } else {
+      TensorRecord w = base;
+      w.name = m.path + ".weight";
+      w.shape = m.shape;
+      out.push_back(std::move(w));
+    }
+    if (m.bias || m.kind == ModuleKind::kLayerNorm) {
+      TensorRecord b = base;
+      b.name = m.path + ".bias";
+      b.part = TensorPart::kBias;
+      b.dtype = m.keep_f32 ? DType::F32 : float_dtype;
+      b.bits = b.group_size = 0;
+      if (m.kind == ModuleKind::kLinear)
+        b.shape.assign(m.shape.begin(), m.shape.end() - 1);
+      else
+        b.shape = {m.shape[0]};
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+const ModuleSpec* find_module(const std::vector<ModuleSpec>& modules, const std::string& path) {
+  for (const ModuleSpec& m : modules)
+    if (m.path == path) return &m;
+  return nullptr;
+}
+
+}  // namespace moex::model

@@ -1,0 +1,142 @@
+// `moex inspect DIR`: a checkpoint's architecture and layer plan, every tensor's dtype, shape
+// and quantization, total bytes, the bytes read per decoded token, and what the fused-MoE
+// dispatch policy would decide for each kind of MoE layer (with the cap in force).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "model/model_checkpoint.h"
+#include "model/moe_layer_info.h"
+#include "model/weight_bytes.h"
+#include "moe/dispatch_policy.h"
+#include "tools/command.h"
+
+namespace moex::tools {
+namespace {
+
+struct InspectFlags {
+  std::string dir;
+  bool summary = false;
+};
+
+std::string quant_text(const std::optional<io::ModuleQuant>& q) {
+  return q ? str_cat(q->bits, "-bit g", q->group_size) : std::string("float");
+}
+
+void print_architecture(const model::ModelConfig& c) {
+  std::printf("architecture: %s (model_type %s)\n", c.family.c_str(), c.model_type.c_str());
+  std::printf("  hidden %lld, vocab %lld, layers %lld (%lld MoE), max_position %lld\n",
+              (long long)c.hidden, (long long)c.vocab, (long long)c.num_layers,
+              (long long)c.num_moe_layers(), (long long)c.max_position);
+  std::printf("  attention: %lld heads / %lld kv heads / head_dim %lld, biases q%d k%d v%d o%d, "
+              "q/k norm %s, rope %s theta %g%s\n",
+              (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim, c.q_bias, c.k_bias,
+              c.v_bias, c.o_bias, model::qk_norm_kind_name(c.qk_norm), model::rope_kind_name(c.rope.kind),
+              c.rope.theta, c.rope.traditional ? " (traditional)" : "");
+  std::printf("  norm %s eps %g, tied embeddings %s, lm_head bias %s\n", model::norm_kind_name(c.norm),
+              c.norm_eps, c.tie_word_embeddings ? "yes" : "no", c.lm_head_bias ? "yes" : "no");
+  if (c.num_moe_layers() > 0)
+    std::printf("  moe: %lld experts, top-%lld, Dff %lld, router %s%s, shared expert %s\n",
+                (long long)c.moe.num_experts, (long long)c.moe.top_k, (long long)c.moe.expert_dff,
+                model::router_kind_name(c.moe.router), c.moe.use_expert_bias ? " + expert_bias" : "",
+                c.moe.shared_dff > 0 ? str_cat(c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "").c_str()
+                                     : "none");
+  std::string eos;
+  for (int64_t e : c.eos_token_ids) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
+  std::printf("  eos token ids: [%s]\n", eos.c_str());
+}
+
+// One line per run of consecutive MoE layers with the same shape and storage.
+void print_dispatch(const model::ModelCheckpoint& m) {
+  const std::vector<model::MoeLayerInfo> infos = model::moe_layer_infos(m);
+  if (infos.empty()) return;
+  std::printf("fused-MoE dispatch (decode, 1 token; settings from the environment):\n");
+  moe::FusedSettings settings;
+  try {
+    settings = moe::resolve_fused_settings(moe::with_environment({}));
+  } catch (const Error& e) {
+    std::printf("  cannot resolve fused settings: %s\n", e.what());
+    return;
+  }
+  auto key = [](const model::MoeLayerInfo& i) {
+    return str_cat(i.dff, "/", quant_text(i.gate), "/", quant_text(i.up), "/", quant_text(i.down), "/", i.stacked);
+  };
+  for (size_t a = 0; a < infos.size();) {
+    size_t b = a + 1;
+    while (b < infos.size() && key(infos[b]) == key(infos[a])) ++b;
+    const model::MoeLayerInfo& i = infos[a];
+    std::printf("  layers %lld-%lld: Dff %lld, Din %lld, top-%lld, gate %s, up %s, down %s%s\n",
+                (long long)i.layer, (long long)infos[b - 1].layer, (long long)i.dff, (long long)i.din,
+                (long long)i.top_k, quant_text(i.gate).c_str(), quant_text(i.up).c_str(),
+                quant_text(i.down).c_str(), i.stacked ? "" : " (per-expert layout)");
+    for (moe::Backend be : {moe::Backend::kCpu, moe::Backend::kCuda}) {
+      moe::DispatchInputs in;
+      in.tokens = 1;
+      in.dff = i.dff;
+      in.din = i.din;
+      in.top_k = i.top_k;
+      auto pq = [](const std::optional<io::ModuleQuant>& q) {
+        moe::ProjectionQuant p;
+        if (!q) {
+          p.mode = moe::QuantMode::kFloat;
+        } else {
+          p.mode = q->is_affine() ? moe::QuantMode::kAffine : moe::QuantMode::kOtherQuantized;
+          p.bits = q->bits;
+          p.group_size = q->group_size;
+        }
+        return p;
+      };
+      in.gate = pq(i.gate);
+      in.up = pq(i.up);
+      in.down = pq(i.down);
+      in.stacked = i.stacked;
+      in.backend = be;
+      in.settings = settings;
+      const moe::DispatchDecision d = moe::decide_path(in);
+      std::printf("    %-4s %s\n", moe::backend_name(be), d.explanation().c_str());
+    }
+    a = b;
+  }
+}
+
+int run_inspect(const InspectFlags& f) {
+  model::CheckOptions opt;
+  opt.allow_per_expert_layout = true;
+  const model::ModelCheckpoint m = model::open_model_checkpoint(f.dir, opt);
+  std::printf("checkpoint: %s (%zu files, %zu tensors)\n", f.dir.c_str(), m.weights.files().size(),
+              m.weights.size());
+  print_architecture(m.config);
+  std::printf("layer plan:\n");
+  for (int64_t i = 0; i < m.config.num_layers; ++i)
+    std::printf("  %s\n", model::describe_layer(m.config, i).c_str());
+  if (!f.summary) {
+    std::printf("tensors:\n");
+    for (const model::TensorRecord& t : m.tensors) {
+      const std::string q = t.bits > 0 ? str_cat(t.bits, "-bit g", t.group_size) : std::string("-");
+      std::printf("  %-64s %-5s %-22s %-10s %s\n", t.name.c_str(), dtype_name(t.dtype),
+                  io::shape_to_string(t.shape).c_str(), q.c_str(), model::tensor_role_name(t.role));
+    }
+  }
+  for (const std::string& n : m.unknown_tensors) std::printf("  unknown tensor (not used): %s\n", n.c_str());
+  for (const std::string& p : m.per_expert_layouts)
+    std::printf("  needs stacking: %s (per-expert Hugging Face layout)\n", p.c_str());
+  const model::WeightBytes wb = model::compute_weight_bytes(m.config, m.tensors);
+  std::printf("%s", model::format_weight_bytes(wb).c_str());
+  print_dispatch(m);
+  return 0;
+}
+
+MOEX_REGISTER_COMMAND(inspect, "inspect",
+                      "show a checkpoint's architecture, tensors and bytes read per token",
+                      [](CLI::App& sub) -> std::function<int()> {
+                        auto f = std::make_shared<InspectFlags>();
+                        sub.add_option("dir", f->dir, "model directory")->required();
+                        sub.add_flag("--summary", f->summary, "omit the per-tensor listing");
+                        return [f] { return run_inspect(*f); };
+                      });
+
+}  // namespace
+}  // namespace moex::tools
