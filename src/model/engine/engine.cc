@@ -1,0 +1,262 @@
+// Engine: loading (config -> plan -> bound weights) and the forward pass shared by prefill
+// and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
+// norm -> head, for the last row only.
+#include "model/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "model/family_registry.h"
+#include "model/model_checkpoint.h"
+#include "model/ops/linear.h"
+#include "model/ops/norm.h"
+#include "model/ops/softmax.h"
+
+namespace moex::model::engine {
+
+namespace {
+
+ops::RopeSpec rope_spec(const ModelConfig& c) {
+  const RopeParams& r = c.rope;
+  ops::RopeSpec s;
+  s.dims = r.dims > 0 ? r.dims : c.head_dim;
+  s.base = r.theta;
+  s.traditional = r.traditional;
+  s.factor = r.factor;
+  s.low_freq_factor = r.low_freq_factor;
+  s.high_freq_factor = r.high_freq_factor;
+  s.original_max_position = r.original_max_position;
+  s.short_factor = r.short_factor;
+  s.long_factor = r.long_factor;
+  s.max_position = c.max_position;
+  s.short_mscale = r.short_mscale;
+  s.long_mscale = r.long_mscale;
+  switch (r.kind) {
+    case RopeKind::kDefault: s.kind = ops::RopeKind::kDefault; break;
+    case RopeKind::kLinear: s.kind = ops::RopeKind::kLinear; break;
+    case RopeKind::kLlama3: s.kind = ops::RopeKind::kLlama3; break;
+    case RopeKind::kLongRope: s.kind = ops::RopeKind::kLongrope; break;
+    case RopeKind::kNone: break;  // NoPE layers skip rotation; the table is unused
+    default:
+      fail(c.source, ": rope_scaling type '", rope_kind_name(r.kind),
+           "' is not implemented by the decode engine (default, linear, llama3, longrope are)");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions& opt) {
+  // The model library checks every tensor of the family's table (names, dtypes, shapes,
+  // quantization) and reports all problems at once; per-expert layouts are stacked here.
+  CheckOptions check;
+  check.allow_per_expert_layout = true;
+  ModelCheckpoint mc = open_model_checkpoint(dir, check);
+  return std::unique_ptr<Engine>(new Engine(dir, std::move(mc), opt));
+}
+
+Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
+    : dir_(std::move(dir)), cfg_(std::move(mc.config)), ckpt_(std::move(mc.weights)) {
+  policy_.backend = moe::Backend::kCpu;
+  policy_.backend_has_fused_kernel = true;
+  policy_.settings = opt.fused;
+  policy_.calibration = opt.calibration;
+  const std::string config_path = dir_ + "/config.json";
+  binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
+  w_ = bind_model_weights(cfg_, *binder_);
+  rope_ = ops::Rope(rope_spec(cfg_));
+  if (opt.context < 0) fail("context length must be positive, got ", opt.context);
+  if (cfg_.max_position > 0 && opt.context > cfg_.max_position)
+    fail("context length ", opt.context, " exceeds the model's max_position_embeddings (",
+         cfg_.max_position, ") in ", config_path);
+  context_ = opt.context > 0 ? opt.context
+                             : std::min<int64_t>(cfg_.max_position > 0 ? cfg_.max_position
+                                                                       : kDefaultContext,
+                                                 kDefaultContext);
+  caches_.reserve(size_t(cfg_.num_layers));
+  moe_.resize(size_t(cfg_.num_layers));
+  conv_.resize(size_t(cfg_.num_layers));
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    const LayerPlan& plan = cfg_.layers[size_t(i)];
+    if (plan.mixer == MixerKind::kAttention) {
+      caches_.emplace_back(cfg_.kv_heads, cfg_.head_dim, context_);
+    } else {
+      caches_.emplace_back();  // unused
+      conv_[size_t(i)] = std::make_unique<ShortConv>(w_.layers[size_t(i)].conv, cfg_.hidden,
+                                                     cfg_.conv_kernel);
+    }
+    if (plan.ffn == FfnKind::kMoe)
+      moe_[size_t(i)] = std::make_unique<MoeFfn>(cfg_, w_.layers[size_t(i)].moe, i, policy_);
+  }
+  logits_.resize(size_t(cfg_.vocab));
+}
+
+Engine::~Engine() = default;
+
+void Engine::reset() {
+  for (auto& c : caches_) c.clear();
+  for (auto& c : conv_)
+    if (c) c->reset();
+  pos_ = 0;
+}
+
+void Engine::set_fused_settings(const moe::FusedSettings& settings) {
+  policy_.settings = settings;
+  for (auto& m : moe_)
+    if (m) m->set_policy(policy_);
+}
+
+void Engine::ensure_rows(int64_t n) {
+  if (n <= rows_) return;
+  rows_ = n;
+  const size_t H = size_t(cfg_.hidden), N = size_t(n);
+  int64_t dff = cfg_.dense_dff;
+  for (const LayerPlan& l : cfg_.layers) dff = std::max(dff, l.ffn_dff);
+  h_.resize(N * H);
+  xn_.resize(N * H);
+  mix_.resize(N * H);
+  q_.resize(N * size_t(cfg_.q_dim()));
+  att_.resize(N * size_t(cfg_.q_dim()));
+  k_.resize(N * size_t(cfg_.kv_dim()));
+  v_.resize(N * size_t(cfg_.kv_dim()));
+  gate_.resize(N * size_t(dff));
+  up_.resize(N * size_t(dff));
+}
+
+void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows) const {
+  if (cfg_.norm == NormKind::kLayerNorm) {
+    ops::layer_norm({.x = x, .out = out, .weight = w.weight.data(), .bias = w.bias.data(),
+                     .rows = rows, .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
+  } else {
+    ops::rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows,
+                   .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
+  }
+}
+
+// q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,
+// LFM2); per head without weights after RoPE (Llama-4).
+void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope) {
+  if (!plan.qk_norm || cfg_.qk_norm == QkNormKind::kNone) return;
+  const bool late = cfg_.qk_norm == QkNormKind::kPerHeadNoWeight;
+  if (late != after_rope) return;
+  const float eps = float(cfg_.qk_norm_eps);
+  const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
+  const int64_t hd = cfg_.head_dim;
+  ops::rms_norm({.x = q_.data(), .out = q_.data(), .weight = late ? nullptr : a.q_norm.data(),
+                 .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.q_dim(),
+                 .eps = eps});
+  ops::rms_norm({.x = k_.data(), .out = k_.data(), .weight = late ? nullptr : a.k_norm.data(),
+                 .rows = per_head ? n * cfg_.kv_heads : n, .dim = per_head ? hd : cfg_.kv_dim(),
+                 .eps = eps});
+}
+
+void Engine::attention_layer(int64_t layer, int64_t n) {
+  const LayerPlan& plan = cfg_.layers[size_t(layer)];
+  const AttentionWeights& a = w_.layers[size_t(layer)].attn;
+  const int64_t hd = cfg_.head_dim;
+  ops::linear({.lin = &a.q, .x = xn_.data(), .rows = n, .out = q_.data()});
+  ops::linear({.lin = &a.k, .x = xn_.data(), .rows = n, .out = k_.data()});
+  ops::linear({.lin = &a.v, .x = xn_.data(), .rows = n, .out = v_.data()});
+  qk_norm(plan, a, n, false);
+  if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
+    rope_.apply_rows(q_.data(), n, cfg_.heads, hd, pos_);
+    rope_.apply_rows(k_.data(), n, cfg_.kv_heads, hd, pos_);
+  }
+  qk_norm(plan, a, n, true);
+  if (plan.attn_temperature) {
+    // Llama-4 NoPE layers: q *= log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1.
+    const float floor_scale = float(cfg_.attn_temperature_floor_scale);
+    const float attn_scale = float(cfg_.attn_temperature_scale);
+    for (int64_t r = 0; r < n; ++r) {
+      const float t = std::log(std::floor(float(pos_ + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
+      float* q = q_.data() + r * cfg_.q_dim();
+      for (int64_t i = 0; i < cfg_.q_dim(); ++i) q[i] *= t;
+    }
+  }
+  ops::KvCache& cache = caches_[size_t(layer)];
+  cache.append(k_.data(), v_.data(), n);
+  const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
+  ops::attention({.q = q_.data(), .cache = &cache, .rows = n, .pos0 = pos_, .heads = cfg_.heads,
+                  .scale = scale, .out = att_.data(),
+                  .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
+  ops::linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
+}
+
+void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
+  const int64_t dff = m.gate.w.n;
+  ops::linear({.lin = &m.gate, .x = x, .rows = n, .out = gate_.data()});
+  ops::linear({.lin = &m.up, .x = x, .rows = n, .out = up_.data()});
+  ops::swiglu(gate_.data(), up_.data(), gate_.data(), n * dff);
+  ops::linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
+}
+
+void Engine::ffn_layer(int64_t layer, int64_t n) {
+  if (cfg_.layers[size_t(layer)].ffn == FfnKind::kDense)
+    dense_mlp(w_.layers[size_t(layer)].dense, xn_.data(), n, mix_.data());
+  else
+    moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_);
+}
+
+const float* Engine::forward(const int32_t* tokens, int64_t n) {
+  if (n <= 0) fail("forward: no tokens to run");
+  if (pos_ + n > context_)
+    fail("context length exceeded: position ", pos_, " + ", n, " tokens > context ", context_,
+         " (model ", dir_, ")");
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
+      fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
+  ensure_rows(n);
+  const int64_t H = cfg_.hidden;
+  for (int64_t i = 0; i < n; ++i) ops::embedding_row(w_.embed, tokens[i], h_.data() + i * H);
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& lw = w_.layers[size_t(l)];
+    norm(lw.input_norm, h_.data(), xn_.data(), n);
+    if (conv_[size_t(l)])
+      conv_[size_t(l)]->forward(xn_.data(), n, mix_.data());
+    else
+      attention_layer(l, n);
+    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
+    norm(lw.post_norm, h_.data(), xn_.data(), n);
+    ffn_layer(l, n);
+    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
+  }
+  pos_ += n;
+  float* last = xn_.data();
+  norm(w_.final_norm, h_.data() + (n - 1) * H, last, 1);
+  ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+  return logits_.data();
+}
+
+std::vector<Engine::LayerDecision> Engine::decode_decisions() const {
+  std::vector<LayerDecision> out;
+  for (const auto& m : moe_)
+    if (m) out.push_back({m->layer(), m->decision(1), m->shared_decision(1)});
+  return out;
+}
+
+const kernels::MoeExpertsView* Engine::first_moe_experts() const {
+  for (int64_t i = 0; i < cfg_.num_layers; ++i)
+    if (moe_[size_t(i)]) return &w_.layers[size_t(i)].moe.experts;
+  return nullptr;
+}
+
+int64_t Engine::active_weight_bytes_per_token() const {
+  int64_t b = w_.lm_head.w.weight_bytes();
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    const LayerWeights& l = w_.layers[size_t(i)];
+    if (conv_[size_t(i)])
+      b += l.conv.in_proj.w.weight_bytes() + l.conv.out_proj.w.weight_bytes();
+    else
+      b += l.attn.q.w.weight_bytes() + l.attn.k.w.weight_bytes() + l.attn.v.w.weight_bytes() +
+           l.attn.o.w.weight_bytes();
+    if (moe_[size_t(i)])
+      b += moe_[size_t(i)]->active_bytes_per_token();
+    else
+      b += l.dense.gate.w.weight_bytes() + l.dense.up.w.weight_bytes() +
+           l.dense.down.w.weight_bytes();
+  }
+  return b;
+}
+
+}  // namespace moex::model::engine

@@ -1,0 +1,108 @@
+// The decode engine: one forward pass, written once, driven by the family's ModelConfig and
+// layer plan. Weights are memory-mapped views of the checkpoint; a prompt runs as one batch
+// (prefill), then one token per call (decode). Each Engine is one model instance with its
+// own KV caches and MoE path counters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "model/engine/model_weights.h"
+#include "model/engine/moe_ffn.h"
+#include "model/engine/short_conv.h"
+#include "model/model_checkpoint.h"
+#include "model/model_config.h"
+#include "model/ops/attention.h"
+#include "model/ops/rope.h"
+#include "moe/dispatch_policy.h"
+#include "moe/path_counters.h"
+
+namespace moex::model::engine {
+
+struct EngineOptions {
+  // KV cache capacity in tokens: the most positions one sequence can hold. 0: the smaller of
+  // the model's max_position_embeddings and kDefaultContext. Larger than the model's
+  // max_position_embeddings is an Error.
+  int64_t context = 0;
+  moe::FusedSettings fused;  // resolved --fused / --max-dff / environment
+  std::optional<moe::CalibratedCap> calibration;
+};
+inline constexpr int64_t kDefaultContext = 4096;
+
+class Engine {
+ public:
+  // Reads DIR/config.json (family, plan), opens DIR's safetensors and binds every tensor.
+  // Throws moex::Error naming the file / tensor / field for anything wrong.
+  static std::unique_ptr<Engine> open(const std::string& dir, const EngineOptions& options);
+  ~Engine();
+
+  // Runs tokens[0..n) at the current position (n > 1: one prefill batch, the fallback path
+  // for the MoE layers) and returns the logits [vocab] of the last one, valid until the next
+  // call. Throws moex::Error for a token id outside the vocabulary or a full context.
+  const float* forward(const int32_t* tokens, int64_t n);
+  const float* prefill(const std::vector<int32_t>& tokens) {
+    return forward(tokens.data(), int64_t(tokens.size()));
+  }
+  const float* decode(int32_t token) { return forward(&token, 1); }
+
+  // Back to position 0 (KV caches cleared); path counters are kept.
+  void reset();
+  // Changes the fused-path settings of every MoE layer (bench-decode's interleaved arms run
+  // on one model instance).
+  void set_fused_settings(const moe::FusedSettings& settings);
+  int64_t position() const { return pos_; }
+  int64_t context() const { return context_; }
+  int64_t vocab() const { return cfg_.vocab; }
+  const ModelConfig& config() const { return cfg_; }
+  const std::string& dir() const { return dir_; }
+
+  moe::PathCounters& counters() { return counters_; }
+  const moe::PathCounters& counters() const { return counters_; }
+  // The dispatch decision each MoE layer takes for a single decode token (what -v prints).
+  struct LayerDecision {
+    int64_t layer = 0;
+    moe::DispatchDecision routed;
+    std::optional<moe::DispatchDecision> shared;  // when the block runs a shared expert
+  };
+  std::vector<LayerDecision> decode_decisions() const;
+
+  // Weight bytes read per decoded token (attention, dense layers, router, top_k routed experts,
+  // shared experts, head): the numerator of the napkin-math bandwidth figure.
+  int64_t active_weight_bytes_per_token() const;
+  int64_t stacked_copy_bytes() const { return w_.stacked_copy_bytes; }
+  const ModelWeights& weights() const { return w_; }
+  // The routed experts of the first MoE layer (nullptr if the model has none).
+  const kernels::MoeExpertsView* first_moe_experts() const;
+
+ private:
+  Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt);
+
+  void ensure_rows(int64_t n);
+  void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
+  void attention_layer(int64_t layer, int64_t n);  // xn_ -> mix_
+  void qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope);
+  void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
+  void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
+
+  std::string dir_;
+  moe::MoePolicy policy_;
+  ModelConfig cfg_;
+  io::Checkpoint ckpt_;                  // the mapping every weight view points into
+  std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
+  ModelWeights w_;
+  ops::Rope rope_;
+  std::vector<ops::KvCache> caches_;
+  std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
+  std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
+  moe::PathCounters counters_;
+  int64_t pos_ = 0, context_ = 0, rows_ = 0;
+
+  // Activations for up to rows_ tokens.
+  std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
+};
+
+}  // namespace moex::model::engine

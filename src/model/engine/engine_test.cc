@@ -1,0 +1,256 @@
+// Engine tests on synthetic tiny checkpoints (written with the model library's make-model
+// code): prefill vs token-by-token decode, determinism, path counters, per-expert layouts
+// stacked at load, and bad input as moex::Error naming the problem.
+#include "model/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
+#include "model/checkpoint_plan.h"
+#include "model/engine/run_setup.h"
+#include "model/presets.h"
+#include "model/synth_weights.h"
+
+namespace moex::model::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Tmp {
+ public:
+  Tmp() {
+    std::string t = (fs::temp_directory_path() / "moex_engine_XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp");
+    path_ = t;
+  }
+  ~Tmp() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string sub(const std::string& s) const { return path_ + "/" + s; }
+
+ private:
+  std::string path_;
+};
+
+std::string make_tiny(const Tmp& tmp, const std::string& preset, const std::string& name,
+                      DType dtype = DType::F32) {
+  const ModelPreset* p = find_preset(preset);
+  EXPECT_NE(p, nullptr) << preset;
+  SynthArgs args;
+  args.out_dir = tmp.sub(name);
+  write_synthetic_checkpoint(plan_preset_checkpoint(*p, 0, SynthQuant{}, dtype), args);
+  return args.out_dir;
+}
+
+nlohmann::json read_config(const std::string& dir) {
+  return nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+}
+void write_config(const std::string& dir, const nlohmann::json& j) {
+  std::ofstream(dir + "/config.json") << j.dump(1);
+}
+
+double nrms(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+std::vector<float> run(Engine& e, const std::vector<int32_t>& ids) {
+  const float* l = e.prefill(ids);
+  return std::vector<float>(l, l + e.vocab());
+}
+
+EngineOptions opts(const char* fused) {
+  EngineOptions o;
+  moe::RawFusedSettings raw;
+  raw.flag_fused = fused;
+  o.fused = moe::resolve_fused_settings(raw);
+  return o;
+}
+
+void expect_error(const std::function<void()>& f, std::initializer_list<const char*> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no moex::Error thrown";
+  } catch (const Error& e) {
+    for (const char* p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message '" << e.what() << "' lacks '" << p << "'";
+  }
+}
+
+const std::vector<int32_t> kPrompt = {5, 17, 200, 3, 99, 41, 7};
+
+class PrefillVsDecode : public ::testing::TestWithParam<const char*> {};
+
+// The short-conv state (LFM2), chunked attention and NoPE temperature (Llama-4) and the KV
+// cache all carry across calls exactly as within one batch.
+TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, GetParam(), "m");
+  if (std::string(GetParam()) == "tiny-llama4") {
+    auto j = read_config(dir);
+    j["text_config"]["attention_chunk_size"] = 4;
+    j["text_config"]["floor_scale"] = 2;
+    write_config(dir, j);
+  }
+  auto e = Engine::open(dir, opts("on"));
+  const std::vector<float> batch = run(*e, kPrompt);
+  e->reset();
+  const float* l = nullptr;
+  for (int32_t t : kPrompt) l = e->decode(t);
+  const std::vector<float> step(l, l + e->vocab());
+  // Same math, different MoE path (fallback for the batch, fused per token) and different
+  // row grouping: the BRIEF's fused-vs-fallback class (normalized RMS < 5e-3) bounds it;
+  // in practice it is far below.
+  EXPECT_LT(nrms(batch, step), 5e-3);
+  EXPECT_EQ(e->position(), int64_t(kPrompt.size()));
+}
+INSTANTIATE_TEST_SUITE_P(Families, PrefillVsDecode,
+                         ::testing::Values("tiny-qwen3-moe", "tiny-lfm2-moe", "tiny-llama4"));
+
+TEST(Engine, ResetReproducesLogitsBitForBit) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, "tiny-mixtral", "m");
+  auto e = Engine::open(dir, opts("auto"));
+  auto a = run(*e, kPrompt);
+  const float* d1 = e->decode(11);
+  std::vector<float> da(d1, d1 + e->vocab());
+  e->reset();
+  EXPECT_EQ(e->position(), 0);
+  auto b = run(*e, kPrompt);
+  const float* d2 = e->decode(11);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(da, std::vector<float>(d2, d2 + e->vocab()));
+}
+
+TEST(Engine, PathCountersFollowTheFusedSetting) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, "tiny-qwen2-moe", "q2");
+  auto e = Engine::open(dir, opts("on"));
+  const int64_t moe_layers = e->config().num_moe_layers();
+  ASSERT_GT(moe_layers, 0);
+  run(*e, kPrompt);
+  for (int i = 0; i < 3; ++i) e->decode(int32_t(i + 1));
+  const moe::PathCounters& c = e->counters();
+  EXPECT_EQ(c.fused_calls(), 3 * moe_layers);
+  EXPECT_EQ(c.fallback_calls(), moe_layers);  // the prefill batch
+  EXPECT_EQ(c.fallback_calls(moe::DeclineReason::kNotSingleToken), moe_layers);
+  EXPECT_EQ(c.fused_calls(moe::ExpertSite::kShared), 3 * moe_layers);  // gated shared expert
+  e->set_fused_settings(opts("off").fused);
+  e->counters().reset();
+  e->decode(4);
+  EXPECT_EQ(c.fused_calls(), 0);
+  EXPECT_EQ(c.fallback_calls(moe::DeclineReason::kDisabled), moe_layers);
+  for (const auto& d : e->decode_decisions()) EXPECT_EQ(d.routed.path, moe::Path::kFallback);
+}
+
+// Rewrites a stacked checkpoint with Hugging Face per-expert tensors
+// (experts.{e}.{gate,up,down}_proj.*): the engine stacks them back and computes the same.
+TEST(Engine, PerExpertLayoutIsStackedAtLoad) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, "tiny-olmoe", "stacked");
+  const std::string out = tmp.sub("per_expert");
+  fs::create_directories(out);
+  fs::copy_file(dir + "/config.json", out + "/config.json");
+  auto src = io::SafetensorsFile::open(dir + "/model.safetensors");
+  struct Piece {
+    io::TensorSpec spec;
+    const uint8_t* data;
+    uint64_t bytes;
+  };
+  std::vector<Piece> pieces;
+  const std::string marker = ".switch_mlp.";
+  for (const io::TensorInfo& t : src->tensors()) {
+    const size_t at = t.name.find(marker);
+    if (at == std::string::npos) {
+      pieces.push_back({{t.name, t.dtype, t.shape}, t.data, t.nbytes});
+      continue;
+    }
+    const int64_t experts = t.shape[0];
+    const uint64_t per = t.nbytes / uint64_t(experts);
+    std::vector<int64_t> shape(t.shape.begin() + 1, t.shape.end());
+    for (int64_t e = 0; e < experts; ++e)
+      pieces.push_back({{t.name.substr(0, at) + ".experts." + std::to_string(e) + "." +
+                             t.name.substr(at + marker.size()),
+                         t.dtype, shape},
+                        t.data + per * uint64_t(e), per});
+  }
+  {
+    io::SafetensorsWriter w(out + "/model.safetensors");
+    for (const auto& p : pieces) w.declare(p.spec);
+    for (const auto& p : pieces) w.write(p.spec.name, p.data, p.bytes);
+    w.finish();
+  }
+  auto a = Engine::open(dir, opts("on"));
+  auto b = Engine::open(out, opts("on"));
+  EXPECT_EQ(a->stacked_copy_bytes(), 0);
+  EXPECT_GT(b->stacked_copy_bytes(), 0);
+  EXPECT_EQ(run(*a, kPrompt), run(*b, kPrompt));
+}
+
+TEST(EngineErrors, BadDirectoriesAndConfigs) {
+  Tmp tmp;
+  expect_error([&] { Engine::open(tmp.sub("does_not_exist"), {}); }, {"does_not_exist"});
+  const std::string dir = make_tiny(tmp, "tiny-qwen3-moe", "q");
+  auto j = read_config(dir);
+
+  auto bad = j;
+  bad["model_type"] = "gpt_nonexistent";
+  write_config(dir, bad);
+  expect_error([&] { Engine::open(dir, {}); }, {"gpt_nonexistent"});
+
+  bad = j;
+  bad["num_experts"] = "8";
+  write_config(dir, bad);
+  expect_error([&] { Engine::open(dir, {}); }, {"num_experts"});
+
+  bad = j;  // a layer the checkpoint does not have: missing tensors
+  bad["num_hidden_layers"] = j["num_hidden_layers"].get<int>() + 1;
+  write_config(dir, bad);
+  expect_error([&] { Engine::open(dir, {}); }, {"model.layers.3"});
+
+  bad = j;  // expert width the tensors do not have: mis-shaped tensors
+  bad["moe_intermediate_size"] = j["moe_intermediate_size"].get<int>() * 2;
+  write_config(dir, bad);
+  expect_error([&] { Engine::open(dir, {}); }, {"switch_mlp"});
+
+  write_config(dir, j);
+  auto e = Engine::open(dir, opts("auto"));
+  expect_error([&] { e->decode(int32_t(e->vocab())); }, {"token id", "vocabulary"});
+  EngineOptions small = opts("auto");
+  small.context = 4;
+  auto s = Engine::open(dir, small);
+  expect_error([&] { s->prefill(kPrompt); }, {"context"});
+  EngineOptions huge = opts("auto");
+  huge.context = j["max_position_embeddings"].get<int64_t>() + 1;
+  expect_error([&] { Engine::open(dir, huge); }, {"max_position_embeddings"});
+}
+
+TEST(RunSetup, PromptIdsAndContextChecks) {
+  EXPECT_EQ(parse_prompt_ids("1,2,30", "--prompt-ids"), (std::vector<int32_t>{1, 2, 30}));
+  for (const char* bad : {"", "1,,2", "1, 2", "-1", "a", "1,"})
+    expect_error([&] { parse_prompt_ids(bad, "--prompt-ids"); }, {"--prompt-ids"});
+  ModelConfig c;
+  c.max_position = 16;
+  c.source = "cfg.json";
+  EXPECT_EQ(context_for(c, 10, 6), 16);
+  expect_error([&] { context_for(c, 17, 1); }, {"longer than the model's context", "cfg.json"});
+  expect_error([&] { context_for(c, 10, 7); }, {"max_position_embeddings"});
+}
+
+}  // namespace
+}  // namespace moex::model::engine

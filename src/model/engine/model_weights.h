@@ -1,0 +1,61 @@
+// The weights of one model as views into its checkpoint, laid out by the family's layer plan
+// (model/model_config.h): norms, attention projections (+ biases, q/k norms), dense FFNs,
+// MoE routers, stacked experts and shared experts, the embedding and the head.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/moe_contract.h"
+#include "model/engine/short_conv.h"
+#include "model/engine/weight_binder.h"
+#include "model/model_config.h"
+#include "model/ops/float_vec.h"
+#include "model/ops/linear.h"
+
+namespace moex::model::engine {
+
+struct NormWeights {
+  ops::FloatVec weight, bias;  // bias: LayerNorm only
+};
+
+struct AttentionWeights {
+  ops::Linear q, k, v, o;
+  ops::FloatVec q_norm, k_norm;  // empty when the layer has no q/k norm weights
+};
+
+struct MlpWeights {  // SwiGLU MLP: down(silu(gate(x)) * up(x))
+  ops::Linear gate, up, down;
+};
+
+struct MoeWeights {
+  ops::Linear router;                // [E][H]
+  kernels::MoeExpertsView experts;   // stacked [E][Dff][H] / [E][H][Dff]
+  bool stacked_in_checkpoint = true; // false: stacked here from per-expert tensors
+  bool has_shared = false;
+  MlpWeights shared;
+  ops::Linear shared_gate;           // Qwen2-MoE: Linear(H, 1), sigmoid-gated
+  std::vector<float> expert_bias;    // LFM2: selection bias [E]
+};
+
+struct LayerWeights {
+  NormWeights input_norm, post_norm;
+  AttentionWeights attn;     // MixerKind::kAttention
+  ShortConvWeights conv;     // MixerKind::kShortConv
+  MlpWeights dense;  // FfnKind::kDense
+  MoeWeights moe;    // FfnKind::kMoe
+};
+
+struct ModelWeights {
+  ops::MatrixRef embed;  // [vocab][H]
+  ops::Linear lm_head;   // the embedding itself when tied
+  NormWeights final_norm;
+  std::vector<LayerWeights> layers;
+  int64_t stacked_copy_bytes = 0;  // bytes copied to stack per-expert layouts
+};
+
+// Binds every tensor the plan needs, checking names, dtypes and shapes. Throws moex::Error
+// naming the tensor on any mismatch; unsupported plan features are an Error naming them.
+ModelWeights bind_model_weights(const ModelConfig& cfg, WeightBinder& binder);
+
+}  // namespace moex::model::engine

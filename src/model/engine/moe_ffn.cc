@@ -1,0 +1,152 @@
+// MoeFfn: router logits, routing, then the moe library's MoeBlock.
+#include "model/engine/moe_ffn.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/ops/linear.h"
+#include "model/ops/softmax.h"
+
+namespace moex::model::engine {
+
+moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
+  const int64_t e = c.moe.num_experts, k = c.moe.top_k;
+  switch (c.moe.router) {
+    case RouterKind::kSoftmaxTopkRenorm:
+    case RouterKind::kSoftmaxTopkNoRenorm: {
+      const bool renorm = c.moe.router == RouterKind::kSoftmaxTopkRenorm;
+      if (c.family == "qwen3_moe") return moe::qwen3_moe_router(e, k, renorm);
+      if (c.family == "olmoe") return moe::olmoe_router(e, k, renorm);
+      if (c.family == "qwen2_moe" && !renorm) return moe::qwen2_moe_router(e, k);
+      break;
+    }
+    case RouterKind::kTopkSoftmax: return moe::mixtral_router(e, k);
+    case RouterKind::kSparseMixer: return moe::phimoe_router(e, k, float(c.moe.jitter_eps));
+    case RouterKind::kSigmoidBiasRenorm:
+      return moe::lfm2_moe_router(e, k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
+                                  w.expert_bias);
+    case RouterKind::kLlama4Top1Sigmoid: return moe::llama4_router(e, k);
+  }
+  fail(c.source, ": family ", c.family, " with router ", router_kind_name(c.moe.router),
+       " has no routing rule in the moe library");
+}
+
+namespace {
+
+kernels::QuantWeightsView one_expert(const ops::MatrixRef& m) {
+  kernels::QuantWeightsView v;
+  v.w = m.q.w;
+  v.scales = m.q.scales;
+  v.biases = m.q.biases;
+  v.sb_dtype = m.q.sb_dtype;
+  v.experts = 1;
+  v.n = m.q.rows;
+  v.k = m.q.k;
+  v.bits = m.q.bits;
+  v.group_size = m.q.group_size;
+  return v;
+}
+
+int64_t projection_bytes(const kernels::QuantWeightsView& v) {
+  return v.n * v.row_bytes() + 2 * v.n * v.groups_per_row() * int64_t(dtype_size(v.sb_dtype));
+}
+
+}  // namespace
+
+MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
+               const moe::MoePolicy& policy)
+    : cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)) {
+  layer_views_.experts = w.experts;
+  // Per-expert checkpoints were stacked at load: the kernels always see 3-D stacks.
+  layer_views_.stacked = true;
+  if (w.has_shared) {
+    const MlpWeights& s = w.shared;
+    // The MoE kernels take affine-quantized projections only; a float shared expert runs
+    // through the dense ops instead (float_shared_expert).
+    shared_in_block_ = s.gate.w.quantized() && s.up.w.quantized() && s.down.w.quantized();
+    if (shared_in_block_) {
+      shared_.mlp.gate = one_expert(s.gate.w);
+      shared_.mlp.up = one_expert(s.up.w);
+      shared_.mlp.down = one_expert(s.down.w);
+      shared_.mlp.act = kernels::Activation::kSwiGLU;
+      if (w.shared_gate.w.valid()) {
+        if (w.shared_gate.w.quantized()) {
+          shared_gate_quant_ = one_expert(w.shared_gate.w);
+          shared_.sigmoid_gate_quant = &shared_gate_quant_;
+        } else {
+          shared_gate_f32_ = ops::FloatVec(w.shared_gate.w.dense, w.shared_gate.w.dense_dtype,
+                                           cfg.hidden);
+          shared_.sigmoid_gate = shared_gate_f32_.data();
+        }
+      }
+      layer_views_.shared = &shared_;
+    }
+  }
+  set_policy(policy);
+}
+
+void MoeFfn::set_policy(const moe::MoePolicy& policy) {
+  block_ = std::make_unique<moe::MoeBlock>(layer_views_, policy);
+}
+
+std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) const {
+  if (!shared_in_block_) return std::nullopt;
+  return block_->shared_decision(tokens);
+}
+
+int64_t MoeFfn::active_bytes_per_token() const {
+  const kernels::MoeExpertsView& x = w_.experts;
+  int64_t b = w_.router.w.weight_bytes();
+  const int64_t per_expert = (projection_bytes(x.gate) + projection_bytes(x.up) +
+                              projection_bytes(x.down)) / std::max<int64_t>(x.up.experts, 1);
+  b += cfg_.moe.top_k * per_expert;
+  if (w_.has_shared) {
+    b += w_.shared.gate.w.weight_bytes() + w_.shared.up.w.weight_bytes() +
+         w_.shared.down.w.weight_bytes();
+    if (w_.shared_gate.w.valid()) b += w_.shared_gate.w.weight_bytes();
+  }
+  return b;
+}
+
+void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& counters) {
+  const int64_t e = cfg_.moe.num_experts, k = cfg_.moe.top_k, h = cfg_.hidden;
+  logits_.resize(size_t(n * e));
+  ids_.resize(size_t(n * k));
+  scores_.resize(size_t(n * k));
+  ops::linear({.lin = &w_.router, .x = x, .rows = n, .out = logits_.data()});
+  router_.route(logits_.data(), n, ids_.data(), scores_.data());
+  moe::MoeBlockCall call;
+  call.x = x;
+  call.tokens = n;
+  call.expert_ids = ids_.data();
+  call.scores = scores_.data();
+  call.top_k = int(k);
+  call.scores_scale_input = !router_.config().scores_scale_output();
+  call.out = out;
+  block_->run(call, ws_, &counters);
+  if (w_.has_shared && !shared_in_block_) {
+    sh_.resize(size_t(n * h));
+    float_shared_expert(x, n, sh_.data());
+    for (int64_t i = 0; i < n * h; ++i) out[i] += sh_[size_t(i)];
+  }
+}
+
+// A float (unquantized) shared expert, which the MoE kernels do not take: dense ops.
+void MoeFfn::float_shared_expert(const float* x, int64_t n, float* out) {
+  const int64_t h = cfg_.hidden, dff = cfg_.moe.shared_dff;
+  std::vector<float> g(static_cast<size_t>(n * dff)), u(static_cast<size_t>(n * dff));
+  ops::linear({.lin = &w_.shared.gate, .x = x, .rows = n, .out = g.data()});
+  ops::linear({.lin = &w_.shared.up, .x = x, .rows = n, .out = u.data()});
+  ops::swiglu(g.data(), u.data(), g.data(), n * dff);
+  ops::linear({.lin = &w_.shared.down, .x = g.data(), .rows = n, .out = out});
+  if (w_.shared_gate.w.valid()) {
+    std::vector<float> gl(static_cast<size_t>(n));
+    ops::linear({.lin = &w_.shared_gate, .x = x, .rows = n, .out = gl.data()});
+    for (int64_t t = 0; t < n; ++t) {
+      const float s = ops::sigmoid(gl[size_t(t)]);
+      for (int64_t i = 0; i < h; ++i) out[t * h + i] *= s;
+    }
+  }
+}
+
+}  // namespace moex::model::engine

@@ -1,0 +1,58 @@
+// One MoE FFN layer of the engine: router Linear -> the family's routing rule (moe::Router)
+// -> the moe library's MoeBlock (routed experts on the path its one dispatch policy chooses,
+// fused decode kernel or gather_qmm fallback, plus the shared expert, sigmoid-gated for
+// Qwen2-MoE). Every call is recorded in the model instance's path counters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "model/engine/model_weights.h"
+#include "model/model_config.h"
+#include "moe/dispatch_policy.h"
+#include "moe/moe_block.h"
+#include "moe/path_counters.h"
+#include "moe/router.h"
+
+namespace moex::model::engine {
+
+// The moe library's router for this family (rule and MLX tie-breaking as mlx-lm's model
+// file). Throws moex::Error for a family/router the library does not provide.
+moe::RouterConfig router_config_for(const ModelConfig& cfg, const MoeWeights& w);
+
+class MoeFfn {
+ public:
+  MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const moe::MoePolicy& policy);
+
+  // x [n][H] -> out [n][H] (overwritten).
+  void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters);
+  // The policy's decision for `tokens` tokens (routed experts; and the shared expert's).
+  moe::DispatchDecision decision(int64_t tokens) const { return block_->decision(tokens); }
+  std::optional<moe::DispatchDecision> shared_decision(int64_t tokens) const;
+  int64_t layer() const { return layer_; }
+  // Rebuilds the block for new fused settings (bench-decode's arms).
+  void set_policy(const moe::MoePolicy& policy);
+  // Weight bytes one decode token reads in this layer (router + top_k experts + shared).
+  int64_t active_bytes_per_token() const;
+
+ private:
+  void float_shared_expert(const float* x, int64_t n, float* out);
+
+  const ModelConfig& cfg_;
+  const MoeWeights& w_;
+  int64_t layer_;
+  moe::Router router_;
+  moe::MoeLayer layer_views_;
+  moe::SharedExpert shared_;
+  kernels::QuantWeightsView shared_gate_quant_;
+  ops::FloatVec shared_gate_f32_;
+  bool shared_in_block_ = false;  // quantized shared expert: run by the MoeBlock
+  std::unique_ptr<moe::MoeBlock> block_;
+  moe::MoeWorkspace ws_;
+  std::vector<float> logits_, scores_, sh_;
+  std::vector<int32_t> ids_;
+};
+
+}  // namespace moex::model::engine

@@ -1,0 +1,89 @@
+// Flag parsing and prompt resolution shared by the generate and bench-decode commands.
+#include "model/engine/run_setup.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
+#include "core/strict_parse.h"
+#include "core/sysinfo.h"
+#include "moe/calibration.h"
+#include "tokenizer/tokenizer.h"
+
+namespace moex::model::engine {
+
+std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string& what) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                            : comma - start);
+    ids.push_back(int32_t(parse_int_strict(item, what, 0, INT32_MAX)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+void apply_threads_and_isa(const std::optional<std::string>& threads,
+                           const std::optional<std::string>& isa) {
+  if (threads) set_num_threads(int(parse_int_strict(*threads, "--threads", 1, 1024)));
+  if (isa) set_active_isa(parse_isa(*isa, "--isa"));
+}
+
+EngineOptions engine_options(const std::optional<std::string>& fused,
+                             const std::optional<std::string>& max_dff, int64_t context) {
+  moe::RawFusedSettings raw;
+  raw.flag_fused = fused;
+  raw.flag_max_dff = max_dff;
+  EngineOptions o;
+  o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
+  o.calibration = moe::load_calibrated_cap(moe::Backend::kCpu, cpu_model_name());
+  o.context = context;
+  return o;
+}
+
+Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::string>& text,
+                      const std::optional<std::string>& ids) {
+  Prompt p;
+  if (ids) {
+    p.ids = parse_prompt_ids(*ids, "--prompt-ids");
+  } else if (text) {
+    const std::string tok = model_dir + "/tokenizer.json";
+    if (!std::filesystem::exists(tok))
+      fail("-p needs the model's tokenizer, but ", tok,
+           " does not exist (give token ids with --prompt-ids instead)");
+    p.ids = Tokenizer::load(model_dir).encode(*text, true);
+    p.from_text = true;
+  } else {
+    fail("no prompt: give -p TEXT or --prompt-ids 1,2,3");
+  }
+  if (p.ids.empty()) fail("the prompt encodes to no tokens");
+  return p;
+}
+
+int64_t context_for(const ModelConfig& cfg, int64_t prompt_tokens, int64_t new_tokens) {
+  const int64_t need = prompt_tokens + new_tokens;
+  if (cfg.max_position > 0 && prompt_tokens > cfg.max_position)
+    fail("the prompt has ", prompt_tokens, " tokens, longer than the model's context (",
+         "max_position_embeddings = ", cfg.max_position, " in ", cfg.source, ")");
+  if (cfg.max_position > 0 && need > cfg.max_position)
+    fail("the prompt (", prompt_tokens, " tokens) plus ", new_tokens,
+         " new tokens exceeds the model's context (max_position_embeddings = ", cfg.max_position,
+         " in ", cfg.source, ")");
+  return need;
+}
+
+std::string format_bytes(int64_t b) {
+  char buf[64];
+  if (b >= (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(int64_t{1} << 30));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
+  return buf;
+}
+
+}  // namespace moex::model::engine

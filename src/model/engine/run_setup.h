@@ -1,0 +1,44 @@
+// What `moex generate` and `moex bench-decode` share before the first token: strict parsing
+// of their flags (threads, ISA, fused mode, prompt ids), the prompt's token ids (from
+// --prompt-ids or the model's tokenizer) and the engine options, each with an Error naming
+// the flag or file at fault.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/engine/engine.h"
+#include "moe/dispatch_policy.h"
+
+namespace moex::model::engine {
+
+// "1,2,3" -> {1,2,3}. Error naming `what` for an empty list, a non-integer or a negative id.
+std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string& what);
+
+// --threads (positive integer) and --isa (scalar|avx2|avx512, must be supported here).
+void apply_threads_and_isa(const std::optional<std::string>& threads,
+                           const std::optional<std::string>& isa);
+
+// --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
+// plus this host's calibrated cap if a calibration file exists.
+EngineOptions engine_options(const std::optional<std::string>& fused,
+                             const std::optional<std::string>& max_dff, int64_t context);
+
+struct Prompt {
+  std::vector<int32_t> ids;
+  bool from_text = false;  // ids come from the tokenizer
+};
+// --prompt-ids wins over -p; -p needs DIR/tokenizer.json. Error if neither gives a token.
+Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::string>& text,
+                      const std::optional<std::string>& ids);
+
+// Context needed for `prompt` + `new_tokens` positions; Error naming the model's
+// max_position_embeddings when it does not fit ("prompt longer than the context").
+int64_t context_for(const ModelConfig& cfg, int64_t prompt_tokens, int64_t new_tokens);
+
+// "1.23 GiB"
+std::string format_bytes(int64_t bytes);
+
+}  // namespace moex::model::engine

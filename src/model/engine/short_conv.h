@@ -1,0 +1,35 @@
+// LFM2's gated short convolution mixer, as mlx-lm's lfm2_moe.ShortConv: B, C, x = split(in_proj(h));
+// y = C * depthwise_conv1d(B * x) over the last L positions; out = out_proj(y). The state is
+// the last L-1 values of B * x per channel (zeros at the start of a sequence).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/ops/float_vec.h"
+#include "model/ops/linear.h"
+
+namespace moex::model::engine {
+
+struct ShortConvWeights {
+  ops::Linear in_proj;   // [3H][H]
+  ops::Linear out_proj;  // [H][H]
+  ops::FloatVec conv;    // [H][L] (MLX Conv1d weight [H, L, 1], depthwise)
+  ops::FloatVec bias;    // [H] or empty
+};
+
+class ShortConv {
+ public:
+  ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel);
+  // x [n][H] (consecutive positions) -> out [n][H]; advances the state by n positions.
+  void forward(const float* x, int64_t n, float* out);
+  void reset();
+
+ private:
+  const ShortConvWeights& w_;
+  int64_t hidden_, kernel_;
+  std::vector<float> state_;  // [(kernel-1)][H], oldest first
+  std::vector<float> bcx_, padded_, y_;
+};
+
+}  // namespace moex::model::engine

@@ -1,0 +1,199 @@
+// WeightBinder: checkpoint tensors -> ops::Linear / FloatVec / stacked expert views.
+#include "model/engine/weight_binder.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/qdot.h"
+#include "quant/format.h"
+#include "quant/shape_check.h"
+
+namespace moex::model::engine {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+
+std::string where(const io::Checkpoint& c, const io::TensorInfo& t) {
+  return str_cat("checkpoint '", c.dir(), "': tensor '", t.name, "'");
+}
+
+void require_float(const io::Checkpoint& c, const io::TensorInfo& t) {
+  if (!is_float_dtype(t.dtype))
+    fail(where(c, t), " has dtype ", dtype_name(t.dtype), "; expected F32, F16 or BF16");
+}
+
+void require_shape(const io::Checkpoint& c, const io::TensorInfo& t,
+                   const std::vector<int64_t>& shape) {
+  if (t.shape != shape)
+    fail(where(c, t), " has shape ", shape_string(t.shape), "; expected ", shape_string(shape));
+}
+
+}  // namespace
+
+WeightBinder::WeightBinder(const io::Checkpoint& ckpt, std::optional<io::QuantConfig> quant)
+    : ckpt_(ckpt), quant_(std::move(quant)) {}
+
+WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
+                                                   const std::vector<int64_t>& lead, int64_t in) {
+  QuantParts p;
+  p.w = &ckpt_.require(path + ".weight");
+  p.scales = &ckpt_.require(path + ".scales");
+  p.biases = ckpt_.find(path + ".biases");
+  if (!p.biases)
+    fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "' has scales but no '",
+         path, ".biases' (only MLX affine quantization with biases is supported)");
+  quant::QuantShapeArgs a;
+  a.tensor = path;
+  a.weight_shape = p.w->shape;
+  a.scales_shape = p.scales->shape;
+  a.biases_shape = p.biases->shape;
+  a.k = in;
+  a.weight_dtype = p.w->dtype;
+  a.scales_dtype = p.scales->dtype;
+  a.biases_dtype = p.biases->dtype;
+  if (quant_) {
+    if (auto mq = quant_->lookup(path)) {
+      a.bits = mq->bits;
+      a.group_size = mq->group_size;
+      a.mode = mq->mode;
+    }
+  }
+  const quant::QuantShape s = quant::check_quant_shape(a);
+  if (s.leading != lead)
+    fail(where(ckpt_, *p.w), " has leading dimensions ", shape_string(s.leading), "; expected ",
+         shape_string(lead), " (logical weight ", shape_string(lead), " x ", in, ")");
+  p.bits = s.bits;
+  p.group_size = s.group_size;
+  kernels::QuantWeightsView v;
+  v.w = p.w->data;
+  v.scales = p.scales->data;
+  v.biases = p.biases->data;
+  v.sb_dtype = p.scales->dtype;
+  v.experts = 1;
+  v.n = 1;
+  v.k = in;
+  v.bits = p.bits;
+  v.group_size = p.group_size;
+  if (const char* why = kernels::qdot_unsupported_reason(v))
+    fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "': ", why);
+  return p;
+}
+
+ops::Linear WeightBinder::linear(const std::string& path, int64_t out, int64_t in, BiasMode bias) {
+  ops::Linear l;
+  l.name = path;
+  if (ckpt_.find(path + ".scales")) {
+    QuantParts p = quant_parts(path, {out}, in);
+    quant::QuantMatrixView v;
+    v.w = p.w->data;
+    v.scales = p.scales->data;
+    v.biases = p.biases->data;
+    v.sb_dtype = p.scales->dtype;
+    v.rows = out;
+    v.k = in;
+    v.bits = p.bits;
+    v.group_size = p.group_size;
+    l.w = ops::quantized_matrix(v);
+    if (const char* why = ops::linear_unsupported_reason(l.w))
+      fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "': ", why);
+  } else {
+    const io::TensorInfo& t = ckpt_.require(path + ".weight");
+    require_float(ckpt_, t);
+    require_shape(ckpt_, t, {out, in});
+    l.w = ops::dense_matrix(t.data, t.dtype, out, in);
+  }
+  const std::string bname = path + ".bias";
+  if (bias == BiasMode::kRequired || (bias == BiasMode::kOptional && has(bname)))
+    l.bias = vector(bname, out);
+  return l;
+}
+
+ops::FloatVec WeightBinder::vector(const std::string& tensor, int64_t n) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  if (t.numel() != n || t.shape.empty() || t.shape.back() != n)
+    fail(where(ckpt_, t), " has shape ", shape_string(t.shape), "; expected [", n, "]");
+  return ops::FloatVec(t.data, t.dtype, n);
+}
+
+ops::FloatVec WeightBinder::tensor(const std::string& tensor, const std::vector<int64_t>& shape) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, shape);
+  return ops::FloatVec(t.data, t.dtype, t.numel());
+}
+
+kernels::QuantWeightsView WeightBinder::stacked(const std::string& path, int64_t experts,
+                                                int64_t out, int64_t in) {
+  if (!ckpt_.find(path + ".scales")) {
+    const io::TensorInfo* w = ckpt_.find(path + ".weight");
+    if (!w) ckpt_.require(path + ".weight");  // throws: missing
+    fail("checkpoint '", ckpt_.dir(), "': expert projection '", path,
+         "' is not quantized (no .scales); the MoE kernels need MLX affine-quantized experts");
+  }
+  QuantParts p = quant_parts(path, {experts, out}, in);
+  kernels::QuantWeightsView v;
+  v.w = p.w->data;
+  v.scales = p.scales->data;
+  v.biases = p.biases->data;
+  v.sb_dtype = p.scales->dtype;
+  v.experts = experts;
+  v.n = out;
+  v.k = in;
+  v.bits = p.bits;
+  v.group_size = p.group_size;
+  return v;
+}
+
+kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern, int64_t experts,
+                                                      int64_t out, int64_t in) {
+  const size_t at = pattern.find("{e}");
+  if (at == std::string::npos) fail("internal: expert pattern '", pattern, "' has no {e}");
+  auto name_of = [&](int64_t e) {
+    return pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 3);
+  };
+  std::vector<QuantParts> parts;
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::string p = name_of(e);
+    if (!ckpt_.find(p + ".scales"))
+      fail("checkpoint '", ckpt_.dir(), "': expert projection '", p,
+           "' is missing or not quantized (no .scales)");
+    parts.push_back(quant_parts(p, {out}, in));
+    const QuantParts& a = parts.front();
+    const QuantParts& b = parts.back();
+    if (b.bits != a.bits || b.group_size != a.group_size || b.scales->dtype != a.scales->dtype)
+      fail("checkpoint '", ckpt_.dir(), "': expert '", p, "' is quantized with bits=", b.bits,
+           " group_size=", b.group_size, " ", dtype_name(b.scales->dtype), " but expert 0 with bits=",
+           a.bits, " group_size=", a.group_size, " ", dtype_name(a.scales->dtype));
+  }
+  const QuantParts& a = parts.front();
+  const uint64_t wb = a.w->nbytes, sb = a.scales->nbytes;
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(wb * uint64_t(experts)));
+  std::vector<uint8_t>& s = owned_.emplace_back(size_t(sb * uint64_t(experts)));
+  std::vector<uint8_t>& b = owned_.emplace_back(size_t(sb * uint64_t(experts)));
+  for (int64_t e = 0; e < experts; ++e) {
+    const QuantParts& p = parts[size_t(e)];
+    std::memcpy(w.data() + wb * uint64_t(e), p.w->data, wb);
+    std::memcpy(s.data() + sb * uint64_t(e), p.scales->data, sb);
+    std::memcpy(b.data() + sb * uint64_t(e), p.biases->data, sb);
+  }
+  copied_bytes_ += int64_t((wb + 2 * sb) * uint64_t(experts));
+  kernels::QuantWeightsView v;
+  v.w = w.data();
+  v.scales = s.data();
+  v.biases = b.data();
+  v.sb_dtype = a.scales->dtype;
+  v.experts = experts;
+  v.n = out;
+  v.k = in;
+  v.bits = a.bits;
+  v.group_size = a.group_size;
+  return v;
+}
+
+}  // namespace moex::model::engine

@@ -1,0 +1,62 @@
+// Binds checkpoint tensors to the views the engine computes with, without copying: a module
+// path becomes an ops::Linear (MLX affine-quantized when P.scales exists, else float), a
+// float vector, or a stacked expert projection. Per-expert Hugging Face layouts are the one
+// exception: they are stacked into owned buffers. Every mismatch is a moex::Error naming the
+// tensor, what was expected and what was found.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "io/quant_config.h"
+#include "kernels/moe_contract.h"
+#include "model/ops/float_vec.h"
+#include "model/ops/linear.h"
+
+namespace moex::model::engine {
+
+enum class BiasMode { kNone, kRequired, kOptional };
+
+class WeightBinder {
+ public:
+  WeightBinder(const io::Checkpoint& ckpt, std::optional<io::QuantConfig> quant);
+
+  // Linear module `path` with logical weight [out][in] (float) or its quantized form.
+  ops::Linear linear(const std::string& path, int64_t out, int64_t in, BiasMode bias);
+  // A float tensor of exactly n elements (any 1-D or [n]-sized shape) as f32.
+  ops::FloatVec vector(const std::string& tensor, int64_t n);
+  // A float tensor of exactly this shape, flattened, as f32.
+  ops::FloatVec tensor(const std::string& tensor, const std::vector<int64_t>& shape);
+  bool has(const std::string& tensor) const { return ckpt_.find(tensor) != nullptr; }
+
+  // Stacked experts `path` ([experts][out][in], quantized) as a kernel view.
+  kernels::QuantWeightsView stacked(const std::string& path, int64_t experts, int64_t out,
+                                    int64_t in);
+  // Per-expert modules (pattern with "{e}") stacked into owned storage, same result.
+  kernels::QuantWeightsView stack_experts(const std::string& pattern, int64_t experts,
+                                          int64_t out, int64_t in);
+  // Bytes copied by stack_experts so far (0 for stacked checkpoints).
+  int64_t stacked_copy_bytes() const { return copied_bytes_; }
+
+ private:
+  struct QuantParts {
+    const io::TensorInfo *w = nullptr, *scales = nullptr, *biases = nullptr;
+    int bits = 0, group_size = 0;
+  };
+  // Validates P.weight/P.scales/P.biases for leading dims `lead` and input width `in`.
+  QuantParts quant_parts(const std::string& path, const std::vector<int64_t>& lead, int64_t in);
+
+  const io::Checkpoint& ckpt_;
+  std::optional<io::QuantConfig> quant_;
+  std::deque<std::vector<uint8_t>> owned_;  // stacked per-expert copies (stable addresses)
+  int64_t copied_bytes_ = 0;
+};
+
+// "a x b x c" for messages.
+std::string shape_string(const std::vector<int64_t>& shape);
+
+}  // namespace moex::model::engine

@@ -1,0 +1,53 @@
+// Grouped-query attention over an f32 KV cache, for prefill (many query rows, causal mask)
+// and decode (one row): out = softmax(scale * q k^T + causal) v, per head, query head h
+// reading kv head h / (heads / kv_heads), as mx.fast.scaled_dot_product_attention.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace moex::model::ops {
+
+// Keys and values of one attention layer: [capacity][kv_heads][head_dim] each, f32.
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity);
+
+  // Appends `rows` positions: k, v are [rows][kv_heads][head_dim]. Throws moex::Error when
+  // the capacity (the context length) would be exceeded.
+  void append(const float* k, const float* v, int64_t rows);
+  void clear() { length_ = 0; }
+  void truncate(int64_t length);  // keep the first `length` positions
+
+  const float* key(int64_t pos, int64_t kv_head) const { return &k_[offset(pos, kv_head)]; }
+  const float* value(int64_t pos, int64_t kv_head) const { return &v_[offset(pos, kv_head)]; }
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t row_stride() const { return kv_heads_ * head_dim_; }  // floats between positions
+
+ private:
+  size_t offset(int64_t pos, int64_t h) const { return size_t((pos * kv_heads_ + h) * head_dim_); }
+  std::vector<float> k_, v_;
+  int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;       // [rows][heads][head_dim]
+  const KvCache* cache = nullptr; // holds keys/values up to at least pos0 + rows
+  int64_t rows = 1;               // query rows; row r is at position pos0 + r
+  int64_t pos0 = 0;
+  int64_t heads = 0;
+  float scale = 1.f;              // usually head_dim^-0.5
+  float* out = nullptr;           // [rows][heads][head_dim]
+  int64_t chunk = 0;              // > 0: Llama-4 chunked attention (see below)
+};
+// Row r at position p = pos0 + r attends to positions [0, p] (causal), or with chunk > 0 to
+// [p - p % chunk, p] (its own chunk only, as mlx-lm's llama4 chunk mask). Parallel over
+// (row, head).
+void attention(const AttentionArgs& a);
+
+}  // namespace moex::model::ops

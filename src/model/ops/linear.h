@@ -1,0 +1,53 @@
+// Dense layers over checkpoint weights without copies: a weight matrix [n][k] is either MLX
+// affine-quantized (packed rows + scales/biases) or float (F32/F16/BF16), plus an optional
+// bias. linear() computes out[r] = W x[r] + b for a batch of rows (prefill) or one (decode);
+// embedding_row() reads one row of a table (token embedding lookup).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "model/ops/float_vec.h"
+#include "quant/view.h"
+
+namespace moex::model::ops {
+
+struct MatrixRef {
+  quant::QuantMatrixView q;     // used when quantized(): rows = n, k = k
+  const void* dense = nullptr;  // float weights [n][k] otherwise
+  DType dense_dtype = DType::F32;
+  int64_t n = 0, k = 0;
+
+  bool quantized() const { return q.w != nullptr; }
+  bool valid() const { return quantized() || dense != nullptr; }
+  // Bytes of weight data read by one full pass (scales and biases included).
+  int64_t weight_bytes() const;
+};
+
+MatrixRef quantized_matrix(const quant::QuantMatrixView& v);
+MatrixRef dense_matrix(const void* data, DType dtype, int64_t n, int64_t k);
+
+struct Linear {
+  MatrixRef w;
+  FloatVec bias;  // empty or [n]
+  std::string name;  // module path, for messages and -v
+};
+
+struct LinearArgs {
+  const Linear* lin = nullptr;
+  const float* x = nullptr;  // [rows][k]
+  int64_t rows = 1;
+  float* out = nullptr;      // [rows][n]; must not alias x
+};
+// Every weight row is read once for all `rows` inputs; parallel over output rows.
+// Quantized weights must pass linear_unsupported_reason() (checked when weights are bound).
+void linear(const LinearArgs& a);
+// nullptr if linear() can run this matrix, else why not (the kernels' preconditions).
+const char* linear_unsupported_reason(const MatrixRef& m);
+
+// out[k] = row r of the matrix as f32 (quantized: scale * q + bias computed in f32, which is
+// mx.dequantize's value exactly for f32 scales).
+void embedding_row(const MatrixRef& table, int64_t r, float* out);
+
+}  // namespace moex::model::ops

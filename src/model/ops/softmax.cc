@@ -1,0 +1,65 @@
+// Row reductions: max-subtracted softmax with f32 sums, argmax, SwiGLU.
+#include "model/ops/softmax.h"
+
+#include <limits>
+
+namespace moex::model::ops {
+
+namespace {
+float row_max(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+}  // namespace
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  const float m = row_max(x, n);
+  if (!std::isfinite(m)) {  // all -inf (fully masked) or +inf present: spread uniformly over maxima
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < n; ++i) cnt += (x[i] == m);
+    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] == m && cnt) ? 1.f / float(cnt) : 0.f;
+    return;
+  }
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const float inv = 1.f / sum;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void log_softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  const float m = row_max(x, n);
+  if (!std::isfinite(m)) return;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(double(x[i] - m));
+  const float lse = m + float(std::log(sum));
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] -= lse;
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  float bv = -std::numeric_limits<float>::infinity();
+  bool found = false;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] > bv || (!found && x[i] == bv)) {
+      bv = x[i];
+      best = i;
+      found = true;
+    }
+  }
+  return best;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+}
+
+}  // namespace moex::model::ops

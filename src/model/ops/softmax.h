@@ -1,0 +1,22 @@
+// Softmax-family reductions over one f32 row: softmax, log-softmax, argmax, sigmoid, silu.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace moex::model::ops {
+
+// In place: x <- exp(x - max) / sum. Entries equal to -inf become 0.
+void softmax(float* x, int64_t n);
+// In place: x <- x - logsumexp(x).
+void log_softmax(float* x, int64_t n);
+// Index of the first maximum (NaN entries are never chosen unless all are NaN -> 0).
+int64_t argmax(const float* x, int64_t n);
+
+inline float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
+inline float silu(float v) { return v / (1.f + std::exp(-v)); }
+
+// out[i] = silu(gate[i]) * up[i]; out may alias either input.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+}  // namespace moex::model::ops

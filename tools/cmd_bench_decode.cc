@@ -1,0 +1,289 @@
+// `moex bench-decode`: greedy decode throughput of one model, in one process: warm-up, then
+// `--repeats` measured passes per arm (arms interleaved A, B, A, B with --fused both), each
+// a timed prefill followed by EXACTLY n timed single-token decode steps (EOS ignored). Reports
+// every pass, median/min/max, the path counters of the measured decode steps, peak memory and
+// the host facts; md, csv or json (the json is what `moex sweep` reads).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
+#include "core/strict_parse.h"
+#include "core/sysinfo.h"
+#include "harness/stats.h"
+#include "model/engine/engine.h"
+#include "model/engine/run_setup.h"
+#include "model/family_registry.h"
+#include "model/ops/softmax.h"
+#include "moe/dispatch_policy.h"
+#include "tools/command.h"
+#include "tools/util_report.h"
+
+namespace moex::tools {
+namespace {
+
+namespace eng = moex::model::engine;
+using nlohmann::json;
+
+constexpr const char* kDefaultPrompt = "Hello, how are you today?";
+
+struct BenchFlags {
+  std::string model;
+  std::string prompt = kDefaultPrompt;
+  std::optional<std::string> prompt_ids, n, warmup, repeats, fused, max_dff, threads, isa;
+  std::string output = "md";
+};
+
+struct Counts {
+  int64_t fused = 0, fallback = 0;
+  std::map<std::string, int64_t> reasons;
+  void add(const moe::PathCounters& c) {
+    fused += c.fused_calls();
+    fallback += c.fallback_calls();
+    for (int r = 0; r < moe::kNumDeclineReasons; ++r)
+      if (int64_t v = c.fallback_calls(moe::DeclineReason(r)))
+        reasons[moe::decline_reason_name(moe::DeclineReason(r))] += v;
+  }
+  std::string reasons_text() const {
+    std::string s;
+    for (const auto& [k, v] : reasons) s += (s.empty() ? "" : ";") + k + "=" + std::to_string(v);
+    return s;
+  }
+  json to_json() const {
+    json r = json::object();
+    for (const auto& [k, v] : reasons) r[k] = v;
+    return {{"fused_calls", fused}, {"fallback_calls", fallback}, {"fallback_reasons", r}};
+  }
+};
+
+struct Pass {
+  int repeat = 0;
+  int64_t prompt_tokens = 0, generated = 0;
+  double prefill_s = 0, decode_s = 0;
+  Counts decode_counts, prefill_counts;
+  double prefill_tps() const { return double(prompt_tokens) / std::max(prefill_s, 1e-12); }
+  double decode_tps() const { return double(generated) / std::max(decode_s, 1e-12); }
+};
+
+struct Arm {
+  std::string name;  // "on" | "off" | "auto"
+  moe::FusedSettings settings;
+  std::vector<Pass> passes;
+  Counts counts;  // decode steps of all measured passes
+  std::string decision;  // first MoE layer's decode decision
+  std::vector<double> tps() const {
+    std::vector<double> v;
+    for (const auto& p : passes) v.push_back(p.decode_tps());
+    return v;
+  }
+};
+
+// One pass: reset, timed prefill, then exactly `n` timed greedy decode steps.
+Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
+  Pass p;
+  e.reset();
+  e.counters().reset();
+  double t = now_seconds();
+  const float* logits = e.prefill(prompt);
+  p.prefill_s = now_seconds() - t;
+  p.prompt_tokens = int64_t(prompt.size());
+  p.prefill_counts.add(e.counters());
+  e.counters().reset();
+  int32_t tok = int32_t(model::ops::argmax(logits, e.vocab()));
+  t = now_seconds();
+  for (int64_t i = 0; i < n; ++i) {
+    logits = e.decode(tok);
+    tok = int32_t(model::ops::argmax(logits, e.vocab()));
+  }
+  p.decode_s = now_seconds() - t;
+  p.generated = n;
+  p.decode_counts.add(e.counters());
+  return p;
+}
+
+double stat(const std::vector<double>& v, int which) {  // 0 median, 1 min, 2 max
+  if (which == 1) return *std::min_element(v.begin(), v.end());
+  if (which == 2) return *std::max_element(v.begin(), v.end());
+  return harness::median(v);
+}
+
+int run_bench(const BenchFlags& f) {
+  eng::apply_threads_and_isa(f.threads, f.isa);
+  const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
+  const int64_t warmup =
+      f.warmup ? parse_int_strict(*f.warmup, "--warmup-tokens", 0, int64_t{1} << 24) : 20;
+  const int repeats = f.repeats ? int(parse_int_strict(*f.repeats, "--repeats", 1, 1000)) : 3;
+  const ReportFormat fmt = parse_report_format(f.output, "-o");
+  const std::string fused = f.fused.value_or("auto");
+  std::vector<std::string> arm_names;
+  if (fused == "both")
+    arm_names = {"off", "on"};  // A = fallback, B = fused
+  else if (fused == "auto" || fused == "on" || fused == "off")
+    arm_names = {fused};
+  else
+    fail("--fused: '", fused, "' is not a mode; expected auto, on, off or both");
+
+  const model::ModelConfig cfg = model::load_model_config(f.model);
+  const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
+  const int64_t context = eng::context_for(cfg, int64_t(prompt.ids.size()), std::max(n, warmup));
+  std::vector<Arm> arms;
+  for (const auto& a : arm_names) {
+    Arm arm;
+    arm.name = a;
+    arm.settings = eng::engine_options(a, f.max_dff, context).fused;
+    arms.push_back(std::move(arm));
+  }
+  eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context);
+  auto engine = eng::Engine::open(f.model, opt);
+  for (Arm& a : arms) {
+    engine->set_fused_settings(a.settings);
+    const auto d = engine->decode_decisions();
+    a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
+    if (warmup > 0) run_pass(*engine, prompt.ids, warmup);  // warm-up, not reported
+  }
+  for (int r = 0; r < repeats; ++r)
+    for (Arm& a : arms) {
+      engine->set_fused_settings(a.settings);
+      Pass p = run_pass(*engine, prompt.ids, n);
+      p.repeat = r + 1;
+      a.counts.fused += p.decode_counts.fused;
+      a.counts.fallback += p.decode_counts.fallback;
+      for (const auto& [k, v] : p.decode_counts.reasons) a.counts.reasons[k] += v;
+      a.passes.push_back(std::move(p));
+    }
+
+  // Model and host facts.
+  const kernels::MoeExpertsView* ex = engine->first_moe_experts();
+  const int64_t active = engine->active_weight_bytes_per_token();
+  const int64_t peak = peak_rss_bytes();
+  const std::string date = utc_date_time();
+  double ratio = 0;
+  if (arms.size() == 2) ratio = harness::median(arms[1].tps()) / harness::median(arms[0].tps());
+
+  if (fmt == ReportFormat::kJson) {
+    json j;
+    j["model"] = {{"dir", f.model}, {"family", cfg.family}, {"dff", ex ? ex->dff() : 0},
+                  {"hidden", cfg.hidden}, {"experts", cfg.moe.num_experts},
+                  {"top_k", cfg.moe.top_k}, {"bits", ex ? ex->up.bits : 0},
+                  {"group_size", ex ? ex->up.group_size : 0}, {"layers", cfg.num_layers},
+                  {"moe_layers", cfg.num_moe_layers()},
+                  {"active_weight_bytes_per_token", active}};
+    j["host"] = {{"backend", "cpu"}, {"isa", isa_name(active_isa())}, {"threads", num_threads()},
+                 {"cpu_model", cpu_model_name()}, {"moex_commit", moex_commit()}, {"date", date},
+                 {"default_cap", moe::backend_default_max_dff(moe::Backend::kCpu)}};
+    j["settings"] = {{"prompt", prompt.from_text ? f.prompt : ""}, {"prompt_tokens", prompt.ids.size()},
+                     {"n", n}, {"warmup_tokens", warmup}, {"repeats", repeats}, {"fused", fused},
+                     {"eos_ignored", true}};
+    j["arms"] = json::array();
+    for (const Arm& a : arms) {
+      json runs = json::array();
+      for (const Pass& p : a.passes) {
+        json r = {{"repeat", p.repeat}, {"prompt_tokens", p.prompt_tokens},
+                  {"prefill_s", p.prefill_s}, {"prefill_tps", p.prefill_tps()},
+                  {"generated_tokens", p.generated}, {"decode_s", p.decode_s},
+                  {"decode_tps", p.decode_tps()},
+                  {"decode_gbps", p.decode_tps() * double(active) / 1e9}};
+        r.update(p.decode_counts.to_json());
+        r["prefill_path_counters"] = p.prefill_counts.to_json();
+        runs.push_back(r);
+      }
+      const auto t = a.tps();
+      j["arms"].push_back({{"arm", a.name}, {"decision", a.decision}, {"runs", runs},
+                           {"median_decode_tps", stat(t, 0)}, {"min_decode_tps", stat(t, 1)},
+                           {"max_decode_tps", stat(t, 2)}, {"path_counters", a.counts.to_json()}});
+    }
+    if (arms.size() == 2) j["fused_over_fallback"] = ratio;
+    j["peak_rss_bytes"] = peak;
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+
+  Report rep;
+  rep.title = "moex bench-decode";
+  rep.header = {{"model", text_cell(f.model)},
+                {"family", text_cell(cfg.family)},
+                {"dff", integer_cell(ex ? ex->dff() : 0)},
+                {"hidden", integer_cell(cfg.hidden)},
+                {"experts", integer_cell(cfg.moe.num_experts)},
+                {"top_k", integer_cell(cfg.moe.top_k)},
+                {"bits", integer_cell(ex ? ex->up.bits : 0)},
+                {"group_size", integer_cell(ex ? ex->up.group_size : 0)},
+                {"active_weight_mb_per_token", number_cell(double(active) / 1e6, 2)},
+                {"prompt_tokens", integer_cell(int64_t(prompt.ids.size()))},
+                {"n", integer_cell(n)},
+                {"warmup_tokens", integer_cell(warmup)},
+                {"moex_commit", text_cell(moex_commit())},
+                {"cpu_model", text_cell(cpu_model_name())},
+                {"threads", integer_cell(num_threads())},
+                {"isa", text_cell(isa_name(active_isa()))},
+                {"default_cap", integer_cell(moe::backend_default_max_dff(moe::Backend::kCpu))},
+                {"date", text_cell(date)},
+                {"peak_rss_mib", number_cell(double(peak) / double(1 << 20), 1)}};
+  rep.columns = {"arm", "repeat", "prompt_tokens", "prefill_s", "prefill_tps", "generated_tokens",
+                 "decode_s", "decode_tps", "decode_gbps", "fused_calls", "fallback_calls",
+                 "fallback_reasons", "median_decode_tps", "min_decode_tps", "max_decode_tps",
+                 "fused_over_fallback"};
+  for (int r = 0; r < repeats; ++r)
+    for (const Arm& a : arms) {
+      const Pass& p = a.passes[size_t(r)];
+      const auto t = a.tps();
+      rep.rows.push_back({text_cell(a.name), integer_cell(p.repeat), integer_cell(p.prompt_tokens),
+                          number_cell(p.prefill_s, 4), number_cell(p.prefill_tps(), 2),
+                          integer_cell(p.generated), number_cell(p.decode_s, 4),
+                          number_cell(p.decode_tps(), 3),
+                          number_cell(p.decode_tps() * double(active) / 1e9, 3),
+                          integer_cell(p.decode_counts.fused), integer_cell(p.decode_counts.fallback),
+                          text_cell(p.decode_counts.reasons_text()), number_cell(stat(t, 0), 3),
+                          number_cell(stat(t, 1), 3), number_cell(stat(t, 2), 3),
+                          arms.size() == 2 ? number_cell(ratio, 4) : text_cell("")});
+    }
+  if (fmt == ReportFormat::kMarkdown) {
+    for (const Arm& a : arms) {
+      const auto t = a.tps();
+      rep.notes.push_back(str_cat(
+          "arm ", a.name, ": decode ", n, " tokens/pass (EOS ignored), median ", stat(t, 0),
+          " tok/s (min ", stat(t, 1), ", max ", stat(t, 2), ", ", repeats,
+          " passes); path counters of the measured decode steps: fused ", a.counts.fused,
+          ", fallback ", a.counts.fallback,
+          a.counts.reasons.empty() ? "" : " (" + a.counts.reasons_text() + ")",
+          "; decision: ", a.decision));
+      if ((a.name == "on" && a.counts.fallback > 0) || (a.name == "off" && a.counts.fused > 0))
+        rep.notes.push_back(str_cat("WARNING: arm ", a.name,
+                                    " did not run only the path it names; see its counters"));
+    }
+    if (arms.size() == 2)
+      rep.notes.push_back(str_cat("fused/fallback decode ratio (medians): ", ratio));
+    rep.notes.push_back(str_cat("peak resident memory: ", eng::format_bytes(peak)));
+  }
+  std::cout << render_report(rep, fmt);
+  return 0;
+}
+
+CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
+  auto f = std::make_shared<BenchFlags>();
+  sub.add_option("-m,--model", f->model, "model directory")->required();
+  sub.add_option("-p,--prompt", f->prompt, "prompt text (default \"Hello, how are you today?\")");
+  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)");
+  sub.add_option("-n", f->n, "decode steps per measured pass, exactly (default 100)");
+  sub.add_option("--warmup-tokens", f->warmup, "decode steps of the warm-up pass (default 20)");
+  sub.add_option("--repeats", f->repeats, "measured passes per arm (default 3)");
+  sub.add_option("--fused", f->fused, "auto, on, off, or both (interleaved off/on arms)");
+  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode");
+  sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
+  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512");
+  sub.add_option("-o,--output", f->output, "md (default), csv or json");
+  return [f] { return run_bench(*f); };
+};
+
+MOEX_REGISTER_COMMAND(bench_decode, "bench-decode", "measure greedy decode throughput",
+                      bench_decode_setup);
+
+}  // namespace
+}  // namespace moex::tools

@@ -1,0 +1,149 @@
+// `moex generate`: runs a model on a prompt (text through the model's tokenizer, or token
+// ids) and streams the sampled continuation; prints prompt and decode speed, peak memory and,
+// with -v, each MoE layer's dispatch decision and the path counters.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
+#include "core/strict_parse.h"
+#include "core/sysinfo.h"
+#include "model/engine/engine.h"
+#include "model/engine/run_setup.h"
+#include "model/family_registry.h"
+#include "model/ops/sampling.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/command.h"
+
+namespace moex::tools {
+namespace {
+
+namespace eng = moex::model::engine;
+
+struct GenerateFlags {
+  std::string model;
+  std::optional<std::string> prompt, prompt_ids, n, temp, top_k, top_p, min_p, seed, fused,
+      max_dff, threads, isa, dump_logits;
+  bool verbose = false, ignore_eos = false;
+};
+
+int run_generate(const GenerateFlags& f) {
+  eng::apply_threads_and_isa(f.threads, f.isa);
+  const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
+  model::ops::SamplerArgs sa;
+  if (f.temp) sa.temperature = parse_double_strict(*f.temp, "--temp");
+  if (f.top_k) sa.top_k = parse_int_strict(*f.top_k, "--top-k", 0, INT32_MAX);
+  if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");
+  if (f.min_p) sa.min_p = parse_double_strict(*f.min_p, "--min-p");
+  if (f.seed) sa.seed = uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX));
+  model::ops::Sampler sampler(sa);
+
+  const model::ModelConfig cfg = model::load_model_config(f.model);
+  const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
+  const int64_t context = eng::context_for(cfg, int64_t(prompt.ids.size()), n);
+  auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, f.max_dff, context));
+
+  std::optional<Tokenizer> tok;
+  if (prompt.from_text) tok = Tokenizer::load(f.model);
+  std::vector<int64_t> eos(cfg.eos_token_ids);
+  if (tok)
+    for (int32_t e : tok->eos_ids()) eos.push_back(e);
+
+  if (f.verbose) {
+    std::fprintf(stderr, "model %s: %s, %lld layers, %lld MoE layers; threads %d, isa %s\n",
+                 f.model.c_str(), cfg.family.c_str(), (long long)cfg.num_layers,
+                 (long long)cfg.num_moe_layers(), num_threads(), isa_name(active_isa()));
+    for (const auto& d : engine->decode_decisions()) {
+      std::fprintf(stderr, "  layer %lld decode: routed experts %s\n", (long long)d.layer,
+                   d.routed.explanation().c_str());
+      if (d.shared)
+        std::fprintf(stderr, "  layer %lld decode: shared expert %s\n", (long long)d.layer,
+                     d.shared->explanation().c_str());
+    }
+    if (prompt.ids.size() > 1)
+      std::fprintf(stderr, "  prefill: %zu tokens in one batch, MoE layers on the fallback path "
+                   "(not_single_token)\n", prompt.ids.size());
+  }
+
+  std::ofstream dump;
+  if (f.dump_logits) {
+    dump.open(*f.dump_logits, std::ios::binary);
+    if (!dump) fail("--dump-logits: cannot write ", *f.dump_logits);
+  }
+  std::optional<StreamDecoder> stream;
+  if (tok) stream.emplace(*tok);
+
+  const double t0 = now_seconds();
+  const float* logits = engine->prefill(prompt.ids);
+  const double t1 = now_seconds();
+  std::vector<int32_t> generated;
+  int64_t decode_steps = 0;
+  double decode_time = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (dump) dump.write(reinterpret_cast<const char*>(logits), std::streamsize(engine->vocab() * 4));
+    const int32_t t = int32_t(sampler.sample(logits, engine->vocab()));
+    generated.push_back(t);
+    if (stream)
+      std::cout << stream->step(t) << std::flush;
+    else
+      std::cout << (i ? " " : "") << t << std::flush;
+    const bool is_eos = !f.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end();
+    if (is_eos || i + 1 == n) break;
+    const double a = now_seconds();
+    logits = engine->decode(t);
+    decode_time += now_seconds() - a;
+    ++decode_steps;
+  }
+  if (stream) std::cout << stream->flush();
+  std::cout << std::endl;
+
+  if (f.dump_logits) {
+    nlohmann::json meta = {{"prompt_ids", prompt.ids}, {"generated_ids", generated},
+                           {"vocab", engine->vocab()}, {"steps", generated.size()}};
+    std::ofstream(*f.dump_logits + ".json") << meta.dump() << "\n";
+  }
+  const double prefill_s = t1 - t0;
+  std::fprintf(stderr, "prompt: %zu tokens, %.3f s, %.2f tokens/s\n", prompt.ids.size(), prefill_s,
+               double(prompt.ids.size()) / std::max(prefill_s, 1e-9));
+  std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
+               generated.size(), (long long)decode_steps, decode_time,
+               decode_steps ? double(decode_steps) / decode_time : 0.0);
+  std::fprintf(stderr, "peak memory: %s resident\n", eng::format_bytes(peak_rss_bytes()).c_str());
+  if (f.verbose) std::fprintf(stderr, "%s\n", engine->counters().report().c_str());
+  return 0;
+}
+
+CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
+  auto f = std::make_shared<GenerateFlags>();
+  sub.add_option("-m,--model", f->model, "model directory (config.json + safetensors)")->required();
+  sub.add_option("-p,--prompt", f->prompt, "prompt text (encoded with DIR/tokenizer.json)");
+  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)");
+  sub.add_option("-n,--max-tokens", f->n, "most tokens to generate (default 128); stops at EOS");
+  sub.add_option("--temp", f->temp, "sampling temperature (0: greedy, the default)");
+  sub.add_option("--top-k", f->top_k, "keep the k most likely tokens (0: off)");
+  sub.add_option("--top-p", f->top_p, "nucleus sampling mass in (0, 1) (1: off)");
+  sub.add_option("--min-p", f->min_p, "drop tokens below min_p * p_max (0: off)");
+  sub.add_option("--seed", f->seed, "random seed for sampling (default 0)");
+  sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
+  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode");
+  sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
+  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512");
+  sub.add_option("--dump-logits", f->dump_logits,
+                 "write each step's logits (f32) to this file and the token ids to FILE.json")
+      ->group("");  // for the reference tests
+  sub.add_flag("--ignore-eos", f->ignore_eos, "generate exactly -n tokens")->group("");
+  sub.add_flag("-v,--verbose", f->verbose, "print MoE dispatch decisions and path counters");
+  return [f] { return run_generate(*f); };
+};
+
+MOEX_REGISTER_COMMAND(generate, "generate", "generate text from a prompt", generate_setup);
+
+}  // namespace
+}  // namespace moex::tools
