@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "harness/crossing.h"
 #include "harness/csv.h"
 
 namespace moex::harness {
@@ -92,22 +93,6 @@ std::string summary_csv(const std::vector<ModelSummary>& s) {
 
 namespace {
 
-struct Point {
-  double dff, ratio;
-};
-
-// First place where the ratio goes from >= 1 to < 1 with increasing Dff.
-std::optional<double> crossing(const std::vector<Point>& pts, size_t* at) {
-  for (size_t i = 0; i + 1 < pts.size(); ++i) {
-    const Point &a = pts[i], &b = pts[i + 1];
-    if (a.ratio >= 1.0 && b.ratio < 1.0) {
-      if (at) *at = i;
-      return a.dff + (a.ratio - 1.0) * (b.dff - a.dff) / (a.ratio - b.ratio);
-    }
-  }
-  return std::nullopt;
-}
-
 // Valid models sorted by Dff; models sharing a Dff are merged by the median ratio.
 std::vector<const ModelSummary*> valid_sorted(const std::vector<ModelSummary>& s) {
   std::vector<const ModelSummary*> v;
@@ -117,9 +102,9 @@ std::vector<const ModelSummary*> valid_sorted(const std::vector<ModelSummary>& s
   return v;
 }
 
-std::vector<Point> points(const std::vector<const ModelSummary*>& v,
+std::vector<RatioPoint> points(const std::vector<const ModelSummary*>& v,
                           const std::function<double(const ModelSummary&)>& ratio_of) {
-  std::vector<Point> pts;
+  std::vector<RatioPoint> pts;
   for (size_t i = 0; i < v.size();) {
     std::vector<double> rs;
     size_t j = i;
@@ -141,7 +126,7 @@ Crossover find_crossover(const std::vector<ModelSummary>& s) {
   }
   auto pts = points(v, [](const ModelSummary& m) { return *m.ratio; });
   size_t at = 0;
-  if (auto x = crossing(pts, &at)) {
+  if (auto x = first_ratio_crossing(pts, &at)) {
     c.found = true;
     c.dff = *x;
     c.below_dff = int64_t(pts[at].dff);
@@ -159,7 +144,7 @@ Crossover find_crossover(const std::vector<ModelSummary>& s) {
   std::vector<double> xs;
   for (size_t r = 0; r < reps; ++r) {
     auto p = points(v, [r](const ModelSummary& m) { return m.ratio_replicates[r]; });
-    if (auto x = crossing(p, nullptr)) xs.push_back(*x);
+    if (auto x = first_ratio_crossing(p)) xs.push_back(*x);
   }
   c.replicate_fraction = reps ? double(xs.size()) / double(reps) : 0.0;
   if (!xs.empty()) c.ci = central_interval(xs);

@@ -1,0 +1,114 @@
+// `moex tune`'s engine: times fused vs fallback (the bench-moe machinery) over a grid of Dff
+// for a set of (hidden, top_k, bits) shapes, finds each shape's crossover Dff, derives ONE
+// Dff cap for the host and writes it to the calibration file the dispatch policy reads.
+//
+// The cap rule (the policy runs fused only while Dff <= cap, for every shape alike):
+//   per shape, over its Dff points in increasing order (ratio = fallback_us / fused_us,
+//   > 1: fused faster),
+//   - a first step from ratio >= 1 to ratio < 1: the crossover by linear interpolation between
+//     the two points (harness::first_ratio_crossing, the seed's method); shape cap = floor;
+//   - ratio >= 1 at every Dff ("no crossover: fused wins everywhere"): the largest grid Dff;
+//   - ratio < 1 at every Dff ("fused loses everywhere"): the smallest grid Dff - 1 (>= 1);
+//   - ratio < 1 only below some Dff and >= 1 from there on (a cap, an upper bound, cannot
+//     keep fused for large Dff only): the largest grid Dff if the geometric mean of the ratios
+//     is >= 1, else the smallest grid Dff - 1.
+//   The host cap is the smallest shape cap: fused runs only up to where it was at least as
+//   fast as the fallback for every measured shape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "moe/calibration.h"
+
+namespace moex::moe {
+
+struct TuneShape {
+  int64_t hidden = 0, top_k = 0;
+  int bits = 4;  // gate, up and down
+};
+
+// Dff grids (all multiples of 64): the full one and --quick's coarser one.
+std::vector<int64_t> tune_full_grid();   // 256 ... 16384, 14 points
+std::vector<int64_t> tune_quick_grid();  // 256 ... 16384, 6 points
+
+struct TuneArgs {
+  std::vector<TuneShape> shapes;
+  std::vector<int64_t> dffs;  // strictly increasing
+  int repeats = 7;            // timed passes per arm and grid point (median)
+  int group_size = 64;
+  // Each grid point gets its own pool of distinct layers, built and freed in turn; each layer
+  // holds 2 x top_k experts (routing picks top_k of them at random per call).
+  int64_t pool_target_bytes = 0;  // layers are added until the pool reaches this,
+  int64_t pool_limit_bytes = 0;   // but not past this (0: none); one layer over it: Error
+  std::function<void(const std::string&)> log;  // optional progress lines
+};
+
+// Experts per layer for a shape: 2 x top_k.
+int64_t tune_experts_per_layer(const TuneShape& s);
+
+// Validates every grid point (throws Error naming the shape and Dff) and returns the largest
+// pool any of them needs, in bytes. Allocates nothing.
+int64_t tune_largest_pool_bytes(const TuneArgs& args);
+
+// One measured grid point: the calibration point (medians, ratio = fallback_us / fused_us)
+// plus what the report shows beside it.
+struct TunePoint {
+  CalibrationPoint point;
+  double fused_spread = 0, fallback_spread = 0;  // (max - min) / median over the repeats
+  int64_t layers = 0, pool_bytes = 0;
+};
+std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& pts);
+
+// Times every (shape, Dff) point, shapes in the given order, Dff increasing.
+std::vector<TunePoint> run_tune_grid(const TuneArgs& args);
+
+// True when the ratio's distance from 1.0 is within the point's run-to-run spread (the larger
+// of the two arms'): such a point cannot say which path is faster.
+bool within_noise(const TunePoint& p);
+
+// The derivation of the cap (pure; see the rule above).
+enum class CrossoverKind { kCrossing, kFusedWinsEverywhere, kFusedLosesEverywhere, kRising };
+const char* crossover_kind_name(CrossoverKind k);
+
+struct ShapeCrossover {
+  TuneShape shape;
+  CrossoverKind kind = CrossoverKind::kFusedWinsEverywhere;
+  double crossover_dff = 0;              // kCrossing only
+  int64_t below_dff = 0, above_dff = 0;  // kCrossing: the bracketing grid points
+  int64_t cap = 0;
+  std::string text;  // one line: "crossover 7672 (between 6400 and 8192)", ...
+};
+
+struct HostCap {
+  int64_t cap = 0;
+  std::vector<ShapeCrossover> shapes;  // in order of first appearance in the grid
+  std::string text;                    // why this cap (which shape set it, or "no crossover: ...")
+};
+
+// Groups `grid` by (hidden, top_k, bits) and applies the rule. Throws Error on an empty grid,
+// a non-positive ratio or a Dff repeated within a shape.
+HostCap derive_host_cap(const std::vector<CalibrationPoint>& grid);
+
+// Provenance of a tune run, for its calibration entry.
+struct TuneHost {
+  std::string backend = "cpu";
+  std::string hardware;  // cpu_model_name()
+  int threads = 1;
+  std::string isa;
+  std::string moex_commit;
+  std::string date;  // utc_date_time()
+};
+CalibrationEntry make_tune_entry(const TuneHost& host, const HostCap& cap,
+                                 std::vector<CalibrationPoint> grid);
+
+// Reads `path` if it exists (an unreadable or invalid file is an Error: nothing is
+// overwritten), replaces or appends `entry` (upsert_calibration: other backends', hosts',
+// thread counts' and ISAs' entries survive) and writes the file atomically.
+void save_tune_entry(const std::string& path, CalibrationEntry entry);
+// The check save_tune_entry makes before writing, for use before a long run.
+void check_calibration_writable(const std::string& path);
+
+}  // namespace moex::moe
