@@ -10,14 +10,24 @@
 #                                (also a lib/ subfolder for their shared libraries, if any)
 #                                when the configure or build step fails (e.g. a machine without
 #                                the top level's other dependencies)
-#   MOEX_GPU_CHECK_QUICK=1       benchmarks: fewer shapes and no sweeps
+#   MOEX_GPU_CHECK_SKIP_BUILD=1  go straight to the MOEX_GPU_CHECK_PREBUILT binaries
+#   MOEX_GPU_CHECK_TESTS=0       no tests (e.g. benchmarks of an older build for comparison)
+#   MOEX_GPU_CHECK_TUNE=0        no tiling sweep: the benchmarks use the built-in tilings (and
+#                                no tiling flags, so older bench tools work too). Default 1: the
+#                                sweep's best fused and fallback tilings (summary.txt names
+#                                them) are passed to every later benchmark
+#   MOEX_GPU_CHECK_TILING_WARPS, _ITEMS, _STAGES: the tiling sweep's lists (default "4 8 16",
+#                                "1 2 4 8", "2 3 4"; the fallback sweep takes warps x items)
+#   MOEX_GPU_CHECK_QUICK=1       benchmarks: fewer shapes, no sweeps, a small tiling sweep
+#   MOEX_GPU_CHECK_NCU=1         last step: Nsight Compute (SpeedOfLight, Occupancy, launch
+#                                statistics) of the fused and fallback kernels at the qwen3 shape
 #   JOBS=N                       build parallelism (default: all cores)
 #   MOEX_GPU_CHECK_BUDGET_S=450  wall-clock budget: every step's limit is cut to what is left,
 #                                and steps past it are reported as SKIPPED(budget)
 #
 # Output folder (few files, flat): summary.txt (one line per step: status, seconds), steps.log
-# (every step's output), cuda_test.xml (GoogleTest), bench.csv, probe.csv, tiling.csv,
-# sweep.csv.
+# (every step's output), cuda_test.xml (GoogleTest), tiling.csv, bench.csv, probe.csv,
+# sweep.csv, ncu.txt.
 set -u
 set -o pipefail
 
@@ -77,7 +87,8 @@ env_info >>"$log" 2>&1
 
 # ---- build ---------------------------------------------------------------------------------
 built=0
-if run_step configure 300 cmake -S "$repo" -B "$build" -DMOEX_CUDA=ON -DCMAKE_BUILD_TYPE=Release; then
+if [ "${MOEX_GPU_CHECK_SKIP_BUILD:-0}" != 1 ] &&
+   run_step configure 300 cmake -S "$repo" -B "$build" -DMOEX_CUDA=ON -DCMAKE_BUILD_TYPE=Release; then
   if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool; then
     built=1
     bin="$build/src/cuda"
@@ -86,7 +97,7 @@ fi
 if [ "$built" -eq 0 ]; then
   if [ -n "${MOEX_GPU_CHECK_PREBUILT:-}" ] && [ -x "${MOEX_GPU_CHECK_PREBUILT}/cuda_test" ]; then
     bin="$(cd "$MOEX_GPU_CHECK_PREBUILT" && pwd)"
-    echo "build failed; using prebuilt binaries from $bin" >>"$summary"
+    echo "no build here; using prebuilt binaries from $bin" >>"$summary"
     [ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     echo "build failed and no MOEX_GPU_CHECK_PREBUILT binaries: nothing to run" >>"$summary"
@@ -96,19 +107,87 @@ if [ "$built" -eq 0 ]; then
 fi
 
 # ---- tests -----------------------------------------------------------------------------------
-run_step cuda_api_test 120 "$bin/cuda_api_test"
-run_step cuda_test 300 "$bin/cuda_test" --gtest_output="xml:$out/cuda_test.xml"
+if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
+  run_step cuda_api_test 120 "$bin/cuda_api_test"
+  run_step cuda_test 300 "$bin/cuda_test" --gtest_output="xml:$out/cuda_test.xml"
 
-# Memory and shared-memory race checks of a subset (compute-sanitizer, where the machine has it).
-sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-if [ -x "$sanitizer" ]; then
-  subset='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:*gu5_d5_g128_bf16_relu2*:*gu8_d8_g32_bf16_geglu*:*din128_dff12288*:*Edge*:CudaRouter.*:*q5g32*:*q6g128*'
-  run_step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter="$subset"
-  run_step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:CudaRouter.*:*q5g32*'
+  # Memory and shared-memory race checks of a subset (compute-sanitizer, where the machine has it).
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  if [ -x "$sanitizer" ]; then
+    subset='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:*gu5_d5_g128_bf16_relu2*:*gu8_d8_g32_bf16_geglu*:*din128_dff12288*:*Edge*:CudaRouter.*:*q5g32*:*q6g128*'
+    run_step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter="$subset"
+    run_step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:CudaRouter.*:*q5g32*'
+  fi
 fi
 
 # ---- benchmarks ------------------------------------------------------------------------------
 bench="$bin/cuda_bench_tool"
+quick="${MOEX_GPU_CHECK_QUICK:-0}"
+# append_csv FILE COMMAND...: runs the command, appending its CSV to FILE without a second header.
+append_csv() {
+  local f="$1"
+  shift
+  "$@" | { if [ -s "$f" ]; then tail -n +2; else cat; fi; } >>"$f"
+}
+export -f append_csv
+
+# Tiling sweep at the qwen3 (2048/768/8) and lfm2 (2048/1792/4) shapes: fused warps x items x
+# look-ahead x overlap (the fallback at its default), then the fallback's warps x items. The
+# best of each (lowest sum over the two shapes of time / that shape's best time) is used below.
+ft_flags=""
+fb_flags=""
+shapes_tune=("--din 2048 --dff 768 --top-k 8" "--din 2048 --dff 1792 --top-k 4")
+: >"$out/tiling.csv"
+if [ "${MOEX_GPU_CHECK_TUNE:-1}" != 0 ]; then
+  warps_list="${MOEX_GPU_CHECK_TILING_WARPS:-4 8 16}"
+  items_list="${MOEX_GPU_CHECK_TILING_ITEMS:-1 2 4 8}"
+  stages_list="${MOEX_GPU_CHECK_TILING_STAGES:-2 3 4}"
+  overlap_list="0 1"
+  [ "$quick" = 1 ] && { warps_list="8"; items_list="1 2"; stages_list="3"; }
+  for sh in "${shapes_tune[@]}"; do
+    dff="$(echo "$sh" | awk '{print $4}')"
+    for w in $warps_list; do for it in $items_list; do for st in $stages_list; do for ov in $overlap_list; do
+      # shellcheck disable=SC2086
+      run_step "tiling_d${dff}_w${w}_i${it}_s${st}_o${ov}" 60 bash -c "set -o pipefail; append_csv '$out/tiling.csv' '$bench' bench $sh --warps $w --items $it --stages $st --overlap $ov"
+    done; done; done; done
+    for w in $warps_list; do for it in $items_list; do
+      # shellcheck disable=SC2086
+      run_step "tiling_d${dff}_fallback_w${w}_i${it}" 60 bash -c "set -o pipefail; append_csv '$out/tiling.csv' '$bench' bench $sh --fallback-warps $w --fallback-items $it --fallback-stages 3"
+    done; done
+  done
+  # Columns: 10 warps, 11 items, 12 stages, 15 fused_us, 18 fallback_us, 4 dff, 28 overlap,
+  # 29..31 the fallback's warps, items, stages. Fused rows are those at the default fallback
+  # tiling; fallback rows vary it (fused at its default, so their fused columns repeat).
+  pick='$1 !~ /^device/ { key = $10 " " $11 " " $12 " " $28; fb = $29 " " $30 " " $31
+      ft[key, $4] = $15; fbt[fb, $4] = $18; keys[key] = 1; fbs[fb] = 1
+      if (!($4 in dffs)) { dffs[$4] = 1; nd++ } }
+    END {
+      for (d in dffs) { min[d] = 1e30; fmin[d] = 1e30
+        for (k in keys) if ((k, d) in ft && ft[k, d] < min[d]) min[d] = ft[k, d]
+        for (f in fbs) if ((f, d) in fbt && fbt[f, d] < fmin[d]) fmin[d] = fbt[f, d] }
+      bs = 1e30
+      for (k in keys) { s = 0; n = 0
+        for (d in dffs) if ((k, d) in ft) { s += ft[k, d] / min[d]; n++ }
+        if (n == nd && s < bs) { bs = s; bk = k } }
+      bf = 1e30
+      for (f in fbs) { s = 0; n = 0
+        for (d in dffs) if ((f, d) in fbt) { s += fbt[f, d] / fmin[d]; n++ }
+        if (n == nd && s < bf) { bf = s; bfk = f } }
+      print bk; print bfk }'
+  best="$(awk -F, "$pick" "$out/tiling.csv" 2>>"$log")"
+  bk="$(echo "$best" | sed -n 1p)"
+  bfk="$(echo "$best" | sed -n 2p)"
+  if [ -n "$bk" ] && [ -n "$bfk" ]; then
+    # shellcheck disable=SC2086
+    set -- $bk
+    ft_flags="--warps $1 --items $2 --stages $3 --overlap $4"
+    # shellcheck disable=SC2086
+    set -- $bfk
+    fb_flags="--fallback-warps $1 --fallback-items $2 --fallback-stages $3"
+  fi
+  echo "tiling chosen: fused [$ft_flags] fallback [$fb_flags]" >>"$summary"
+fi
+
 run_step copy_probe 60 "$bench" copy
 # Shapes of the BRIEF's model table (4-bit, group 64, SwiGLU): qwen3-30b-a3b, olmoe, qwen1.5,
 # lfm2-8b, phi-3.5-moe, llama-4-scout, mixtral-8x7b; then other bit widths at the qwen3 shape.
@@ -127,12 +206,12 @@ bench_shapes=(
   "--din 2048 --dff 768 --top-k 8 --bits 4 --down-bits 6"
   "--din 2048 --dff 768 --top-k 8 --act relu2"
 )
-[ "${MOEX_GPU_CHECK_QUICK:-0}" = 1 ] && bench_shapes=("${bench_shapes[@]:0:3}")
+[ "$quick" = 1 ] && bench_shapes=("${bench_shapes[@]:0:3}")
 : >"$out/bench.csv"
 i=0
 for s in "${bench_shapes[@]}"; do
   # shellcheck disable=SC2086
-  run_step "bench_$i" 120 bash -c "set -o pipefail; '$bench' bench $s | { if [ -s '$out/bench.csv' ]; then tail -n +2; else cat; fi; } >>'$out/bench.csv'"
+  run_step "bench_$i" 120 bash -c "set -o pipefail; append_csv '$out/bench.csv' '$bench' bench $s $ft_flags $fb_flags"
   i=$((i + 1))
 done
 
@@ -141,23 +220,23 @@ done
 for s in "--din 2048 --dff 768 --top-k 8" "--din 2048 --dff 256 --top-k 8" \
          "--din 2048 --dff 1792 --top-k 4" "--din 4096 --dff 6400 --top-k 2" \
          "--din 4096 --dff 14336 --top-k 2"; do
-  run_step "probe" 60 bash -c "set -o pipefail; '$bench' probe $s | { if [ -s '$out/probe.csv' ]; then tail -n +2; else cat; fi; } >>'$out/probe.csv'"
-done
-
-# Tiling (rows per block) at the qwen3 shape.
-: >"$out/tiling.csv"
-for t in "1 1 4" "2 2 4" "4 1 4" "4 2 4" "4 4 4" "4 4 3" "4 4 2" "4 8 4" "8 1 4" "8 2 4" \
-         "8 4 4" "8 4 2" "16 1 4" "16 2 4"; do
   # shellcheck disable=SC2086
-  set -- $t
-  run_step "tiling_w$1_i$2_s$3" 120 bash -c "set -o pipefail; '$bench' bench --din 2048 --dff 768 --top-k 8 --warps $1 --items $2 --stages $3 | { if [ -s '$out/tiling.csv' ]; then tail -n +2; else cat; fi; } >>'$out/tiling.csv'"
+  run_step "probe" 60 bash -c "set -o pipefail; append_csv '$out/probe.csv' '$bench' probe $s $ft_flags $fb_flags"
 done
 
 # Dff sweeps (for `moex tune --backend cuda`): 256..16384 at hidden 2048 / top-8 and 4096 / top-2.
-if [ "${MOEX_GPU_CHECK_QUICK:-0}" != 1 ]; then
+if [ "$quick" != 1 ]; then
   : >"$out/sweep.csv"
-  run_step sweep_h2048_k8 240 bash -c "'$bench' sweep --din 2048 --top-k 8 >>'$out/sweep.csv'"
-  run_step sweep_h4096_k2 240 bash -c "set -o pipefail; '$bench' sweep --din 4096 --top-k 2 | tail -n +2 >>'$out/sweep.csv'"
+  # shellcheck disable=SC2086
+  run_step sweep_h2048_k8 240 bash -c "set -o pipefail; append_csv '$out/sweep.csv' '$bench' sweep --din 2048 --top-k 8 $ft_flags $fb_flags"
+  # shellcheck disable=SC2086
+  run_step sweep_h4096_k2 240 bash -c "set -o pipefail; append_csv '$out/sweep.csv' '$bench' sweep --din 4096 --top-k 2 $ft_flags $fb_flags"
+fi
+
+# Hardware counters of one fused and one fallback decode (first direct launches: cold L2).
+if [ "${MOEX_GPU_CHECK_NCU:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
+  # shellcheck disable=SC2086
+  run_step ncu 90 bash -c "ncu --clock-control none --kernel-name regex:'fused_stage|gather_qmm' --launch-count 5 --section SpeedOfLight --section Occupancy --section LaunchStats '$bench' bench --din 2048 --dff 768 --top-k 8 --repeats 1 --pool-mb 256 $ft_flags $fb_flags >'$out/ncu.txt' 2>&1"
 fi
 
 echo "build dir: $build" >>"$summary"

@@ -2,7 +2,10 @@
 // integrates the same functions). Prints CSV on stdout:
 //   cuda_bench_tool bench [--din N] [--dff N] [--top-k N] [--bits N] [--down-bits N]
 //                         [--group N] [--act swiglu|geglu|relu2] [--warps N] [--items N]
-//                         [--stages N] [--repeats N] [--pool-mb N]   (fused tiling flags)
+//                         [--stages N] [--overlap 0|1] [--repeats N] [--pool-mb N]
+//                         [--fallback-warps N] [--fallback-items N] [--fallback-stages N]
+//                         (--warps .. --overlap: the fused path's RowTiling; --fallback-*:
+//                         the fallback's gather_qmm tiling)
 //   cuda_bench_tool sweep [same flags; --dff ignored]   (Dff grid 256..16384)
 //   cuda_bench_tool copy                                 (device-to-device copy probe)
 //   cuda_bench_tool probe [bench flags]                  (per-stage times, plain-read baseline)
@@ -45,6 +48,10 @@ void parse_flags(int argc, char** argv, BenchMoeShape& s, BenchMoeOptions& o) {
     else if (f == "--warps") o.fused_tiling.warps_per_block = int(num(1, 16));
     else if (f == "--items") o.fused_tiling.items_per_warp = int(num(1, 64));
     else if (f == "--stages") o.fused_tiling.stages = int(num(2, 4));
+    else if (f == "--overlap") o.fused_tiling.overlap = num(0, 1) == 1;
+    else if (f == "--fallback-warps") o.fallback_tiling.warps_per_block = int(num(1, 16));
+    else if (f == "--fallback-items") o.fallback_tiling.items_per_warp = int(num(1, 64));
+    else if (f == "--fallback-stages") o.fallback_tiling.stages = int(num(2, 4));
     else if (f == "--repeats") o.repeats = int(num(1, 1000));
     else if (f == "--pool-mb") o.weight_bytes = num(1, 1 << 20) << 20;
     else if (f == "--act") {
@@ -62,13 +69,14 @@ void print_header() {
   std::printf("device,kind,din,dff,top_k,gate_up_bits,down_bits,group,act,warps,items,stages,layers,"
               "bytes_per_layer,fused_us,fused_min_us,fused_max_us,fallback_us,fallback_min_us,"
               "fallback_max_us,fused_gbps,fallback_gbps,copy_gbps,fused_frac_copy,"
-              "fallback_frac_copy,ratio_fallback_over_fused,fused_kernel\n");
+              "fallback_frac_copy,ratio_fallback_over_fused,fused_kernel,overlap,fallback_warps,fallback_items,"
+              "fallback_stages\n");
 }
 
 void print_row(const moex::cuda::BenchMoeResult& r, const BenchMoeOptions& o, const char* kind) {
   const BenchMoeShape& s = r.shape;
   std::printf("\"%s\",%s,%lld,%lld,%d,%d,%d,%d,%s,%d,%d,%d,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-              "%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,%s\n",
+              "%.1f,%.1f,%.1f,%.4f,%.4f,%.4f,%s,%d,%d,%d,%d\n",
               r.device.c_str(), kind, (long long)s.din, (long long)s.dff, s.top_k,
               s.gate_up_bits, s.down_bits, s.group_size, act_name(s.act),
               o.fused_tiling.warps_per_block, o.fused_tiling.items_per_warp,
@@ -76,7 +84,9 @@ void print_row(const moex::cuda::BenchMoeResult& r, const BenchMoeOptions& o, co
               (long long)r.weight_bytes_per_layer, r.fused.median_us, r.fused.min_us,
               r.fused.max_us, r.fallback.median_us, r.fallback.min_us, r.fallback.max_us,
               r.fused_gbps, r.fallback_gbps, r.copy_gbps, r.fused_fraction_of_copy,
-              r.fallback_fraction_of_copy, r.ratio, r.fused_name.c_str());
+              r.fallback_fraction_of_copy, r.ratio, r.fused_name.c_str(),
+              int(o.fused_tiling.overlap), o.fallback_tiling.warps_per_block,
+              o.fallback_tiling.items_per_warp, o.fallback_tiling.stages);
   std::fflush(stdout);
 }
 

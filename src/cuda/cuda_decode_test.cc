@@ -2,6 +2,7 @@
 // scalar fused path and the f32 dense reference (normalized RMS < 5e-4), fallback against the
 // CPU scalar fallback and against fused (< 5e-3), byte-identical reruns and tilings, NaN
 // poisoning and canaries.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "cuda/cuda_check.h"
 #include "cuda/cuda_test_cases.h"
 #include "cuda/device_moe_layer.h"
 #include "cuda/moe_decode.h"
@@ -103,14 +105,26 @@ TEST_P(CudaDecode, MatchesReferencesAndIsDeterministic) {
   EXPECT_LT(e_cpu, tol) << "fused vs CPU scalar fused";
   EXPECT_LT(e_dense, kDenseGate) << "fused vs dense reference";
 
-  // Reruns and other tilings: the same bytes.
-  for (RowTiling t : {RowTiling{8, 2}, RowTiling{1, 1}, RowTiling{3, 5}, RowTiling{16, 4},
-                      RowTiling{4, 64}}) {
+  // Reruns and other tilings (look-ahead depths 2..4, stage B overlapping stage A through
+  // programmatic dependent launch or not): the same bytes.
+  for (RowTiling t : {RowTiling{8, 2, 2}, RowTiling{1, 1, 4}, RowTiling{3, 5, 3, true},
+                      RowTiling{16, 4, 4, true}, RowTiling{4, 64, 2}, RowTiling{4, 1, 3, true},
+                      kFusedTiling}) {
     out.poison();
-    fused_decode(layer, a, ws, t);
+    // NaN in the intermediates: a stage B that read act before stage A wrote it would show.
+    MOEX_CUDA_CHECK(cudaMemset(ws.act(), 0xff, size_t(top_k) * size_t(c.dff) * 4));
+    MOEX_CUDA_CHECK(cudaMemset(ws.partials(), 0xff, size_t(top_k) * size_t(c.din) * 4));
+    try {
+      fused_decode(layer, a, ws, t);
+    } catch (const Error& err) {  // reported per tiling; the other checks still run
+      ADD_FAILURE() << "tiling " << t.warps_per_block << "x" << t.items_per_warp << ", stages "
+                    << t.stages << ", overlap " << t.overlap << ": " << err.what();
+      continue;
+    }
     const std::vector<float> again = out.values();
     EXPECT_EQ(std::memcmp(again.data(), fused.data(), fused.size() * 4), 0)
-        << "fused result changed with tiling " << t.warps_per_block << "x" << t.items_per_warp;
+        << "fused result changed with tiling " << t.warps_per_block << "x" << t.items_per_warp
+        << ", stages " << t.stages << ", overlap " << t.overlap;
   }
 
   // Fallback.

@@ -112,12 +112,14 @@ void run_and_compare(const kernels::QuantWeightsView& w, const DeviceProjection&
   }
   EXPECT_EQ(bad, 0);
   // Another tiling, and a rerun: the same bytes.
-  for (RowTiling t : {RowTiling{1, 1}, RowTiling{16, 3}, RowTiling{8, 2}}) {
+  for (RowTiling t : {RowTiling{1, 1, 4}, RowTiling{16, 3, 2}, RowTiling{8, 2, 3},
+                      RowTiling{4, 5, 4}}) {
     out.poison();
     gather_qmm(a, t);
     const std::vector<float> again = out.values();
     EXPECT_EQ(std::memcmp(again.data(), got.data(), got.size() * 4), 0)
-        << "result changed with tiling " << t.warps_per_block << "x" << t.items_per_warp;
+        << "result changed with tiling " << t.warps_per_block << "x" << t.items_per_warp
+        << ", stages " << t.stages;
   }
 }
 

@@ -46,35 +46,18 @@ void check_aligned(const void* p, const char* what, const char* field) {
     fail(what, ": ", field, " must be 16-byte aligned (device allocations are)");
 }
 
-// Most dynamic shared memory a block may use on the current device (queried once).
-size_t smem_optin() {
-  static const size_t bytes = [] {
-    int device = 0, optin = 0;
-    MOEX_CUDA_CHECK(cudaGetDevice(&device));
-    MOEX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    return size_t(optin);
-  }();
-  return bytes;
-}
-
-// Launch shape of a row kernel whose blocks stage a vector of `len` and give each warp a ring
-// of *stages copy stages for b0/b1-bit rows (quant_dot.cuh). The tiling's stage count is cut
-// (not below 2) when the block would exceed the device's shared memory; results never
-// depend on it.
+// Launch shape of a row kernel whose blocks stage a vector of `len` in shared memory (the
+// weights go to registers, warp_rows.cuh). *stages is the tiling's look-ahead.
 detail::LaunchShape row_launch(int64_t blocks_x, int64_t blocks_y, const RowTiling& t,
-                               int64_t len, int b0, int b1, cudaStream_t stream,
-                               const char* what, int* stages) {
+                               int64_t len, cudaStream_t stream, const char* what,
+                               int* stages) {
   if (blocks_x < 1 || blocks_y < 1 || blocks_x > 0x7fffffff || blocks_y > 65535)
     fail(what, ": launch grid ", blocks_x, " x ", blocks_y, " is out of CUDA's range");
-  const size_t stage = size_t(256 * (b0 + b1) + 1024);  // stage_bytes() of quant_dot.cuh
-  const size_t limit = smem_optin() - 1024;              // the kernels' static smem is < 1 KB
-  int n = t.stages;
-  while (n > 2 && staged_bytes(len) + size_t(t.warps_per_block) * n * stage > limit) --n;
-  *stages = n;
+  *stages = t.stages;
   detail::LaunchShape s;
   s.grid = dim3(unsigned(blocks_x), unsigned(blocks_y));
   s.block = dim3(unsigned(t.warps_per_block * 32));
-  s.smem = staged_bytes(len) + size_t(t.warps_per_block) * n * stage;
+  s.smem = staged_bytes(len);
   s.stream = stream;
   return s;
 }
@@ -114,8 +97,8 @@ void gather_qmm(const DeviceGatherQmmArgs& a, const RowTiling& tiling) {
   p.items = int(ceil_div(a.w->n, 2));
   p.items_per_warp = tiling.items_per_warp;
   const detail::LaunchShape shape =
-      row_launch(a.batch, ceil_div(p.items, tiling.rows_per_block()), tiling, a.w->k,
-                 a.w->bits, a.w->bits, a.stream, what, &p.stages);
+      row_launch(a.batch, ceil_div(p.items, tiling.rows_per_block()), tiling, a.w->k, a.stream,
+                 what, &p.stages);
   detail::launch_gather_qmm(p, shape);
 }
 
@@ -175,8 +158,7 @@ void detail::fused_decode_stages(const DeviceMoeLayer& layer, const DecodeArgs& 
   pa.items_per_warp = tiling.items_per_warp;
   if (pa.act_kind == 2) pa.gate = pa.up;  // unused; keeps the bits dispatch trivial
   const detail::LaunchShape shape_a =
-      row_launch(ceil_div(pa.items, rpb), a.top_k, tiling, din, pa.gate.bits, pa.up.bits,
-                 a.stream, what, &pa.stages);
+      row_launch(ceil_div(pa.items, rpb), a.top_k, tiling, din, a.stream, what, &pa.stages);
   if (stage_a) detail::launch_stage_a(pa, shape_a);
 
   detail::StageBParams pb;
@@ -193,8 +175,10 @@ void detail::fused_decode_stages(const DeviceMoeLayer& layer, const DecodeArgs& 
   pb.items_per_warp = tiling.items_per_warp;
   const int64_t blocks_b = ceil_div(pb.items, rpb);
   if (blocks_b > ws.num_counters()) fail(what, ": workspace has too few stage-B counters");
-  const detail::LaunchShape shape_b = row_launch(blocks_b, a.top_k, tiling, dff, pb.down.bits,
-                                                 pb.down.bits, a.stream, what, &pb.stages);
+  detail::LaunchShape shape_b =
+      row_launch(blocks_b, a.top_k, tiling, dff, a.stream, what, &pb.stages);
+  // Overlap only behind stage A: alone (probe), stage B waits for whatever ran before it.
+  shape_b.programmatic = tiling.overlap && stage_a;
   if (stage_b) detail::launch_stage_b(pb, shape_b);
 }
 
@@ -218,13 +202,13 @@ void fallback_decode(const DeviceMoeLayer& layer, const DecodeArgs& a, DecodeWor
   if (gated) {
     p.w = layer.gate();
     p.out = ws.gate_out();
-    detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, din, p.w.bits,
-                                            p.w.bits, a.stream, what, &p.stages));
+    detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, din, a.stream,
+                                            what, &p.stages));
   }
   p.w = layer.up();
   p.out = ws.up_out();
-  detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, din, p.w.bits,
-                                          p.w.bits, a.stream, what, &p.stages));
+  detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, din, a.stream,
+                                          what, &p.stages));
 
   detail::launch_activation(gated ? ws.gate_out() : nullptr, ws.up_out(), ws.act(), k * dff,
                             act_kind(layer.act()), a.stream);
@@ -237,8 +221,8 @@ void fallback_decode(const DeviceMoeLayer& layer, const DecodeArgs& a, DecodeWor
   p.lhs = nullptr;
   p.out = ws.down_out();
   p.items = int(din / 2);
-  detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, dff, p.w.bits,
-                                          p.w.bits, a.stream, what, &p.stages));
+  detail::launch_gather_qmm(p, row_launch(k, ceil_div(p.items, rpb), tiling, dff, a.stream,
+                                          what, &p.stages));
 
   detail::launch_weighted_sum(ws.down_out(), a.scores, 1, a.top_k, din, a.out, a.stream);
 }

@@ -1,19 +1,22 @@
 // Fused decode, stage A: for every selected expert k and row f of gate/up, one warp computes
-// gate_f . x and up_f . x (x staged once per block in shared memory) and writes
-// act[k][f] = act(gate, up) in f32. Squared ReLU has no gate: a warp does up rows f, f+1.
+// gate_f . x and up_f . x (x staged once per block in shared memory, weights loaded straight
+// into registers, warp_rows.cuh) and writes act[k][f] = act(gate, up) in f32. Squared ReLU
+// has no gate: a warp does up rows f, f+1. Each block first lets stage B's launch proceed
+// (programmatic dependent launch), so stage B's weight loads overlap this grid's tail.
 #include <cmath>
 
 #include "core/error.h"
 #include "cuda/bits_dispatch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernel_launch.h"
-#include "cuda/quant_dot.cuh"
+#include "cuda/warp_rows.cuh"
 
 namespace moex::cuda::detail {
 namespace {
 
-template <int BG, int BU>
-__global__ void __launch_bounds__(kMaxThreads) fused_stage_a_gated(StageAParams p) {
+template <int BG, int BU, int D>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks) fused_stage_a_gated(StageAParams p) {
+  pdl_launch_dependents();
   extern __shared__ float4 smem4[];
   float* xs = reinterpret_cast<float*>(smem4);
   const int k = blockIdx.y;
@@ -24,22 +27,21 @@ __global__ void __launch_bounds__(kMaxThreads) fused_stage_a_gated(StageAParams 
   const int base = blockIdx.x * warps * p.items_per_warp;
   float* act = p.act + size_t(k) * p.dff;
   auto row = [&](int i) { return base + i * warps + warp; };
-  warp_pipeline<BG, BU>(
+  warp_rows<BG, BU, D>(
       warp_item_count(base, warp, warps, p.items_per_warp, p.items), p.din / kUnit,
       [&](int i, RowRef& r0, RowRef& r1) {
         r0 = row_ref(p.gate, e, row(i));
         r1 = row_ref(p.up, e, row(i));
       },
       [&] { stage_vector(p.x, p.din, xs); }, xs,
-      reinterpret_cast<unsigned char*>(xs + staged_floats(p.din)) +
-          warp * p.stages * stage_bytes(BG, BU),
-      p.stages, [&](int i, float g, float u) {
+      [&](int i, float g, float u) {
         if (lane == 0) act[row(i)] = bad_e ? NAN : apply_act(p.act_kind, g, u);
       });
 }
 
-template <int BU>
-__global__ void __launch_bounds__(kMaxThreads) fused_stage_a_relu2(StageAParams p) {
+template <int BU, int D>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks) fused_stage_a_relu2(StageAParams p) {
+  pdl_launch_dependents();
   extern __shared__ float4 smem4[];
   float* xs = reinterpret_cast<float*>(smem4);
   const int k = blockIdx.y;
@@ -51,16 +53,14 @@ __global__ void __launch_bounds__(kMaxThreads) fused_stage_a_relu2(StageAParams 
   float* act = p.act + size_t(k) * p.dff;
   // Item i is up rows 2i and 2i+1 (dff is a multiple of 32).
   auto row0 = [&](int i) { return 2 * (base + i * warps + warp); };
-  warp_pipeline<BU, BU>(
+  warp_rows<BU, BU, D>(
       warp_item_count(base, warp, warps, p.items_per_warp, p.items), p.din / kUnit,
       [&](int i, RowRef& r0, RowRef& r1) {
         r0 = row_ref(p.up, e, row0(i));
         r1 = row_ref(p.up, e, row0(i) + 1);
       },
       [&] { stage_vector(p.x, p.din, xs); }, xs,
-      reinterpret_cast<unsigned char*>(xs + staged_floats(p.din)) +
-          warp * p.stages * stage_bytes(BU, BU),
-      p.stages, [&](int i, float u0, float u1) {
+      [&](int i, float u0, float u1) {
         if (lane == 0) {
           act[row0(i)] = bad_e ? NAN : relu_squared(u0);
           act[row0(i) + 1] = bad_e ? NAN : relu_squared(u1);
@@ -73,11 +73,19 @@ using StageAKernel = void (*)(StageAParams);
 StageAKernel pick_stage_a(const StageAParams& p) {
   StageAKernel k = nullptr;
   if (p.act_kind == 2) {
-    with_bits(p.up.bits, [&](auto bu) { k = fused_stage_a_relu2<decltype(bu)::value>; });
+    with_bits(p.up.bits, [&](auto bu) {
+      constexpr int kBU = decltype(bu)::value;
+      with_depth<kBU, kBU>(p.stages, [&](auto d) {
+        k = fused_stage_a_relu2<kBU, decltype(d)::value>;
+      });
+    });
   } else {
     with_bits(p.gate.bits, [&](auto bg) {
       with_bits(p.up.bits, [&](auto bu) {
-        k = fused_stage_a_gated<decltype(bg)::value, decltype(bu)::value>;
+        constexpr int kBG = decltype(bg)::value, kBU = decltype(bu)::value;
+        with_depth<kBG, kBU>(p.stages, [&](auto d) {
+          k = fused_stage_a_gated<kBG, kBU, decltype(d)::value>;
+        });
       });
     });
   }

@@ -1,21 +1,25 @@
 // Fused decode, stage B: for every selected expert k and pair of down rows h, h+1, one warp
-// dots them with act[k] (staged once per block) and writes score_k * dot as f32 partials.
-// The last of the K blocks covering a row range then sums the partials of its rows in order
-// k = 0..K-1 (f32, rounded once) into out: no extra launch, and the sum's order, hence its
-// bits, never depends on which block finished last.
+// dots them with act[k] (staged once per block; weights loaded straight into registers,
+// warp_rows.cuh) and writes score_k * dot as f32 partials. The last of the K blocks covering
+// a row range then sums the partials of its rows in order k = 0..K-1 (f32, rounded once) into
+// out: no extra launch, and the sum's order, hence its bits, never depends on which block
+// finished last. Launched with programmatic dependent launch, a block issues its first weight
+// loads before it waits for stage A (griddepcontrol.wait) and reads act.
+#include <cuda_runtime.h>
+
 #include <cmath>
 
 #include "core/error.h"
 #include "cuda/bits_dispatch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernel_launch.h"
-#include "cuda/quant_dot.cuh"
+#include "cuda/warp_rows.cuh"
 
 namespace moex::cuda::detail {
 namespace {
 
-template <int BD>
-__global__ void __launch_bounds__(kMaxThreads) fused_stage_b(StageBParams p) {
+template <int BD, int D>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks) fused_stage_b(StageBParams p) {
   extern __shared__ float4 smem4[];
   __shared__ bool is_last;
   float* xs = reinterpret_cast<float*>(smem4);
@@ -29,16 +33,17 @@ __global__ void __launch_bounds__(kMaxThreads) fused_stage_b(StageBParams p) {
   float* partial = p.partials + size_t(k) * p.din;
   // Item i is down rows 2i and 2i+1 (din is a multiple of 32).
   auto row0 = [&](int i) { return 2 * (base + i * warps + warp); };
-  warp_pipeline<BD, BD>(
+  warp_rows<BD, BD, D>(
       warp_item_count(base, warp, warps, p.items_per_warp, p.items), p.dff / kUnit,
       [&](int i, RowRef& r0, RowRef& r1) {
         r0 = row_ref(p.down, e, row0(i));
         r1 = row_ref(p.down, e, row0(i) + 1);
       },
-      [&] { stage_vector(p.act + size_t(k) * p.dff, p.dff, xs); }, xs,
-      reinterpret_cast<unsigned char*>(xs + staged_floats(p.dff)) +
-          warp * p.stages * stage_bytes(BD, BD),
-      p.stages, [&](int i, float d0, float d1) {
+      [&] {
+        pdl_wait();  // stage A has completed: act is written (and partials, out are free)
+        stage_vector(p.act + size_t(k) * p.dff, p.dff, xs);
+      },
+      xs, [&](int i, float d0, float d1) {
         if (lane == 0) {  // rounded as weighted_sum rounds it: the two paths agree
           partial[row0(i)] = bad_e ? NAN : __fmul_rn(score, d0);
           partial[row0(i) + 1] = bad_e ? NAN : __fmul_rn(score, d1);
@@ -69,11 +74,31 @@ using StageBKernel = void (*)(StageBParams);
 
 void launch_stage_b(const StageBParams& p, const LaunchShape& s) {
   StageBKernel k = nullptr;
-  with_bits(p.down.bits, [&](auto bd) { k = fused_stage_b<decltype(bd)::value>; });
+  with_bits(p.down.bits, [&](auto bd) {
+    constexpr int kBD = decltype(bd)::value;
+    with_depth<kBD, kBD>(p.stages, [&](auto d) { k = fused_stage_b<kBD, decltype(d)::value>; });
+  });
   if (!k) fail("cuda fused stage B: no kernel for down bits ", p.down.bits);
   allow_dynamic_smem(reinterpret_cast<const void*>(k), s.smem, "cuda fused stage B (act of Dff)");
-  k<<<s.grid, s.block, s.smem, s.stream>>>(p);
-  MOEX_CUDA_CHECK_LAUNCH("fused_stage_b");
+  if (!s.programmatic) {
+    k<<<s.grid, s.block, s.smem, s.stream>>>(p);
+    MOEX_CUDA_CHECK_LAUNCH("fused_stage_b");
+    return;
+  }
+  // Programmatic dependent launch: may start once every block of the preceding grid (stage
+  // A) has called griddepcontrol.launch_dependents; the kernel waits before reading act.
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = s.grid;
+  cfg.blockDim = s.block;
+  cfg.dynamicSmemBytes = s.smem;
+  cfg.stream = s.stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  MOEX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, p));
+  MOEX_CUDA_CHECK_LAUNCH("fused_stage_b (programmatic)");
 }
 
 }  // namespace moex::cuda::detail

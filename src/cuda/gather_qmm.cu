@@ -1,18 +1,19 @@
 // The fallback's CUDA kernels: gather_qmm (one warp per pair of rows of W[rhs[b]], the x row
-// lhs[b] staged per block), the element-wise activation, and the score-weighted sum over k.
+// lhs[b] staged per block, weights loaded into registers by the same warp loop as the fused
+// stages, warp_rows.cuh), the element-wise activation, and the score-weighted sum over k.
 #include <cmath>
 
 #include "core/error.h"
 #include "cuda/bits_dispatch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernel_launch.h"
-#include "cuda/quant_dot.cuh"
+#include "cuda/warp_rows.cuh"
 
 namespace moex::cuda::detail {
 namespace {
 
-template <int B>
-__global__ void __launch_bounds__(kMaxThreads) gather_qmm_kernel(GatherParams p) {
+template <int B, int D>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks) gather_qmm_kernel(GatherParams p) {
   extern __shared__ float4 smem4[];
   float* xs = reinterpret_cast<float*>(smem4);
   const int64_t b = blockIdx.x;
@@ -27,15 +28,14 @@ __global__ void __launch_bounds__(kMaxThreads) gather_qmm_kernel(GatherParams p)
   float* out = p.out + b * n;
   // Item i is rows 2i and 2i+1; for odd n the last item repeats row n-1 and writes it once.
   auto row0 = [&](int i) { return 2 * (base + i * warps + warp); };
-  warp_pipeline<B, B>(
+  warp_rows<B, B, D>(
       warp_item_count(base, warp, warps, p.items_per_warp, p.items), k / kUnit,
       [&](int i, RowRef& r0, RowRef& r1) {
         r0 = row_ref(p.w, e, row0(i));
         r1 = row_ref(p.w, e, min(row0(i) + 1, n - 1));
       },
       [&] { stage_vector(p.x + xr * k, k, xs); }, xs,
-      reinterpret_cast<unsigned char*>(xs + staged_floats(k)) + warp * p.stages * stage_bytes(B, B),
-      p.stages, [&](int i, float d0, float d1) {
+      [&](int i, float d0, float d1) {
         if (lane == 0) {
           const int r = row0(i);
           out[r] = bad ? NAN : d0;
@@ -75,7 +75,10 @@ using GatherKernel = void (*)(GatherParams);
 
 void launch_gather_qmm(const GatherParams& p, const LaunchShape& s) {
   GatherKernel k = nullptr;
-  with_bits(p.w.bits, [&](auto b) { k = gather_qmm_kernel<decltype(b)::value>; });
+  with_bits(p.w.bits, [&](auto b) {
+    constexpr int kB = decltype(b)::value;
+    with_depth<kB, kB>(p.stages, [&](auto d) { k = gather_qmm_kernel<kB, decltype(d)::value>; });
+  });
   if (!k) fail("cuda gather_qmm: no kernel for bits ", p.w.bits);
   allow_dynamic_smem(reinterpret_cast<const void*>(k), s.smem, "cuda gather_qmm (x row of k)");
   k<<<s.grid, s.block, s.smem, s.stream>>>(p);

@@ -17,6 +17,7 @@ struct LaunchShape {
   dim3 grid, block;
   size_t smem = 0;
   cudaStream_t stream = nullptr;
+  bool programmatic = false;  // stage B only: programmatic dependent launch on stage A
 };
 
 // Stage A: item i of expert slot k = blockIdx.y is row i of gate and up (SwiGLU, GeGLU) or
@@ -27,7 +28,7 @@ struct StageAParams {
   const int32_t* ids = nullptr;
   float* act = nullptr;         // [K][dff]
   int din = 0, dff = 0, items = 0, items_per_warp = 1, act_kind = 0;
-  int stages = 2;  // cp.async ring depth per warp (quant_dot.cuh)
+  int stages = 2;  // look-ahead steps per warp (bits_dispatch.cuh row_depth)
 };
 
 // Stage B: item i of slot k is rows 2i, 2i+1 of down; partials[k][h] = score_k * down_h . act[k].

@@ -26,16 +26,22 @@ namespace moex::cuda {
 struct RowTiling {
   int warps_per_block = 8;  // 1..16
   int items_per_warp = 2;   // 1..64
-  int stages = 4;           // 2..4: copy steps in flight per warp (fewer if shared memory is short)
+  int stages = 3;           // 2..4: steps of weight loads in flight per warp (look-ahead);
+                            // 4- and 8-bit rows only (8 bits: at most 3), other widths fixed
+  bool overlap = false;     // fused: launch stage B with programmatic dependent launch, so
+                            // its first weight loads overlap stage A's tail (no effect on
+                            // the fallback)
   int rows_per_block() const { return warps_per_block * items_per_warp; }
 };
 // Throws moex::Error naming the field when out of range.
 void check_tiling(const RowTiling& t, const char* what);
-// Defaults, from the tiling sweep of scripts/gpu_check.sh on an H200 (Din 2048, Dff 768,
-// top-8, 4-bit, 2026-11-29): fused 4 warps x 4 items was the fastest (24.3 us per layer
-// against 27.8 at 8 x 2; 2 to 4 stages within 2%); the fallback's gather_qmm at 8 x 2.
-inline constexpr RowTiling kFusedTiling{4, 4, 4};
-inline constexpr RowTiling kFallbackTiling{8, 2, 4};
+// Defaults, from the tiling sweep of scripts/gpu_check.sh on an H200 (2026-11-29, register
+// pipeline; benchmarks/cuda-h200-2026-11-29-v2/tiling.csv), best summed over the Din 2048
+// shapes Dff 768 / top-8 and Dff 1792 / top-4: fused 4 warps x 4 items, look-ahead 4, stage B
+// overlapping stage A (19.6 and 23.9 us per layer; 4 x 2 would give 22.8 and 21.4, 8 x 2
+// without overlap 24.4 and 23.3); the fallback's gather_qmm at 4 x 2 x 3.
+inline constexpr RowTiling kFusedTiling{4, 4, 4, true};
+inline constexpr RowTiling kFallbackTiling{4, 2, 3, false};
 
 struct DecodeArgs {
   const float* x = nullptr;            // [Din]

@@ -1,10 +1,10 @@
 // Device building blocks shared by the CUDA MoE kernels: a vector staged in shared memory in
-// 32-element units (with each unit's sum), and one warp's dot products of two MLX affine rows
-// with that vector. Each lane owns whole 32-element units (unit u: lane u % 32), copies the
-// unit's packed bits with cp.async in the widest aligned pieces its width allows (16 bytes at
-// 4 and 8 bits) into a per-warp ring of shared-memory stages, and dequantizes with exponent
-// tricks instead of integer-to-float conversions. The arithmetic of a row depends only on the
-// row and the vector, never on the launch shape, so results are bit-identical for every tuning.
+// 32-element units (with each unit's sum), a unit's packed bits and {scale, bias} loaded from
+// global memory into registers, and the arithmetic of one unit of two rows against the staged
+// vector (exponent tricks instead of integer-to-float conversions, one shared-memory read of
+// x for both rows). warp_rows.cuh runs these over whole rows. The arithmetic of a row depends
+// only on the row and the vector, never on the launch shape, so results are bit-identical for
+// every tuning.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -19,6 +19,10 @@ namespace moex::cuda::detail {
 inline constexpr int kUnit = 32;         // elements per unit (one lane's share)
 inline constexpr int kUnitStride = 36;   // floats per unit in shared memory: 32 x, sum, 3 pad
 inline constexpr int kMaxThreads = 512;  // block size limit of the row kernels (16 warps)
+// Blocks of kMaxThreads the row kernels are compiled to fit per SM. 1 lets them use up to 128
+// registers: their look-ahead and the 8 float4 of x per unit need 85..116, and a cap of 64
+// spilled every 4-bit variant (ptxas, CUDA 13.0); fewer, wider warps keep more bytes in flight.
+inline constexpr int kMinBlocks = 1;
 
 // Shared-memory floats needed to stage a vector of length len (a multiple of 32).
 __host__ __device__ inline int64_t staged_floats(int64_t len) { return len / kUnit * kUnitStride; }
@@ -76,7 +80,7 @@ __device__ inline RowRef row_ref(const DeviceQuantWeights& p, int64_t e, int64_t
   return ref;
 }
 
-// A unit's {scale, bias} pair as copied into an 8-byte slot: two f32, or for 16-bit dtypes
+// A unit's {scale, bias} pair as loaded into an 8-byte slot: two f32, or for 16-bit dtypes
 // one uint32 (scale in the low half) in the slot's first word.
 __device__ __forceinline__ float2 decode_scale_bias(uint2 raw, int sb_kind) {
   if (sb_kind == int(SbKind::kF32)) return make_float2(__uint_as_float(raw.x), __uint_as_float(raw.y));
@@ -88,7 +92,7 @@ __device__ __forceinline__ float2 decode_scale_bias(uint2 raw, int sb_kind) {
 }
 
 // The B packed words (32 values of B bits) of one unit. A unit starts at byte 4*B*u of its
-// row, so it is copied in pieces of 16 bytes (B = 4, 8), 8 bytes (B = 2, 6) or 4 bytes (3, 5).
+// row, so it is loaded in pieces of 16 bytes (B = 4, 8), 8 bytes (B = 2, 6) or 4 bytes (3, 5).
 template <int B>
 struct UnitWords {
   uint32_t w[B];
@@ -101,7 +105,10 @@ inline constexpr int kPieces = 4 * B / kPieceBytes<B>;
 // Value i (0..31) of a unit as an exact float. Element i occupies stream bits [B*i, B*i+B)
 // (LSB-first, little-endian words, as quant/format.h). When the field lies at bit sh <= 23-B
 // of its word, OR-ing exponent 150-sh onto the masked word gives the float 2^(23-sh) + q
-// exactly, so q costs one LOP3 and one FADD; otherwise the field is shifted down first.
+// exactly, so q costs one LOP3 and one FADD. A field in the upper half of its word is taken
+// the same way from the word shifted down by 16 (one shift per word, shared by its fields);
+// a field crossing words is funnel-shifted first. Every way gives q exactly, so the choice
+// never changes a result bit.
 template <int B, int I>
 __device__ __forceinline__ float unit_value(const UnitWords<B>& u) {
   constexpr int kBit = B * I, kLo = kBit / 32, kSh = kBit % 32;
@@ -110,6 +117,11 @@ __device__ __forceinline__ float unit_value(const UnitWords<B>& u) {
     constexpr uint32_t kExp = uint32_t(150 - kSh) << 23;
     constexpr float kOffset = float(1u << (23 - kSh));
     return __uint_as_float((u.w[kLo] & (kMask << kSh)) | kExp) - kOffset;
+  } else if constexpr (kSh >= 16 && kSh + B <= 32) {
+    constexpr int kSh2 = kSh - 16;  // kSh2 + B <= 16
+    constexpr uint32_t kExp = uint32_t(150 - kSh2) << 23;
+    constexpr float kOffset = float(1u << (23 - kSh2));
+    return __uint_as_float(((u.w[kLo] >> 16) & (kMask << kSh2)) | kExp) - kOffset;
   } else {
     uint32_t v;
     if constexpr (kSh + B <= 32) {
@@ -121,25 +133,61 @@ __device__ __forceinline__ float unit_value(const UnitWords<B>& u) {
   }
 }
 
-// sum_i q_i * x_i over one unit, x read from the staged vector (8 x 16-byte loads).
-template <int B, int I = 0>
-__device__ __forceinline__ void unit_qdot_step(const UnitWords<B>& u, const float4* x4,
-                                               float& a0, float& a1) {
+// sum_i q_i * x_i over one unit of two rows (B0 and B1 bits), x read once from the staged
+// vector (8 x 16-byte loads) for both. Each row alternates two accumulators (even, odd i).
+template <int B0, int B1, int I = 0>
+__device__ __forceinline__ void unit_qdot2_step(const UnitWords<B0>& u, const UnitWords<B1>& v,
+                                                const float4* x4, float& a0, float& a1,
+                                                float& b0, float& b1) {
   if constexpr (I < kUnit) {
     const float4 x = x4[I / 4];
-    a0 = fmaf(unit_value<B, I>(u), x.x, a0);
-    a1 = fmaf(unit_value<B, I + 1>(u), x.y, a1);
-    a0 = fmaf(unit_value<B, I + 2>(u), x.z, a0);
-    a1 = fmaf(unit_value<B, I + 3>(u), x.w, a1);
-    unit_qdot_step<B, I + 4>(u, x4, a0, a1);
+    a0 = fmaf(unit_value<B0, I>(u), x.x, a0);
+    a1 = fmaf(unit_value<B0, I + 1>(u), x.y, a1);
+    a0 = fmaf(unit_value<B0, I + 2>(u), x.z, a0);
+    a1 = fmaf(unit_value<B0, I + 3>(u), x.w, a1);
+    b0 = fmaf(unit_value<B1, I>(v), x.x, b0);
+    b1 = fmaf(unit_value<B1, I + 1>(v), x.y, b1);
+    b0 = fmaf(unit_value<B1, I + 2>(v), x.z, b0);
+    b1 = fmaf(unit_value<B1, I + 3>(v), x.w, b1);
+    unit_qdot2_step<B0, B1, I + 4>(u, v, x4, a0, a1, b0, b1);
   }
 }
 
+template <int B0, int B1>
+__device__ __forceinline__ float2 unit_qdot2(const UnitWords<B0>& u, const UnitWords<B1>& v,
+                                             const float4* x4) {
+  float a0 = 0.f, a1 = 0.f, b0 = 0.f, b1 = 0.f;
+  unit_qdot2_step<B0, B1>(u, v, x4, a0, a1, b0, b1);
+  return make_float2(a0 + a1, b0 + b1);
+}
+
+// The B packed words of unit `unit` of a row (pieces of kPieceBytes<B>, read-only path).
 template <int B>
-__device__ __forceinline__ float unit_qdot(const UnitWords<B>& u, const float4* x4) {
-  float a0 = 0.f, a1 = 0.f;
-  unit_qdot_step<B>(u, x4, a0, a1);
-  return a0 + a1;
+__device__ __forceinline__ void load_unit(UnitWords<B>& u, const uint8_t* row, int unit) {
+  const uint8_t* p = row + size_t(unit) * (4 * B);
+#pragma unroll
+  for (int j = 0; j < kPieces<B>; ++j) {
+    if constexpr (kPieceBytes<B> == 16) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + j);
+      u.w[4 * j] = v.x;
+      u.w[4 * j + 1] = v.y;
+      u.w[4 * j + 2] = v.z;
+      u.w[4 * j + 3] = v.w;
+    } else if constexpr (kPieceBytes<B> == 8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + j);
+      u.w[2 * j] = v.x;
+      u.w[2 * j + 1] = v.y;
+    } else {
+      u.w[j] = __ldg(reinterpret_cast<const unsigned int*>(p) + j);
+    }
+  }
+}
+
+// The raw {scale, bias} slot of unit `unit` of a row, as decode_scale_bias takes it.
+__device__ __forceinline__ uint2 load_scale_bias(const RowRef& r, int unit) {
+  const int g = unit >> r.group_shift;
+  if (r.sb_kind == int(SbKind::kF32)) return __ldg(reinterpret_cast<const uint2*>(r.sb) + g);
+  return make_uint2(__ldg(reinterpret_cast<const unsigned int*>(r.sb) + g), 0u);
 }
 
 // scale * sum(q*x) + bias * sum(x) with explicit roundings (no compiler contraction), so
@@ -153,180 +201,6 @@ __device__ inline float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-// ---- the warp pipeline: cp.async copies into a per-warp ring of shared-memory stages ----
-//
-// A stage holds one lane-step of a row pair for all 32 lanes: units u and u+32 of row 0 (B0
-// bits) and row 1 (B1 bits), and their four {scale, bias} pairs. Every lane copies and later
-// reads only its own pieces (so no barrier is needed), laid out lane-minor: piece j of unit
-// uu of a row is an array over lanes, so the reads of a warp are consecutive and conflict-free.
-// Copies go global -> shared without registers, so a warp keeps stages-1 steps in flight.
-
-inline constexpr int kMaxStages = 4;
-
-// Bytes of one stage of a warp.
-__host__ __device__ constexpr int stage_bytes(int b0, int b1) { return 256 * (b0 + b1) + 1024; }
-
-template <int P>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  const unsigned dst = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(P));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-// Waits until at most n of this thread's copy groups are still pending (n = stages - 1).
-__device__ __forceinline__ void cp_async_wait(int n) {
-  switch (n) {
-    case 0: asm volatile("cp.async.wait_group 0;\n" ::); break;
-    case 1: asm volatile("cp.async.wait_group 1;\n" ::); break;
-    case 2: asm volatile("cp.async.wait_group 2;\n" ::); break;
-    default: asm volatile("cp.async.wait_group 3;\n" ::); break;
-  }
-}
-
-// Offsets inside a stage (bytes) of piece j of unit uu (0, 1) of row 0 / row 1 for `lane`,
-// and of the {scale, bias} slot of (row r, unit uu).
-template <int B0>
-__device__ __forceinline__ int piece_off0(int uu, int j, int lane) {
-  return ((uu * kPieces<B0> + j) * 32 + lane) * kPieceBytes<B0>;
-}
-template <int B0, int B1>
-__device__ __forceinline__ int piece_off1(int uu, int j, int lane) {
-  return 256 * B0 + ((uu * kPieces<B1> + j) * 32 + lane) * kPieceBytes<B1>;
-}
-template <int B0, int B1>
-__device__ __forceinline__ int sb_off(int r, int uu, int lane) {
-  return 256 * (B0 + B1) + ((r * 2 + uu) * 32 + lane) * 8;
-}
-
-// Issues the copies of one step (this lane's units u, u+32 of both rows) into `stage`.
-template <int B0, int B1>
-__device__ __forceinline__ void issue_step(unsigned char* stage, const RowRef& r0,
-                                           const RowRef& r1, int u, int units) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int uu = 0; uu < 2; ++uu) {
-    const int unit = u + 32 * uu;
-    if (unit >= units) break;
-    const uint8_t* p0 = r0.w + size_t(unit) * (4 * B0);
-    const uint8_t* p1 = r1.w + size_t(unit) * (4 * B1);
-#pragma unroll
-    for (int j = 0; j < kPieces<B0>; ++j)
-      cp_async<kPieceBytes<B0>>(stage + piece_off0<B0>(uu, j, lane), p0 + j * kPieceBytes<B0>);
-#pragma unroll
-    for (int j = 0; j < kPieces<B1>; ++j)
-      cp_async<kPieceBytes<B1>>(stage + piece_off1<B0, B1>(uu, j, lane),
-                                p1 + j * kPieceBytes<B1>);
-    const int g0 = unit >> r0.group_shift, g1 = unit >> r1.group_shift;
-    if (r0.sb_kind == int(SbKind::kF32))
-      cp_async<8>(stage + sb_off<B0, B1>(0, uu, lane), static_cast<const uint8_t*>(r0.sb) + 8 * g0);
-    else
-      cp_async<4>(stage + sb_off<B0, B1>(0, uu, lane), static_cast<const uint8_t*>(r0.sb) + 4 * g0);
-    if (r1.sb_kind == int(SbKind::kF32))
-      cp_async<8>(stage + sb_off<B0, B1>(1, uu, lane), static_cast<const uint8_t*>(r1.sb) + 8 * g1);
-    else
-      cp_async<4>(stage + sb_off<B0, B1>(1, uu, lane), static_cast<const uint8_t*>(r1.sb) + 4 * g1);
-  }
-}
-
-template <int B, int P = kPieceBytes<B>>
-__device__ __forceinline__ UnitWords<B> read_unit(const unsigned char* stage, int first_off,
-                                                  int piece_stride) {
-  UnitWords<B> w;
-#pragma unroll
-  for (int j = 0; j < kPieces<B>; ++j) {
-    const unsigned char* p = stage + first_off + j * piece_stride;
-    if constexpr (P == 16) {
-      const uint4 v = *reinterpret_cast<const uint4*>(p);
-      w.w[4 * j] = v.x;
-      w.w[4 * j + 1] = v.y;
-      w.w[4 * j + 2] = v.z;
-      w.w[4 * j + 3] = v.w;
-    } else if constexpr (P == 8) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
-      w.w[2 * j] = v.x;
-      w.w[2 * j + 1] = v.y;
-    } else {
-      w.w[j] = *reinterpret_cast<const uint32_t*>(p);
-    }
-  }
-  return w;
-}
-
-// acc += scale * sum(q*x) + bias * sum(x) for the step's units (u, then u+32) of both rows.
-template <int B0, int B1>
-__device__ __forceinline__ void compute_step(const unsigned char* stage, const float* xs, int u,
-                                             int units, int kind0, int kind1, float& acc0,
-                                             float& acc1) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int uu = 0; uu < 2; ++uu) {
-    const int unit = u + 32 * uu;
-    if (unit >= units) break;
-    const UnitWords<B0> a =
-        read_unit<B0>(stage, piece_off0<B0>(uu, 0, lane), 32 * kPieceBytes<B0>);
-    const UnitWords<B1> b =
-        read_unit<B1>(stage, piece_off1<B0, B1>(uu, 0, lane), 32 * kPieceBytes<B1>);
-    const float2 sa = decode_scale_bias(
-        *reinterpret_cast<const uint2*>(stage + sb_off<B0, B1>(0, uu, lane)), kind0);
-    const float2 sb = decode_scale_bias(
-        *reinterpret_cast<const uint2*>(stage + sb_off<B0, B1>(1, uu, lane)), kind1);
-    const float4* x4 = reinterpret_cast<const float4*>(xs + unit * kUnitStride);
-    const float xsum = xs[unit * kUnitStride + kUnit];
-    acc0 += unit_term(sa, unit_qdot<B0>(a, x4), xsum);
-    acc1 += unit_term(sb, unit_qdot<B1>(b, x4), xsum);
-  }
-}
-
-// Runs one warp over its n_items items, each the dot products of two rows (refs(i, r0, r1))
-// with the vector of `units` units that stage() puts into xs (block-wide, with barriers:
-// every warp of the block calls warp_pipeline once). ring: this warp's `stages` (2..4) stages
-// of stage_bytes(B0, B1). The copies of the first stages-1 steps are issued before stage()
-// runs; step j+stages-1 is issued before the math of step j. Lane l accumulates units l,
-// l+32, l+64, ... in that order; done(i, d0, d1) gets the warp-reduced sums (all lanes call
-// it, with the same values).
-template <int B0, int B1, typename Refs, typename Stage, typename Done>
-__device__ __forceinline__ void warp_pipeline(int n_items, int units, const Refs& refs,
-                                              const Stage& stage, const float* xs,
-                                              unsigned char* ring, int stages,
-                                              const Done& done) {
-  const int lane = threadIdx.x & 31;
-  const int steps_per_item = (units + 63) / 64;
-  const int total = n_items * steps_per_item;
-  constexpr int kStage = stage_bytes(B0, B1);
-  int kind0 = 0, kind1 = 0;
-  auto issue = [&](int j) {
-    if (j < total) {
-      const int item = j / steps_per_item, part = j - item * steps_per_item;
-      RowRef r0, r1;
-      refs(item, r0, r1);
-      issue_step<B0, B1>(ring + (j % stages) * kStage, r0, r1, lane + 64 * part, units);
-    }
-    cp_async_commit();  // one group per step, empty past the end: the wait count stays exact
-  };
-  if (total > 0) {
-    RowRef r0, r1;
-    refs(0, r0, r1);
-    kind0 = r0.sb_kind;
-    kind1 = r1.sb_kind;
-  }
-  for (int j = 0; j < stages - 1; ++j) issue(j);
-  stage();
-  float acc0 = 0.f, acc1 = 0.f;
-  for (int c = 0; c < total; ++c) {
-    issue(c + stages - 1);  // into the slot step c-1 used (this lane finished reading it)
-    cp_async_wait(stages - 1);
-    const int item = c / steps_per_item, part = c - item * steps_per_item;
-    compute_step<B0, B1>(ring + (c % stages) * kStage, xs, lane + 64 * part, units, kind0,
-                         kind1, acc0, acc1);
-    if (part == steps_per_item - 1) {
-      done(item, warp_sum(acc0), warp_sum(acc1));
-      acc0 = acc1 = 0.f;
-    }
-  }
-  cp_async_wait(0);  // no copy may land after the block's shared memory is reused
 }
 
 // How many of a warp's items_per_warp items (base + i * warps + warp) are below `items`.
