@@ -1,0 +1,83 @@
+// gather_qmm on CPU (MLX semantics, transpose=True): out[b] = x[lhs[b]] . W[rhs[b]]^T.
+// Entries are grouped by expert; work units are (expert run, row tile) pairs, split across
+// threads by cost, and inside a unit the tile's rows stay in cache while every entry of the
+// run uses them, so each weight byte comes from memory once per call.
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/moe_kernels.h"
+#include "kernels/qdot.h"
+
+namespace moex::kernels {
+namespace {
+
+constexpr int64_t kTileBytes = 32 * 1024;  // packed bytes per row tile (L1/L2 resident)
+
+struct GatherWorkspace {
+  PreparedVectors x;
+  std::vector<int64_t> order;      // batch entries sorted by (expert, entry)
+  std::vector<int64_t> run_start;  // start of each expert run in `order`, plus the end
+  std::vector<int64_t> unit_cost;  // prefix sums of unit costs (rows x entries)
+};
+
+GatherWorkspace& workspace() {
+  thread_local GatherWorkspace ws;
+  return ws;
+}
+
+}  // namespace
+
+void gather_qmm(const GatherQmmArgs& a) {
+  const QuantWeightsView& w = *a.w;
+  if (a.batch <= 0 || w.n <= 0) return;
+  const QdotKernel& kern = qdot_kernel(active_isa(), w.bits);
+  GatherWorkspace& ws = workspace();
+  ws.x.prepare(kern, a.x, a.x_rows, w.k, w.k, w.group_size);
+
+  auto expert_of = [&](int64_t b) -> int64_t { return a.rhs_indices[b]; };
+  auto x_row_of = [&](int64_t b) -> int64_t { return a.lhs_indices ? a.lhs_indices[b] : b; };
+  ws.order.resize(size_t(a.batch));
+  std::iota(ws.order.begin(), ws.order.end(), int64_t{0});
+  std::stable_sort(ws.order.begin(), ws.order.end(),
+                   [&](int64_t p, int64_t q) { return expert_of(p) < expert_of(q); });
+  ws.run_start.clear();
+  for (int64_t i = 0; i < a.batch; ++i)
+    if (i == 0 || expert_of(ws.order[size_t(i)]) != expert_of(ws.order[size_t(i - 1)]))
+      ws.run_start.push_back(i);
+  ws.run_start.push_back(a.batch);
+  const int64_t runs = int64_t(ws.run_start.size()) - 1;
+
+  const int64_t row_bytes = w.k * w.bits / 8;
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / row_bytes / 4 * 4, 4, w.n);
+  const int64_t tiles = (w.n + tile - 1) / tile;
+  ws.unit_cost.assign(size_t(runs * tiles + 1), 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    const int64_t entries = ws.run_start[size_t(r + 1)] - ws.run_start[size_t(r)];
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t u = r * tiles + t, rows = std::min(tile, w.n - t * tile);
+      ws.unit_cost[size_t(u + 1)] = ws.unit_cost[size_t(u)] + rows * entries;
+    }
+  }
+  const int64_t total = ws.unit_cost.back();
+  const int nt = num_threads();
+
+  // Thread t runs the units whose cost starts in [total*t/nt, total*(t+1)/nt).
+  parallel_for(nt, [&](int64_t lo, int64_t hi) {
+    const auto begin = ws.unit_cost.begin(), last = ws.unit_cost.end() - 1;
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t c0 = total * t / nt, c1 = total * (t + 1) / nt;
+      int64_t u = std::lower_bound(begin, last, c0) - begin;
+      for (; u < runs * tiles && ws.unit_cost[size_t(u)] < c1; ++u) {
+        const int64_t r = u / tiles, r0 = (u % tiles) * tile, r1 = std::min(w.n, r0 + tile);
+        for (int64_t i = ws.run_start[size_t(r)]; i < ws.run_start[size_t(r + 1)]; ++i) {
+          const int64_t b = ws.order[size_t(i)];
+          kern.dot_rows({&w, expert_of(b), r0, r1, ws.x.at(x_row_of(b)), a.out + b * w.n + r0});
+        }
+      }
+    }
+  });
+}
+
+}  // namespace moex::kernels

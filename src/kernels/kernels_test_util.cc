@@ -1,0 +1,178 @@
+// Implementation of the kernel test helpers (see kernels_test_util.h).
+#include "kernels/kernels_test_util.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "quant/format.h"
+
+namespace moex::kernels::testing {
+
+std::vector<float> random_normal(int64_t n, float sigma, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, sigma);
+  std::vector<float> v(size_t(n > 0 ? n : 0));
+  for (float& f : v) f = nd(rng);
+  return v;
+}
+
+RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, int group_size,
+                              DType sb, uint64_t seed) {
+  RandomQuant q;
+  std::mt19937_64 rng(seed);
+  q.w.resize(size_t(experts * n * quant::packed_row_bytes(k, bits)));
+  for (size_t i = 0; i < q.w.size(); i += 8) {  // 8 random bytes per draw
+    const uint64_t v = rng();
+    for (size_t j = 0; j < 8 && i + j < q.w.size(); ++j) q.w[i + j] = uint8_t(v >> (8 * j));
+  }
+  const int64_t ng = experts * n * (k / group_size);
+  const size_t es = dtype_size(sb);
+  q.scales.resize(size_t(ng) * es);
+  q.biases.resize(size_t(ng) * es);
+  std::normal_distribution<float> ns(0.f, 0.02f), nb(0.f, 0.05f);
+  for (int64_t i = 0; i < ng; ++i) {
+    store_from_f32(q.scales.data(), sb, size_t(i), ns(rng));
+    store_from_f32(q.biases.data(), sb, size_t(i), nb(rng));
+  }
+  q.view.w = q.w.data();
+  q.view.scales = q.scales.data();
+  q.view.biases = q.biases.data();
+  q.view.sb_dtype = sb;
+  q.view.experts = experts;
+  q.view.n = n;
+  q.view.k = k;
+  q.view.bits = bits;
+  q.view.group_size = group_size;
+  return q;
+}
+
+RandomExperts make_random_experts(const ExpertsSpec& s, uint64_t seed) {
+  RandomExperts r;
+  const bool has_gate = s.act != Activation::kSquaredReLU;
+  if (has_gate)
+    r.gate = make_random_quant(s.experts, s.dff, s.din, s.gate_up_bits, s.group_size, s.sb, seed);
+  r.up = make_random_quant(s.experts, s.dff, s.din, s.gate_up_bits, s.group_size, s.sb, seed + 1);
+  r.down = make_random_quant(s.experts, s.din, s.dff, s.down_bits, s.group_size, s.sb, seed + 2);
+  if (has_gate) r.view.gate = r.gate.view;
+  r.view.up = r.up.view;
+  r.view.down = r.down.view;
+  r.view.act = s.act;
+  return r;
+}
+
+std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) {
+  std::vector<float> out(size_t(w.k));
+  const uint8_t* row = w.row(e, r);
+  const int64_t sb = w.sb_offset(e, r);
+  for (int64_t i = 0; i < w.k; ++i) {
+    const int64_t g = i / w.group_size;
+    const float s = load_as_f32(w.scales, w.sb_dtype, size_t(sb + g));
+    const float b = load_as_f32(w.biases, w.sb_dtype, size_t(sb + g));
+    out[size_t(i)] = s * float(quant::extract_q(row, i, w.bits)) + b;
+  }
+  return out;
+}
+
+double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
+                        const float* x) {
+  const uint8_t* row = w.row(e, r);
+  const int64_t sb = w.sb_offset(e, r);
+  double f32_terms = 0.0, quant_term = 0.0;
+  for (int64_t g = 0; g < w.k / w.group_size; ++g) {
+    const double s = std::fabs(load_as_f32(w.scales, w.sb_dtype, size_t(sb + g)));
+    const double b = std::fabs(load_as_f32(w.biases, w.sb_dtype, size_t(sb + g)));
+    double maxabs = 0.0, qsum = 0.0;
+    for (int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
+      const double q = quant::extract_q(row, i, w.bits);
+      f32_terms += (s * q + b) * std::fabs(x[i]);
+      maxabs = std::fmax(maxabs, std::fabs(x[i]));
+      qsum += q;
+    }
+    quant_term += s * qsum * maxabs / (127.0 * 256.0);
+  }
+  return 1e-6 * f32_terms + (kern.quantizes_x ? quant_term : 0.0) + 1e-30;
+}
+
+namespace {
+double act_ref(Activation act, double g, double u) {
+  switch (act) {
+    case Activation::kSwiGLU:
+      return g / (1.0 + std::exp(-g)) * u;
+    case Activation::kGeGLU:
+      return 0.5 * g *
+             (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g))) * u;
+    case Activation::kSquaredReLU:
+      break;
+  }
+  const double r = u > 0.0 ? u : 0.0;
+  return r * r;
+}
+
+double dot_d(const std::vector<float>& w, const float* x) {
+  double s = 0.0;
+  for (size_t i = 0; i < w.size(); ++i) s += double(w[i]) * double(x[i]);
+  return s;
+}
+}  // namespace
+
+std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x, const int32_t* ids,
+                                       const float* scores, int top_k) {
+  const int64_t din = ex.din(), dff = ex.dff();
+  const bool has_gate = ex.act != Activation::kSquaredReLU;
+  std::vector<double> out(size_t(din), 0.0);
+  std::vector<float> act(static_cast<size_t>(dff));
+  for (int k = 0; k < top_k; ++k) {
+    for (int64_t f = 0; f < dff; ++f) {
+      const double u = dot_d(dequant_row(ex.up, ids[k], f), x);
+      const double g = has_gate ? dot_d(dequant_row(ex.gate, ids[k], f), x) : 0.0;
+      act[size_t(f)] = float(act_ref(ex.act, g, u));
+    }
+    for (int64_t h = 0; h < din; ++h)
+      out[size_t(h)] += double(scores[k]) * dot_d(dequant_row(ex.down, ids[k], h), act.data());
+  }
+  return std::vector<float>(out.begin(), out.end());
+}
+
+void fallback_moe(const MoeExpertsView& ex, const float* x, const int32_t* ids, const float* scores,
+                  int top_k, FallbackBuffers& buf, float* out) {
+  const int64_t din = ex.din(), dff = ex.dff();
+  const bool has_gate = ex.act != Activation::kSquaredReLU;
+  buf.g.resize(size_t(top_k * dff));
+  buf.u.resize(size_t(top_k * dff));
+  buf.a.resize(size_t(top_k * dff));
+  buf.y.resize(size_t(top_k * din));
+  buf.zeros.assign(size_t(top_k), 0);
+  GatherQmmArgs q;
+  q.x = x;
+  q.x_rows = 1;
+  q.lhs_indices = buf.zeros.data();
+  q.rhs_indices = ids;
+  q.batch = top_k;
+  if (has_gate) {
+    q.w = &ex.gate;
+    q.out = buf.g.data();
+    gather_qmm(q);
+  }
+  q.w = &ex.up;
+  q.out = buf.u.data();
+  gather_qmm(q);
+  apply_activation({ex.act, buf.g.data(), buf.u.data(), top_k, dff, buf.a.data()});
+  q.x = buf.a.data();
+  q.x_rows = top_k;
+  q.lhs_indices = nullptr;
+  q.w = &ex.down;
+  q.out = buf.y.data();
+  gather_qmm(q);
+  weighted_sum({buf.y.data(), scores, 1, top_k, din, out});
+}
+
+double nrms(const float* a, const float* b, int64_t n) {
+  double num = 0.0, den = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace moex::kernels::testing

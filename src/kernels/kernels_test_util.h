@@ -1,0 +1,64 @@
+// Test and benchmark helpers for the kernels: random quantized experts (random packed bytes
+// are valid rows), dequantization, a dense f32 reference of the MoE FFN, the fallback path
+// composed from the separate ops, error bounds derived from the data, and norms.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/moe_kernels.h"
+#include "kernels/qdot.h"
+
+namespace moex::kernels::testing {
+
+// One stacked projection with owned storage; view() points into it.
+struct RandomQuant {
+  std::vector<uint8_t> w, scales, biases;
+  QuantWeightsView view;
+};
+// scales ~ N(0, 0.02), biases ~ N(0, 0.05), stored (rounded) in `sb`.
+RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, int group_size,
+                              DType sb, uint64_t seed);
+
+struct RandomExperts {
+  RandomQuant gate, up, down;
+  MoeExpertsView view;
+};
+struct ExpertsSpec {
+  int64_t experts = 8, din = 256, dff = 128;
+  int gate_up_bits = 4, down_bits = 4, group_size = 64;
+  DType sb = DType::BF16;
+  Activation act = Activation::kSwiGLU;
+};
+RandomExperts make_random_experts(const ExpertsSpec& spec, uint64_t seed);
+
+std::vector<float> random_normal(int64_t n, float sigma, uint64_t seed);
+
+// w = scale * q + bias in f32 for row r of expert e.
+std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r);
+
+// Bound on |kernel(row, x) - scalar reference(row, x)| for this kernel: f32 rounding of the
+// factored sum, 1e-6 * sum (|s q_i| + |b|) |x_i|, plus, for kernels that quantize x, the
+// activation quantization term sum_g |s_g| * sum_{i in g} q_i * max|x_g| / (127 * 256).
+double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
+                        const float* x);
+
+// Dense reference of one decode step: every weight dequantized to f32, dots and activation in
+// double, the weighted sum in double.
+std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x, const int32_t* ids,
+                                       const float* scores, int top_k);
+
+// The fallback path as MLX runs it: gather_qmm(gate), gather_qmm(up), apply_activation,
+// gather_qmm(down), weighted_sum, each writing its intermediate (buffers reused across calls).
+struct FallbackBuffers {
+  std::vector<float> g, u, a, y;
+  std::vector<int32_t> zeros;
+};
+void fallback_moe(const MoeExpertsView& ex, const float* x, const int32_t* ids, const float* scores,
+                  int top_k, FallbackBuffers& buf, float* out);
+
+// ||a - b|| / ||b||
+double nrms(const float* a, const float* b, int64_t n);
+
+}  // namespace moex::kernels::testing

@@ -1,0 +1,74 @@
+// Quantized row dot products, the inner loop of every CPU expert kernel:
+// out[r] = dot(dequant(W[e][r]), x) for MLX affine rows (bits 2,3,4,5,6,8; group 32/64/128;
+// scales/biases f32/f16/bf16). One variant per (bits, instruction set), all listed in
+// qdot_kernels().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/isa.h"
+#include "kernels/moe_contract.h"
+
+namespace moex::kernels {
+
+// Computes out[r - row_begin] = dot(dequant(row r of expert `expert`), x) for r in [row_begin,
+// row_end). `x` must have been prepared by the same kernel's prepare() for w->k and w->group_size.
+// Rows are processed in blocks that share x loads; every row's value is independent of the block
+// it falls in (tails repeat the last row), so results do not depend on how callers split rows.
+struct QdotRowsArgs {
+  const QuantWeightsView* w = nullptr;
+  int64_t expert = 0;
+  int64_t row_begin = 0, row_end = 0;
+  const void* x = nullptr;
+  float* out = nullptr;
+};
+
+// One kernel variant. Preconditions (callers validate; kernels never throw): bits == this->bits,
+// group size in {32, 64, 128}, k a positive multiple of the group size, sb dtype F32/F16/BF16.
+struct QdotKernel {
+  const char* name;  // "qdot_rows_q4__avx512vnni": the test id, benchmark id and log name
+  Isa isa;
+  int bits;
+  // True when x is quantized (two-level int8, see qdot_avx512.cc): each x_i is replaced by
+  // x'_i with |x_i - x'_i| <= max|x over its run of 4-16 elements| / (127 * 256), so at most
+  // max|x in its group| / (127 * 256). False: x is used in f32.
+  bool quantizes_x;
+  // Bytes of one prepared vector of length k (a multiple of 64, so consecutive vectors stay
+  // 64-byte aligned), and the preparation itself (dst 64-byte aligned, prepared_bytes long).
+  size_t (*prepared_bytes)(int64_t k, int group_size);
+  void (*prepare)(const float* x, int64_t k, int group_size, void* dst);
+  void (*dot_rows)(const QdotRowsArgs& args);
+};
+
+// Every compiled variant, scalar first; check isa_supported(kernel.isa) before running one.
+const std::vector<QdotKernel>& qdot_kernels();
+// The variant the public kernels use for `isa` and `bits` (bits must be valid).
+const QdotKernel& qdot_kernel(Isa isa, int bits);
+// The suffix naming a variant's instruction set: "_scalar", "__avx2", "__avx512vnni".
+const char* isa_kernel_suffix(Isa isa);
+
+// nullptr when `w` satisfies the kernels' preconditions, else a static description of the
+// first violated one (for callers that turn it into a moex::Error naming the tensor).
+const char* qdot_unsupported_reason(const QuantWeightsView& w);
+
+// Prepared vectors for one kernel, in one 64-byte aligned allocation reused between calls.
+class PreparedVectors {
+ public:
+  PreparedVectors() = default;
+  PreparedVectors(const PreparedVectors&) = delete;
+  PreparedVectors& operator=(const PreparedVectors&) = delete;
+  ~PreparedVectors();
+
+  // Prepares vectors i in [0, n): x + i * x_stride, each of length k; threaded when n > 1.
+  void prepare(const QdotKernel& kernel, const float* x, int64_t n, int64_t x_stride, int64_t k,
+               int group_size);
+  const void* at(int64_t i) const { return buf_ + size_t(i) * stride_; }
+
+ private:
+  unsigned char* buf_ = nullptr;
+  size_t capacity_ = 0, stride_ = 0;
+};
+
+}  // namespace moex::kernels

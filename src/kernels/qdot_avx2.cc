@@ -1,0 +1,211 @@
+// AVX2 row dot products in f32: q unpacked to int32 lanes, converted, and multiplied with x by
+// FMA per group; sum (s*q + b) x = s * sum q*x + b * sum x with the group sums of x prepared
+// once per vector. x is not quantized, so results match the scalar reference to f32 rounding.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/qdot_variants.h"
+
+namespace moex::kernels {
+namespace {
+
+// A block is 8 packed bytes (24 for 6 bits, BITS for 3/5) unpacked to kVecs vectors of 8 int32;
+// prepared x is stored block by block in the same lane order:
+// element (block j, vector t, lane p) = j*kElems + p*kVecs + t.
+template <int BITS>
+struct Blk {
+  static constexpr int kVecs = BITS == 4 ? 2 : (BITS == 2 || BITS == 6 ? 4 : 1);
+  static constexpr int kElems = 8 * kVecs;
+};
+
+template <int BITS>
+size_t prepared_bytes_avx2(int64_t k, int group_size) {
+  return prepared_layout(k, group_size, Blk<BITS>::kElems, 4).total;
+}
+
+template <int BITS>
+void prepare_avx2(const float* x, int64_t k, int group_size, void* dst) {
+  constexpr int kE = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
+  const PreparedLayout L = prepared_layout(k, group_size, kE, 4);
+  char* base = static_cast<char*>(dst);
+  float* xsum = reinterpret_cast<float*>(base + L.xsum);
+  float* xf = reinterpret_cast<float*>(base + L.data);
+  std::memset(base, 0, L.data);
+  for (int64_t g = 0; g < L.groups; ++g) {
+    float s = 0.f;
+    for (int64_t i = g * group_size; i < (g + 1) * group_size; ++i) s += x[i];
+    xsum[g] = s;
+  }
+  for (int64_t j = 0; j < k; j += kE)
+    for (int p = 0; p < 8; ++p)
+#pragma GCC unroll 4
+      for (int t = 0; t < kV; ++t) xf[j + t * 8 + p] = x[j + p * kV + t];
+}
+
+template <int BITS>
+struct Unpacker {
+  __m256i mask, ctl, shifts;
+  Unpacker() {
+    mask = _mm256_set1_epi32((1 << BITS) - 1);
+    // 3/5/6 bits: lane p takes the two bytes holding bits [BITS*p, BITS*p + BITS) of the
+    // 8-value group (broadcast to both 128-bit halves) and shifts them down.
+    // 6 bits: lane p takes the 3 bytes of values 4p..4p+3 (the upper 128-bit half holds
+    // bytes 8..23 of the block, so lanes 4..7 index 4 bytes lower).
+    alignas(32) int8_t c[32];
+    alignas(32) int32_t sh[8];
+    for (int p = 0; p < 8; ++p) {
+      const int byte = BITS * p / 8;
+      for (int i = 0; i < 4; ++i) {
+        if (BITS == 6)
+          c[4 * p + i] = int8_t(i < 3 ? 3 * p + i - (p >= 4 ? 8 : 0) : -128);
+        else
+          c[4 * p + i] = int8_t(i < 2 ? byte + i : -128);
+      }
+      sh[p] = BITS * p % 8;
+    }
+    ctl = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+    shifts = _mm256_load_si256(reinterpret_cast<const __m256i*>(sh));
+  }
+  inline void operator()(const uint8_t* p, __m256i* u) const {
+    if constexpr (BITS == 8 || BITS == 4 || BITS == 2) {
+      const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+      if constexpr (BITS == 8) {
+        u[0] = v;
+      } else {
+        for (int t = 0; t < Blk<BITS>::kVecs; ++t)
+          u[t] = _mm256_and_si256(_mm256_srli_epi32(v, BITS * t), mask);
+      }
+    } else if constexpr (BITS == 6) {
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
+      const __m256i v =
+          _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), ctl);
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) u[t] = _mm256_and_si256(_mm256_srli_epi32(v, 6 * t), mask);
+    } else {
+      // Assemble the BITS bytes in a register (a narrow store + wide reload would stall).
+      long long bits;
+      if constexpr (BITS == 3) {
+        bits = (long long)(uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16);
+      } else {
+        uint32_t lo;
+        std::memcpy(&lo, p, 4);
+        bits = (long long)(lo | uint64_t(p[4]) << 32 | (BITS == 6 ? uint64_t(p[5]) << 40 : 0));
+      }
+      const __m256i v = _mm256_shuffle_epi8(_mm256_broadcastq_epi64(_mm_cvtsi64_si128(bits)), ctl);
+      u[0] = _mm256_and_si256(_mm256_srlv_epi32(v, shifts), mask);
+    }
+  }
+};
+
+inline float load_sb1(const char* p, int64_t g, int kind) {
+  if (kind == 0) return reinterpret_cast<const float*>(p)[g];
+  const uint16_t h = reinterpret_cast<const uint16_t*>(p)[g];
+  if (kind == 2) return _cvtsh_ss(h);
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+constexpr int kRows = 4;  // rows per block, sharing the x loads
+
+template <int BITS, int GS>
+void qdot_rows_avx2(const QdotRowsArgs& a) {
+  constexpr int kE = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs, kBlockBytes = kE * BITS / 8;
+  const QuantWeightsView& w = *a.w;
+  const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
+  const PreparedLayout L = prepared_layout(k, GS, kE, 4);
+  const char* base = static_cast<const char*>(a.x);
+  const float* xsum = reinterpret_cast<const float*>(base + L.xsum);
+  const float* xf = reinterpret_cast<const float*>(base + L.data);
+  const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
+  const int64_t sb_row = groups * (kind == 0 ? 4 : 2);
+  const Unpacker<BITS> unpack;
+  const int64_t pf_far = kRows * row_bytes;  // software prefetch one row block ahead, into L2
+
+  for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kRows) {
+    const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
+    const uint8_t* wp[kRows];
+    const char *sp[kRows], *bp[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
+      const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
+      wp[r] = w.w + idx * row_bytes;
+      sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
+      bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
+    }
+    __m256 tot[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) tot[r] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      __m256 gacc[kRows];
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) gacc[r] = _mm256_setzero_ps();
+      for (int bl = 0; bl < GS / kE; ++bl) {
+        const int64_t eb = g * GS + bl * kE;
+        __m256 xv[kV];
+#pragma GCC unroll 4
+        for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf + eb + 8 * t);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          __m256i u[kV];
+          const uint8_t* wb = wp[r] + (eb / kE) * kBlockBytes;
+          if ((eb * BITS / 8) % 64 < kBlockBytes)
+            _mm_prefetch(reinterpret_cast<const char*>(wb + pf_far), _MM_HINT_T1);
+          unpack(wb, u);
+#pragma GCC unroll 4
+          for (int t = 0; t < kV; ++t)
+            gacc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(u[t]), xv[t], gacc[r]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r)
+        tot[r] = _mm256_fmadd_ps(gacc[r], _mm256_set1_ps(load_sb1(sp[r], g, kind)), tot[r]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; ++r) {
+      float bias = 0.f;
+      for (int64_t g = 0; g < groups; ++g) bias += load_sb1(bp[r], g, kind) * xsum[g];
+      a.out[r0 - a.row_begin + r] = hsum(tot[r]) + bias;
+    }
+  }
+}
+
+template <int BITS>
+void qdot_rows_avx2_any(const QdotRowsArgs& a) {
+  switch (a.w->group_size) {
+    case 32:
+      return qdot_rows_avx2<BITS, 32>(a);
+    case 64:
+      return qdot_rows_avx2<BITS, 64>(a);
+    default:
+      return qdot_rows_avx2<BITS, 128>(a);
+  }
+}
+
+#define MOEX_QDOT_AVX2(B)                                                                     \
+  QdotKernel {                                                                                \
+    "qdot_rows_q" #B "__avx2", Isa::kAvx2, B, false, prepared_bytes_avx2<B>, prepare_avx2<B>, \
+        qdot_rows_avx2_any<B>                                                                 \
+  }
+constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT_AVX2(4),
+                                 MOEX_QDOT_AVX2(5), MOEX_QDOT_AVX2(6), MOEX_QDOT_AVX2(8)};
+#undef MOEX_QDOT_AVX2
+
+}  // namespace
+
+const QdotKernel* qdot_kernels_avx2(int* count) {
+  *count = int(sizeof(kTable) / sizeof(kTable[0]));
+  return kTable;
+}
+
+}  // namespace moex::kernels

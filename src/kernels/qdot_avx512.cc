@@ -1,0 +1,305 @@
+// AVX-512 VNNI row dot products (vpdpbusd: u8 weights x s8 activations). x is quantized in
+// runs of 4-16 elements (one int32 lane) to two int8 levels, x ~= c * (256*a1 + a2) with
+// c = max|x over the run| / (127*256), so |x - x'| <= c/2 (<= c where a2 clamps), and
+// sum (s*q + b) x = sum_lanes s*c*int_dot(q, 256*a1 + a2) + b * sum x (exact group sums).
+// GCC 12 reports false -Wmaybe-uninitialized inside its own AVX-512 headers (GCC bug 105593,
+// the intrinsics' undefined-value idiom); the pragma covers those headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstring>
+#include <cstdlib>
+
+#include "kernels/qdot_variants.h"
+
+namespace moex::kernels {
+namespace {
+
+// A block is what one 64-byte weight load (or 8*BITS bytes for 3/5/6 bits) unpacks to: kVecs
+// vectors of 64 u8 values. Prepared x is stored block by block in the same lane order:
+// element (block j, vector t, byte lane p) = j*kElems + p*kVecs + t.
+template <int BITS>
+struct Blk {
+  static constexpr int kVecs = BITS == 4 ? 2 : (BITS == 2 ? 4 : 1);
+  static constexpr int kElems = 64 * kVecs;
+  static constexpr int kBytes = kElems * BITS / 8;
+};
+
+template <int BITS>
+PreparedLayout layout_vnni(int64_t k, int group_size) {
+  return prepared_layout(k, group_size, Blk<BITS>::kElems, 2, 16);
+}
+
+template <int BITS>
+size_t prepared_bytes_vnni(int64_t k, int group_size) {
+  return layout_vnni<BITS>(k, group_size).total;
+}
+
+// Byte-index vector: idx[p] = f(p).
+template <typename F>
+inline __m512i make_idx8(F f) {
+  alignas(64) uint8_t v[64];
+  for (int p = 0; p < 64; ++p) v[p] = uint8_t(f(p));
+  return _mm512_load_si512(v);
+}
+
+// Reorders a natural-order int8 vector (k_pad bytes) into the block order of Blk<BITS>.
+template <int BITS>
+void permute_blocks(int8_t* a, int64_t k_pad) {
+  constexpr int kV = Blk<BITS>::kVecs;
+  if constexpr (kV == 2) {
+    const __m512i even = make_idx8([](int p) { return 2 * p; });
+    const __m512i odd = make_idx8([](int p) { return 2 * p + 1; });
+    for (int64_t j = 0; j < k_pad; j += 128) {
+      const __m512i n0 = _mm512_loadu_si512(a + j), n1 = _mm512_loadu_si512(a + j + 64);
+      _mm512_storeu_si512(a + j, _mm512_permutex2var_epi8(n0, even, n1));
+      _mm512_storeu_si512(a + j + 64, _mm512_permutex2var_epi8(n0, odd, n1));
+    }
+  } else if constexpr (kV == 4) {
+    __m512i idx[4];
+    for (int t = 0; t < 4; ++t) idx[t] = make_idx8([t](int p) { return (4 * p + t) & 127; });
+    for (int64_t j = 0; j < k_pad; j += 256) {
+      __m512i n[4], o[4];
+      for (int i = 0; i < 4; ++i) n[i] = _mm512_loadu_si512(a + j + 64 * i);
+      for (int t = 0; t < 4; ++t) {
+        const __m512i lo = _mm512_permutex2var_epi8(n[0], idx[t], n[1]);
+        const __m512i hi = _mm512_permutex2var_epi8(n[2], idx[t], n[3]);
+        o[t] = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);
+      }
+      for (int t = 0; t < 4; ++t) _mm512_storeu_si512(a + j + 64 * t, o[t]);
+    }
+  }
+}
+
+// Every element gets the maximum over its aligned run of E elements (E = 4, 8 or 16).
+template <int E>
+inline __m512 run_max(__m512 m) {
+  m = _mm512_max_ps(m, _mm512_permute_ps(m, 0xB1));  // swap neighbours
+  m = _mm512_max_ps(m, _mm512_permute_ps(m, 0x4E));  // swap pairs
+  if constexpr (E >= 8) m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0xB1));
+  if constexpr (E >= 16) m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0x4E));
+  return m;
+}
+
+// Prepared vector: per weight group the f32 sum of x (for the bias term); per block and lane
+// the activation scale c = max|x over the lane's E elements| / (127*256); a1, a2 in block order.
+template <int BITS>
+void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
+  constexpr int kB = Blk<BITS>::kElems, kLaneElems = kB / 16;
+  const PreparedLayout L = layout_vnni<BITS>(k, group_size);
+  char* base = static_cast<char*>(dst);
+  float* xsum = reinterpret_cast<float*>(base + L.xsum);
+  float* scale = reinterpret_cast<float*>(base + L.scale);
+  int8_t* a1 = reinterpret_cast<int8_t*>(base + L.data);
+  int8_t* a2 = a1 + L.k_pad;
+  std::memset(xsum, 0, size_t(L.groups_pad) * 4);
+  for (int64_t g = 0; g < L.groups; ++g) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int i = 0; i < group_size; i += 16)
+      sum = _mm512_add_ps(sum, _mm512_loadu_ps(x + g * group_size + i));
+    xsum[g] = _mm512_reduce_add_ps(sum);
+  }
+  const __m512 lim = _mm512_set1_ps(127.f), k256 = _mm512_set1_ps(256.f);
+  const __m512 inv_step = _mm512_set1_ps(1.f / (127.f * 256.f));
+  const __mmask16 lane_heads = kLaneElems == 4 ? 0x1111 : (kLaneElems == 8 ? 0x0101 : 0x0001);
+  for (int64_t i = 0; i < L.k_pad; i += 16) {  // elements past k read as 0
+    const __mmask16 m = __mmask16(k - i >= 16 ? 0xFFFF : (k - i > 0 ? (1u << (k - i)) - 1 : 0));
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 mx = run_max<kLaneElems>(_mm512_abs_ps(v));
+    const __m512 inv =
+        _mm512_maskz_div_ps(_mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ), lim, mx);
+    const __m512 q = _mm512_mul_ps(v, inv);
+    const __m512 r1 = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r2 = _mm512_mul_ps(_mm512_sub_ps(q, r1), k256);
+    r2 = _mm512_roundscale_ps(r2, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r2 = _mm512_min_ps(_mm512_max_ps(r2, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a1 + i),
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(a2 + i),
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r2)));
+    _mm512_mask_compressstoreu_ps(scale + i / kLaneElems, lane_heads, _mm512_mul_ps(mx, inv_step));
+  }
+  permute_blocks<BITS>(a1, L.k_pad);
+  permute_blocks<BITS>(a2, L.k_pad);
+}
+
+// Unpacks one block of packed weights at p (bytes selected by m) into Blk<BITS>::kVecs vectors
+// of u8 values in block lane order. Built once per call: it holds the shuffle constants.
+template <int BITS>
+struct Unpacker {
+  __m512i mask, perm, shifts;
+  Unpacker() {
+    mask = _mm512_set1_epi8(char((1 << BITS) - 1));
+    // 3/5/6 bits: 8 values span BITS bytes. Qword i gathers bytes [BITS*i, BITS*i + 8) and
+    // vpmultishiftqb pulls value j of it from bit offset BITS*j.
+    perm = make_idx8([](int p) { return (BITS * (p / 8) + p % 8) & 63; });
+    shifts = make_idx8([](int p) { return BITS * (p % 8); });
+  }
+  inline void operator()(const uint8_t* p, __mmask64 m, __m512i* u) const {
+    const __m512i v = _mm512_maskz_loadu_epi8(m, p);
+    if constexpr (BITS == 8) {
+      u[0] = v;
+    } else if constexpr (BITS == 4) {
+      u[0] = _mm512_and_si512(v, mask);
+      u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    } else if constexpr (BITS == 2) {
+      u[0] = _mm512_and_si512(v, mask);
+      u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), mask);
+      u[2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+      u[3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), mask);
+    } else {
+      u[0] = _mm512_and_si512(
+          _mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, v)), mask);
+    }
+  }
+};
+
+// 16 scales or biases from group g on (lanes past m read as 0); kind 0 f32, 1 bf16, 2 f16.
+inline __m512 load_sb(const char* p, int64_t g, __mmask16 m, int kind) {
+  if (kind == 0) return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(p) + g);
+  const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(p) + g);
+  if (kind == 1) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return _mm512_cvtph_ps(h);
+}
+
+inline __mmask64 byte_mask(int64_t bytes) {
+  return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
+}
+
+constexpr int kRows = 4;  // rows per block, sharing the x loads
+constexpr int64_t kPrefetchNear = 512;
+static const int g_far_blocks = getenv("PF_FAR") ? atoi(getenv("PF_FAR")) : 1;
+static const int g_far_bytes = getenv("PF_FAR_BYTES") ? atoi(getenv("PF_FAR_BYTES")) : 0;
+static const int g_far_hint = getenv("PF_HINT") ? atoi(getenv("PF_HINT")) : 1;
+static const int g_near = getenv("PF_NEAR") ? atoi(getenv("PF_NEAR")) : 512;
+
+template <int BITS, int GS>
+void qdot_rows_vnni(const QdotRowsArgs& a) {
+  constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
+  const QuantWeightsView& w = *a.w;
+  const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
+  const PreparedLayout L = layout_vnni<BITS>(k, GS);
+  const char* base = static_cast<const char*>(a.x);
+  const float* xsum = reinterpret_cast<const float*>(base + L.xsum);
+  const float* xscale = reinterpret_cast<const float*>(base + L.scale);
+  const int8_t* a1 = reinterpret_cast<const int8_t*>(base + L.data);
+  const int8_t* a2 = a1 + L.k_pad;
+  const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
+  const int64_t sb_row = groups * (kind == 0 ? 4 : 2);
+  const __mmask64 block_mask = byte_mask(Blk<BITS>::kBytes);
+  const Unpacker<BITS> unpack;
+  // Software prefetch (streams of short rows defeat the hardware prefetchers): each row's
+  // bytes one row block ahead into L2, and kPrefetchNear bytes ahead into L1.
+  const int64_t pf_blocks = g_far_bytes ? (g_far_bytes + kRows * row_bytes - 1) / (kRows * row_bytes) : g_far_blocks;
+  const int64_t pf_far = pf_blocks * kRows * row_bytes, sb_pf = pf_blocks * kRows * sb_row;
+  // Groups per block when a block spans several (lane l belongs to group l / (16 / G)).
+  constexpr int G = kB > GS ? kB / GS : 1;
+  const __m512i lane_group =
+      _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                        G == 1 ? 31 : (G == 2 ? 3 : (G == 4 ? 2 : 1)));
+
+  for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kRows) {
+    const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
+    const uint8_t* wp[kRows];
+    const char *sp[kRows], *bp[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
+      const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
+      wp[r] = w.w + idx * row_bytes;
+      sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
+      bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
+    }
+    __m512 facc[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) facc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < kRows; ++r)
+      for (int64_t o = 0; o < sb_row; o += 64) {
+        _mm_prefetch(sp[r] + o + sb_pf, _MM_HINT_T1);
+        _mm_prefetch(bp[r] + o + sb_pf, _MM_HINT_T1);
+      }
+
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+      const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
+      const __mmask16 gm = __mmask16(ng >= 16 ? 0xFFFF : (1u << ng) - 1);
+      const __m512 xs = _mm512_loadu_ps(xsum + g0);
+      alignas(64) float sbuf[kRows][16];
+      __m512 svec[kRows];
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        svec[r] = load_sb(sp[r], g0, gm, kind);
+        _mm512_store_ps(sbuf[r], svec[r]);
+        facc[r] = _mm512_fmadd_ps(load_sb(bp[r], g0, gm, kind), xs, facc[r]);
+      }
+      const int64_t e0 = g0 * GS, e1 = e0 + ng * GS;
+      for (int64_t eb = e0; eb < e1; eb += kB) {
+        const __mmask64 m = k - eb >= kB ? block_mask : byte_mask((k - eb) * BITS / 8);  // row tail
+        __m512i x1[kV], x2[kV];
+#pragma GCC unroll 4
+        for (int t = 0; t < kV; ++t) {
+          x1[t] = _mm512_load_si512(a1 + eb + 64 * t);
+          x2[t] = _mm512_load_si512(a2 + eb + 64 * t);
+        }
+        const __m512 xc = _mm512_load_ps(xscale + eb / kB * 16);
+        const int64_t gi = (eb - e0) / GS;  // first group of the block within the chunk
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          __m512i u[kV];
+          const char* wb = reinterpret_cast<const char*>(wp[r] + eb * BITS / 8);
+          if (pf_far) {
+            if (g_far_hint == 0) _mm_prefetch(wb + pf_far, _MM_HINT_T0);
+            else if (g_far_hint == 1) _mm_prefetch(wb + pf_far, _MM_HINT_T1);
+            else _mm_prefetch(wb + pf_far, _MM_HINT_NTA);
+          }
+          if (g_near) _mm_prefetch(wb + g_near, _MM_HINT_T0);
+          unpack(wp[r] + eb * BITS / 8, m, u);
+          __m512i i1 = _mm512_setzero_si512(), i2 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int t = 0; t < kV; ++t) {
+            i1 = _mm512_dpbusd_epi32(i1, u[t], x1[t]);
+            i2 = _mm512_dpbusd_epi32(i2, u[t], x2[t]);
+          }
+          const __m512i acc = _mm512_add_epi32(_mm512_slli_epi32(i1, 8), i2);
+          const __m512 s =
+              G == 1 ? _mm512_set1_ps(sbuf[r][gi])
+                     : _mm512_permutexvar_ps(
+                           _mm512_add_epi32(lane_group, _mm512_set1_epi32(int(gi))), svec[r]);
+          facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(s, xc), facc[r]);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = _mm512_reduce_add_ps(facc[r]);
+  }
+}
+
+template <int BITS>
+void qdot_rows_vnni_any(const QdotRowsArgs& a) {
+  switch (a.w->group_size) {
+    case 32:
+      return qdot_rows_vnni<BITS, 32>(a);
+    case 64:
+      return qdot_rows_vnni<BITS, 64>(a);
+    default:
+      return qdot_rows_vnni<BITS, 128>(a);
+  }
+}
+
+#define MOEX_QDOT_VNNI(B)                                                           \
+  QdotKernel {                                                                      \
+    "qdot_rows_q" #B "__avx512vnni", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
+        prepare_vnni<B>, qdot_rows_vnni_any<B>                                      \
+  }
+constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(3), MOEX_QDOT_VNNI(4),
+                                 MOEX_QDOT_VNNI(5), MOEX_QDOT_VNNI(6), MOEX_QDOT_VNNI(8)};
+#undef MOEX_QDOT_VNNI
+
+}  // namespace
+
+const QdotKernel* qdot_kernels_avx512(int* count) {
+  *count = int(sizeof(kTable) / sizeof(kTable[0]));
+  return kTable;
+}
+
+}  // namespace moex::kernels

@@ -1,0 +1,57 @@
+// The scalar reference row dot products: the definition followed literally, the oracle every
+// SIMD variant is tested against. w_i = scale * q_i + bias in f32 (q_i from quant::extract_q),
+// products and their sum in double, rounded to f32 once.
+#include <cstring>
+
+#include "kernels/qdot_variants.h"
+#include "quant/format.h"
+
+namespace moex::kernels {
+namespace {
+
+size_t prepared_bytes_scalar(int64_t k, int /*group_size*/) {
+  return size_t(round_up(k * int64_t(sizeof(float)), 64));
+}
+
+void prepare_scalar(const float* x, int64_t k, int /*group_size*/, void* dst) {
+  std::memcpy(dst, x, size_t(k) * sizeof(float));
+}
+
+template <int BITS>
+void qdot_rows_scalar(const QdotRowsArgs& a) {
+  const QuantWeightsView& w = *a.w;
+  const float* x = static_cast<const float*>(a.x);
+  const int64_t groups = w.k / w.group_size;
+  for (int64_t r = a.row_begin; r < a.row_end; ++r) {
+    const uint8_t* row = w.w + (a.expert * w.n + r) * (w.k * BITS / 8);
+    const int64_t sb = (a.expert * w.n + r) * groups;
+    double acc = 0.0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const float s = load_as_f32(w.scales, w.sb_dtype, size_t(sb + g));
+      const float b = load_as_f32(w.biases, w.sb_dtype, size_t(sb + g));
+      for (int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
+        const float wi = s * float(quant::extract_q(row, i, BITS)) + b;
+        acc += double(wi) * double(x[i]);
+      }
+    }
+    a.out[r - a.row_begin] = float(acc);
+  }
+}
+
+#define MOEX_QDOT_SCALAR(B)                                                                    \
+  QdotKernel {                                                                                 \
+    "qdot_rows_q" #B "_scalar", Isa::kScalar, B, false, prepared_bytes_scalar, prepare_scalar, \
+        qdot_rows_scalar<B>                                                                    \
+  }
+constexpr QdotKernel kTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCALAR(3), MOEX_QDOT_SCALAR(4),
+                                 MOEX_QDOT_SCALAR(5), MOEX_QDOT_SCALAR(6), MOEX_QDOT_SCALAR(8)};
+#undef MOEX_QDOT_SCALAR
+
+}  // namespace
+
+const QdotKernel* qdot_kernels_scalar(int* count) {
+  *count = int(sizeof(kTable) / sizeof(kTable[0]));
+  return kTable;
+}
+
+}  // namespace moex::kernels

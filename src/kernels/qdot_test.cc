@@ -1,0 +1,184 @@
+// Every qdot kernel variant the CPU can run vs the scalar reference, over a case table of
+// bits x group size x scale dtype x row length (tails included), with error bounds derived
+// from the data, canaries around the output, row-split invariance and guard-page reads.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/kernels_test_util.h"
+#include "quant/format.h"
+
+namespace moex::kernels {
+namespace {
+
+using testing::make_random_quant;
+using testing::qdot_error_bound;
+using testing::random_normal;
+
+constexpr DType kSbTypes[] = {DType::BF16, DType::F16, DType::F32};
+constexpr uint32_t kCanary = 0x7fc0dead;
+
+std::vector<int64_t> row_lengths(int gs) {
+  switch (gs) {
+    case 32:
+      return {32, 96, 160, 544};
+    case 64:
+      return {64, 320, 1024};
+    default:
+      return {128, 384, 2048};
+  }
+}
+
+// Outputs of kern for rows [r0, r1) of expert e, surrounded by canaries that must survive.
+std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, int64_t e,
+                            int64_t r0, int64_t r1, const void* px) {
+  std::vector<float> buf(size_t(r1 - r0 + 16));
+  for (float& f : buf) std::memcpy(&f, &kCanary, 4);
+  kern.dot_rows({&w, e, r0, r1, px, buf.data() + 8});
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (i >= 8 && i < buf.size() - 8) continue;
+    uint32_t u;
+    std::memcpy(&u, &buf[i], 4);
+    EXPECT_EQ(u, kCanary) << kern.name << " wrote outside its rows at " << int64_t(i) - 8;
+  }
+  return std::vector<float>(buf.begin() + 8, buf.end() - 8);
+}
+
+bool runnable(const QdotKernel& k) { return isa_supported(k.isa) && k.isa != Isa::kScalar; }
+
+TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    for (int bits : quant::kValidBits) {
+      const QdotKernel& k = qdot_kernel(isa, bits);
+      EXPECT_EQ(k.bits, bits);
+      EXPECT_EQ(k.isa, isa);
+      EXPECT_EQ(std::string(k.name), "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(isa));
+    }
+  EXPECT_EQ(qdot_kernels().size(), 18u);
+}
+
+TEST(Qdot, FastKernelsMatchScalarReference) {
+  int checked = 0;
+  uint64_t seed = 1;
+  for (const QdotKernel& kern : qdot_kernels()) {
+    if (!runnable(kern)) continue;
+    double worst_ratio = 0.0, worst_rel = 0.0;  // error / bound, error / |reference|
+    const QdotKernel& ref = qdot_kernel(Isa::kScalar, kern.bits);
+    for (int gs : quant::kValidGroupSizes)
+      for (DType sb : kSbTypes)
+        for (int64_t k : row_lengths(gs)) {
+          const std::string name = std::string(kern.name) + "/g" + std::to_string(gs) + "/" +
+                                   dtype_name(sb) + "/k" + std::to_string(k);
+          SCOPED_TRACE(name);
+          const int64_t n = 7;
+          auto q = make_random_quant(2, n, k, kern.bits, gs, sb, ++seed);
+          auto x = random_normal(k, 1.f, ++seed);
+          // One group of zeros and one outlier exercise the per-group activation scale.
+          if (k >= 2 * gs) std::fill(x.begin() + gs, x.begin() + 2 * gs, 0.f);
+          x[0] = 40.f;
+          PreparedVectors px, pr;
+          px.prepare(kern, x.data(), 1, k, k, gs);
+          pr.prepare(ref, x.data(), 1, k, k, gs);
+          for (int64_t e = 0; e < 2; ++e) {
+            const auto want = run_rows(ref, q.view, e, 0, n, pr.at(0));
+            const auto got = run_rows(kern, q.view, e, 0, n, px.at(0));
+            for (int64_t r = 0; r < n; ++r) {
+              const double bound = qdot_error_bound(kern, q.view, e, r, x.data());
+              ASSERT_TRUE(std::isfinite(got[size_t(r)]));
+              const double err = std::fabs(double(got[size_t(r)]) - want[size_t(r)]);
+              EXPECT_LE(err, bound)
+                  << "expert " << e << " row " << r << " want " << want[size_t(r)];
+              worst_ratio = std::max(worst_ratio, err / bound);
+              worst_rel = std::max(worst_rel, err / (std::fabs(want[size_t(r)]) + 1e-30));
+            }
+            // Row splits must not change a single bit (tails repeat rows, same arithmetic).
+            for (int64_t split : {int64_t{1}, int64_t{3}, int64_t{5}}) {
+              auto a = run_rows(kern, q.view, e, 0, split, px.at(0));
+              auto b = run_rows(kern, q.view, e, split, n, px.at(0));
+              a.insert(a.end(), b.begin(), b.end());
+              EXPECT_EQ(0, std::memcmp(a.data(), got.data(), got.size() * 4)) << "split " << split;
+            }
+            for (int64_t r = 0; r < n; ++r) {
+              const auto one = run_rows(kern, q.view, e, r, r + 1, px.at(0));
+              EXPECT_EQ(0, std::memcmp(&one[0], &got[size_t(r)], 4)) << "single row " << r;
+            }
+          }
+          ++checked;
+        }
+    std::cout << "[ info ] " << kern.name << ": worst error/bound " << worst_ratio
+              << ", worst error/|reference| " << worst_rel << "\n";
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD qdot variant (scalar only)";
+}
+
+// The scalar reference against an independent double-precision dot of dequantized rows.
+TEST(Qdot, ScalarReferenceFollowsTheDefinition) {
+  for (int bits : quant::kValidBits) {
+    auto q = make_random_quant(1, 3, 96, bits, 32, DType::F32, 77 + uint64_t(bits));
+    auto x = random_normal(96, 1.f, 5);
+    PreparedVectors p;
+    const QdotKernel& ref = qdot_kernel(Isa::kScalar, bits);
+    p.prepare(ref, x.data(), 1, 96, 96, 32);
+    float out[3];
+    ref.dot_rows({&q.view, 0, 0, 3, p.at(0), out});
+    for (int r = 0; r < 3; ++r) {
+      const auto w = testing::dequant_row(q.view, 0, r);
+      double want = 0.0, mag = 0.0;
+      for (int i = 0; i < 96; ++i) {
+        want += double(w[size_t(i)]) * x[size_t(i)];
+        mag += std::fabs(double(w[size_t(i)]) * x[size_t(i)]);
+      }
+      EXPECT_NEAR(out[r], want, mag * 1e-7) << "bits " << bits << " row " << r;
+    }
+  }
+}
+
+// Weights, scales and biases that end right before an unmapped page: no kernel may read past
+// the last byte of a row (masked loads, byte-exact tails).
+TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  auto guarded_copy = [&](const std::vector<uint8_t>& src, std::vector<void*>& maps) {
+    const size_t len = (src.size() + page - 1) / page * page;
+    void* m = mmap(nullptr, len + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw Error("mmap failed");
+    mprotect(static_cast<char*>(m) + len, page, PROT_NONE);
+    uint8_t* dst = static_cast<uint8_t*>(m) + len - src.size();
+    std::memcpy(dst, src.data(), src.size());
+    maps.push_back(m);
+    maps.push_back(reinterpret_cast<void*>(len + page));
+    return dst;
+  };
+  int checked = 0;
+  for (const QdotKernel& kern : qdot_kernels()) {
+    if (!isa_supported(kern.isa)) continue;
+    for (int gs : quant::kValidGroupSizes)
+      for (DType sb : {DType::BF16, DType::F32}) {
+        const int64_t k = gs == 32 ? 96 : 3 * gs;
+        auto q = make_random_quant(1, 5, k, kern.bits, gs, sb, 9);
+        std::vector<void*> maps;
+        QuantWeightsView v = q.view;
+        v.w = guarded_copy(q.w, maps);
+        v.scales = guarded_copy(q.scales, maps);
+        v.biases = guarded_copy(q.biases, maps);
+        auto x = random_normal(k, 1.f, 3);
+        PreparedVectors px;
+        px.prepare(kern, x.data(), 1, k, k, gs);
+        float out[5];
+        kern.dot_rows({&v, 0, 0, 5, px.at(0), out});
+        for (float f : out) EXPECT_TRUE(std::isfinite(f)) << kern.name;
+        for (size_t i = 0; i < maps.size(); i += 2)
+          munmap(maps[i], reinterpret_cast<size_t>(maps[i + 1]));
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace
+}  // namespace moex::kernels

@@ -1,0 +1,49 @@
+// Internal: the per-instruction-set tables of qdot kernels, each a constant array defined in
+// its own file (qdot_scalar.cc, qdot_avx2.cc, qdot_avx512.cc) so that listing them runs no
+// instruction the CPU may lack.
+#pragma once
+
+#include "kernels/qdot.h"
+
+namespace moex::kernels {
+
+// Each returns its table (one entry per valid bit width, in quant::kValidBits order).
+const QdotKernel* qdot_kernels_scalar(int* count);
+const QdotKernel* qdot_kernels_avx2(int* count);
+const QdotKernel* qdot_kernels_avx512(int* count);
+
+// Byte offsets of the parts of a prepared vector, shared by the SIMD variants.
+struct PreparedLayout {
+  int64_t groups = 0;      // k / group_size
+  int64_t groups_pad = 0;  // groups rounded up to 16, plus 16 (vector reads past the end)
+  int64_t k_pad = 0;       // k rounded up to the variant's block
+  size_t xsum = 0;         // f32 [groups_pad]: sum of x over each group (zero padded)
+  size_t scale = 0;        // f32 [scale_floats]: activation scales (quantizing variants)
+  size_t data = 0;         // f32 [k_pad] or int8 2 x [k_pad]: x in the variant's block order
+  size_t total = 0;        // multiple of 64
+};
+
+// Internal linkage on purpose: these are compiled into files built with different -m flags,
+// and a merged inline copy could carry instructions of another instruction set.
+namespace {
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// block: elements per SIMD block; elem_bytes: bytes of x data per element; scales_per_block:
+// activation scales stored per block (0 for variants that keep x in f32).
+inline PreparedLayout prepared_layout(int64_t k, int group_size, int64_t block, size_t elem_bytes,
+                                      int64_t scales_per_block = 0) {
+  PreparedLayout p;
+  p.groups = k / group_size;
+  p.groups_pad = round_up(p.groups, 16) + 16;
+  p.k_pad = round_up(k, block);
+  p.xsum = 0;
+  p.scale = size_t(round_up(p.groups_pad * 4, 64));
+  p.data = p.scale + size_t(round_up(p.k_pad / block * scales_per_block * 4, 64));
+  p.total = size_t(round_up(int64_t(p.data + size_t(p.k_pad) * elem_bytes), 64));
+  return p;
+}
+
+}  // namespace
+
+}  // namespace moex::kernels
