@@ -47,9 +47,11 @@ using CapSource = SettingSource;
 const char* setting_source_name(SettingSource s);  // "flag", "env", "calibration", "default"
 
 // Backend defaults of the Dff cap.
-// CUDA: the seed's GB10 sweep (BRIEF section 2; fused/fallback 1.142 at Dff 1792, 1.036 at
-// 6400, 0.985 at 8192, 0.983 at 14336; crossover ~7672-8000), which kept 8192.
-inline constexpr int64_t kCudaDefaultMaxDff = 8192;
+// CUDA: moex's own kernels on an H200 (docs/benchmark_results/cuda-h200-moe-block.md,
+// 2026-11-29; raw data benchmarks/cuda-h200-2026-11-29-v2/sweep.csv): first crossings at
+// Dff ~3260 (Din 4096, top-2) and ~11440 (Din 2048, top-8); the smallest, rounded down to a
+// multiple of 256. (The seed's 8192 came from a GB10 with MLX's kernels, BRIEF section 2.)
+inline constexpr int64_t kCudaDefaultMaxDff = 3072;
 // CPU: provisional. TODO(measure): set from a `moex bench-moe` sweep on the reference CPU
 // and cite its file under docs/benchmark_results/.
 inline constexpr int64_t kCpuDefaultMaxDff = 8192;
