@@ -50,6 +50,29 @@ __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, int64
   return s;
 }
 
+// The same loop with software prefetch 2 KB ahead: on these VMs the hardware prefetcher alone
+// leaves bandwidth unused (2 threads: ~26.6 GB/s plain vs ~31.2 GB/s prefetched, measured
+// 2026-11-29); the kernels prefetch too, so the roofline must.
+__attribute__((target("avx2"))) uint64_t sum_words_avx2_prefetch(const uint64_t* p, int64_t n) {
+  constexpr int64_t kAhead = 256;  // words
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead + 8), _MM_HINT_T0);
+    a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
+  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
 int64_t parse_cache_size(const std::string& s) {  // "480M", "491520K", "32768"
   if (s.empty()) return 0;
   char* end = nullptr;
@@ -91,7 +114,8 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
                            : std::max<int64_t>(int64_t{1} << 30, 4 * last_level_cache_bytes());
   r.bytes = (r.bytes + 4095) / 4096 * 4096;
   const bool avx2 = isa_supported(Isa::kAvx2);
-  r.method = avx2 ? "avx2 loads" : "64-bit sums";
+  r.method = avx2 ? "avx2 loads with 2 KB software prefetch (best of it and plain loads)"
+                 : "64-bit sums";
 
   auto* buf = static_cast<uint64_t*>(std::aligned_alloc(4096, size_t(r.bytes)));
   if (!buf) fail("read bandwidth probe: cannot allocate ", r.bytes, " bytes");
@@ -109,7 +133,9 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
 
   std::vector<double> gbps;
   volatile uint64_t sink = 0;
-  for (int p = 0; p < r.passes; ++p) {
+  // With AVX2, passes alternate between plain and prefetched loops; the best pass counts.
+  const int total_passes = avx2 ? 2 * r.passes : r.passes;
+  for (int p = 0; p < total_passes; ++p) {
     std::vector<uint64_t> partial(size_t(nchunks), 0);
     const double t0 = now_seconds();
     parallel_for(nchunks, [&](int64_t lo, int64_t hi) {
@@ -117,7 +143,9 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
         // 64-byte aligned slice boundaries keep the aligned AVX loads legal.
         const int64_t b = (words * c / nchunks) & ~int64_t{7};
         const int64_t e = c + 1 == nchunks ? words : (words * (c + 1) / nchunks) & ~int64_t{7};
-        partial[size_t(c)] = avx2 ? sum_words_avx2(buf + b, e - b) : sum_words(buf + b, e - b);
+        partial[size_t(c)] = !avx2       ? sum_words(buf + b, e - b)
+                             : (p & 1) ? sum_words_avx2_prefetch(buf + b, e - b)
+                                       : sum_words_avx2(buf + b, e - b);
       }
     });
     const double dt = now_seconds() - t0;

@@ -2,6 +2,7 @@
 // and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
 // norm -> head, for the last row only.
 #include "model/engine/engine.h"
+#include "model/weight_bytes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,7 +58,10 @@ std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions
 }
 
 Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
-    : dir_(std::move(dir)), cfg_(std::move(mc.config)), ckpt_(std::move(mc.weights)) {
+    : dir_(std::move(dir)),
+      cfg_(std::move(mc.config)),
+      ckpt_(std::move(mc.weights)),
+      bytes_per_token_(compute_weight_bytes(cfg_, mc.tensors).per_token) {
   policy_.backend = moe::Backend::kCpu;
   policy_.backend_has_fused_kernel = true;
   policy_.settings = opt.fused;
@@ -241,22 +245,6 @@ const kernels::MoeExpertsView* Engine::first_moe_experts() const {
   return nullptr;
 }
 
-int64_t Engine::active_weight_bytes_per_token() const {
-  int64_t b = w_.lm_head.w.weight_bytes();
-  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
-    const LayerWeights& l = w_.layers[size_t(i)];
-    if (conv_[size_t(i)])
-      b += l.conv.in_proj.w.weight_bytes() + l.conv.out_proj.w.weight_bytes();
-    else
-      b += l.attn.q.w.weight_bytes() + l.attn.k.w.weight_bytes() + l.attn.v.w.weight_bytes() +
-           l.attn.o.w.weight_bytes();
-    if (moe_[size_t(i)])
-      b += moe_[size_t(i)]->active_bytes_per_token();
-    else
-      b += l.dense.gate.w.weight_bytes() + l.dense.up.w.weight_bytes() +
-           l.dense.down.w.weight_bytes();
-  }
-  return b;
-}
+int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_; }
 
 }  // namespace moex::model::engine

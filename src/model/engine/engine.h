@@ -70,8 +70,8 @@ class Engine {
   };
   std::vector<LayerDecision> decode_decisions() const;
 
-  // Weight bytes read per decoded token (attention, dense layers, router, top_k routed experts,
-  // shared experts, head): the numerator of the napkin-math bandwidth figure.
+  // Weight bytes read per decoded token, as `moex inspect` reports them (model/weight_bytes.h):
+  // the numerator of the napkin-math bandwidth figure.
   int64_t active_weight_bytes_per_token() const;
   int64_t stacked_copy_bytes() const { return w_.stacked_copy_bytes; }
   const ModelWeights& weights() const { return w_; }
@@ -92,6 +92,7 @@ class Engine {
   moe::MoePolicy policy_;
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into
+  int64_t bytes_per_token_ = 0;
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
   ops::Rope rope_;

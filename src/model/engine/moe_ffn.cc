@@ -47,10 +47,6 @@ kernels::QuantWeightsView one_expert(const ops::MatrixRef& m) {
   return v;
 }
 
-int64_t projection_bytes(const kernels::QuantWeightsView& v) {
-  return v.n * v.row_bytes() + 2 * v.n * v.groups_per_row() * int64_t(dtype_size(v.sb_dtype));
-}
-
 }  // namespace
 
 MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
@@ -92,20 +88,6 @@ void MoeFfn::set_policy(const moe::MoePolicy& policy) {
 std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) const {
   if (!shared_in_block_) return std::nullopt;
   return block_->shared_decision(tokens);
-}
-
-int64_t MoeFfn::active_bytes_per_token() const {
-  const kernels::MoeExpertsView& x = w_.experts;
-  int64_t b = w_.router.w.weight_bytes();
-  const int64_t per_expert = (projection_bytes(x.gate) + projection_bytes(x.up) +
-                              projection_bytes(x.down)) / std::max<int64_t>(x.up.experts, 1);
-  b += cfg_.moe.top_k * per_expert;
-  if (w_.has_shared) {
-    b += w_.shared.gate.w.weight_bytes() + w_.shared.up.w.weight_bytes() +
-         w_.shared.down.w.weight_bytes();
-    if (w_.shared_gate.w.valid()) b += w_.shared_gate.w.weight_bytes();
-  }
-  return b;
 }
 
 void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& counters) {

@@ -35,7 +35,6 @@ class MoeFfn {
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
   // Weight bytes one decode token reads in this layer (router + top_k experts + shared).
-  int64_t active_bytes_per_token() const;
 
  private:
   void float_shared_expert(const float* x, int64_t n, float* out);
