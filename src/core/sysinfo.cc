@@ -7,9 +7,7 @@
 #include <ctime>
 #include <fstream>
 
-#ifndef MOEX_GIT_COMMIT
-#define MOEX_GIT_COMMIT "unknown"
-#endif
+#include "moex_git_commit.h"  // generated at build time by cmake/git_commit.cmake
 
 namespace moex {
 
