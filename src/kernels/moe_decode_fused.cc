@@ -1,7 +1,7 @@
 // The fused decode-MoE path on CPU (BRIEF section 1): stage A over all (expert, Dff row) pairs,
-// stage B over all (expert, Din row) pairs, then the f32 K-sum. Each output value is produced
-// by exactly one kernel call whose arithmetic does not depend on the split, so the result is
-// bit-identical for any thread count.
+// stage B over all (expert, Din row) pairs with the f32 K-sum, one parallel region each. Each
+// output value is produced by exactly one kernel call whose arithmetic does not depend on the
+// split, so the result is bit-identical for any thread count.
 #include "core/parallel.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
@@ -12,7 +12,7 @@ namespace {
 constexpr int64_t kSubRows = 64;  // gate/up rows per kernel call in stage A (stack scratch)
 
 struct FusedWorkspace {
-  PreparedVectors x_up, x_gate, act;
+  PreparedVectors x_up, x_gate;
 };
 
 FusedWorkspace& workspace() {
@@ -57,22 +57,20 @@ void moe_decode_fused(const FusedDecodeArgs& a) {
     }
   });
 
-  // Stage B: partials[k][h] = score_k * down_k(act[k])[h].
-  ws.act.prepare(k_down, a.act, top_k, dff, dff, ex.down.group_size);
-  parallel_for(top_k * din, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi;) {
-      const int64_t k = i / din, h0 = i % din, h1 = min64(din, h0 + (hi - i));
+  // Stage B: partials[k][h] = score_k * down_k(act[k])[h], then out[h] = sum over k in order
+  // in f32 (the same additions as weighted_sum). Threads split the output rows h and run all
+  // experts for them, so each sums only partials it wrote itself: no barrier between the two.
+  // Each thread prepares the K act vectors itself (a few microseconds, cheaper than a join).
+  parallel_for(din, [&](int64_t h0, int64_t h1) {
+    static thread_local PreparedVectors acts;
+    acts.prepare(k_down, a.act, top_k, dff, dff, ex.down.group_size, /*threaded=*/false);
+    for (int64_t k = 0; k < top_k; ++k) {
       float* p = a.partials + k * din;
-      k_down.dot_rows({&ex.down, a.expert_ids[k], h0, h1, ws.act.at(k), p + h0});
+      k_down.dot_rows({&ex.down, a.expert_ids[k], h0, h1, acts.at(k), p + h0});
       const float s = a.scores[k];
       for (int64_t h = h0; h < h1; ++h) p[h] *= s;
-      i += h1 - h0;
     }
-  });
-
-  // out[h] = sum over k in order, in f32 (the same additions as weighted_sum).
-  parallel_for((din + 1023) / 1024, [&](int64_t lo, int64_t hi) {
-    for (int64_t h = lo * 1024; h < min64(din, hi * 1024); ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       float acc = 0.f;
       for (int64_t k = 0; k < top_k; ++k) acc += a.partials[k * din + h];
       a.out[h] = acc;

@@ -76,7 +76,7 @@ const char* qdot_unsupported_reason(const QuantWeightsView& w) {
 PreparedVectors::~PreparedVectors() { ::operator delete[](buf_, std::align_val_t(64)); }
 
 void PreparedVectors::prepare(const QdotKernel& kernel, const float* x, int64_t n, int64_t x_stride,
-                              int64_t k, int group_size) {
+                              int64_t k, int group_size, bool threaded) {
   stride_ = kernel.prepared_bytes(k, group_size);
   const size_t need = stride_ * size_t(n > 0 ? n : 0);
   if (need > capacity_) {
@@ -90,7 +90,7 @@ void PreparedVectors::prepare(const QdotKernel& kernel, const float* x, int64_t 
     for (int64_t i = lo; i < hi; ++i)
       kernel.prepare(x + i * x_stride, k, group_size, buf_ + size_t(i) * stride_);
   };
-  if (n > 1)
+  if (n > 1 && threaded)
     parallel_for(n, run);
   else
     run(0, n);

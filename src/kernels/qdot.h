@@ -61,9 +61,10 @@ class PreparedVectors {
   PreparedVectors& operator=(const PreparedVectors&) = delete;
   ~PreparedVectors();
 
-  // Prepares vectors i in [0, n): x + i * x_stride, each of length k; threaded when n > 1.
+  // Prepares vectors i in [0, n): x + i * x_stride, each of length k; threaded when n > 1
+  // and `threaded` (pass false inside a parallel region).
   void prepare(const QdotKernel& kernel, const float* x, int64_t n, int64_t x_stride, int64_t k,
-               int group_size);
+               int group_size, bool threaded = true);
   const void* at(int64_t i) const { return buf_ + size_t(i) * stride_; }
 
  private:
