@@ -162,6 +162,8 @@ Verdict judge_cap(const std::vector<ModelSummary>& s, const Crossover& c, int64_
   return v;
 }
 
+// A point counts as a win or a loss only when its bootstrap interval excludes 1.0; otherwise
+// the two paths tie within the run-to-run noise, and no cap can be justified by it.
 static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Crossover& c, int64_t cap) {
   Verdict v;
   auto valid = valid_sorted(s);
@@ -169,8 +171,39 @@ static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Cros
     v.text = "no verdict: no valid measurements";
     return v;
   }
-  const int64_t min_dff = valid.front()->dff, max_dff = valid.back()->dff;
-  if (c.found) {
+  auto win = [](const ModelSummary* m) { return m->ratio_ci.lo > 1.0; };
+  auto loss = [](const ModelSummary* m) { return m->ratio_ci.hi < 1.0; };
+  const ModelSummary* first_loss = nullptr;
+  for (auto* m : valid)
+    if (loss(m)) {
+      first_loss = m;
+      break;
+    }
+  const ModelSummary* last_win = nullptr;  // the largest significant win below the first loss
+  for (auto* m : valid)
+    if (win(m) && (!first_loss || m->dff < first_loss->dff)) last_win = m;
+  if (!first_loss) {
+    if (!last_win) {
+      v.confirmed = true;
+      v.text = str_cat("confirmed (within noise): fused and fallback tie at every measured Dff (",
+                       valid.size(), " points, every 95% interval contains 1.0), so no measured "
+                       "speed depends on cap ", cap);
+    } else if (cap >= last_win->dff) {
+      v.confirmed = true;
+      v.text = str_cat("confirmed (within noise): fused wins significantly up to Dff ", last_win->dff,
+                       " and never loses significantly; cap ", cap, " admits every win");
+    } else {
+      v.retune_to = last_win->dff;
+      v.text = str_cat("re-tune to ", last_win->dff, ": fused wins significantly at Dff ", last_win->dff,
+                       " (ratio interval [", fmt(last_win->ratio_ci.lo), ", ", fmt(last_win->ratio_ci.hi),
+                       "]) but cap ", cap, " excludes it");
+    }
+    return v;
+  }
+  const int64_t lo = last_win ? last_win->dff : valid.front()->dff - 1;
+  const int64_t hi = first_loss->dff;  // the cap must stay below the first significant loss
+  if (c.found && c.dff >= double(lo) && c.dff <= double(hi)) {
+    // The interpolated crossover lies in the bracket: judge against its bootstrap interval.
     if (double(cap) >= c.ci.lo && double(cap) <= c.ci.hi) {
       v.confirmed = true;
       v.text = str_cat("confirmed (within noise): cap ", cap, " lies in the crossover's 95% interval [",
@@ -182,29 +215,16 @@ static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Cros
     }
     return v;
   }
-  bool all_win = std::all_of(valid.begin(), valid.end(), [](auto* m) { return *m->ratio >= 1.0; });
-  bool all_lose = std::all_of(valid.begin(), valid.end(), [](auto* m) { return *m->ratio < 1.0; });
-  if (all_win) {
-    if (cap >= max_dff) {
-      v.confirmed = true;
-      v.text = str_cat("confirmed (within noise): fused wins or ties up to Dff ", max_dff,
-                       " and cap ", cap, " admits every measured Dff");
-    } else {
-      v.retune_to = max_dff;
-      v.text = str_cat("re-tune to ", max_dff, ": fused wins or ties at every measured Dff but cap ",
-                       cap, " excludes some");
-    }
-  } else if (all_lose) {
-    if (cap < min_dff) {
-      v.confirmed = true;
-      v.text = str_cat("confirmed: fused loses at every measured Dff and cap ", cap, " excludes them all");
-    } else {
-      v.retune_to = min_dff - 1;
-      v.text = str_cat("re-tune to ", min_dff - 1, ": fused loses at every measured Dff");
-    }
-  } else {
-    v.text = "no verdict: " + c.note + "; a single cap cannot express this";
+  if (cap >= lo && cap < hi) {
+    v.confirmed = true;
+    v.text = str_cat("confirmed (within noise): cap ", cap, " lies between the last significant win (Dff ",
+                     lo, ") and the first significant loss (Dff ", hi, ")");
+    return v;
   }
+  v.retune_to = std::max(lo, hi - 1);
+  v.text = str_cat("re-tune to ", *v.retune_to, ": cap ", cap, " is outside [", lo, ", ", hi,
+                   "), between the last significant win and the first significant loss (Dff ", hi,
+                   ", ratio interval [", fmt(first_loss->ratio_ci.lo), ", ", fmt(first_loss->ratio_ci.hi), "])");
   return v;
 }
 

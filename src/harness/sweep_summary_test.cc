@@ -95,6 +95,24 @@ TEST(SweepSummary, MissingArmAndMixedCommitsAreInvalid) {
   EXPECT_FALSE(summarize(runs2)[0].ratio);
 }
 
+TEST(SweepSummary, TiesWithinNoiseConfirmAnyCap) {
+  // Ratios of 0.96-1.04 whose run-to-run noise (+-10%) makes every interval contain 1.0: a
+  // crossing of the medians exists, but it is noise and must not produce "re-tune".
+  std::vector<SweepRun> runs;
+  int64_t dff = 768;
+  for (double r : {1.04, 0.96, 1.02, 0.99}) {
+    auto v = arm_runs("m" + std::to_string(dff), dff, 10, 10 * r, 0.10);
+    runs.insert(runs.end(), v.begin(), v.end());
+    dff *= 2;
+  }
+  auto s = summarize(runs);
+  auto c = find_crossover(s);
+  EXPECT_TRUE(c.found);  // the medians do cross
+  auto v = judge_cap(s, c, 8192);
+  EXPECT_TRUE(v.confirmed) << v.text;
+  EXPECT_NE(v.text.find("tie at every measured Dff"), std::string::npos) << v.text;
+}
+
 TEST(SweepSummary, NoCrossingVerdicts) {
   auto runs = arm_runs("a", 768, 10, 12);
   auto more = arm_runs("b", 14336, 10, 10.5);
