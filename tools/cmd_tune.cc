@@ -121,7 +121,13 @@ int run_tune(const TuneOptions& o) {
   const std::vector<moe::TunePoint> measured = moe::run_tune_grid(args);
   const double seconds = now_seconds() - t0;
   const std::vector<moe::CalibrationPoint> grid = moe::calibration_points(measured);
-  const moe::HostCap cap = moe::derive_host_cap(grid);
+  // A point whose ratio is within its run-to-run spread of 1.0 cannot say which path is
+  // faster: the cap rule sees it as a tie (ratio 1.0), so noise alone never lowers the cap.
+  // The calibration file keeps the measured ratios.
+  std::vector<moe::CalibrationPoint> judged = grid;
+  for (size_t i = 0; i < judged.size(); ++i)
+    if (moe::within_noise(measured[i])) judged[i].ratio = 1.0;
+  const moe::HostCap cap = moe::derive_host_cap(judged);
 
   moe::TuneHost host;
   host.backend = "cpu";

@@ -13,7 +13,8 @@
 //     keep fused for large Dff only): the largest grid Dff if the geometric mean of the ratios
 //     is >= 1, else the smallest grid Dff - 1.
 //   The host cap is the smallest shape cap: fused runs only up to where it was at least as
-//   fast as the fallback for every measured shape.
+//   fast as the fallback for every measured shape. `moex tune` first counts every point whose
+//   ratio is within its run-to-run spread of 1.0 as a tie (ratio 1.0), so noise cannot set it.
 #pragma once
 
 #include <cstdint>
