@@ -52,9 +52,12 @@ const char* setting_source_name(SettingSource s);  // "flag", "env", "calibratio
 // Dff ~3260 (Din 4096, top-2) and ~11440 (Din 2048, top-8); the smallest, rounded down to a
 // multiple of 256. (The seed's 8192 came from a GB10 with MLX's kernels, BRIEF section 2.)
 inline constexpr int64_t kCudaDefaultMaxDff = 3072;
-// CPU: provisional. TODO(measure): set from a `moex bench-moe` sweep on the reference CPU
-// and cite its file under docs/benchmark_results/.
-inline constexpr int64_t kCpuDefaultMaxDff = 8192;
+// CPU: the 2-core AVX-512 development machine (docs/benchmark_results/cpu-moe-2026-11-29.md;
+// raw data benchmarks/cpu-2026-11-29/): `moex tune` found no Dff in 256..16384 where fused is
+// slower than the fallback beyond run-to-run noise, and the model-level sweep (Dff 768..14336)
+// tied at every point. Both paths read the same bytes with the same row kernels, so the cap
+// admits every measured Dff: the largest grid point.
+inline constexpr int64_t kCpuDefaultMaxDff = 16384;
 int64_t backend_default_max_dff(Backend b);
 // Largest accepted --max-dff / MOEX_FUSED_MOE_MAX_DFF / calibration cap.
 inline constexpr int64_t kMaxDffLimit = int64_t{1} << 20;

@@ -54,7 +54,7 @@ TEST(DispatchPolicy, DeclineTable) {
        },
        {R::kGroupSizeMismatch}},
       {"unstacked", [](DispatchInputs& in) { in.stacked = false; }, {R::kNotStacked}},
-      {"dff_above_default_cap", [](DispatchInputs& in) { in.dff = 14336; }, {R::kDffAboveCap}},
+      {"dff_above_default_cap", [](DispatchInputs& in) { in.dff = kCpuDefaultMaxDff + 64; }, {R::kDffAboveCap}},
       {"dff_at_cap", [](DispatchInputs& in) { in.dff = kCpuDefaultMaxDff; }, {}},
       {"off", [](DispatchInputs& in) { in.settings.mode = FusedMode::kOff; }, {R::kDisabled}},
       {"no_backend_kernel",

@@ -73,7 +73,7 @@ ShapeCrossover shape_crossover(const TuneShape& shape, std::vector<CalibrationPo
   if (all_win) {
     c.kind = CrossoverKind::kFusedWinsEverywhere;
     c.cap = hi;
-    c.text = str_cat("no crossover: fused wins everywhere up to ", hi);
+    c.text = str_cat("no crossover: fused wins or ties (within noise) everywhere up to ", hi);
   } else if (all_lose) {
     c.kind = CrossoverKind::kFusedLosesEverywhere;
     c.cap = below_all;
@@ -212,7 +212,7 @@ HostCap derive_host_cap(const std::vector<CalibrationPoint>& grid) {
     return c.kind == CrossoverKind::kFusedWinsEverywhere;
   });
   if (all_win) {
-    h.text = str_cat("cap ", h.cap, ": no crossover, fused wins everywhere up to ", h.cap,
+    h.text = str_cat("cap ", h.cap, ": no crossover, fused wins or ties (within noise) everywhere up to ", h.cap,
                      " for every shape (the cap is the largest grid point)");
   } else {
     h.text = str_cat("cap ", h.cap, ": the smallest shape cap, set by ", shape_label(lowest->shape),
