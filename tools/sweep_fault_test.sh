@@ -38,4 +38,13 @@ out=$(sweep --out "$work/killed.csv" --resume 2>/dev/null)
 check "resumed sweep has all 12 runs" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 12 ]'
 check "no run recorded twice" '[ $(cut -d, -f1,14,15 "$work/killed.csv" | sort | uniq -d | wc -l) -eq 0 ]'
 check "resume reported 4 resumed" 'grep -q "8 measured now, 4 resumed" <<<"$out"'
+# 5. A real sweep on two tiny checkpoints (built from presets by the sweep itself): every run
+#    valid, each arm ran only its own path, a computed verdict.
+out=$("$moex" sweep -m tiny-qwen3-moe,tiny-mixtral --models-dir "$work/models" --repeats 2 -n 8 \
+      --warmup-tokens 2 --threads 1 --out "$work/real.csv" 2>/dev/null)
+check "real sweep recorded 8 runs" '[ $(($(wc -l < "$work/real.csv") - 1)) -eq 8 ]'
+check "real sweep has no INVALID model" '! grep -q INVALID <<<"$out"'
+check "real sweep fused arm ran only fused calls" '[ $(awk -F, '"'"'NR>1 && $14=="fused" && $20!=0'"'"' "$work/real.csv" | wc -l) -eq 0 ]'
+check "real sweep fallback arm ran only fallback calls" '[ $(awk -F, '"'"'NR>1 && $14=="fallback" && $19!=0'"'"' "$work/real.csv" | wc -l) -eq 0 ]'
+check "real sweep printed a verdict" 'grep -q "^verdict vs cap" <<<"$out"'
 exit $fails
