@@ -10,5 +10,7 @@ model=models/qwen3-30b-a3b-L4
 if [ ! -f "$model/config.json" ]; then
   build/tools/moex make-model --preset qwen3-30b-a3b --layers 4 --out "$model"
 fi
-build/tools/moex inspect "$model" | head -40
+# The summary, without the per-tensor table (the full listing: build/tools/moex inspect DIR).
+build/tools/moex inspect "$model" > "$model.inspect.txt"
+grep -v -E '^  (model\.|lm_head)' "$model.inspect.txt"
 build/tools/moex bench-decode -m "$model" --fused both -n 64 --warmup-tokens 16 --repeats 3
