@@ -13,25 +13,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/testing/temp_dir.h"
 
 namespace moex::io::testing {
 
-class TempDir {
+// A temporary directory named moex_io_*.
+class TempDir : public moex::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "moex_io_XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : moex::testing::TempDir("moex_io") {}
 };
 
 // Replaces the file (unlink first: rewriting through truncation makes ext4 flush to disk).

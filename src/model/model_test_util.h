@@ -12,25 +12,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/testing/temp_dir.h"
 
 namespace moex::model::testing {
 
-class TempDir {
+// A temporary directory named moex_model_*.
+class TempDir : public moex::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "moex_model_XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : moex::testing::TempDir("moex_model") {}
 };
 
 inline std::string read_file(const std::string& path) {

@@ -30,14 +30,14 @@ TEST(SynthWeights, SameSeedSameBytesAnyChunking) {
   const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-qwen2-moe"), 0, {}, DType::BF16);
   SynthArgs a;
   a.seed = 7;
-  a.out_dir = tmp.sub("a");
+  a.out_dir = tmp.file("a");
   write_synthetic_checkpoint(plan, a);
   SynthArgs b = a;
-  b.out_dir = tmp.sub("b");
+  b.out_dir = tmp.file("b");
   b.chunk_values = 1000;  // many partial rows and chunks
   write_synthetic_checkpoint(plan, b);
   SynthArgs c = a;
-  c.out_dir = tmp.sub("c");
+  c.out_dir = tmp.file("c");
   c.seed = 8;
   write_synthetic_checkpoint(plan, c);
   const std::string ba = all_bytes(a.out_dir), bb = all_bytes(b.out_dir), bc = all_bytes(c.out_dir);
@@ -55,7 +55,7 @@ TEST(SynthWeights, ShardsHoldEveryPlannedTensor) {
   a.max_shard_bytes = 1 << 20;  // force several shards + index
   const SynthResult r = write_synthetic_checkpoint(plan, a);
   EXPECT_GE(r.shards, 3);
-  EXPECT_TRUE(fs::exists(tmp.sub("model.safetensors.index.json")));
+  EXPECT_TRUE(fs::exists(tmp.file("model.safetensors.index.json")));
   EXPECT_EQ(r.tensor_bytes, plan.total_bytes());
   const io::Checkpoint ck = io::Checkpoint::open(tmp.path());
   EXPECT_EQ(ck.size(), plan.tensors.size());

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/testing/temp_dir.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/checkpoint_plan.h"
@@ -25,21 +26,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Tmp {
+// A temporary directory named moex_engine_*.
+class Tmp : public moex::testing::TempDir {
  public:
-  Tmp() {
-    std::string t = (fs::temp_directory_path() / "moex_engine_XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp");
-    path_ = t;
-  }
-  ~Tmp() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string sub(const std::string& s) const { return path_ + "/" + s; }
-
- private:
-  std::string path_;
+  Tmp() : moex::testing::TempDir("moex_engine") {}
 };
 
 std::string make_tiny(const Tmp& tmp, const std::string& preset, const std::string& name,
@@ -47,7 +37,7 @@ std::string make_tiny(const Tmp& tmp, const std::string& preset, const std::stri
   const ModelPreset* p = find_preset(preset);
   EXPECT_NE(p, nullptr) << preset;
   SynthArgs args;
-  args.out_dir = tmp.sub(name);
+  args.out_dir = tmp.file(name);
   write_synthetic_checkpoint(plan_preset_checkpoint(*p, 0, SynthQuant{}, dtype), args);
   return args.out_dir;
 }
@@ -163,7 +153,7 @@ TEST(Engine, PathCountersFollowTheFusedSetting) {
 TEST(Engine, PerExpertLayoutIsStackedAtLoad) {
   Tmp tmp;
   const std::string dir = make_tiny(tmp, "tiny-olmoe", "stacked");
-  const std::string out = tmp.sub("per_expert");
+  const std::string out = tmp.file("per_expert");
   fs::create_directories(out);
   fs::copy_file(dir + "/config.json", out + "/config.json");
   auto src = io::SafetensorsFile::open(dir + "/model.safetensors");
@@ -204,7 +194,7 @@ TEST(Engine, PerExpertLayoutIsStackedAtLoad) {
 
 TEST(EngineErrors, BadDirectoriesAndConfigs) {
   Tmp tmp;
-  expect_error([&] { Engine::open(tmp.sub("does_not_exist"), {}); }, {"does_not_exist"});
+  expect_error([&] { Engine::open(tmp.file("does_not_exist"), {}); }, {"does_not_exist"});
   const std::string dir = make_tiny(tmp, "tiny-qwen3-moe", "q");
   auto j = read_config(dir);
 
