@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/testing/temp_dir.h"
 
 namespace moex::moe {
 namespace {
@@ -28,13 +29,6 @@ CalibrationEntry entry(std::string hw, int64_t cap, int threads = 2) {
   return e;
 }
 
-std::filesystem::path temp_dir() {
-  auto d = std::filesystem::temp_directory_path() /
-           ("moex_calibration_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d;
-}
-
 TEST(Calibration, RoundTripAndLookup) {
   CalibrationFile f;
   upsert_calibration(f, entry("cpu A", 4000));
@@ -42,7 +36,8 @@ TEST(Calibration, RoundTripAndLookup) {
   upsert_calibration(f, entry("cpu A", 5000));     // same key: replaced, not appended
   upsert_calibration(f, entry("cpu A", 7000, 1));  // other thread count: appended
   ASSERT_EQ(f.entries.size(), 3u);
-  const std::string path = (temp_dir() / "sub" / "calibration.json").string();
+  const moex::testing::TempDir tmp_dir("moex_calibration_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "sub" / "calibration.json").string();
   write_calibration(path, f);
   const CalibrationFile g = load_calibration(path);
   ASSERT_EQ(g.entries.size(), 3u);
@@ -57,7 +52,8 @@ TEST(Calibration, RoundTripAndLookup) {
 }
 
 TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
-  const auto dir = temp_dir();
+  const moex::testing::TempDir tmp_dir("moex_calibration_test");
+  const auto dir = std::filesystem::path(tmp_dir.path());
   ::unsetenv(kEnvCalibration);
   ::setenv("HOME", "/home/someone", 1);
   ::unsetenv("XDG_CACHE_HOME");

@@ -17,6 +17,7 @@
 #include "core/sysinfo.h"
 #include "moe/moe_block.h"
 #include "moe/synthetic_experts.h"
+#include "core/testing/temp_dir.h"
 
 namespace moex::moe {
 namespace {
@@ -126,14 +127,6 @@ TEST(TuneGrid, GridsSpanTheRequiredRange) {
   EXPECT_GT(tune_full_grid().size(), tune_quick_grid().size());
 }
 
-std::filesystem::path temp_dir(const char* name) {
-  auto d = std::filesystem::temp_directory_path() /
-           (std::string("moex_tune_test_") + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
-
 TuneHost test_host(std::string hw) {
   TuneHost h;
   h.hardware = std::move(hw);
@@ -145,7 +138,8 @@ TuneHost test_host(std::string hw) {
 }
 
 TEST(TuneCalibration, WriterUpsertsAndRoundTrips) {
-  const std::string path = (temp_dir("writer") / "sub" / "calibration.json").string();
+  const moex::testing::TempDir tmp_dir("moex_tune_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "sub" / "calibration.json").string();
   // Another backend's entry and another host's entry already in the file.
   CalibrationFile f;
   CalibrationEntry cuda;
@@ -187,7 +181,8 @@ TEST(TuneCalibration, WriterUpsertsAndRoundTrips) {
 }
 
 TEST(TuneCalibration, InvalidExistingFileIsNotOverwritten) {
-  const std::string path = (temp_dir("invalid") / "calibration.json").string();
+  const moex::testing::TempDir tmp_dir("moex_tune_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "calibration.json").string();
   { std::ofstream(path) << "{\"format\": \"something-else\"}"; }
   std::vector<CalibrationPoint> g;
   add_shape(g, 2048, 8, 4, {{512, 1.3}});
@@ -200,7 +195,7 @@ TEST(TuneCalibration, InvalidExistingFileIsNotOverwritten) {
   EXPECT_THROW(check_calibration_writable(""), Error);
   EXPECT_THROW(check_calibration_writable("/proc/moex_no_such_dir/calibration.json"), Error);
   // A writable new location passes and leaves nothing behind.
-  const std::string fresh = (temp_dir("fresh") / "a" / "calibration.json").string();
+  const std::string fresh = (std::filesystem::path(tmp_dir.path()) / "a" / "calibration.json").string();
   check_calibration_writable(fresh);
   EXPECT_FALSE(std::filesystem::exists(fresh));
   EXPECT_FALSE(std::filesystem::exists(fresh + ".tmp"));
@@ -238,7 +233,8 @@ TEST(TuneEndToEnd, TinyGridWritesALoadableCalibration) {
   EXPECT_GE(h.cap, 1);
   EXPECT_LE(h.cap, 256);
 
-  const std::string path = (temp_dir("e2e") / "calibration.json").string();
+  const moex::testing::TempDir tmp_dir("moex_tune_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "calibration.json").string();
   save_tune_entry(path, make_tune_entry(test_host("tiny host"), h, grid));
   const CalibrationFile back = load_calibration(path);
   ASSERT_EQ(back.entries.size(), 1u);
@@ -277,7 +273,8 @@ class ScopedEnv {
 };
 
 TEST(TuneCalibration, PolicyUsesTheCalibratedCapWithoutFlagOrEnv) {
-  const std::string path = (temp_dir("policy") / "calibration.json").string();
+  const moex::testing::TempDir tmp_dir("moex_tune_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "calibration.json").string();
   std::vector<CalibrationPoint> g;
   add_shape(g, 128, 2, 4, {{64, 1.2}, {128, 1.05}, {256, 0.95}});  // crossover 192
   const HostCap h = derive_host_cap(g);
