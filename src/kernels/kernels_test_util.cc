@@ -88,7 +88,7 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
       maxabs = std::fmax(maxabs, std::fabs(x[i]));
       qsum += q;
     }
-    quant_term += s * qsum * maxabs / (127.0 * 256.0);
+    quant_term += s * qsum * maxabs * kQuantizedXStep;
   }
   return 1e-6 * f32_terms + (kern.quantizes_x ? quant_term : 0.0) + 1e-30;
 }

@@ -13,6 +13,10 @@
 
 namespace moex::kernels {
 
+// Largest change a quantizing kernel makes to x_i, relative to max|x| over its run:
+// 1 / (127 * 65536), the finest of the three int8 levels (about 1.2e-7).
+inline constexpr double kQuantizedXStep = 1.0 / (127.0 * 65536.0);
+
 // Computes out[r - row_begin] = dot(dequant(row r of expert `expert`), x) for r in [row_begin,
 // row_end). `x` must have been prepared by the same kernel's prepare() for w->k and w->group_size.
 // Rows are processed in blocks that share x loads; every row's value is independent of the block
@@ -31,9 +35,9 @@ struct QdotKernel {
   const char* name;  // "qdot_rows_q4__avx512vnni": the test id, benchmark id and log name
   Isa isa;
   int bits;
-  // True when x is quantized (two-level int8, see qdot_avx512.cc): each x_i is replaced by
-  // x'_i with |x_i - x'_i| <= max|x over its run of 4-16 elements| / (127 * 256), so at most
-  // max|x in its group| / (127 * 256). False: x is used in f32.
+  // True when x is quantized (three-level int8, see qdot_avx512.cc): each x_i is replaced by
+  // x'_i with |x_i - x'_i| <= max|x over its run of 4-16 elements| * kQuantizedXStep, so at
+  // most max|x in its group| * kQuantizedXStep. False: x is used in f32.
   bool quantizes_x;
   // Bytes of one prepared vector of length k (a multiple of 64, so consecutive vectors stay
   // 64-byte aligned), and the preparation itself (dst 64-byte aligned, prepared_bytes long).

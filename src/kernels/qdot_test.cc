@@ -82,6 +82,10 @@ TEST(Qdot, FastKernelsMatchScalarReference) {
           // One group of zeros and one outlier exercise the per-group activation scale.
           if (k >= 2 * gs) std::fill(x.begin() + gs, x.begin() + 2 * gs, 0.f);
           x[0] = 40.f;
+          // Remainders of half a level step in the lane of x[0] (max 40): a quantizer that
+          // clamps the next level at 127 instead of carrying is off by 256 of its steps here.
+          x[1] = 40.f / 127.f * 50.5f;
+          x[2] = 40.f / 127.f * (-50.f - 100.5f / 256.f);
           PreparedVectors px, pr;
           px.prepare(kern, x.data(), 1, k, k, gs);
           pr.prepare(ref, x.data(), 1, k, k, gs);

@@ -98,7 +98,7 @@ TEST(Linear, QuantizedWeightsMatchTheirDequantizedValuesOnEveryIsa) {
         linear({.lin = &lin, .x = x.data(), .rows = rows, .out = out.data()});
         std::vector<double> ref, mag;
         reference(deq, x, bias.data(), n, k, rows, ref, mag);
-        // A kernel that quantizes x moves each x_i by at most max|x in its group| / (127*256)
+        // A kernel that quantizes x moves each x_i by at most max|x in its group| * kQuantizedXStep
         // (kernels/qdot.h): the output moves by at most sum_i |w_i| * that.
         std::vector<double> extra(ref.size(), 0.0);
         if (kernels::qdot_kernel(isa, bits).quantizes_x)
@@ -108,7 +108,7 @@ TEST(Linear, QuantizedWeightsMatchTheirDequantizedValuesOnEveryIsa) {
                 double xmax = 0;
                 for (int64_t j = i / gs * gs; j < (i / gs + 1) * gs; ++j)
                   xmax = std::max(xmax, double(std::fabs(x[t * k + j])));
-                extra[t * n + r] += std::fabs(deq[r * k + i]) * xmax / (127.0 * 256.0);
+                extra[t * n + r] += std::fabs(deq[r * k + i]) * xmax * kernels::kQuantizedXStep;
               }
         SCOPED_TRACE(::testing::Message() << isa_name(isa) << " bits " << bits << " gs " << gs
                                           << " sb " << dtype_name(sb));
