@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/isa.h"
 #include "core/parallel.h"
 #include "core/sysinfo.h"
@@ -34,8 +35,8 @@ uint64_t sum_words(const uint64_t* p, int64_t n) {
 
 // 256-bit loads, four independent accumulators (128 bytes per iteration). kPrefetch adds
 // software prefetch 2 KB ahead: on these VMs the hardware prefetcher alone leaves bandwidth
-// unused (2 threads: ~26.6 GB/s plain vs ~31.2 GB/s prefetched, measured 2026-11-29); the
-// kernels prefetch too, so the roofline must.
+// unused (2 threads, 4 KB pages: ~26.6 GB/s plain vs ~31.2 GB/s prefetched, measured
+// 2026-11-29); the kernels prefetch too, so the roofline must.
 template <bool kPrefetch>
 __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, int64_t n) {
   constexpr int64_t kAhead = 256;  // words
@@ -103,8 +104,9 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
   r.method = avx2 ? "avx2 loads with 2 KB software prefetch (best of it and plain loads)"
                  : "64-bit sums";
 
-  auto* buf = static_cast<uint64_t*>(std::aligned_alloc(4096, size_t(r.bytes)));
-  if (!buf) fail("read bandwidth probe: cannot allocate ", r.bytes, " bytes");
+  const int64_t huge_before = anon_huge_page_bytes();
+  HugeArray<uint64_t> owner = make_huge_array<uint64_t>(size_t(r.bytes) / 8, "read bandwidth probe");
+  uint64_t* buf = owner.get();
   const int64_t words = r.bytes / 8;
   const int saved_threads = num_threads();
   set_num_threads(r.threads);
@@ -116,6 +118,10 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
       for (int64_t i = b; i < e; ++i) buf[i] = uint64_t(i) * 0x9E3779B97F4A7C15ull;
     }
   });
+
+  const int64_t huge_after = anon_huge_page_bytes();
+  if (huge_before >= 0 && huge_after >= 0)
+    r.huge_page_fraction = std::min(1.0, double(huge_after - huge_before) / double(r.bytes));
 
   std::vector<double> gbps;
   volatile uint64_t sink = 0;
@@ -142,7 +148,7 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
   }
   (void)sink;
   set_num_threads(saved_threads);
-  std::free(buf);
+  owner.reset();
   std::sort(gbps.begin(), gbps.end());
   r.best_gbps = gbps.back();
   r.median_gbps = gbps[gbps.size() / 2];

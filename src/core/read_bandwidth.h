@@ -19,11 +19,15 @@ struct ReadBandwidthResult {
   int threads = 0;
   int passes = 0;
   const char* method = "";  // "avx2 loads" or "64-bit sums"
+  // Share of the buffer backed by 2 MB pages (AnonHugePages growth / bytes); -1 if unknown.
+  double huge_page_fraction = -1;
 };
 
 // Multi-threaded streaming read of a large, pre-touched buffer (each thread reads its own
 // contiguous slice with 256-bit loads when AVX2 is available, else vectorizable 64-bit
-// sums); the buffer is freed before returning. Throws Error if the buffer cannot be allocated.
+// sums); the buffer asks for huge pages (core/huge_pages.h), as the weight buffers do, so the
+// figure is what the memory delivers rather than what 4 KB page walks allow. The buffer is
+// freed before returning. Throws Error if the buffer cannot be allocated.
 ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args);
 
 // Size in bytes of the largest cache level (L3 usually), from sysfs; 0 if unknown.

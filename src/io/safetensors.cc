@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace moex::io {
 
@@ -51,6 +52,9 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   const int map_errno = errno;
   ::close(fd);
   if (map == MAP_FAILED) fail(where, ": mmap of ", size, " bytes failed (", std::strerror(map_errno), ")");
+  // Best effort: lets the kernel cache and map the weights in 2 MB folios where the file
+  // system supports them (reads from 4 KB pages are TLB-bound; core/huge_pages.h).
+  advise_huge_pages(map, size);
 
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;

@@ -9,7 +9,10 @@
 namespace moex::kernels {
 namespace {
 
-constexpr int64_t kSubRows = 64;  // gate/up rows per kernel call in stage A (stack scratch)
+// Gate/up rows per kernel call in stage A (stack scratch). Each call starts a new stream
+// whose first prefetch distance is fetched on demand: 512 rows instead of 64 measured +3-9%
+// at 1 thread (Qwen3 layer, huge pages, 2026-11-29).
+constexpr int64_t kSubRows = 512;
 
 struct FusedWorkspace {
   PreparedVectors x_up, x_gate;

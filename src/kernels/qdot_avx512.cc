@@ -1,11 +1,10 @@
-// AVX-512 VNNI row dot products (vpdpbusd: u8 weights x s8 activations). x is quantized in
-// runs of 4-16 elements (one int32 lane) to three int8 levels,
-// x ~= c * (65536*a1 + 256*a2 + a3) with c = max|x over the run| / (127*65536), so
-// |x - x'| <= c/2 (levels carry instead of clamping), about 2^-24 of the run's largest element: the
-// integer path is as accurate as f32 arithmetic. Then
-// sum (s*q + b) x = sum_lanes s*c*int_dot(q, 65536*a1 + 256*a2 + a3) + b * sum x (exact f32
-// group sums). Two levels (2^-16) measured 1e-4 normalized RMS against mx.gather_qmm; the third
-// level costs two more vpdpbusd per block, which streaming from memory hides (see README.md).
+// AVX-512 VNNI row dot products (vpdpbusd: u8 weights x s8 activations). x is quantized per
+// weight group to three int8 levels, x ~= c * (65536*a1 + 256*a2 + a3) with
+// c = max|x over the group| / (127*65536), so |x - x'| <= c/2 (levels carry instead of
+// clamping), about 2^-24 of the group's largest element: the integer path is as accurate as
+// f32 arithmetic. Then sum (s*q + b) x = sum_groups s*c*int_dot(q, 65536*a1 + 256*a2 + a3) +
+// b * sum x (exact f32 group sums), with s*c formed once per row and 16 groups. Two levels
+// (2^-16 of a 4-16 element run) measured 1e-4 normalized RMS against mx.gather_qmm (gate 1e-5).
 // GCC 12 reports false -Wmaybe-uninitialized inside its own AVX-512 headers (GCC bug 105593,
 // the intrinsics' undefined-value idiom); the pragma covers those headers only.
 #pragma GCC diagnostic push
@@ -34,7 +33,7 @@ constexpr int kLevels = 3;  // int8 activation levels
 
 template <int BITS>
 PreparedLayout layout_vnni(int64_t k, int group_size) {
-  return prepared_layout(k, group_size, Blk<BITS>::kElems, kLevels, 16);
+  return prepared_layout(k, group_size, Blk<BITS>::kElems, kLevels, true);
 }
 
 template <int BITS>
@@ -78,46 +77,37 @@ void permute_blocks(int8_t* a, int64_t k_pad) {
   }
 }
 
-// Every element gets the maximum over its aligned run of E elements (E = 4, 8 or 16).
-template <int E>
-inline __m512 run_max(__m512 m) {
-  m = _mm512_max_ps(m, _mm512_permute_ps(m, 0xB1));  // swap neighbours
-  m = _mm512_max_ps(m, _mm512_permute_ps(m, 0x4E));  // swap pairs
-  if constexpr (E >= 8) m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0xB1));
-  if constexpr (E >= 16) m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0x4E));
-  return m;
-}
-
-// Prepared vector: per weight group the f32 sum of x (for the bias term); per block and lane
-// the activation scale c = max|x over the lane's E elements| / (127*65536); a1, a2, a3 in block
-// order. Each level quantizes the remainder of the previous ones (fnmadd: one rounding), with
-// steps 65536c, 256c and c, so rounding in an earlier level is absorbed by the next.
+// Prepared vector: per weight group the f32 sum of x (for the bias term) and the activation
+// scale c = max|x over the group| / (127*65536); a1, a2, a3 in block order. Each level
+// quantizes the remainder of the previous ones (fnmadd: one rounding), with steps 65536c, 256c
+// and c, so rounding in an earlier level is absorbed by the next.
 template <int BITS>
 void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
-  constexpr int kB = Blk<BITS>::kElems, kLaneElems = kB / 16;
   const PreparedLayout L = layout_vnni<BITS>(k, group_size);
   char* base = static_cast<char*>(dst);
   float* xsum = reinterpret_cast<float*>(base + L.xsum);
   float* scale = reinterpret_cast<float*>(base + L.scale);
   int8_t* a1 = reinterpret_cast<int8_t*>(base + L.data);
   std::memset(xsum, 0, size_t(L.groups_pad) * 4);
+  std::memset(scale, 0, size_t(L.groups_pad) * 4);
   for (int64_t g = 0; g < L.groups; ++g) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int i = 0; i < group_size; i += 16)
-      sum = _mm512_add_ps(sum, _mm512_loadu_ps(x + g * group_size + i));
+    __m512 sum = _mm512_setzero_ps(), mx = sum;
+    for (int i = 0; i < group_size; i += 16) {
+      const __m512 v = _mm512_loadu_ps(x + g * group_size + i);
+      sum = _mm512_add_ps(sum, v);
+      mx = _mm512_max_ps(mx, _mm512_abs_ps(v));
+    }
     xsum[g] = _mm512_reduce_add_ps(sum);
+    scale[g] = _mm512_reduce_max_ps(mx) * (1.f / (127.f * 65536.f));
   }
   const __m512 lim = _mm512_set1_ps(127.f), neg_lim = _mm512_set1_ps(-128.f);
   const __m512 one = _mm512_set1_ps(1.f);
-  const __m512 inv_step = _mm512_set1_ps(1.f / (127.f * 65536.f));
   const __m512 k256 = _mm512_set1_ps(256.f), k65536 = _mm512_set1_ps(65536.f);
-  const __mmask16 lane_heads = kLaneElems == 4 ? 0x1111 : (kLaneElems == 8 ? 0x0101 : 0x0001);
   constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  for (int64_t i = 0; i < L.k_pad; i += 16) {  // elements past k read as 0
+  for (int64_t i = 0; i < L.k_pad; i += 16) {  // elements past k read as 0, with c = 0
     const __mmask16 m = __mmask16(k - i >= 16 ? 0xFFFF : (k - i > 0 ? (1u << (k - i)) - 1 : 0));
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 mx = run_max<kLaneElems>(_mm512_abs_ps(v));
-    const __m512 c = _mm512_mul_ps(mx, inv_step);
+    const __m512 c = _mm512_set1_ps(i < k ? scale[i / group_size] : 0.f);  // 16 | group size
     const __mmask16 nz = _mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_GT_OQ);
     // Steps 65536c, 256c, c and their reciprocals (powers of two apart: exact); a reciprocal's
     // rounding only moves a level by at most one, which the next level absorbs.
@@ -144,7 +134,6 @@ void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
     for (int l = 0; l < kLevels; ++l)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(a1 + l * L.k_pad + i),
                        _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(a[l])));
-    _mm512_mask_compressstoreu_ps(scale + i / kLaneElems, lane_heads, c);
   }
   for (int l = 0; l < kLevels; ++l) permute_blocks<BITS>(a1 + l * L.k_pad, L.k_pad);
 }
@@ -205,7 +194,10 @@ inline __m512 combine_levels(__m512i i1, __m512i i2, __m512i i3) {
   }
 }
 
-constexpr int kRows = 4;  // rows per block, sharing the x loads
+// Rows per block, sharing the x loads: 8 (measured +6% streaming at 1 thread over 4 on the
+// Qwen3 layer, 4-bit), 4 for 2-bit whose 12 x vectors leave too few registers for 8 rows.
+template <int BITS>
+constexpr int kRowsFor = Blk<BITS>::kVecs == 4 ? 4 : 8;
 // Measured on the 2-core Xeon (1 GB streams, 4-bit k = 768 and 2048): a far distance of one
 // 4-row block (2 KB at k = 768) gave 9.6 / 18.5 GB/s at 1 / 2 threads, >= 4-8 KB gave 11.7-12.2
 // / 22.8-23.9 (a plain AVX-512 read loop: 13.1 / 24.6); prefetching the far lines into L1
@@ -215,7 +207,7 @@ constexpr int64_t kPrefetchNear = 512;
 
 template <int BITS, int GS>
 void qdot_rows_vnni(const QdotRowsArgs& a) {
-  constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
+  constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs, kRows = kRowsFor<BITS>;
   const QuantWeightsView& w = *a.w;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = layout_vnni<BITS>(k, GS);
@@ -243,7 +235,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
     const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
     const uint8_t* wp[kRows];
     const char *sp[kRows], *bp[kRows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
       const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
@@ -251,7 +243,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
     }
     __m512 facc[kRows];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) facc[r] = _mm512_setzero_ps();
     for (int r = 0; r < kRows; ++r)
       for (int64_t o = 0; o < sb_row; o += 64) {
@@ -263,11 +255,12 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
       const __mmask16 gm = __mmask16(ng >= 16 ? 0xFFFF : (1u << ng) - 1);
       const __m512 xs = _mm512_loadu_ps(xsum + g0);
+      const __m512 xg = _mm512_loadu_ps(xscale + g0);
       alignas(64) float sbuf[kRows][16];
-      __m512 svec[kRows];
-#pragma GCC unroll 4
+      __m512 svec[kRows];  // weight scale x activation scale, per group
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
-        svec[r] = load_sb(sp[r], g0, gm, kind);
+        svec[r] = _mm512_mul_ps(load_sb(sp[r], g0, gm, kind), xg);
         _mm512_store_ps(sbuf[r], svec[r]);
         facc[r] = _mm512_fmadd_ps(load_sb(bp[r], g0, gm, kind), xs, facc[r]);
       }
@@ -275,15 +268,14 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       for (int64_t eb = e0; eb < e1; eb += kB) {
         const __mmask64 m = k - eb >= kB ? block_mask : byte_mask((k - eb) * BITS / 8);  // row tail
         __m512i x1[kV], x2[kV], x3[kV];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < kV; ++t) {
           x1[t] = _mm512_load_si512(a1 + eb + 64 * t);
           x2[t] = _mm512_load_si512(a2 + eb + 64 * t);
           x3[t] = _mm512_load_si512(a3 + eb + 64 * t);
         }
-        const __m512 xc = _mm512_load_ps(xscale + eb / kB * 16);
         const int64_t gi = (eb - e0) / GS;  // first group of the block within the chunk
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
           __m512i u[kV];
           const char* wb = reinterpret_cast<const char*>(wp[r] + eb * BITS / 8);
@@ -291,7 +283,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
           _mm_prefetch(wb + kPrefetchNear, _MM_HINT_T0);
           unpack(wp[r] + eb * BITS / 8, m, u);
           __m512i i1 = _mm512_setzero_si512(), i2 = i1, i3 = i1;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int t = 0; t < kV; ++t) {
             i1 = _mm512_dpbusd_epi32(i1, u[t], x1[t]);
             i2 = _mm512_dpbusd_epi32(i2, u[t], x2[t]);
@@ -302,11 +294,11 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
               G == 1 ? _mm512_set1_ps(sbuf[r][gi])
                      : _mm512_permutexvar_ps(
                            _mm512_add_epi32(lane_group, _mm512_set1_epi32(int(gi))), svec[r]);
-          facc[r] = _mm512_fmadd_ps(acc, _mm512_mul_ps(s, xc), facc[r]);
+          facc[r] = _mm512_fmadd_ps(acc, s, facc[r]);
         }
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = _mm512_reduce_add_ps(facc[r]);
   }
 }

@@ -18,8 +18,8 @@ struct PreparedLayout {
   int64_t groups_pad = 0;  // groups rounded up to 16, plus 16 (vector reads past the end)
   int64_t k_pad = 0;       // k rounded up to the variant's block
   size_t xsum = 0;         // f32 [groups_pad]: sum of x over each group (zero padded)
-  size_t scale = 0;        // f32 [scale_floats]: activation scales (quantizing variants)
-  size_t data = 0;         // f32 [k_pad] or int8 2 x [k_pad]: x in the variant's block order
+  size_t scale = 0;        // f32 [groups_pad]: activation scales per group (quantizing variants)
+  size_t data = 0;         // f32 [k_pad] or int8 3 x [k_pad]: x in the variant's block order
   size_t total = 0;        // multiple of 64
 };
 
@@ -29,17 +29,17 @@ namespace {
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// block: elements per SIMD block; elem_bytes: bytes of x data per element; scales_per_block:
-// activation scales stored per block (0 for variants that keep x in f32).
+// block: elements per SIMD block; elem_bytes: bytes of x data per element; group_scales: an
+// activation scale per group is stored (false for variants that keep x in f32).
 inline PreparedLayout prepared_layout(int64_t k, int group_size, int64_t block, size_t elem_bytes,
-                                      int64_t scales_per_block = 0) {
+                                      bool group_scales = false) {
   PreparedLayout p;
   p.groups = k / group_size;
   p.groups_pad = round_up(p.groups, 16) + 16;
   p.k_pad = round_up(k, block);
   p.xsum = 0;
   p.scale = size_t(round_up(p.groups_pad * 4, 64));
-  p.data = p.scale + size_t(round_up(p.k_pad / block * scales_per_block * 4, 64));
+  p.data = p.scale + size_t(group_scales ? round_up(p.groups_pad * 4, 64) : 0);
   p.total = size_t(round_up(int64_t(p.data + size_t(p.k_pad) * elem_bytes), 64));
   return p;
 }

@@ -64,9 +64,9 @@ void SyntheticExperts::fill(kernels::QuantWeightsView& v, Buffers& b, int bits, 
   const int64_t wbytes = e * n * v.row_bytes();
   const int64_t groups = e * n * v.groups_per_row();
   const size_t es = dtype_size(args_.sb_dtype);
-  b.w.reset(new uint8_t[size_t(wbytes)]);
-  b.scales.reset(new uint8_t[size_t(groups) * es]);
-  b.biases.reset(new uint8_t[size_t(groups) * es]);
+  b.w = make_huge_array<uint8_t>(size_t(wbytes), "synthetic expert weights");
+  b.scales = make_huge_array<uint8_t>(size_t(groups) * es, "synthetic expert scales");
+  b.biases = make_huge_array<uint8_t>(size_t(groups) * es, "synthetic expert biases");
   fill_random_bytes(b.w.get(), wbytes, seed);
   // w = s*q + b with q uniform on [0, 2^bits): mean s*(2^bits-1)/2 + b, spread ~ s*2^bits/sqrt(12).
   // Target per-weight std 1/sqrt(k) (unit-variance outputs), jittered +-25% per group, and a

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/dtype.h"
+#include "core/huge_pages.h"
 #include "kernels/moe_contract.h"
 
 namespace moex::moe {
@@ -32,8 +33,8 @@ class SyntheticExperts {
   int64_t total_bytes() const { return expert_bytes_ * view_.up.experts; }
 
  private:
-  struct Buffers {
-    std::unique_ptr<uint8_t[]> w, scales, biases;
+  struct Buffers {  // huge-page backed, as a weight pool should be (core/huge_pages.h)
+    HugeArray<uint8_t> w, scales, biases;
   };
   void fill(kernels::QuantWeightsView& v, Buffers& b, int bits, int group_size, int64_t n,
             int64_t k, uint64_t seed);

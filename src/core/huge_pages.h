@@ -1,0 +1,38 @@
+// Transparent huge pages for the large read-mostly buffers (expert weights, the bandwidth
+// probe). On the development VM a streaming read of 4 KB pages is TLB-bound: 2 threads read
+// ~27.5 GB/s from 4 KB pages and ~37.6 GB/s from 2 MB pages (docs/benchmark_results/
+// cpu-moe-2026-11-29.md), and the system setting there is `madvise`, so a buffer only gets
+// huge pages when it asks for them before its first touch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace moex {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Best effort: madvise(MADV_HUGEPAGE) over the whole 2 MB pages inside [p, p + bytes). For a
+// file mapping this only changes how the kernel sizes its page-cache folios. Returns whether
+// the kernel accepted the advice (false for empty ranges or kernels without THP).
+bool advise_huge_pages(const void* p, size_t bytes);
+
+struct FreeDeleter {
+  void operator()(void* p) const;
+};
+template <typename T>
+using HugeArray = std::unique_ptr<T[], FreeDeleter>;
+
+// Uninitialized heap block of `bytes` (rounded up to 2 MB), 2 MB aligned, huge pages advised
+// before anything touches it. Throws moex::Error naming `what` when the allocation fails.
+void* alloc_huge(size_t bytes, const char* what);
+template <typename T>
+HugeArray<T> make_huge_array(size_t count, const char* what) {
+  return HugeArray<T>(static_cast<T*>(alloc_huge(count * sizeof(T), what)));
+}
+
+// AnonHugePages of this process in bytes (/proc/self/smaps_rollup), -1 when unreadable.
+int64_t anon_huge_page_bytes();
+
+}  // namespace moex
