@@ -181,16 +181,29 @@ inline __mmask64 byte_mask(int64_t bytes) {
   return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
 }
 
-// 65536*i1 + 256*i2 + i3 as f32. Each lane sums 4*kVecs products q*a with |a| <= 128, so
-// |i1| <= 4*kVecs*(2^BITS - 1)*128: the whole sum fits int32 up to 6 bits (6-bit: 2.12e9 <
-// 2^31) and is converted once; for 8 bits 256*i1 + i2 fits and the rest is added in f32.
-template <int BITS>
-inline __m512 combine_levels(__m512i i1, __m512i i2, __m512i i3) {
-  const __m512i i12 = _mm512_add_epi32(_mm512_slli_epi32(i1, 8), i2);
+// sum over the lane of q * (65536*a1 + 256*a2 + a3) as f32, for the kVecs vectors of one
+// block. Horner form: vpdpbusd accumulates level l + 1 into the shifted sum of levels <= l, so
+// no separate adds. Each lane sums 4*kVecs products q*a with |a| <= 128, so the partial sum of
+// level 1 is at most 4*kVecs*(2^BITS - 1)*128: the whole sum fits int32 up to 6 bits (6-bit:
+// 2.12e9 < 2^31); for 8 bits 256*i1 + i2 fits and a3's sum is added in f32.
+template <int BITS, int kV>
+inline __m512 level_dot(const __m512i* u, const __m512i* x1, const __m512i* x2, const __m512i* x3) {
+  __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x1[t]);
+  acc = _mm512_slli_epi32(acc, 8);
+#pragma GCC unroll 8
+  for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x2[t]);
   if constexpr (BITS <= 6) {
-    return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(i12, 8), i3));
+    acc = _mm512_slli_epi32(acc, 8);
+#pragma GCC unroll 8
+    for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x3[t]);
+    return _mm512_cvtepi32_ps(acc);
   } else {
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(i12), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(i3));
+    __m512i i3 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int t = 0; t < kV; ++t) i3 = _mm512_dpbusd_epi32(i3, u[t], x3[t]);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(i3));
   }
 }
 
@@ -282,14 +295,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
           _mm_prefetch(wb + pf_far, _MM_HINT_T1);
           _mm_prefetch(wb + kPrefetchNear, _MM_HINT_T0);
           unpack(wp[r] + eb * BITS / 8, m, u);
-          __m512i i1 = _mm512_setzero_si512(), i2 = i1, i3 = i1;
-#pragma GCC unroll 8
-          for (int t = 0; t < kV; ++t) {
-            i1 = _mm512_dpbusd_epi32(i1, u[t], x1[t]);
-            i2 = _mm512_dpbusd_epi32(i2, u[t], x2[t]);
-            i3 = _mm512_dpbusd_epi32(i3, u[t], x3[t]);
-          }
-          const __m512 acc = combine_levels<BITS>(i1, i2, i3);
+          const __m512 acc = level_dot<BITS, kV>(u, x1, x2, x3);
           const __m512 s =
               G == 1 ? _mm512_set1_ps(sbuf[r][gi])
                      : _mm512_permutexvar_ps(
