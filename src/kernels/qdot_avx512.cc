@@ -189,28 +189,29 @@ inline __mmask64 byte_mask(int64_t bytes) {
 template <int BITS, int kV>
 inline __m512 level_dot(const __m512i* u, const __m512i* x1, const __m512i* x2, const __m512i* x3) {
   __m512i acc = _mm512_setzero_si512();
-#pragma GCC unroll 8
+#pragma GCC unroll 4
   for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x1[t]);
   acc = _mm512_slli_epi32(acc, 8);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
   for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x2[t]);
   if constexpr (BITS <= 6) {
     acc = _mm512_slli_epi32(acc, 8);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x3[t]);
     return _mm512_cvtepi32_ps(acc);
   } else {
     __m512i i3 = _mm512_setzero_si512();
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int t = 0; t < kV; ++t) i3 = _mm512_dpbusd_epi32(i3, u[t], x3[t]);
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(i3));
   }
 }
 
-// Rows per block, sharing the x loads: 8 (measured +6% streaming at 1 thread over 4 on the
-// Qwen3 layer, 4-bit), 4 for 2-bit whose 12 x vectors leave too few registers for 8 rows.
-template <int BITS>
-constexpr int kRowsFor = Blk<BITS>::kVecs == 4 ? 4 : 8;
+// Rows per block, sharing the x loads. 8 rows ran +6% at 1 thread in kernels_bench, but
+// bench-moe at 2 threads on huge pages measured 4 rows ahead (qwen3 27.7-28.1 vs 26.7-27.0
+// GB/s, lfm2 27.6-29.1 vs 25.9-27.2, phi equal; 2026-11-29): 8 concurrent row streams read
+// DRAM worse than 4 on this machine (a pure read of the same pattern: 14.7 vs 20.4 GB/s).
+constexpr int kRows = 4;
 // Measured on the 2-core Xeon (1 GB streams, 4-bit k = 768 and 2048): a far distance of one
 // 4-row block (2 KB at k = 768) gave 9.6 / 18.5 GB/s at 1 / 2 threads, >= 4-8 KB gave 11.7-12.2
 // / 22.8-23.9 (a plain AVX-512 read loop: 13.1 / 24.6); prefetching the far lines into L1
@@ -220,7 +221,7 @@ constexpr int64_t kPrefetchNear = 512;
 
 template <int BITS, int GS>
 void qdot_rows_vnni(const QdotRowsArgs& a) {
-  constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs, kRows = kRowsFor<BITS>;
+  constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
   const QuantWeightsView& w = *a.w;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = layout_vnni<BITS>(k, GS);
@@ -248,7 +249,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
     const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
     const uint8_t* wp[kRows];
     const char *sp[kRows], *bp[kRows];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
       const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
@@ -256,7 +257,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
     }
     __m512 facc[kRows];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) facc[r] = _mm512_setzero_ps();
     for (int r = 0; r < kRows; ++r)
       for (int64_t o = 0; o < sb_row; o += 64) {
@@ -271,7 +272,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       const __m512 xg = _mm512_loadu_ps(xscale + g0);
       alignas(64) float sbuf[kRows][16];
       __m512 svec[kRows];  // weight scale x activation scale, per group
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         svec[r] = _mm512_mul_ps(load_sb(sp[r], g0, gm, kind), xg);
         _mm512_store_ps(sbuf[r], svec[r]);
@@ -281,14 +282,14 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       for (int64_t eb = e0; eb < e1; eb += kB) {
         const __mmask64 m = k - eb >= kB ? block_mask : byte_mask((k - eb) * BITS / 8);  // row tail
         __m512i x1[kV], x2[kV], x3[kV];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int t = 0; t < kV; ++t) {
           x1[t] = _mm512_load_si512(a1 + eb + 64 * t);
           x2[t] = _mm512_load_si512(a2 + eb + 64 * t);
           x3[t] = _mm512_load_si512(a3 + eb + 64 * t);
         }
         const int64_t gi = (eb - e0) / GS;  // first group of the block within the chunk
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
           __m512i u[kV];
           const char* wb = reinterpret_cast<const char*>(wp[r] + eb * BITS / 8);
@@ -304,7 +305,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
         }
       }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = _mm512_reduce_add_ps(facc[r]);
   }
 }
