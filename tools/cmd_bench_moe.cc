@@ -1,11 +1,13 @@
 // `moex bench-moe`: one MoE layer's expert FFN at decode (M = 1), fused kernel vs gather_qmm
 // fallback, interleaved in one process over a weight pool larger than the caches, reported
 // as us/layer, GB/s of weight bytes read and the fraction of the measured read bandwidth.
+// --backend cuda times the CUDA kernels instead (tools/util_cuda_bench.cc).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -19,13 +21,14 @@
 #include "moe/moe_bench.h"
 #include "quant/format.h"
 #include "tools/command.h"
+#include "tools/util_cuda_bench.h"
 #include "tools/util_report.h"
 
 namespace moex::tools {
 namespace {
 
 struct BenchMoeOptions {
-  std::string preset, shape, bits = "4", down_bits, group_size = "64", threads, isa, repeats = "5",
+  std::string preset, shape, bits = "4", down_bits, group_size = "64", threads, isa, repeats,
                              layers_cycle, output = "md", backend = "cpu";
 };
 
@@ -70,10 +73,15 @@ Shape parse_shape(const BenchMoeOptions& o) {
 int run_bench_moe(const BenchMoeOptions& o) {
   const ReportFormat format = parse_report_format(o.output, "-o");
   const Shape shape = parse_shape(o);
-  if (moe::parse_backend(o.backend, "--backend") == moe::Backend::kCuda)
-    fail(
-        "--backend cuda: CUDA backend not built into bench-moe (reserved for a later issue); "
-        "use --backend cpu");
+  const bool cuda = moe::parse_backend(o.backend, "--backend") == moe::Backend::kCuda;
+  if (cuda) {
+    const std::pair<const char*, std::string> cpu_only[] = {
+        {"--threads", o.threads}, {"--isa", o.isa}, {"--layers-cycle", o.layers_cycle}};
+    for (const auto& [flag, value] : cpu_only)
+      if (!value.empty())
+        fail("bench-moe: ", flag, " is a CPU flag; it cannot be used with --backend cuda");
+    if (!cuda_built_in()) require_cuda_device("bench-moe");  // throws: built without CUDA
+  }
   const int bits = int(parse_int_strict(o.bits, "--bits", 2, 8));
   const int down_bits =
       o.down_bits.empty() ? bits : int(parse_int_strict(o.down_bits, "--down-bits", 2, 8));
@@ -85,7 +93,25 @@ int run_bench_moe(const BenchMoeOptions& o) {
   if (shape.hidden % group_size || shape.dff % group_size)
     fail("bench-moe: hidden ", shape.hidden, " and dff ", shape.dff,
          " must both be multiples of the group size ", group_size);
-  const int repeats = int(parse_int_strict(o.repeats, "--repeats", 1, 100000));
+  const int repeats = o.repeats.empty()
+                          ? (cuda ? 15 : 5)
+                          : int(parse_int_strict(o.repeats, "--repeats", 1, 100000));
+  if (cuda) {
+    CudaBenchMoeArgs ca;
+    ca.label = shape.label;
+    ca.hidden = shape.hidden;
+    ca.dff = shape.dff;
+    ca.experts = shape.experts;
+    ca.top_k = shape.top_k;
+    ca.act = shape.act;
+    ca.bits = bits;
+    ca.down_bits = down_bits;
+    ca.group_size = group_size;
+    ca.repeats = repeats;
+    ca.format = format;
+    ca.note = shape.note;
+    return run_bench_moe_cuda(ca);
+  }
   if (!o.threads.empty()) set_num_threads(int(parse_int_strict(o.threads, "--threads", 1, 4096)));
   if (!o.isa.empty()) set_active_isa(parse_isa(o.isa, "--isa"));
   const int threads = num_threads();
@@ -207,13 +233,14 @@ std::function<int()> setup(CLI::App& sub) {
   sub.add_option("--bits", o->bits, "gate/up bits (2,3,4,5,6,8; default 4)");
   sub.add_option("--down-bits", o->down_bits, "down-projection bits (default: --bits)");
   sub.add_option("--group-size", o->group_size, "quantization group size (32, 64, 128)");
-  sub.add_option("--threads", o->threads, "threads (default: all cores)");
-  sub.add_option("--isa", o->isa, "scalar | avx2 | avx512");
-  sub.add_option("--repeats", o->repeats, "timed passes per path (default 5)");
+  sub.add_option("--threads", o->threads, "threads (default: all cores; cpu only)");
+  sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (cpu only)");
+  sub.add_option("--repeats", o->repeats, "timed passes per path (default: cpu 5, cuda 15)");
   sub.add_option("--layers-cycle", o->layers_cycle,
-                 "layers of distinct weights to cycle (default: enough for max(2 GB, 4 x L3))");
+                 "layers of distinct weights to cycle (default: enough for max(2 GB, 4 x L3); "
+                 "cpu only)");
   sub.add_option("-o,--output", o->output, "md | csv | json");
-  sub.add_option("--backend", o->backend, "cpu (cuda reserved)");
+  sub.add_option("--backend", o->backend, "cpu | cuda (default cpu)");
   return [o] { return run_bench_moe(*o); };
 }
 

@@ -388,6 +388,8 @@ DffSweepResult sweep_dff(const BenchMoeShape& base, const std::vector<int64_t>& 
     p.ratio = r.ratio;
     p.fused_gbps = r.fused_gbps;
     p.fallback_gbps = r.fallback_gbps;
+    p.fused_spread = (r.fused.max_us - r.fused.min_us) / r.fused.median_us;
+    p.fallback_spread = (r.fallback.max_us - r.fallback.min_us) / r.fallback.median_us;
     res.points.push_back(p);
   }
   if (opt.measure_copy) res.copy_gbps = measure_copy_bandwidth_gbps(opt.copy_bytes, opt.repeats);

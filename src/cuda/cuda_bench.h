@@ -77,6 +77,7 @@ std::vector<int64_t> default_dff_grid();
 struct DffSweepPoint {
   int64_t dff = 0;
   double fused_us = 0, fallback_us = 0, ratio = 0, fused_gbps = 0, fallback_gbps = 0;
+  double fused_spread = 0, fallback_spread = 0;  // (max - min) / median over the repeats
 };
 struct DffSweepResult {
   std::string device;

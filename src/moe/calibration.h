@@ -3,7 +3,7 @@
 // default) and written by the tune command. Format "moex-calibration/1" (JSON):
 //   {"format": "moex-calibration/1",
 //    "entries": [{"backend": "cpu"|"cuda", "hardware": "<cpu model or GPU name>",
-//                 "threads": int >= 1, "isa": "scalar"|"avx2"|"avx512"|"<gpu arch>",
+//                 "threads": int >= 1 (1 for cuda), "isa": "scalar"|"avx2"|"avx512"|"sm_NN",
 //                 "cap": int in [1, 2^20], "moex_commit": str, "date": "YYYY-MM-DDTHH:MM:SSZ",
 //                 "grid": [{"hidden", "dff", "top_k", "bits": ints >= 1,
 //                           "fused_us", "fallback_us": > 0, "ratio": fallback_us / fused_us

@@ -221,6 +221,13 @@ HostCap derive_host_cap(const std::vector<CalibrationPoint>& grid) {
   return h;
 }
 
+HostCap derive_host_cap_with_ties(const std::vector<TunePoint>& measured) {
+  std::vector<CalibrationPoint> judged = calibration_points(measured);
+  for (size_t i = 0; i < judged.size(); ++i)
+    if (within_noise(measured[i])) judged[i].ratio = 1.0;
+  return derive_host_cap(judged);
+}
+
 CalibrationEntry make_tune_entry(const TuneHost& host, const HostCap& cap,
                                  std::vector<CalibrationPoint> grid) {
   CalibrationEntry e;

@@ -93,12 +93,17 @@ struct HostCap {
 // a non-positive ratio or a Dff repeated within a shape.
 HostCap derive_host_cap(const std::vector<CalibrationPoint>& grid);
 
+// derive_host_cap over measured points, each point within noise (within_noise) counted as a
+// tie (ratio 1.0) so that noise alone never lowers the cap: the rule `moex tune` applies on
+// every backend. The calibration file keeps the measured ratios (calibration_points).
+HostCap derive_host_cap_with_ties(const std::vector<TunePoint>& measured);
+
 // Provenance of a tune run, for its calibration entry.
 struct TuneHost {
   std::string backend = "cpu";
-  std::string hardware;  // cpu_model_name()
-  int threads = 1;
-  std::string isa;
+  std::string hardware;  // cpu_model_name(), or the CUDA device name
+  int threads = 1;       // CPU threads; 1 for cuda
+  std::string isa;       // the CPU ISA, or the GPU architecture ("sm_90")
   std::string moex_commit;
   std::string date;  // utc_date_time()
 };

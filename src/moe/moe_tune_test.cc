@@ -1,6 +1,6 @@
 // tune: the cap derivation on synthetic ratio tables, the calibration round trip through its
 // writer, a tiny end-to-end grid, and the dispatch policy picking the calibrated cap up
-// through MOEX_CALIBRATION when no flag or environment cap is given.
+// through MOEX_CALIBRATION when no flag or environment cap is given, per backend and hardware.
 #include "moe/moe_tune.h"
 
 #include <gtest/gtest.h>
@@ -111,6 +111,24 @@ TEST(TuneGrid, WithinNoiseComparesTheRatioWithTheSpread) {
   p.fallback_spread = 0.0;
   p.point.ratio = 1.015;
   EXPECT_FALSE(within_noise(p));
+}
+
+TEST(TuneCap, PointsWithinNoiseAreTiesAndNeverLowerTheCap) {
+  // 0.98 at Dff 1024 is within its 5% spread: a tie, so the crossing moves from between 512
+  // and 1024 (977 by the raw ratios) to between 1024 and 2048 (1024 exactly).
+  std::vector<TunePoint> m(3);
+  const double ratios[] = {1.2, 0.98, 0.7}, spreads[] = {0.01, 0.05, 0.01};
+  const int64_t dffs[] = {512, 1024, 2048};
+  for (int i = 0; i < 3; ++i) {
+    m[i].point = {2048, dffs[i], 8, 4, 100.0, 100.0 * ratios[i], ratios[i]};
+    m[i].fused_spread = spreads[i];
+  }
+  EXPECT_EQ(derive_host_cap(calibration_points(m)).cap, 977);
+  const HostCap h = derive_host_cap_with_ties(m);
+  EXPECT_EQ(h.cap, 1024);
+  ASSERT_EQ(h.shapes.size(), 1u);
+  EXPECT_EQ(h.shapes[0].below_dff, 1024);
+  EXPECT_DOUBLE_EQ(calibration_points(m)[1].ratio, 0.98);  // the file keeps the measurement
 }
 
 TEST(TuneGrid, GridsSpanTheRequiredRange) {
@@ -323,6 +341,63 @@ TEST(TuneCalibration, PolicyUsesTheCalibratedCapWithoutFlagOrEnv) {
   EXPECT_EQ(d.cap, 4096);
   EXPECT_EQ(d.cap_source, CapSource::kEnv);
   EXPECT_EQ(d.path, Path::kFused);
+}
+
+// A `moex tune --backend cuda` entry (backend cuda, hardware = the device name) sets the cap
+// of backend cuda on that device only: the CPU entry in the same file and other devices keep
+// theirs. (No device is needed: the policy is pure and the file is written here.)
+TEST(TuneCalibration, CudaEntrySetsTheCudaCapOfItsDeviceOnly) {
+  const moex::testing::TempDir tmp_dir("moex_tune_test");
+  const std::string path = (std::filesystem::path(tmp_dir.path()) / "calibration.json").string();
+  std::vector<CalibrationPoint> cpu_grid, gpu_grid;
+  add_shape(cpu_grid, 2048, 8, 4, {{4096, 1.1}, {6144, 0.9}});  // crossover 5120
+  add_shape(gpu_grid, 2048, 8, 4, {{2048, 1.2}, {3072, 0.8}});  // crossover 2560
+  const HostCap cpu_cap = derive_host_cap(cpu_grid), gpu_cap = derive_host_cap(gpu_grid);
+  ASSERT_EQ(cpu_cap.cap, 5120);
+  ASSERT_EQ(gpu_cap.cap, 2560);
+  save_tune_entry(path, make_tune_entry(test_host("cpu X"), cpu_cap, cpu_grid));
+  TuneHost gpu = test_host("NVIDIA H200");
+  gpu.backend = "cuda";
+  gpu.threads = 1;
+  gpu.isa = "sm_90";
+  save_tune_entry(path, make_tune_entry(gpu, gpu_cap, gpu_grid));
+  ASSERT_EQ(load_calibration(path).entries.size(), 2u);
+
+  ScopedEnv cal(kEnvCalibration, path.c_str());
+  ScopedEnv no_cap(kEnvFusedMoeMaxDff, nullptr);
+  ScopedEnv no_mode(kEnvFusedMoe, nullptr);
+  auto decide = [](Backend backend, const std::string& hardware, int64_t dff) {
+    DispatchInputs in;
+    in.dff = dff;
+    in.din = 2048;
+    in.top_k = 8;
+    in.backend = backend;
+    in.settings = resolve_fused_settings(with_environment({}));
+    in.calibration = load_calibrated_cap(backend, hardware);
+    return decide_path(in);
+  };
+  // cuda on the tuned device: the calibrated cap decides (2560 fused, 2624 falls back).
+  const DispatchDecision at = decide(Backend::kCuda, "NVIDIA H200", 2560);
+  EXPECT_EQ(at.path, Path::kFused) << at.explanation();
+  EXPECT_EQ(at.cap, 2560);
+  EXPECT_EQ(at.cap_source, CapSource::kCalibration);
+  EXPECT_NE(at.explanation().find(path), std::string::npos) << at.explanation();
+  const DispatchDecision above = decide(Backend::kCuda, "NVIDIA H200", 2624);
+  EXPECT_EQ(above.path, Path::kFallback);
+  EXPECT_TRUE(above.declined_for(DeclineReason::kDffAboveCap));
+  // cpu keeps its own entry; the cuda entry is no cpu calibration, even under the GPU's name.
+  const DispatchDecision cpu = decide(Backend::kCpu, "cpu X", 2624);
+  EXPECT_EQ(cpu.path, Path::kFused);
+  EXPECT_EQ(cpu.cap, 5120);
+  EXPECT_EQ(cpu.cap_source, CapSource::kCalibration);
+  const DispatchDecision cpu_named_gpu = decide(Backend::kCpu, "NVIDIA H200", 2624);
+  EXPECT_EQ(cpu_named_gpu.cap, kCpuDefaultMaxDff);
+  EXPECT_EQ(cpu_named_gpu.cap_source, CapSource::kBackendDefault);
+  // Another GPU without an entry gets the cuda default.
+  const DispatchDecision other = decide(Backend::kCuda, "NVIDIA GB10", 2624);
+  EXPECT_EQ(other.cap, kCudaDefaultMaxDff);
+  EXPECT_EQ(other.cap_source, CapSource::kBackendDefault);
+  EXPECT_EQ(other.path, Path::kFused);
 }
 
 }  // namespace
