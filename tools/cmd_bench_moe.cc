@@ -197,6 +197,8 @@ int run_bench_moe(const BenchMoeOptions& o) {
       {"read_bw_median_gbps", number_cell(bw.median_gbps, 2)},
       {"read_bw_method",
        text_cell(str_cat(bw.method, ", ", bw.bytes / 1e9, " GB, best of ", bw.passes))},
+      {"read_bw_huge_page_fraction", number_cell(bw.huge_page_fraction, 2)},
+      {"weight_pool_huge_page_fraction", number_cell(res.pool_huge_page_fraction, 2)},
       {"repeats", integer_cell(repeats)},
       {"expert_usage_min_max_expected",
        text_cell(str_cat(res.usage_min, " / ", res.usage_max, " / ", res.usage_expected))},

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/isa.h"
 #include "core/sysinfo.h"
 #include "kernels/moe_kernels.h"
@@ -119,6 +120,7 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
 
   log(str_cat("building ", layers, " layers of random ", shape.bits, "-bit experts (",
               format_gb("%.2f", double(args.plan.pool_bytes) / 1e9), " GB)..."));
+  const int64_t huge_before = anon_huge_page_bytes();
   std::vector<std::unique_ptr<SyntheticExperts>> weights;
   std::vector<MoeBlock> fused_blocks, fallback_blocks;
   MoePolicy on, off;
@@ -133,6 +135,11 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
     fused_blocks.emplace_back(layer, on);
     fallback_blocks.emplace_back(layer, off);
   }
+  const int64_t huge_after = anon_huge_page_bytes();
+  double pool_huge_page_fraction = -1;
+  if (huge_before >= 0 && huge_after >= 0)
+    pool_huge_page_fraction =
+        std::min(1.0, double(huge_after - huge_before) / double(args.plan.pool_bytes));
   if (weights[0]->expert_bytes() != args.plan.expert_bytes)
     fail(ctx, ": planned ", args.plan.expert_bytes, " bytes per expert but built ",
          weights[0]->expert_bytes());
@@ -141,6 +148,7 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
          fused_blocks[0].decision(1).explanation());
 
   MoeBenchResult res;
+  res.pool_huge_page_fraction = pool_huge_page_fraction;
   const kernels::MoeExpertsView& v0 = weights[0]->view();
   res.fused_kernel = kernels::moe_decode_fused_name(v0, active_isa());
   res.fallback_kernel = kernels::gather_qmm_name(v0.up, active_isa());

@@ -56,6 +56,9 @@ struct MoeBenchResult {
   double usage_expected = 0;
   std::string fused_counters, fallback_counters;  // PathCounters::summary() of each arm
   std::string fused_kernel, fallback_kernel;      // kernel names at the active ISA
+  // Share of the weight pool on 2 MB pages (AnonHugePages growth while building it / pool
+  // bytes); -1 when /proc/self/smaps_rollup is unreadable.
+  double pool_huge_page_fraction = -1;
 };
 
 // Builds the pool, checks the numerics, warms up, times `repeats` interleaved pass pairs
