@@ -163,6 +163,7 @@ int run_bench(const BenchFlags& f) {
   const kernels::MoeExpertsView* ex = engine->first_moe_experts();
   const int64_t active = engine->active_weight_bytes_per_token();
   const int64_t peak = peak_rss_bytes();
+  const double resident = engine->resident_at_open(), pmd = engine->weights_pmd_mapped_fraction();
   const std::string date = utc_date_time();
   double ratio = 0;
   if (arms.size() == 2) ratio = harness::median(arms[1].tps()) / harness::median(arms[0].tps());
@@ -201,6 +202,8 @@ int run_bench(const BenchFlags& f) {
     }
     if (arms.size() == 2) j["fused_over_fallback"] = ratio;
     j["peak_rss_bytes"] = peak;
+    j["weights_resident_at_open"] = resident;
+    j["weights_pmd_mapped_fraction"] = pmd;
     std::cout << j.dump(1) << "\n";
     return 0;
   }
@@ -225,7 +228,9 @@ int run_bench(const BenchFlags& f) {
                 {"isa", text_cell(isa_name(active_isa()))},
                 {"default_cap", integer_cell(moe::backend_default_max_dff(moe::Backend::kCpu))},
                 {"date", text_cell(date)},
-                {"peak_rss_mib", number_cell(double(peak) / double(1 << 20), 1)}};
+                {"peak_rss_mib", number_cell(double(peak) / double(1 << 20), 1)},
+                {"weights_resident_at_open", number_cell(resident, 3)},
+                {"weights_pmd_mapped_fraction", number_cell(pmd, 3)}};
   rep.columns = {"arm", "repeat", "prompt_tokens", "prefill_s", "prefill_tps", "generated_tokens",
                  "decode_s", "decode_tps", "decode_gbps", "fused_calls", "fallback_calls",
                  "fallback_reasons", "median_decode_tps", "min_decode_tps", "max_decode_tps",

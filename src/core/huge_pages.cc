@@ -29,14 +29,14 @@ void* alloc_huge(size_t bytes, const char* what) {
   return p;
 }
 
-int64_t anon_huge_page_bytes() {
+int64_t smaps_rollup_bytes(const char* field) {
   std::ifstream in("/proc/self/smaps_rollup");
-  std::string key;
+  const std::string want = std::string(field) + ":";
+  std::string key, rest;
   int64_t kb = 0;
-  std::string unit;
   while (in >> key) {
-    if (key == "AnonHugePages:" && in >> kb >> unit) return kb * 1024;
-    std::getline(in, unit);
+    if (key == want && in >> kb) return kb * 1024;
+    std::getline(in, rest);
   }
   return -1;
 }

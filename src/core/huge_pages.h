@@ -32,7 +32,10 @@ HugeArray<T> make_huge_array(size_t count, const char* what) {
   return HugeArray<T>(static_cast<T*>(alloc_huge(count * sizeof(T), what)));
 }
 
-// AnonHugePages of this process in bytes (/proc/self/smaps_rollup), -1 when unreadable.
-int64_t anon_huge_page_bytes();
+// A field of /proc/self/smaps_rollup in bytes ("AnonHugePages", "FilePmdMapped", "Rss"), -1
+// when unreadable or absent.
+int64_t smaps_rollup_bytes(const char* field);
+// AnonHugePages of this process in bytes, -1 when unreadable.
+inline int64_t anon_huge_page_bytes() { return smaps_rollup_bytes("AnonHugePages"); }
 
 }  // namespace moex

@@ -34,6 +34,28 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, size_);
 }
 
+void SafetensorsFile::populate() const {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+  if (::madvise(map_, size_, MADV_POPULATE_READ) == 0) return;
+  const auto* p = static_cast<const volatile uint8_t*>(map_);
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  uint8_t sink = 0;
+  for (uint64_t o = 0; o < size_; o += page) sink = uint8_t(sink + p[o]);
+  (void)sink;
+}
+
+double SafetensorsFile::resident_fraction() const {
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t pages = (size_ + page - 1) / page;
+  std::vector<unsigned char> vec(pages);
+  if (pages == 0 || ::mincore(map_, size_, vec.data()) != 0) return 0.0;
+  uint64_t resident = 0;
+  for (unsigned char v : vec) resident += v & 1;
+  return double(resident) / double(pages);
+}
+
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const std::string where = str_cat("safetensors file '", path, "'");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -43,6 +43,12 @@ class SafetensorsFile {
   const nlohmann::json& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return size_; }
+  // Faults the whole mapping in now (MADV_POPULATE_READ; reads one byte per page where the
+  // kernel lacks it), so that decoding never waits on the disk and pages not yet cached come
+  // in through the huge-page-advised mapping (2 MB folios where the file system allows).
+  void populate() const;
+  // Share of the file's pages resident in the page cache (mincore), in [0, 1].
+  double resident_fraction() const;
 
  private:
   SafetensorsFile() = default;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "model/family_registry.h"
 #include "model/model_checkpoint.h"
 #include "model/ops/linear.h"
@@ -48,6 +49,14 @@ ops::RopeSpec rope_spec(const ModelConfig& c) {
 
 }  // namespace
 
+double Engine::weights_pmd_mapped_fraction() const {
+  uint64_t file_bytes = 0;
+  for (const auto& f : ckpt_.files()) file_bytes += f->file_size();
+  const int64_t pmd = smaps_rollup_bytes("FilePmdMapped");
+  if (pmd < 0 || file_bytes == 0) return 0.0;
+  return std::min(1.0, double(pmd) / double(file_bytes));
+}
+
 std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions& opt) {
   // The model library checks every tensor of the family's table (names, dtypes, shapes,
   // quantization) and reports all problems at once; per-expert layouts are stacked here.
@@ -62,6 +71,15 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       cfg_(std::move(mc.config)),
       ckpt_(std::move(mc.weights)),
       bytes_per_token_(compute_weight_bytes(cfg_, mc.tensors).per_token) {
+  uint64_t file_bytes = 0;
+  double resident_bytes = 0;
+  for (const auto& f : ckpt_.files()) {
+    file_bytes += f->file_size();
+    resident_bytes += f->resident_fraction() * double(f->file_size());
+  }
+  resident_at_open_ = file_bytes ? resident_bytes / double(file_bytes) : 1.0;
+  if (opt.populate)
+    for (const auto& f : ckpt_.files()) f->populate();
   policy_.backend = moe::Backend::kCpu;
   policy_.backend_has_fused_kernel = true;
   policy_.settings = opt.fused;

@@ -30,6 +30,9 @@ struct EngineOptions {
   int64_t context = 0;
   moe::FusedSettings fused;  // resolved --fused / --max-dff / environment
   std::optional<moe::CalibratedCap> calibration;
+  // Fault every weight page in at open (io::SafetensorsFile::populate), as llama.cpp maps
+  // with MAP_POPULATE: decoding then never waits on the disk for an expert it meets late.
+  bool populate = true;
 };
 inline constexpr int64_t kDefaultContext = 4096;
 
@@ -74,6 +77,12 @@ class Engine {
   // the numerator of the napkin-math bandwidth figure.
   int64_t active_weight_bytes_per_token() const;
   int64_t stacked_copy_bytes() const { return w_.stacked_copy_bytes; }
+  // Share of the checkpoint's pages that were in the page cache when open() began (before
+  // populate): below 1, opening read the rest from disk.
+  double resident_at_open() const { return resident_at_open_; }
+  // Share of the checkpoint's bytes this process maps with 2 MB page-table entries now
+  // (FilePmdMapped / file bytes): reads from 4 KB mappings are TLB-bound on our hosts.
+  double weights_pmd_mapped_fraction() const;
   const ModelWeights& weights() const { return w_; }
   // The routed experts of the first MoE layer (nullptr if the model has none).
   const kernels::MoeExpertsView* first_moe_experts() const;
@@ -93,6 +102,7 @@ class Engine {
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into
   int64_t bytes_per_token_ = 0;
+  double resident_at_open_ = 0;
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
   ops::Rope rope_;
