@@ -27,7 +27,7 @@
 #
 # Output folder (few files, flat): summary.txt (one line per step: status, seconds), steps.log
 # (every step's output), cuda_test.xml (GoogleTest), tiling.csv, bench.csv, probe.csv,
-# sweep.csv, ncu.txt.
+# sweep.csv, moex_bench_moe_cuda.md, moex_tune_cuda.md, calibration.json, ncu.txt.
 set -u
 set -o pipefail
 
@@ -231,6 +231,24 @@ if [ "$quick" != 1 ]; then
   run_step sweep_h2048_k8 240 bash -c "set -o pipefail; append_csv '$out/sweep.csv' '$bench' sweep --din 2048 --top-k 8 $ft_flags $fb_flags"
   # shellcheck disable=SC2086
   run_step sweep_h4096_k2 240 bash -c "set -o pipefail; append_csv '$out/sweep.csv' '$bench' sweep --din 4096 --top-k 2 $ft_flags $fb_flags"
+fi
+
+# The tool level, `moex bench-moe --backend cuda` and `moex tune --backend cuda`, when a moex
+# binary is at hand: carried in the prebuilt folder (with libpcre2-8 in its lib/ if the device
+# image lacks it), or built here when the configure found PCRE2.
+moex_bin=""
+if [ -x "$bin/moex" ]; then
+  moex_bin="$bin/moex"
+elif cmake --build "$build" -j "$jobs" --target moex >>"$log" 2>&1 && [ -x "$build/tools/moex" ]; then
+  moex_bin="$build/tools/moex"
+fi
+if [ -n "$moex_bin" ]; then
+  run_step moex_bench_moe_cuda 120 bash -c "'$moex_bin' bench-moe --backend cuda --preset qwen3-30b-a3b -o md >'$out/moex_bench_moe_cuda.md'"
+  if [ "$quick" != 1 ]; then
+    run_step moex_tune_cuda 300 bash -c "'$moex_bin' tune --backend cuda --quick --out '$out/calibration.json' -o md >'$out/moex_tune_cuda.md'"
+  fi
+else
+  echo "no moex binary (not prebuilt, and not buildable here): bench-moe/tune --backend cuda not run" >>"$summary"
 fi
 
 # Hardware counters of one fused and one fallback decode (first direct launches: cold L2).
