@@ -39,6 +39,11 @@ void SafetensorsFile::populate() const {
 #define MADV_POPULATE_READ 22  // Linux 5.14
 #endif
   if (::madvise(map_, size_, MADV_POPULATE_READ) == 0) return;
+  // EINVAL: a kernel without MADV_POPULATE_READ, so touch the pages. Anything else (EIO, or
+  // EFAULT from a file truncated after it was mapped) would be a SIGBUS on first use.
+  if (errno != EINVAL)
+    fail(path_, ": reading the weights into memory failed (", std::strerror(errno),
+         "); the file may have been truncated or the disk failed");
   const auto* p = static_cast<const volatile uint8_t*>(map_);
   const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
   uint8_t sink = 0;

@@ -89,6 +89,7 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
       qsum += q;
     }
     quant_term += s * qsum * maxabs * kQuantizedXStep;
+    if (maxabs < kTinyGroupMax) quant_term += s * qsum * maxabs;  // zeroed: b * sum x stays exact
   }
   return 1e-6 * f32_terms + (kern.quantizes_x ? quant_term : 0.0) + 1e-30;
 }

@@ -16,6 +16,10 @@ namespace moex::kernels {
 // Largest change a quantizing kernel makes to x_i, relative to max|x| over its run:
 // 1 / (127 * 65536), the finest of the three int8 levels (about 1.2e-7).
 inline constexpr double kQuantizedXStep = 1.0 / (127.0 * 65536.0);
+// A group whose largest |x| is below this (2^-96, about 1.3e-29) is quantized to zeros: its
+// activation scale would be subnormal. So |x_i - x'_i| <= max(max|x_g| * kQuantizedXStep,
+// max|x_g| if max|x_g| < kTinyGroupMax).
+inline constexpr double kTinyGroupMax = 0x1p-96;
 
 // Computes out[r - row_begin] = dot(dequant(row r of expert `expert`), x) for r in [row_begin,
 // row_end). `x` must have been prepared by the same kernel's prepare() for w->k and w->group_size.

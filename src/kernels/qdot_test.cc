@@ -81,6 +81,14 @@ TEST(Qdot, FastKernelsMatchScalarReference) {
           auto x = random_normal(k, 1.f, ++seed);
           // One group of zeros and one outlier exercise the per-group activation scale.
           if (k >= 2 * gs) std::fill(x.begin() + gs, x.begin() + 2 * gs, 0.f);
+          // A group below kTinyGroupMax (quantized to zeros) and one just above it (a tiny,
+          // still normal activation scale) run through the kernels. At row level their errors
+          // are far below the other groups' rounding, so this checks finiteness and the bound,
+          // not which of the two treatments a kernel gives them.
+          if (k >= 3 * gs)
+            for (int64_t i = 2 * gs; i < 3 * gs; ++i) x[size_t(i)] *= 1e-35f;
+          if (k >= 4 * gs)
+            for (int64_t i = 3 * gs; i < 4 * gs; ++i) x[size_t(i)] *= 1e-27f;
           x[0] = 40.f;
           // Remainders of half a level step in the lane of x[0] (max 40): a quantizer that
           // clamps the next level at 127 instead of carrying is off by 256 of its steps here.
