@@ -52,7 +52,12 @@ class Pool {
     job_.store((sequence_ << 16) | uint64_t(threads));  // seq_cst: pairs with sleepers_
     if (sleepers_.load() > 0) job_.notify_all();
     run_chunk(0);
-    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+    // Spin, then yield: with more threads than cores a worker may need this core to finish.
+    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin)
+      if (spin < 20000)
+        _mm_pause();
+      else
+        std::this_thread::yield();
     if (error_) std::rethrow_exception(error_);
   }
 

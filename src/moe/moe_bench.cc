@@ -139,7 +139,7 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
   double pool_huge_page_fraction = -1;
   if (huge_before >= 0 && huge_after >= 0)
     pool_huge_page_fraction =
-        std::min(1.0, double(huge_after - huge_before) / double(args.plan.pool_bytes));
+        std::clamp(double(huge_after - huge_before) / double(args.plan.pool_bytes), 0.0, 1.0);
   if (weights[0]->expert_bytes() != args.plan.expert_bytes)
     fail(ctx, ": planned ", args.plan.expert_bytes, " bytes per expert but built ",
          weights[0]->expert_bytes());
