@@ -96,27 +96,6 @@ int run_bench_moe(const BenchMoeOptions& o) {
   const int repeats = o.repeats.empty()
                           ? (cuda ? 15 : 5)
                           : int(parse_int_strict(o.repeats, "--repeats", 1, 100000));
-  if (cuda) {
-    CudaBenchMoeArgs ca;
-    ca.label = shape.label;
-    ca.hidden = shape.hidden;
-    ca.dff = shape.dff;
-    ca.experts = shape.experts;
-    ca.top_k = shape.top_k;
-    ca.act = shape.act;
-    ca.bits = bits;
-    ca.down_bits = down_bits;
-    ca.group_size = group_size;
-    ca.repeats = repeats;
-    ca.format = format;
-    ca.note = shape.note;
-    return run_bench_moe_cuda(ca);
-  }
-  if (!o.threads.empty()) set_num_threads(int(parse_int_strict(o.threads, "--threads", 1, 4096)));
-  if (!o.isa.empty()) set_active_isa(parse_isa(o.isa, "--isa"));
-  const int threads = num_threads();
-  const Isa isa = active_isa();
-
   moe::MoeBenchShape bshape;
   bshape.hidden = shape.hidden;
   bshape.dff = shape.dff;
@@ -126,6 +105,19 @@ int run_bench_moe(const BenchMoeOptions& o) {
   bshape.bits = bits;
   bshape.down_bits = down_bits;
   bshape.group_size = group_size;
+  if (cuda) {
+    CudaBenchMoeArgs ca;
+    ca.label = shape.label;
+    ca.shape = bshape;
+    ca.repeats = repeats;
+    ca.format = format;
+    ca.note = shape.note;
+    return run_bench_moe_cuda(ca);
+  }
+  if (!o.threads.empty()) set_num_threads(int(parse_int_strict(o.threads, "--threads", 1, 4096)));
+  if (!o.isa.empty()) set_active_isa(parse_isa(o.isa, "--isa"));
+  const int threads = num_threads();
+  const Isa isa = active_isa();
 
   // Enough layers that the pool exceeds max(2 GB, 4 x L3): weights cannot stay in cache.
   const int64_t l3 = last_level_cache_bytes();

@@ -43,20 +43,20 @@ void require_cuda_device(const std::string& command) {
 int run_bench_moe_cuda(const CudaBenchMoeArgs& a) {
   require_cuda_device("bench-moe");
   cuda::BenchMoeShape shape;
-  shape.din = a.hidden;
-  shape.dff = a.dff;
-  shape.top_k = int(a.top_k);
-  shape.gate_up_bits = a.bits;
-  shape.down_bits = a.down_bits;
-  shape.group_size = a.group_size;
-  shape.act = a.act;
+  shape.din = a.shape.hidden;
+  shape.dff = a.shape.dff;
+  shape.top_k = int(a.shape.top_k);
+  shape.gate_up_bits = a.shape.bits;
+  shape.down_bits = a.shape.down_bits;
+  shape.group_size = a.shape.group_size;
+  shape.act = a.shape.act;
   cuda::BenchMoeOptions opt;
   opt.repeats = a.repeats;
   const cuda::DeviceInfo dev = cuda::device_info();
   std::fprintf(stderr, "bench-moe: %s: timing fused and fallback (%d replays each) ...\n",
                dev.name.c_str(), opt.repeats);
   const cuda::BenchMoeResult r = cuda::bench_moe(shape, opt);
-  const int64_t pool = r.experts_allocated * (r.weight_bytes_per_layer / a.top_k);
+  const int64_t pool = r.experts_allocated * (r.weight_bytes_per_layer / a.shape.top_k);
 
   auto row = [&](const char* name, const cuda::BenchStat& s, double gbps, double frac,
                  double ratio) {
@@ -74,15 +74,15 @@ int run_bench_moe_cuda(const CudaBenchMoeArgs& a) {
       {"backend", text_cell("cuda")},
       {"compute_capability", text_cell(str_cat(dev.cc_major, ".", dev.cc_minor))},
       {"sm_count", integer_cell(dev.sm_count)},
-      {"hidden", integer_cell(a.hidden)},
-      {"dff", integer_cell(a.dff)},
-      {"experts", integer_cell(a.experts)},
-      {"top_k", integer_cell(a.top_k)},
-      {"bits", integer_cell(a.bits)},
-      {"down_bits", integer_cell(a.down_bits)},
-      {"group_size", integer_cell(a.group_size)},
+      {"hidden", integer_cell(a.shape.hidden)},
+      {"dff", integer_cell(a.shape.dff)},
+      {"experts", integer_cell(a.shape.experts)},
+      {"top_k", integer_cell(a.shape.top_k)},
+      {"bits", integer_cell(a.shape.bits)},
+      {"down_bits", integer_cell(a.shape.down_bits)},
+      {"group_size", integer_cell(a.shape.group_size)},
       {"scales_biases", text_cell("bf16")},
-      {"activation", text_cell(kernels::activation_name(a.act))},
+      {"activation", text_cell(kernels::activation_name(a.shape.act))},
       {"fused_kernel", text_cell(r.fused_name)},
       {"fallback_kernel", text_cell(r.fallback_name)},
       {"layers_cycled", integer_cell(r.layers)},
@@ -112,7 +112,7 @@ int run_bench_moe_cuda(const CudaBenchMoeArgs& a) {
       "its weights in L2; the model's expert count does not change the bytes read per layer"));
   rep.notes.push_back(
       str_cat("weight bytes per call = top_k x (gate+up+down packed + bf16 scales + biases) = ",
-              a.top_k, " x ", r.weight_bytes_per_layer / a.top_k, " B"));
+              a.shape.top_k, " x ", r.weight_bytes_per_layer / a.shape.top_k, " B"));
   rep.notes.push_back(
       "fraction_of_copy_bw = weight_gbps / copy_bw_gbps (the copy counts bytes read + written)");
   if (!a.note.empty()) rep.notes.push_back(a.note);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/moe_contract.h"
+#include "moe/moe_bench.h"
 #include "tools/util_report.h"
 
 namespace moex::tools {
@@ -24,9 +24,7 @@ void require_cuda_device(const std::string& command);
 
 struct CudaBenchMoeArgs {
   std::string label;  // preset name or "hidden,dff,experts,top_k"
-  int64_t hidden = 0, dff = 0, experts = 0, top_k = 0;
-  kernels::Activation act = kernels::Activation::kSwiGLU;
-  int bits = 4, down_bits = 4, group_size = 64;
+  moe::MoeBenchShape shape;  // the same shape the CPU bench takes
   int repeats = 15;  // timed graph replays per path
   ReportFormat format = ReportFormat::kMarkdown;
   std::string note;  // extra report note ("" for none)

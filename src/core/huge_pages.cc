@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -27,6 +28,12 @@ void* alloc_huge(size_t bytes, const char* what) {
   if (p == nullptr) fail(what, ": cannot allocate ", bytes, " bytes");
   advise_huge_pages(p, rounded);
   return p;
+}
+
+double huge_page_share_since(int64_t before, int64_t bytes) {
+  const int64_t after = anon_huge_page_bytes();
+  if (before < 0 || after < 0 || bytes <= 0) return -1;
+  return std::clamp(double(after - before) / double(bytes), 0.0, 1.0);
 }
 
 int64_t smaps_rollup_bytes(const char* field) {

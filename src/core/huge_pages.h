@@ -37,5 +37,9 @@ HugeArray<T> make_huge_array(size_t count, const char* what) {
 int64_t smaps_rollup_bytes(const char* field);
 // AnonHugePages of this process in bytes, -1 when unreadable.
 inline int64_t anon_huge_page_bytes() { return smaps_rollup_bytes("AnonHugePages"); }
+// Share of a new `bytes`-long buffer on huge pages: AnonHugePages growth since `before` (an
+// anon_huge_page_bytes() reading taken before the buffer was touched) over `bytes`, clamped to
+// [0, 1] (other memory may be freed meanwhile); -1 when either reading is unknown.
+double huge_page_share_since(int64_t before, int64_t bytes);
 
 }  // namespace moex

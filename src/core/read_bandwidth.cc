@@ -119,10 +119,7 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
     }
   });
 
-  const int64_t huge_after = anon_huge_page_bytes();
-  if (huge_before >= 0 && huge_after >= 0)
-    r.huge_page_fraction =
-        std::clamp(double(huge_after - huge_before) / double(r.bytes), 0.0, 1.0);
+  r.huge_page_fraction = huge_page_share_since(huge_before, r.bytes);
 
   std::vector<double> gbps;
   volatile uint64_t sink = 0;

@@ -100,7 +100,7 @@ void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
     xsum[g] = _mm512_reduce_add_ps(sum);
     // Below kTinyGroupMax, c would be subnormal and 1/c overflow: such a group counts as 0.
     const float m = _mm512_reduce_max_ps(mx);
-    scale[g] = m >= float(kTinyGroupMax) ? m * (1.f / (127.f * 65536.f)) : 0.f;
+    scale[g] = m >= float(kTinyGroupMax) ? m * float(kQuantizedXStep) : 0.f;
   }
   const __m512 lim = _mm512_set1_ps(127.f), neg_lim = _mm512_set1_ps(-128.f);
   const __m512 one = _mm512_set1_ps(1.f);

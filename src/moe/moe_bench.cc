@@ -135,11 +135,7 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
     fused_blocks.emplace_back(layer, on);
     fallback_blocks.emplace_back(layer, off);
   }
-  const int64_t huge_after = anon_huge_page_bytes();
-  double pool_huge_page_fraction = -1;
-  if (huge_before >= 0 && huge_after >= 0)
-    pool_huge_page_fraction =
-        std::clamp(double(huge_after - huge_before) / double(args.plan.pool_bytes), 0.0, 1.0);
+  const double pool_huge_page_fraction = huge_page_share_since(huge_before, args.plan.pool_bytes);
   if (weights[0]->expert_bytes() != args.plan.expert_bytes)
     fail(ctx, ": planned ", args.plan.expert_bytes, " bytes per expert but built ",
          weights[0]->expert_bytes());

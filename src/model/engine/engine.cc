@@ -50,11 +50,9 @@ ops::RopeSpec rope_spec(const ModelConfig& c) {
 }  // namespace
 
 double Engine::weights_pmd_mapped_fraction() const {
-  uint64_t file_bytes = 0;
-  for (const auto& f : ckpt_.files()) file_bytes += f->file_size();
   const int64_t pmd = smaps_rollup_bytes("FilePmdMapped");
-  if (pmd < 0 || file_bytes == 0) return 0.0;
-  return std::min(1.0, double(pmd) / double(file_bytes));
+  if (pmd < 0 || file_bytes_ == 0) return 0.0;
+  return std::min(1.0, double(pmd) / double(file_bytes_));
 }
 
 std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions& opt) {
@@ -71,13 +69,12 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       cfg_(std::move(mc.config)),
       ckpt_(std::move(mc.weights)),
       bytes_per_token_(compute_weight_bytes(cfg_, mc.tensors).per_token) {
-  uint64_t file_bytes = 0;
   double resident_bytes = 0;
   for (const auto& f : ckpt_.files()) {
-    file_bytes += f->file_size();
+    file_bytes_ += f->file_size();
     resident_bytes += f->resident_fraction() * double(f->file_size());
   }
-  resident_at_open_ = file_bytes ? resident_bytes / double(file_bytes) : 1.0;
+  resident_at_open_ = file_bytes_ ? resident_bytes / double(file_bytes_) : 1.0;
   if (opt.populate)
     for (const auto& f : ckpt_.files()) f->populate();
   policy_.backend = moe::Backend::kCpu;

@@ -102,6 +102,7 @@ class Engine {
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into
   int64_t bytes_per_token_ = 0;
+  uint64_t file_bytes_ = 0;  // sum of the checkpoint's file sizes
   double resident_at_open_ = 0;
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
