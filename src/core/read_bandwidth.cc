@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <string>
@@ -58,6 +59,40 @@ __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, int64
   uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
   for (; i < n; ++i) s += p[i];
   return s;
+}
+
+// stream_read's checksum: the sum of the 8-byte little-endian words, then of the tail bytes.
+uint64_t stream_read_scalar(const unsigned char* p, size_t n) {
+  uint64_t s = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    s += w;
+  }
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+// Unaligned variant of sum_words_avx2<true> for arbitrary byte ranges (same checksum as
+// stream_read_scalar: 128-byte blocks are 16 words).
+__attribute__((target("avx2"))) uint64_t stream_read_avx2(const unsigned char* p, size_t n) {
+  constexpr size_t kAhead = 2048;
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead + 64), _MM_HINT_T0);
+    a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    b = _mm256_add_epi64(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    c = _mm256_add_epi64(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    d = _mm256_add_epi64(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
+  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  return s + stream_read_scalar(p + i, n - i);
 }
 
 int64_t parse_cache_size(const std::string& s) {  // "480M", "491520K", "32768"
@@ -151,6 +186,11 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
   r.best_gbps = gbps.back();
   r.median_gbps = gbps[gbps.size() / 2];
   return r;
+}
+
+uint64_t stream_read(const void* p, size_t bytes) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  return isa_supported(Isa::kAvx2) ? stream_read_avx2(b, bytes) : stream_read_scalar(b, bytes);
 }
 
 }  // namespace moex

@@ -2,6 +2,7 @@
 // compared with) and the size of the last-level cache that a benchmark must exceed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace moex {
@@ -29,6 +30,12 @@ struct ReadBandwidthResult {
 // figure is what the memory delivers rather than what 4 KB page walks allow. The buffer is
 // freed before returning. Throws Error if the buffer cannot be allocated.
 ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args);
+
+// Reads every byte of [p, p + bytes) once with the probe's loop (AVX2 loads with software
+// prefetch where available) and returns a checksum, so that the loads cannot be elided: the
+// sum (mod 2^64) of the 8-byte little-endian words, then of the bytes after the last whole
+// word. What a kernel reading the same bytes could at best achieve without arithmetic.
+uint64_t stream_read(const void* p, size_t bytes);
 
 // Size in bytes of the largest cache level (L3 usually), from sysfs; 0 if unknown.
 int64_t last_level_cache_bytes();

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 namespace moex {
 namespace {
@@ -19,6 +20,37 @@ TEST(ReadBandwidth, SmallProbeGivesFinitePositiveFigures) {
   EXPECT_LE(r.median_gbps, r.best_gbps);
   // Sizes round up to whole pages.
   EXPECT_EQ(measure_read_bandwidth({4097, 1, 1}).bytes, 8192);
+}
+
+// stream_read's checksum is the documented word-then-byte sum, at every offset and length
+// (the vector loop, the word tail and the byte tail), so no byte is skipped or read twice.
+TEST(ReadBandwidth, StreamReadSumsEveryByteOnce) {
+  std::vector<unsigned char> buf(4096 + 64);
+  uint64_t st = 12345;
+  for (auto& b : buf) b = static_cast<unsigned char>((st = st * 6364136223846793005ull + 1) >> 56);
+  auto reference = [&](size_t off, size_t n) {
+    uint64_t s = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w = 0;
+      for (int j = 7; j >= 0; --j) w = (w << 8) | buf[off + i + size_t(j)];
+      s += w;
+    }
+    for (; i < n; ++i) s += buf[off + i];
+    return s;
+  };
+  for (size_t off : {size_t{0}, size_t{1}, size_t{7}, size_t{33}})
+    for (size_t n : {size_t{0}, size_t{5}, size_t{8}, size_t{127}, size_t{128}, size_t{129},
+                     size_t{1000}, size_t{4096}}) {
+      ASSERT_EQ(stream_read(buf.data() + off, n), reference(off, n)) << off << " " << n;
+      if (n > 0) {  // a changed last byte changes the sum: it was read
+        const uint64_t before = reference(off, n);
+        buf[off + n - 1] ^= 1;
+        EXPECT_NE(stream_read(buf.data() + off, n), before) << off << " " << n;
+        EXPECT_EQ(stream_read(buf.data() + off, n), reference(off, n));
+        buf[off + n - 1] ^= 1;
+      }
+    }
 }
 
 TEST(ReadBandwidth, LastLevelCacheFromSysfs) {

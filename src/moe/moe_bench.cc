@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/huge_pages.h"
 #include "core/isa.h"
+#include "core/parallel.h"
+#include "core/read_bandwidth.h"
 #include "core/sysinfo.h"
 #include "kernels/moe_kernels.h"
 #include "moe/moe_block.h"
@@ -64,6 +66,52 @@ int64_t projection_bytes_of(int64_t n, int64_t k, int bits, int group_size) {
   v.group_size = group_size;
   v.sb_dtype = DType::BF16;  // what SyntheticExperts uses by default
   return projection_bytes(v);
+}
+
+// The byte ranges one call reads: per routed expert, packed rows, scales and biases of each
+// projection.
+struct ByteRange {
+  const unsigned char* p;
+  int64_t bytes;
+};
+void call_ranges(const kernels::MoeExpertsView& ex, const int32_t* ids, int64_t k,
+                 std::vector<ByteRange>& out) {
+  out.clear();
+  for (int64_t j = 0; j < k; ++j)
+    for (const kernels::QuantWeightsView* w : {&ex.gate, &ex.up, &ex.down}) {
+      if (w->w == nullptr) continue;
+      const int64_t e = ids[j], sb = int64_t(dtype_size(w->sb_dtype));
+      const int64_t sb_bytes = w->n * w->groups_per_row() * sb;
+      out.push_back({w->row(e, 0), w->n * w->row_bytes()});
+      out.push_back({static_cast<const unsigned char*>(w->scales) + w->sb_offset(e, 0) * sb, sb_bytes});
+      out.push_back({static_cast<const unsigned char*>(w->biases) + w->sb_offset(e, 0) * sb, sb_bytes});
+    }
+}
+
+// Reads all ranges once, thread t taking bytes [total*t/T, total*(t+1)/T) of their
+// concatenation (cut at 64-byte multiples), so every thread reads the same amount.
+uint64_t read_ranges(const std::vector<ByteRange>& ranges) {
+  int64_t total = 0;
+  for (const ByteRange& r : ranges) total += r.bytes;
+  const int nt = num_threads();
+  std::vector<uint64_t> sums(size_t(nt), 0);
+  parallel_for(nt, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t b = total * t / nt / 64 * 64;
+      const int64_t e = t + 1 == nt ? total : total * (t + 1) / nt / 64 * 64;
+      int64_t at = 0;  // start of the current range in the concatenation
+      uint64_t s = 0;
+      for (const ByteRange& r : ranges) {
+        const int64_t r0 = std::max(b, at), r1 = std::min(e, at + r.bytes);
+        if (r0 < r1) s += stream_read(r.p + (r0 - at), size_t(r1 - r0));
+        at += r.bytes;
+      }
+      sums[size_t(t)] = s;
+    }
+  });
+  uint64_t s = 0;
+  for (uint64_t v : sums) s += v;
+  return s;
 }
 
 std::string format_gb(const char* fmt, double v) {
@@ -184,19 +232,32 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
     }
     return (now_seconds() - t0) / double(layers) * 1e6;
   };
-  log(str_cat("warm-up, then ", args.repeats, " repeats of fused and fallback passes..."));
+  std::vector<ByteRange> ranges;
+  uint64_t read_sum = 0;
+  auto read_pass = [&] {
+    const double t0 = now_seconds();
+    for (int64_t l = 0; l < layers; ++l) {
+      draw_routing(rng, shape.experts, k, perm, ids.data(), scores.data());
+      call_ranges(weights[size_t(l)]->view(), ids.data(), k, ranges);
+      read_sum += read_ranges(ranges);
+    }
+    return (now_seconds() - t0) / double(layers) * 1e6;
+  };
+  log(str_cat("warm-up, then ", args.repeats,
+              " repeats of fused, fallback and read-only passes..."));
   pass(fused_blocks, fused_counters);
   pass(fallback_blocks, fallback_counters);
-  std::vector<double> fused_us, fallback_us;
-  for (int r = 0; r < args.repeats; ++r) {  // alternate which arm goes first: A B, B A, ...
-    if (r % 2 == 0) {
-      fused_us.push_back(pass(fused_blocks, fused_counters));
-      fallback_us.push_back(pass(fallback_blocks, fallback_counters));
-    } else {
-      fallback_us.push_back(pass(fallback_blocks, fallback_counters));
-      fused_us.push_back(pass(fused_blocks, fused_counters));
+  read_pass();
+  std::vector<double> fused_us, fallback_us, read_us;
+  for (int r = 0; r < args.repeats; ++r) {  // rotate which arm goes first
+    for (int i = 0; i < 3; ++i) {
+      const int arm = (r + i) % 3;
+      if (arm == 0) fused_us.push_back(pass(fused_blocks, fused_counters));
+      if (arm == 1) fallback_us.push_back(pass(fallback_blocks, fallback_counters));
+      if (arm == 2) read_us.push_back(read_pass());
     }
   }
+  res.read_checksum = read_sum;
   // Each arm must have run the path it is named after, on every call.
   const int64_t calls = int64_t(args.repeats + 1) * layers;
   if (fused_counters.fused_calls() != calls || fallback_counters.fallback_calls() != calls)
@@ -205,6 +266,7 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
 
   res.fused = timing_of(fused_us);
   res.fallback = timing_of(fallback_us);
+  res.read_only = timing_of(read_us);
   res.ratio = res.fallback.median / res.fused.median;
   const auto [umin, umax] = std::minmax_element(usage.begin(), usage.end());
   res.usage_min = *umin;

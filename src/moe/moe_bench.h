@@ -50,6 +50,12 @@ struct ArmTiming {
 
 struct MoeBenchResult {
   ArmTiming fused, fallback;
+  // The read-only arm: each call's weight bytes (the routed experts' packed rows, scales and
+  // biases) read with core::stream_read, split evenly over the threads, no arithmetic. What
+  // the memory delivers for this access pattern and pool; the arms' distance from it is the
+  // kernels' own cost.
+  ArmTiming read_only;
+  uint64_t read_checksum = 0;  // of the read-only arm's bytes (keeps its loads alive)
   double ratio = 0;                      // fallback median / fused median (> 1: fused faster)
   double fused_vs_fallback_nrms = 0;     // both paths on the same call
   int64_t usage_min = 0, usage_max = 0;  // expert selections per (layer, expert), both arms
@@ -61,9 +67,10 @@ struct MoeBenchResult {
   double pool_huge_page_fraction = -1;
 };
 
-// Builds the pool, checks the numerics, warms up, times `repeats` interleaved pass pairs
-// (A B, B A, ...; every layer once per pass with fresh uniform random routing) and frees the
-// pool before returning. Throws Error if an arm did not run its path on every call.
+// Builds the pool, checks the numerics, warms up, times `repeats` interleaved pass triples
+// (fused, fallback, read-only in an order that rotates each repeat; every layer once per pass
+// with fresh uniform random routing) and frees the pool before returning. Throws Error if an
+// arm did not run its path on every call.
 MoeBenchResult run_moe_bench(const MoeBenchArgs& args);
 
 // MemAvailable from /proc/meminfo in bytes; 0 if unknown.

@@ -89,7 +89,9 @@ TEST(MoeBench, TinyRunTimesBothArmsOnTheirPaths) {
   const MoeBenchResult r = run_moe_bench(a);
   ASSERT_EQ(r.fused.us.size(), 3u);
   ASSERT_EQ(r.fallback.us.size(), 3u);
-  for (const ArmTiming* t : {&r.fused, &r.fallback}) {
+  ASSERT_EQ(r.read_only.us.size(), 3u);
+  EXPECT_NE(r.read_checksum, 0u);  // random weights: a zero sum means nothing was read
+  for (const ArmTiming* t : {&r.fused, &r.fallback, &r.read_only}) {
     EXPECT_LE(t->min, t->median);
     EXPECT_LE(t->median, t->max);
     EXPECT_GT(t->min, 0.0);
