@@ -69,12 +69,26 @@ void gather_qmm(const GatherQmmArgs& a) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t c0 = total * t / nt, c1 = total * (t + 1) / nt;
       int64_t u = std::lower_bound(begin, last, c0) - begin;
-      for (; u < runs * tiles && ws.unit_cost[size_t(u)] < c1; ++u) {
-        const int64_t r = u / tiles, r0 = (u % tiles) * tile, r1 = std::min(w.n, r0 + tile);
-        for (int64_t i = ws.run_start[size_t(r)]; i < ws.run_start[size_t(r + 1)]; ++i) {
+      const int64_t u_end = [&] {
+        int64_t v = u;
+        while (v < runs * tiles && ws.unit_cost[size_t(v)] < c1) ++v;
+        return v;
+      }();
+      while (u < u_end) {
+        const int64_t r = u / tiles, r0 = (u % tiles) * tile;
+        const int64_t i0 = ws.run_start[size_t(r)], i1 = ws.run_start[size_t(r + 1)];
+        // A run of one entry reuses nothing: its consecutive tiles on this thread become one
+        // call (one prefetch stream instead of one per tile). Several entries go tile by tile
+        // so that each tile stays in cache while every entry reads it.
+        int64_t u1 = u + 1;
+        if (i1 - i0 == 1)
+          while (u1 < u_end && u1 / tiles == r) ++u1;
+        const int64_t r1 = std::min(w.n, ((u1 - 1) % tiles) * tile + tile);
+        for (int64_t i = i0; i < i1; ++i) {
           const int64_t b = ws.order[size_t(i)];
           kern.dot_rows({&w, expert_of(b), r0, r1, ws.x.at(x_row_of(b)), a.out + b * w.n + r0});
         }
+        u = u1;
       }
     }
   });
