@@ -4,6 +4,7 @@
 // every pass, median/min/max, the path counters of the measured decode steps, peak memory and
 // the host facts; md, csv or json (the json is what `moex sweep` reads).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -77,6 +78,7 @@ struct Arm {
   moe::FusedSettings settings;
   std::vector<Pass> passes;
   Counts counts;  // decode steps of all measured passes
+  eng::DecodeProfile profile;  // decode steps of all measured passes
   std::string decision;  // first MoE layer's decode decision
   std::vector<double> tps() const {
     std::vector<double> v;
@@ -106,6 +108,35 @@ Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   p.generated = n;
   p.decode_counts.add(e.counters());
   return p;
+}
+
+std::string format_fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
+// Per op group of the measured decode steps: ms per token, share of the step, weight MB read
+// per token and the GB/s that makes.
+struct ProfileRow {
+  const char* op;
+  double ms_per_token, share, mb_per_token, gbps;
+};
+std::vector<ProfileRow> profile_rows(const eng::DecodeProfile& p,
+                                     const std::array<int64_t, eng::kNumDecodeOps>& bytes) {
+  std::vector<ProfileRow> rows;
+  const double total = p.total_seconds();
+  if (p.steps == 0 || total <= 0) return rows;
+  for (int i = 0; i < eng::kNumDecodeOps; ++i) {
+    const double s = p.seconds[size_t(i)] / double(p.steps);
+    if (s <= 0) continue;
+    const double b = double(bytes[size_t(i)]);
+    rows.push_back({eng::decode_op_name(eng::DecodeOp(i)), s * 1e3, p.seconds[size_t(i)] / total,
+                    b / 1e6, b > 0 ? b / s / 1e9 : 0.0});
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const ProfileRow& x, const ProfileRow& y) { return x.ms_per_token > y.ms_per_token; });
+  return rows;
 }
 
 double stat(const std::vector<double>& v, int which) {  // 0 median, 1 min, 2 max
@@ -148,10 +179,13 @@ int run_bench(const BenchFlags& f) {
     a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
     if (warmup > 0) run_pass(*engine, prompt.ids, warmup);  // warm-up, not reported
   }
+  engine->set_profiling(true);  // two clock reads per op group: ~0.02% of a step
   for (int r = 0; r < repeats; ++r)
     for (Arm& a : arms) {
       engine->set_fused_settings(a.settings);
+      engine->reset_profile();
       Pass p = run_pass(*engine, prompt.ids, n);
+      a.profile.add(engine->profile());
       p.repeat = r + 1;
       a.counts.fused += p.decode_counts.fused;
       a.counts.fallback += p.decode_counts.fallback;
@@ -196,9 +230,14 @@ int run_bench(const BenchFlags& f) {
         runs.push_back(r);
       }
       const auto t = a.tps();
+      json prof = json::array();
+      for (const ProfileRow& pr : profile_rows(a.profile, engine->decode_op_weight_bytes()))
+        prof.push_back({{"op", pr.op}, {"ms_per_token", pr.ms_per_token}, {"share", pr.share},
+                        {"weight_mb_per_token", pr.mb_per_token}, {"gbps", pr.gbps}});
       j["arms"].push_back({{"arm", a.name}, {"decision", a.decision}, {"runs", runs},
                            {"median_decode_tps", stat(t, 0)}, {"min_decode_tps", stat(t, 1)},
-                           {"max_decode_tps", stat(t, 2)}, {"path_counters", a.counts.to_json()}});
+                           {"max_decode_tps", stat(t, 2)}, {"path_counters", a.counts.to_json()},
+                           {"profile", prof}});
     }
     if (arms.size() == 2) j["fused_over_fallback"] = ratio;
     j["peak_rss_bytes"] = peak;
@@ -259,6 +298,16 @@ int run_bench(const BenchFlags& f) {
           ", fallback ", a.counts.fallback,
           a.counts.reasons.empty() ? "" : " (" + a.counts.reasons_text() + ")",
           "; decision: ", a.decision));
+      std::string prof;
+      for (const ProfileRow& pr : profile_rows(a.profile, engine->decode_op_weight_bytes())) {
+        prof += str_cat(prof.empty() ? "" : "; ", pr.op, " ", format_fixed(pr.ms_per_token, 2),
+                        " ms (", format_fixed(100 * pr.share, 1), "%)");
+        if (pr.mb_per_token > 0)
+          prof += str_cat(" ", format_fixed(pr.mb_per_token, 1), " MB ",
+                          format_fixed(pr.gbps, 1), " GB/s");
+      }
+      if (!prof.empty())
+        rep.notes.push_back(str_cat("arm ", a.name, " decode profile per token: ", prof));
       if ((a.name == "on" && a.counts.fallback > 0) || (a.name == "off" && a.counts.fused > 0))
         rep.notes.push_back(str_cat("WARNING: arm ", a.name,
                                     " did not run only the path it names; see its counters"));

@@ -68,7 +68,8 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     : dir_(std::move(dir)),
       cfg_(std::move(mc.config)),
       ckpt_(std::move(mc.weights)),
-      bytes_per_token_(compute_weight_bytes(cfg_, mc.tensors).per_token) {
+      weight_bytes_(compute_weight_bytes(cfg_, mc.tensors)),
+      bytes_per_token_(weight_bytes_.per_token) {
   double resident_bytes = 0;
   for (const auto& f : ckpt_.files()) {
     file_bytes_ += f->file_size();
@@ -109,6 +110,25 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       moe_[size_t(i)] = std::make_unique<MoeFfn>(cfg_, w_.layers[size_t(i)].moe, i, policy_);
   }
   logits_.resize(size_t(cfg_.vocab));
+
+  auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
+  auto op = [&](DecodeOp o) -> int64_t& { return op_bytes_[size_t(o)]; };
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    const LayerPlan& plan = cfg_.layers[size_t(i)];
+    const LayerWeights& lw = w_.layers[size_t(i)];
+    if (plan.mixer == MixerKind::kAttention)
+      op(DecodeOp::kAttentionProjections) +=
+          bytes(lw.attn.q) + bytes(lw.attn.k) + bytes(lw.attn.v) + bytes(lw.attn.o);
+    else
+      op(DecodeOp::kShortConv) += bytes(lw.conv.in_proj) + bytes(lw.conv.out_proj);
+    if (plan.ffn == FfnKind::kDense)
+      op(DecodeOp::kDenseMlp) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
+    else
+      op(DecodeOp::kMoe) += bytes(lw.moe.router) + bytes(lw.moe.shared_gate);
+  }
+  op(DecodeOp::kMoe) += weight_bytes_.routed_experts + weight_bytes_.shared_experts;
+  op(DecodeOp::kLmHead) = weight_bytes_.lm_head;
+  op(DecodeOp::kEmbedding) = weight_bytes_.embedding_row;
 }
 
 Engine::~Engine() = default;
@@ -170,13 +190,14 @@ void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n
                  .eps = eps});
 }
 
-void Engine::attention_layer(int64_t layer, int64_t n) {
+void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
   const int64_t hd = cfg_.head_dim;
   ops::linear({.lin = &a.q, .x = xn_.data(), .rows = n, .out = q_.data()});
   ops::linear({.lin = &a.k, .x = xn_.data(), .rows = n, .out = k_.data()});
   ops::linear({.lin = &a.v, .x = xn_.data(), .rows = n, .out = v_.data()});
+  clock.lap(DecodeOp::kAttentionProjections);
   qk_norm(plan, a, n, false);
   if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
     rope_.apply_rows(q_.data(), n, cfg_.heads, hd, pos_);
@@ -199,7 +220,9 @@ void Engine::attention_layer(int64_t layer, int64_t n) {
   ops::attention({.q = q_.data(), .cache = &cache, .rows = n, .pos0 = pos_, .heads = cfg_.heads,
                   .scale = scale, .out = att_.data(),
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
+  clock.lap(DecodeOp::kAttentionCore);
   ops::linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
+  clock.lap(DecodeOp::kAttentionProjections);
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
@@ -226,24 +249,35 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
   ensure_rows(n);
+  DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
   const int64_t H = cfg_.hidden;
   for (int64_t i = 0; i < n; ++i) ops::embedding_row(w_.embed, tokens[i], h_.data() + i * H);
+  clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
+    const bool dense = cfg_.layers[size_t(l)].ffn == FfnKind::kDense;
     norm(lw.input_norm, h_.data(), xn_.data(), n);
-    if (conv_[size_t(l)])
+    clock.lap(DecodeOp::kNormsResidual);
+    if (conv_[size_t(l)]) {
       conv_[size_t(l)]->forward(xn_.data(), n, mix_.data());
-    else
-      attention_layer(l, n);
+      clock.lap(DecodeOp::kShortConv);
+    } else {
+      attention_layer(l, n, clock);
+    }
     for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
     norm(lw.post_norm, h_.data(), xn_.data(), n);
+    clock.lap(DecodeOp::kNormsResidual);
     ffn_layer(l, n);
+    clock.lap(dense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
     for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
   }
   pos_ += n;
   float* last = xn_.data();
   norm(w_.final_norm, h_.data() + (n - 1) * H, last, 1);
+  clock.lap(DecodeOp::kNormsResidual);
   ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+  clock.lap(DecodeOp::kLmHead);
+  if (profiling_ && n == 1) ++profile_.steps;
   return logits_.data();
 }
 

@@ -4,6 +4,7 @@
 // own KV caches and MoE path counters.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "model/engine/decode_profile.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
+#include "model/weight_bytes.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
 #include "model/model_config.h"
@@ -84,6 +87,15 @@ class Engine {
   // (FilePmdMapped / file bytes): reads from 4 KB mappings are TLB-bound on our hosts.
   double weights_pmd_mapped_fraction() const;
   const ModelWeights& weights() const { return w_; }
+
+  // Decode profiling (decode_profile.h): while on, every single-token forward pass adds its
+  // time per op group to profile(). Off by default.
+  void set_profiling(bool on) { profiling_ = on; }
+  const DecodeProfile& profile() const { return profile_; }
+  void reset_profile() { profile_.reset(); }
+  // Weight bytes each op group reads per decoded token (the groups without weights: 0);
+  // they sum to active_weight_bytes_per_token() up to norms and one embedding row.
+  const std::array<int64_t, kNumDecodeOps>& decode_op_weight_bytes() const { return op_bytes_; }
   // The routed experts of the first MoE layer (nullptr if the model has none).
   const kernels::MoeExpertsView* first_moe_experts() const;
 
@@ -92,7 +104,7 @@ class Engine {
 
   void ensure_rows(int64_t n);
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
-  void attention_layer(int64_t layer, int64_t n);  // xn_ -> mix_
+  void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope);
   void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
@@ -101,6 +113,7 @@ class Engine {
   moe::MoePolicy policy_;
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into
+  model::WeightBytes weight_bytes_;  // of the checkpoint (model/weight_bytes.h)
   int64_t bytes_per_token_ = 0;
   uint64_t file_bytes_ = 0;  // sum of the checkpoint's file sizes
   double resident_at_open_ = 0;
@@ -112,6 +125,9 @@ class Engine {
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   moe::PathCounters counters_;
   int64_t pos_ = 0, context_ = 0, rows_ = 0;
+  bool profiling_ = false;
+  DecodeProfile profile_;
+  std::array<int64_t, kNumDecodeOps> op_bytes_{};
 
   // Activations for up to rows_ tokens.
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;

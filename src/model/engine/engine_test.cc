@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -146,6 +148,45 @@ TEST(Engine, PathCountersFollowTheFusedSetting) {
   EXPECT_EQ(c.fused_calls(), 0);
   EXPECT_EQ(c.fallback_calls(moe::DeclineReason::kDisabled), moe_layers);
   for (const auto& d : e->decode_decisions()) EXPECT_EQ(d.routed.path, moe::Path::kFallback);
+}
+
+// The decode profile times single-token steps only, charges every op group the model runs,
+// adds up to no more than the steps' wall time, and its per-group weight bytes add up to the
+// per-token figure the benchmarks divide by.
+TEST(Engine, DecodeProfileCoversTheStepAndTheBytes) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, "tiny-qwen2-moe", "p");
+  auto e = Engine::open(dir, opts("on"));
+  run(*e, kPrompt);  // not profiled: off
+  e->set_profiling(true);
+  run(*e, kPrompt);  // a batch: not a decode step
+  EXPECT_EQ(e->profile().steps, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) e->decode(int32_t(i + 1));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const DecodeProfile& p = e->profile();
+  EXPECT_EQ(p.steps, 4);
+  EXPECT_GT(p.total_seconds(), 0.0);
+  EXPECT_LE(p.total_seconds(), wall);
+  for (DecodeOp op : {DecodeOp::kEmbedding, DecodeOp::kNormsResidual,
+                      DecodeOp::kAttentionProjections, DecodeOp::kAttentionCore, DecodeOp::kMoe,
+                      DecodeOp::kLmHead})
+    EXPECT_GT(p.seconds[size_t(op)], 0.0) << decode_op_name(op);
+  for (DecodeOp op : {DecodeOp::kShortConv, DecodeOp::kDenseMlp})
+    EXPECT_EQ(p.seconds[size_t(op)], 0.0) << decode_op_name(op);  // none in this model
+  int64_t sum = 0;
+  for (int64_t b : e->decode_op_weight_bytes()) sum += b;
+  const int64_t per_token = e->active_weight_bytes_per_token();
+  EXPECT_LE(sum, per_token);  // norms are the only weights not assigned to a group
+  EXPECT_GT(double(sum), 0.95 * double(per_token));
+  EXPECT_GT(e->decode_op_weight_bytes()[size_t(DecodeOp::kAttentionProjections)], 0);
+  EXPECT_GT(e->decode_op_weight_bytes()[size_t(DecodeOp::kMoe)], 0);
+  e->set_profiling(false);
+  e->decode(5);
+  EXPECT_EQ(e->profile().steps, 4);
+  e->reset_profile();
+  EXPECT_EQ(e->profile().steps, 0);
+  EXPECT_EQ(e->profile().total_seconds(), 0.0);
 }
 
 // Rewrites a stacked checkpoint with Hugging Face per-expert tensors
