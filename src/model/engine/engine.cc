@@ -194,9 +194,9 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
   const int64_t hd = cfg_.head_dim;
-  ops::linear({.lin = &a.q, .x = xn_.data(), .rows = n, .out = q_.data()});
-  ops::linear({.lin = &a.k, .x = xn_.data(), .rows = n, .out = k_.data()});
-  ops::linear({.lin = &a.v, .x = xn_.data(), .rows = n, .out = v_.data()});
+  const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
+  float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
+  ops::linear_same_input(qkv, qkv_out, 3, xn_.data(), n);
   clock.lap(DecodeOp::kAttentionProjections);
   qk_norm(plan, a, n, false);
   if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
@@ -227,8 +227,9 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
   const int64_t dff = m.gate.w.n;
-  ops::linear({.lin = &m.gate, .x = x, .rows = n, .out = gate_.data()});
-  ops::linear({.lin = &m.up, .x = x, .rows = n, .out = up_.data()});
+  const ops::Linear* gate_up[] = {&m.gate, &m.up};
+  float* gate_up_out[] = {gate_.data(), up_.data()};
+  ops::linear_same_input(gate_up, gate_up_out, 2, x, n);
   ops::swiglu(gate_.data(), up_.data(), gate_.data(), n * dff);
   ops::linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
 }

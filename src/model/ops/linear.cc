@@ -3,9 +3,12 @@
 // float weights are dotted in their stored dtype (widened per row, f32 accumulation).
 #include "model/ops/linear.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
+#include "core/isa.h"
+#include "core/parallel.h"
 #include "model/ops/parallel_work.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
@@ -77,6 +80,13 @@ kernels::QuantWeightsView as_one_expert(const quant::QuantMatrixView& q) {
   return v;
 }
 
+void add_bias(const Linear& l, int64_t rows, float* out) {
+  if (l.bias.empty()) return;
+  const float* b = l.bias.data();
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t r = 0; r < l.w.n; ++r) out[t * l.w.n + r] += b[r];
+}
+
 void linear_quantized(const LinearArgs& a) {
   const MatrixRef& m = a.lin->w;
   const kernels::QuantWeightsView w = as_one_expert(m.q);
@@ -93,14 +103,60 @@ void linear_quantized(const LinearArgs& a) {
   g.batch = a.rows;
   g.out = a.out;
   kernels::gather_qmm(g);
-  if (!a.lin->bias.empty()) {
-    const float* b = a.lin->bias.data();
-    for (int64_t t = 0; t < a.rows; ++t)
-      for (int64_t r = 0; r < m.n; ++r) a.out[t * m.n + r] += b[r];
-  }
+  add_bias(*a.lin, a.rows, a.out);
 }
 
 }  // namespace
+
+void linear_same_input(const Linear* const* lins, float* const* outs, int count, const float* x,
+                       int64_t rows) {
+  constexpr int kMax = 8;
+  bool fuse = rows == 1 && count > 1 && count <= kMax;
+  for (int i = 0; fuse && i < count; ++i) fuse = lins[i]->w.quantized();
+  if (!fuse) {
+    for (int i = 0; i < count; ++i) linear({.lin = lins[i], .x = x, .rows = rows, .out = outs[i]});
+    return;
+  }
+  // One prepared x per distinct (kernel, group size); the same kernels gather_qmm uses.
+  struct Part {
+    kernels::QuantWeightsView w;
+    const kernels::QdotKernel* kern;
+    int prepared;  // index into `prepared`
+    int64_t row0;  // first row in the concatenation
+  };
+  thread_local kernels::PreparedVectors prepared[kMax];
+  Part parts[kMax];
+  int nprep = 0;
+  int64_t total = 0;
+  const Isa isa = active_isa();
+  for (int i = 0; i < count; ++i) {
+    Part& p = parts[i];
+    p.w = as_one_expert(lins[i]->w.q);
+    p.kern = &kernels::qdot_kernel(isa, p.w.bits);
+    p.prepared = -1;
+    for (int j = 0; j < i; ++j)
+      if (parts[j].kern == p.kern && parts[j].w.group_size == p.w.group_size &&
+          parts[j].w.k == p.w.k)
+        p.prepared = parts[j].prepared;
+    if (p.prepared < 0) {
+      p.prepared = nprep++;
+      prepared[p.prepared].prepare(*p.kern, x, 1, p.w.k, p.w.k, p.w.group_size);
+    }
+    p.row0 = total;
+    total += p.w.n;
+  }
+  // The workers must read the calling thread's prepared vectors, not their own thread_locals.
+  const kernels::PreparedVectors* prep = prepared;
+  parallel_for(total, [&](int64_t lo, int64_t hi) {
+    for (int i = 0; i < count; ++i) {
+      const Part& p = parts[i];
+      const int64_t r0 = std::max(lo, p.row0) - p.row0;
+      const int64_t r1 = std::min(hi, p.row0 + p.w.n) - p.row0;
+      if (r0 < r1) p.kern->dot_rows({&p.w, 0, r0, r1, prep[p.prepared].at(0), outs[i] + r0});
+    }
+  });
+  for (int i = 0; i < count; ++i) add_bias(*lins[i], 1, outs[i]);
+}
 
 const char* linear_unsupported_reason(const MatrixRef& m) {
   if (!m.quantized()) return nullptr;

@@ -43,6 +43,12 @@ struct LinearArgs {
 // Every weight row is read once for all `rows` inputs; parallel over output rows.
 // Quantized weights must pass linear_unsupported_reason() (checked when weights are bound).
 void linear(const LinearArgs& a);
+// Several linears of the same input rows, e.g. q, k and v: with one row and quantized weights
+// they run as one parallel region over their concatenated output rows, x prepared once per
+// weight format (a decode step then has one join instead of one per matrix); otherwise one
+// linear() each. Outputs are bit-identical to separate linear() calls.
+void linear_same_input(const Linear* const* lins, float* const* outs, int count, const float* x,
+                       int64_t rows);
 // nullptr if linear() can run this matrix, else why not (the kernels' preconditions).
 const char* linear_unsupported_reason(const MatrixRef& m);
 

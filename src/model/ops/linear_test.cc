@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/isa.h"
+#include "core/parallel.h"
 #include "kernels/qdot.h"
 #include "model/ops/test_util.h"
 #include "quant/dequantize.h"
@@ -120,6 +123,55 @@ TEST(Linear, QuantizedWeightsMatchTheirDequantizedValuesOnEveryIsa) {
           ASSERT_NEAR(row[i], deq[size_t(7 * k + i)], 2 * kEps * deq_mag[size_t(7 * k + i)]);
       }
   set_active_isa(saved);
+}
+
+// linear_same_input gives the same bits as one linear() per matrix: the fused single-row
+// path (x prepared once per format; here two formats and a bias) at 1 and 2 threads, and the
+// batch path, on every instruction set.
+TEST(Linear, SameInputMatchesSeparateCallsBitForBit) {
+  const int64_t k = 256;
+  const Isa saved = active_isa();
+  const int saved_threads = num_threads();
+  struct Spec { int64_t n; int bits, gs; };
+  const Spec specs[] = {{72, 4, 64}, {24, 4, 64}, {40, 6, 32}};
+  std::vector<quant::QuantizedMatrix> qms;
+  std::vector<Linear> lins;
+  std::vector<std::vector<float>> biases;
+  for (const Spec& s : specs) {
+    auto w = random_vec(s.n * k, 60 + uint64_t(s.n));
+    qms.push_back(quant::quantize({.data = w.data(), .dtype = DType::F32, .rows = s.n, .k = k,
+                                   .bits = s.bits, .group_size = s.gs}));
+    biases.push_back(random_vec(s.n, 70 + uint64_t(s.n)));
+  }
+  for (size_t i = 0; i < qms.size(); ++i)
+    lins.push_back({quantized_matrix(qms[i].view()),
+                    i == 2 ? FloatVec(biases[i].data(), DType::F32, specs[i].n) : FloatVec(),
+                    "m" + std::to_string(i)});
+  const Linear* ptrs[] = {&lins[0], &lins[1], &lins[2]};
+  for (Isa isa : supported_isas())
+    for (int threads : {1, 2})
+      for (int64_t rows : {int64_t{1}, int64_t{3}}) {
+        set_active_isa(isa);
+        set_num_threads(threads);
+        SCOPED_TRACE(std::string(isa_name(isa)) + " threads " + std::to_string(threads) +
+                     " rows " + std::to_string(rows));
+        const auto x = random_vec(rows * k, 80);
+        std::vector<std::vector<float>> want(3), got(3);
+        float* outs[3];
+        for (int i = 0; i < 3; ++i) {
+          want[size_t(i)].assign(size_t(rows * specs[i].n), 0.f);
+          got[size_t(i)].assign(size_t(rows * specs[i].n), -1.f);
+          linear({.lin = ptrs[i], .x = x.data(), .rows = rows, .out = want[size_t(i)].data()});
+          outs[i] = got[size_t(i)].data();
+        }
+        linear_same_input(ptrs, outs, 3, x.data(), rows);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_EQ(0, std::memcmp(want[size_t(i)].data(), got[size_t(i)].data(),
+                                   want[size_t(i)].size() * 4))
+              << "matrix " << i;
+      }
+  set_active_isa(saved);
+  set_num_threads(saved_threads);
 }
 
 TEST(Linear, WeightBytesCountsScalesAndBiases) {
