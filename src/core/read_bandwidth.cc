@@ -34,33 +34,6 @@ uint64_t sum_words(const uint64_t* p, int64_t n) {
   return a + b + c + d;
 }
 
-// 256-bit loads, four independent accumulators (128 bytes per iteration). kPrefetch adds
-// software prefetch 2 KB ahead: on these VMs the hardware prefetcher alone leaves bandwidth
-// unused (2 threads, 4 KB pages: ~26.6 GB/s plain vs ~31.2 GB/s prefetched, measured
-// 2026-11-29); the kernels prefetch too, so the roofline must.
-template <bool kPrefetch>
-__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, int64_t n) {
-  constexpr int64_t kAhead = 256;  // words
-  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    if (kPrefetch) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead + 8), _MM_HINT_T0);
-    }
-    a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-    b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-    c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-    d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-  }
-  a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
-  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
-
 // stream_read's checksum: the sum of the 8-byte little-endian words, then of the tail bytes.
 uint64_t stream_read_scalar(const unsigned char* p, size_t n) {
   uint64_t s = 0;
@@ -74,15 +47,21 @@ uint64_t stream_read_scalar(const unsigned char* p, size_t n) {
   return s;
 }
 
-// Unaligned variant of sum_words_avx2<true> for arbitrary byte ranges (same checksum as
-// stream_read_scalar: 128-byte blocks are 16 words).
-__attribute__((target("avx2"))) uint64_t stream_read_avx2(const unsigned char* p, size_t n) {
+// 256-bit loads, four independent accumulators (128 bytes, 16 words, per iteration), the same
+// checksum as stream_read_scalar. kPrefetch adds software prefetch 2 KB ahead: on these VMs
+// the hardware prefetcher alone leaves bandwidth unused (2 threads, 4 KB pages: ~26.6 GB/s
+// plain vs ~31.2 GB/s prefetched, measured 2026-11-29); the kernels prefetch too, so the
+// roofline must.
+template <bool kPrefetch>
+__attribute__((target("avx2"))) uint64_t stream_sum_avx2(const unsigned char* p, size_t n) {
   constexpr size_t kAhead = 2048;
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
   size_t i = 0;
   for (; i + 128 <= n; i += 128) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead + 64), _MM_HINT_T0);
+    if (kPrefetch) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i + kAhead + 64), _MM_HINT_T0);
+    }
     a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
     b = _mm256_add_epi64(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
     c = _mm256_add_epi64(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
@@ -91,8 +70,7 @@ __attribute__((target("avx2"))) uint64_t stream_read_avx2(const unsigned char* p
   a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
-  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-  return s + stream_read_scalar(p + i, n - i);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + stream_read_scalar(p + i, n - i);
 }
 
 int64_t parse_cache_size(const std::string& s) {  // "480M", "491520K", "32768"
@@ -168,9 +146,11 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
         // 64-byte aligned slice boundaries keep the aligned AVX loads legal.
         const int64_t b = (words * c / nchunks) & ~int64_t{7};
         const int64_t e = c + 1 == nchunks ? words : (words * (c + 1) / nchunks) & ~int64_t{7};
+        const auto* bytes = reinterpret_cast<const unsigned char*>(buf + b);
+        const size_t len = size_t(e - b) * 8;
         partial[size_t(c)] = !avx2       ? sum_words(buf + b, e - b)
-                             : (p & 1) ? sum_words_avx2<true>(buf + b, e - b)
-                                       : sum_words_avx2<false>(buf + b, e - b);
+                             : (p & 1) ? stream_sum_avx2<true>(bytes, len)
+                                       : stream_sum_avx2<false>(bytes, len);
       }
     });
     const double dt = now_seconds() - t0;
@@ -190,7 +170,7 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
 
 uint64_t stream_read(const void* p, size_t bytes) {
   const auto* b = static_cast<const unsigned char*>(p);
-  return isa_supported(Isa::kAvx2) ? stream_read_avx2(b, bytes) : stream_read_scalar(b, bytes);
+  return isa_supported(Isa::kAvx2) ? stream_sum_avx2<true>(b, bytes) : stream_read_scalar(b, bytes);
 }
 
 }  // namespace moex
