@@ -31,8 +31,8 @@ enum class RopeKind {
   kLlama3,    // Llama-3 frequency smoothing (factor, low/high_freq_factor, original_max_pos)
   kLongRope,  // Phi "su"/longrope: freqs * long_factor[i], input scaled by mscale (mlx-lm
               // SuScaledRoPE always uses long_factor; short_factor kept for completeness)
-  kYarn,
-  kDynamic
+  kYarn,      // YaRN (mlx-lm YarnRoPE): ramped frequencies, mscale on the rotated features
+  kDynamic    // dynamic NTK (mlx-lm DynamicNTKScalingRoPE): base grows past max_position
 };
 
 struct RopeParams {
@@ -45,6 +45,8 @@ struct RopeParams {
   int64_t original_max_position = 0;                      // llama3, longrope, yarn
   std::vector<double> short_factor, long_factor;          // longrope, head_dim/2 each
   double short_mscale = 0.0, long_mscale = 0.0;           // longrope; 0 = derived
+  double beta_fast = 32.0, beta_slow = 1.0;               // yarn (mlx-lm's defaults)
+  double mscale = 1.0, mscale_all_dim = 0.0;              // yarn
   // The scale applied to q/k before rotation (longrope mscale; 1 otherwise).
   double input_scale = 1.0;
 };

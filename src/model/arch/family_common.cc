@@ -39,6 +39,15 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
     r.kind = type == "linear" ? RopeKind::kLinear : type == "dynamic" ? RopeKind::kDynamic : RopeKind::kYarn;
     r.factor = io::get_double(*rs, "factor", where);
     r.original_max_position = io::get_int_or(*rs, "original_max_position_embeddings", 4096, where);
+    if (r.kind == RopeKind::kYarn) {  // YarnRoPE's keyword defaults
+      r.beta_fast = io::get_double_or(*rs, "beta_fast", 32.0, where);
+      r.beta_slow = io::get_double_or(*rs, "beta_slow", 1.0, where);
+      r.mscale = io::get_double_or(*rs, "mscale", 1.0, where);
+      r.mscale_all_dim = io::get_double_or(*rs, "mscale_all_dim", 0.0, where);
+      if (r.original_max_position <= 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0))
+        fail(where, ": yarn needs original_max_position_embeddings > 0 and positive beta_fast "
+             "and beta_slow");
+    }
   } else if (type == "llama3") {
     r.kind = RopeKind::kLlama3;
     r.factor = io::get_double(*rs, "factor", where);

@@ -34,15 +34,18 @@ ops::RopeSpec rope_spec(const ModelConfig& c) {
   s.max_position = c.max_position;
   s.short_mscale = r.short_mscale;
   s.long_mscale = r.long_mscale;
+  s.beta_fast = r.beta_fast;
+  s.beta_slow = r.beta_slow;
+  s.mscale = r.mscale;
+  s.mscale_all_dim = r.mscale_all_dim;
   switch (r.kind) {
     case RopeKind::kDefault: s.kind = ops::RopeKind::kDefault; break;
     case RopeKind::kLinear: s.kind = ops::RopeKind::kLinear; break;
     case RopeKind::kLlama3: s.kind = ops::RopeKind::kLlama3; break;
     case RopeKind::kLongRope: s.kind = ops::RopeKind::kLongrope; break;
+    case RopeKind::kYarn: s.kind = ops::RopeKind::kYarn; break;
+    case RopeKind::kDynamic: s.kind = ops::RopeKind::kDynamic; break;
     case RopeKind::kNone: break;  // NoPE layers skip rotation; the table is unused
-    default:
-      fail(c.source, ": rope_scaling type '", rope_kind_name(r.kind),
-           "' is not implemented by the decode engine (default, linear, llama3, longrope are)");
   }
   return s;
 }

@@ -189,6 +189,35 @@ TEST(Engine, DecodeProfileCoversTheStepAndTheBytes) {
   EXPECT_EQ(e->profile().total_seconds(), 0.0);
 }
 
+// OLMoE builds its RoPE with mlx-lm's initialize_rope, so a yarn rope_scaling applies (the
+// rotation itself is checked against mlx-lm in the ops reference test): the engine opens it,
+// and each yarn field reaches the rotation (changing one changes the logits).
+TEST(Engine, OlmoeYarnRopeScalingIsApplied) {
+  Tmp tmp;
+  const std::string dir = make_tiny(tmp, "tiny-olmoe", "y");
+  auto logits_with = [&](const nlohmann::json& scaling) {
+    nlohmann::json j = read_config(dir);
+    j["rope_scaling"] = scaling;
+    write_config(dir, j);
+    auto e = Engine::open(dir, opts("on"));
+    const float* l = e->prefill({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    return std::vector<float>(l, l + e->vocab());
+  };
+  const auto plain = logits_with(nullptr);
+  const nlohmann::json yarn = {{"rope_type", "yarn"}, {"factor", 4.0},
+                               {"original_max_position_embeddings", 64}};
+  const auto scaled = logits_with(yarn);
+  EXPECT_NE(plain, scaled);
+  for (const char* field : {"beta_fast", "beta_slow", "mscale", "mscale_all_dim"}) {
+    nlohmann::json y = yarn;
+    y[field] = 3.5;
+    EXPECT_NE(logits_with(y), scaled) << field;
+  }
+  nlohmann::json bad = yarn;
+  bad["beta_fast"] = -1.0;
+  expect_error([&] { logits_with(bad); }, {"beta_fast", "config.json"});
+}
+
 // Rewrites a stacked checkpoint with Hugging Face per-expert tensors
 // (experts.{e}.{gate,up,down}_proj.*): the engine stacks them back and computes the same.
 TEST(Engine, PerExpertLayoutIsStackedAtLoad) {

@@ -1,6 +1,7 @@
 // RoPE frequency tables (one per variant, computed once) and the rotation itself.
 #include "model/ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -14,6 +15,8 @@ const char* rope_kind_name(RopeKind k) {
     case RopeKind::kLinear: return "linear";
     case RopeKind::kLlama3: return "llama3";
     case RopeKind::kLongrope: return "longrope";
+    case RopeKind::kYarn: return "yarn";
+    case RopeKind::kDynamic: return "dynamic";
   }
   return "?";
 }
@@ -46,6 +49,37 @@ std::vector<float> llama3_freqs(const RopeSpec& s) {
   return f;
 }
 
+// mlx-lm's YarnRoPE._freqs: base frequencies (extrapolation) and factor times them
+// (interpolation), blended by a linear ramp over the dims between the correction range.
+std::vector<float> yarn_freqs(const RopeSpec& s) {
+  const double dims = double(s.dims);
+  auto correction_dim = [&](double rotations) {
+    return dims * std::log(double(s.original_max_position) / (rotations * 2.0 * M_PI)) /
+           (2.0 * std::log(s.base));
+  };
+  const double low = std::max(std::floor(correction_dim(s.beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(s.beta_slow)), dims - 1.0);
+  if (low == high) high += 0.001;  // as mlx-lm: no singular ramp
+  std::vector<float> f = base_freqs(s);
+  for (size_t i = 0; i < f.size(); ++i) {
+    const float ramp = float(std::clamp((double(i) - low) / (high - low), 0.0, 1.0));
+    const float mask = 1.f - ramp;
+    const float extra = f[i], inter = float(s.factor) * extra;
+    f[i] = (inter * extra) / (inter * mask + extra * (1.f - mask));
+  }
+  return f;
+}
+
+double yarn_mscale(double factor, double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; }
+
+// base^(-2i/dims) for a given base, in f32 (default and dynamic kinds).
+std::vector<float> plain_inv_freqs(const RopeSpec& s, double base, double pscale) {
+  std::vector<float> inv(size_t(s.dims / 2));
+  for (size_t i = 0; i < inv.size(); ++i)
+    inv[i] = float(pscale * std::pow(base, -double(2 * i) / double(s.dims)));
+  return inv;
+}
+
 }  // namespace
 
 Rope::Rope(const RopeSpec& spec) : spec_(spec) {
@@ -57,15 +91,24 @@ Rope::Rope(const RopeSpec& spec) : spec_(spec) {
   std::vector<float> freqs;  // theta = pos / freqs[i]
   switch (s.kind) {
     case RopeKind::kDefault:
-    case RopeKind::kLinear: {
-      if (s.kind == RopeKind::kLinear && !(s.factor > 0.0))
-        fail("rope: linear scaling factor must be positive, got ", s.factor);
-      const double pscale = s.kind == RopeKind::kLinear ? 1.0 / s.factor : 1.0;
-      inv_freqs_.resize(half);
-      for (size_t i = 0; i < half; ++i)
-        inv_freqs_[i] = float(pscale * std::pow(s.base, -double(2 * i) / double(s.dims)));
+    case RopeKind::kLinear:
+    case RopeKind::kDynamic: {
+      if (s.kind != RopeKind::kDefault && !(s.factor > 0.0))
+        fail("rope: ", rope_kind_name(s.kind), " scaling factor must be positive, got ", s.factor);
+      if (s.kind == RopeKind::kDynamic && (s.max_position <= 0 || s.dims <= 2))
+        fail("rope: dynamic scaling needs max_position_embeddings > 0 and more than 2 rotated "
+             "dims");
+      inv_freqs_ = plain_inv_freqs(s, s.base, s.kind == RopeKind::kLinear ? 1.0 / s.factor : 1.0);
       return;
     }
+    case RopeKind::kYarn:
+      if (!(s.factor > 0.0) || s.original_max_position <= 0 || !(s.beta_fast > 0.0) ||
+          !(s.beta_slow > 0.0))
+        fail("rope: yarn scaling needs factor > 0, original_max_position_embeddings > 0 and "
+             "positive beta_fast / beta_slow");
+      freqs = yarn_freqs(s);
+      input_scale_ = float(yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim));
+      break;
     case RopeKind::kLlama3:
       // high == low (Llama-4 Scout) leaves no medium band, as in mlx-lm.
       if (!(s.factor > 0.0) || !(s.high_freq_factor >= s.low_freq_factor) ||
@@ -104,7 +147,20 @@ Rope::Rope(const RopeSpec& spec) : spec_(spec) {
   }
 }
 
+std::vector<float> Rope::inv_freqs_for(int64_t call_end) const {
+  const RopeSpec& s = spec_;
+  if (s.kind != RopeKind::kDynamic || call_end <= s.max_position) return inv_freqs_;
+  // mlx-lm's DynamicNTKScalingRoPE: base * (factor * len / max_pos - (factor - 1))^(d/(d-2)).
+  const double len = double(call_end), maxp = double(s.max_position), d = double(s.dims);
+  const double base = s.base * std::pow(s.factor * len / maxp - (s.factor - 1.0), d / (d - 2.0));
+  return plain_inv_freqs(s, base, 1.0);
+}
+
 void Rope::apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
+  apply_rows(x, 1, heads, head_dim, pos);
+}
+
+void Rope::rotate(float* x, int64_t heads, int64_t head_dim, int64_t pos, const float* inv) const {
   const int64_t half = spec_.dims / 2;
   // Small stack buffers cover every real head_dim; larger ones fall back to the heap.
   float cs_stack[512];
@@ -117,7 +173,7 @@ void Rope::apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
   float* cosv = cs;
   float* sinv = cs + half;
   for (int64_t i = 0; i < half; ++i) {
-    const float theta = float(pos) * inv_freqs_[size_t(i)];
+    const float theta = float(pos) * inv[i];
     cosv[i] = std::cos(theta);
     sinv[i] = std::sin(theta);
   }
@@ -143,8 +199,11 @@ void Rope::apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
 
 void Rope::apply_rows(float* x, int64_t rows, int64_t heads, int64_t head_dim,
                       int64_t pos0) const {
+  const bool scaled = spec_.kind == RopeKind::kDynamic && pos0 + rows > spec_.max_position;
+  const std::vector<float> call_inv = scaled ? inv_freqs_for(pos0 + rows) : std::vector<float>();
+  const float* inv = scaled ? call_inv.data() : inv_freqs_.data();
   parallel_for_work(rows, heads * head_dim * 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) apply(x + r * heads * head_dim, heads, head_dim, pos0 + r);
+    for (int64_t r = lo; r < hi; ++r) rotate(x + r * heads * head_dim, heads, head_dim, pos0 + r, inv);
   });
 }
 

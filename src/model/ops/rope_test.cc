@@ -136,12 +136,71 @@ TEST(Rope, LongropeUsesLongFactorsAndItsInputScale) {
   EXPECT_FLOAT_EQ(Rope(s).input_scale(), 1.25f);
 }
 
+// YaRN: dims below the correction range keep the base frequencies (extrapolation), dims above
+// it are divided by the factor (interpolation), the rotated features are scaled by
+// mscale(factor, mscale) / mscale(factor, mscale_all_dim), and factor 1 is plain RoPE.
+TEST(Rope, YarnBlendsExtrapolationAndInterpolation) {
+  RopeSpec s{.kind = RopeKind::kYarn, .dims = 64, .base = 10000.0, .factor = 4.0,
+             .original_max_position = 4096};
+  Rope r(s);
+  Rope plain(RopeSpec{.dims = 64, .base = 10000.0});
+  // Correction range for beta_fast 32 / beta_slow 1: dims [10, 23] (64 ln(4096/(b 2 pi)) /
+  // (2 ln 1e4), floored / ceiled).
+  for (size_t i = 0; i <= 10; ++i)
+    EXPECT_NEAR(r.inv_freqs()[i], plain.inv_freqs()[i], 1e-6 * plain.inv_freqs()[i]) << i;
+  for (size_t i = 23; i < 32; ++i)
+    EXPECT_NEAR(r.inv_freqs()[i] * 4.0, plain.inv_freqs()[i], 1e-6 * plain.inv_freqs()[i]) << i;
+  for (size_t i = 11; i < 23; ++i) {  // the ramp: strictly between the two
+    EXPECT_LT(r.inv_freqs()[i], plain.inv_freqs()[i] * (1 - 1e-6)) << i;
+    EXPECT_GT(r.inv_freqs()[i] * 4.0, plain.inv_freqs()[i] * (1 + 1e-6)) << i;
+  }
+  EXPECT_NEAR(r.input_scale(), 0.1 * std::log(4.0) + 1.0, 1e-6);
+  s.mscale = 0.707;
+  s.mscale_all_dim = 0.707;  // DeepSeek-style: the two cancel
+  EXPECT_FLOAT_EQ(Rope(s).input_scale(), 1.f);
+  s.factor = 1.0;
+  s.mscale = 1.0;
+  s.mscale_all_dim = 0.0;
+  Rope one(s);
+  for (size_t i = 0; i < 32; ++i)
+    EXPECT_NEAR(one.inv_freqs()[i], plain.inv_freqs()[i], 1e-6 * plain.inv_freqs()[i]) << i;
+  EXPECT_EQ(one.input_scale(), 1.f);
+}
+
+// Dynamic NTK: plain RoPE for calls ending within max_position; past it the whole call rotates
+// with base * (factor * len / max - (factor - 1))^(d / (d - 2)), len = pos0 + rows.
+TEST(Rope, DynamicGrowsTheBaseOnlyPastMaxPosition) {
+  const RopeSpec s{.kind = RopeKind::kDynamic, .dims = 16, .base = 1e4, .factor = 2.0,
+                   .max_position = 64};
+  Rope r(s);
+  Rope plain(RopeSpec{.dims = 16, .base = 1e4});
+  auto x = random_vec(3 * 2 * 16, 31);
+  auto a = x, b = x;
+  r.apply_rows(a.data(), 3, 2, 16, 61);  // ends at 64: unscaled
+  plain.apply_rows(b.data(), 3, 2, 16, 61);
+  EXPECT_EQ(a, b);
+  const double grown = 1e4 * std::pow(2.0 * 70 / 64 - 1.0, 16.0 / 14.0);
+  Rope wide(RopeSpec{.dims = 16, .base = grown});
+  a = x;
+  b = x;
+  r.apply_rows(a.data(), 3, 2, 16, 67);  // ends at 70
+  wide.apply_rows(b.data(), 3, 2, 16, 67);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(r.inv_freqs_for(70), wide.inv_freqs());
+  EXPECT_EQ(r.inv_freqs_for(64), plain.inv_freqs());
+}
+
 TEST(Rope, BadSpecsAreErrors) {
   EXPECT_THROW(Rope(RopeSpec{.dims = 7}), Error);
   EXPECT_THROW(Rope(RopeSpec{.dims = 8, .base = 0.0}), Error);
   RopeSpec s{.kind = RopeKind::kLongrope, .dims = 8};
   s.long_factor = {1.0, 2.0};
   EXPECT_THROW(Rope{s}, Error);
+  EXPECT_THROW(Rope(RopeSpec{.kind = RopeKind::kYarn, .dims = 8, .factor = 0.0}), Error);
+  EXPECT_THROW(Rope(RopeSpec{.kind = RopeKind::kYarn, .dims = 8, .factor = 2.0,
+                             .original_max_position = 0}), Error);
+  EXPECT_THROW(Rope(RopeSpec{.kind = RopeKind::kDynamic, .dims = 8, .factor = -1.0}), Error);
+  EXPECT_THROW(Rope(RopeSpec{.kind = RopeKind::kDynamic, .dims = 2, .factor = 2.0}), Error);
 }
 
 TEST(Rope, ApplyRowsEqualsPerRowApply) {

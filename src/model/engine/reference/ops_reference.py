@@ -42,6 +42,15 @@ def rope_module(c):
                "high_freq_factor": c["high_freq_factor"],
                "original_max_position_embeddings": c["original_max_position"]}
         return initialize_rope(dims, base, trad, cfg, c["max_position"])
+    if kind == "yarn":
+        cfg = {"rope_type": "yarn", "factor": c["factor"],
+               "original_max_position_embeddings": c["original_max_position"],
+               "beta_fast": c["beta_fast"], "beta_slow": c["beta_slow"], "mscale": c["mscale"],
+               "mscale_all_dim": c["mscale_all_dim"]}
+        return initialize_rope(dims, base, trad, cfg, c["max_position"])
+    if kind == "dynamic":
+        return initialize_rope(dims, base, trad, {"rope_type": "dynamic", "factor": c["factor"]},
+                               c["max_position"])
     if kind == "longrope":  # as phimoe.py builds it
         return SuScaledRoPE(dims, base=base, max_position_embeddings=c["max_position"],
                             original_max_position_embeddings=c["original_max_position"],

@@ -82,6 +82,18 @@ void rope_cases(Dump& d) {
   lr.long_mscale = 1.243163121016122;
   lr.short_mscale = 1.243163121016122;
   specs.push_back({"longrope_mscale", lr});
+  RopeSpec yarn{.kind = RopeKind::kYarn, .dims = 64, .base = 1e6, .factor = 4.0,
+                .original_max_position = 4096};
+  specs.push_back({"yarn", yarn});
+  yarn.beta_fast = 16.0;
+  yarn.beta_slow = 2.0;
+  yarn.mscale = 1.0;
+  yarn.mscale_all_dim = 0.5;
+  yarn.traditional = true;
+  specs.push_back({"yarn_params", yarn});
+  // Dynamic NTK past max_position_embeddings (the call ends at 1005 > 512).
+  specs.push_back({"dynamic", RopeSpec{.kind = RopeKind::kDynamic, .dims = 64, .base = 1e4,
+                                       .factor = 2.0, .max_position = 512}});
   const int64_t rows = 5, heads = 3, hd = 64, pos0 = 1000;
   int seed = 100;
   for (auto& r : specs) {
@@ -95,7 +107,9 @@ void rope_cases(Dump& d) {
                         {"original_max_position", r.spec.original_max_position},
                         {"max_position", r.spec.max_position}, {"long_factor", r.spec.long_factor},
                         {"short_factor", r.spec.short_factor}, {"long_mscale", r.spec.long_mscale},
-                        {"short_mscale", r.spec.short_mscale},
+                        {"short_mscale", r.spec.short_mscale}, {"beta_fast", r.spec.beta_fast},
+                        {"beta_slow", r.spec.beta_slow}, {"mscale", r.spec.mscale},
+                        {"mscale_all_dim", r.spec.mscale_all_dim},
                         {"rows", rows}, {"heads", heads}, {"head_dim", hd}, {"offset", pos0},
                         {"x", d.write(r.name + "_x.bin", x)}, {"y", d.write(r.name + "_y.bin", y)}};
     d.add(c);
