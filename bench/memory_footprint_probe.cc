@@ -6,10 +6,11 @@
 //   memory_footprint_probe [SMALL_GB [LARGE_GB]]   (defaults 2 and 12)
 //
 // Part 1, per pool size: GB/s of reading the whole pool as regions of 512 KB / 2 MB / 8 MB, in
-// address order and in a shuffled order (each region once per sweep, so no cache reuse), with
-// all threads splitting each region. Part 2, large pool: latency of the first load to a random
-// 2 MB page right after every page was touched, after 1 s and 3 s idle, and the same with a
-// background thread touching every 2 MB page each 0.25 s.
+// address order and in a shuffled order (each region once per sweep, so no cache reuse), each
+// region split evenly over the threads (each thread walks the regions on its own). Part 2,
+// large pool: latency of the first load to a random 2 MB page right after every page was
+// touched, after 1 s and 3 s idle, and the same with a background thread touching every 2 MB
+// page each 0.25 s.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -86,9 +87,9 @@ void part1(size_t gb) {
 void part2(size_t gb) {
   Pool pool(gb);
   const int64_t pages = int64_t(pool.bytes >> 21);
-  volatile char sink = 0;
-  auto touch_all = [&] {
-    for (int64_t p = 0; p < pages; ++p) sink = char(sink + pool.mem[size_t(p) << 21]);
+  volatile char sink = 0;  // the sampling thread's; the keeper has its own
+  auto touch_all = [&](volatile char& into) {
+    for (int64_t p = 0; p < pages; ++p) into = char(into + pool.mem[size_t(p) << 21]);
   };
   auto sample = [&](const char* label) {
     std::mt19937_64 rng(9);
@@ -109,14 +110,15 @@ void part2(size_t gb) {
     std::thread keeper;
     if (keeper_on)
       keeper = std::thread([&] {
+        volatile char own = 0;
         while (!stop) {
-          touch_all();
+          touch_all(own);
           std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
       });
     const char* tag = keeper_on ? ", keeper thread" : "";
     for (double idle : {0.0, 1.0, 3.0}) {
-      touch_all();
+      touch_all(sink);
       std::this_thread::sleep_for(std::chrono::duration<double>(idle));
       char label[96];
       std::snprintf(label, sizeof(label), "all touched, then %.0f s idle%s", idle, tag);

@@ -213,8 +213,9 @@ int run_bench_moe(const BenchMoeOptions& o) {
   rep.rows.push_back(row("read_only", res.read_only, res.fallback.median / res.read_only.median));
   notes.push_back("speedup_vs_fallback = fallback median / this row's median (> 1: faster)");
   notes.push_back(
-      "read_only: each call's weight bytes read with the probe's loop, split evenly over the "
-      "threads, no arithmetic (what the memory gives this access pattern and pool); "
+      "read_only: each call's weight bytes read with the probe's loop (AVX2 where the CPU has "
+      "it, whatever --isa), split evenly over the threads, no arithmetic (what the memory "
+      "gives this access pattern and pool); "
       "fraction_of_read_only = read_only median / this row's median");
   notes.push_back(
       str_cat("weight bytes per call = top_k x (gate+up+down packed + scales + "

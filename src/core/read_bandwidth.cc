@@ -143,7 +143,7 @@ ReadBandwidthResult measure_read_bandwidth(const ReadBandwidthArgs& args) {
     const double t0 = now_seconds();
     parallel_for(nchunks, [&](int64_t lo, int64_t hi) {
       for (int64_t c = lo; c < hi; ++c) {
-        // 64-byte aligned slice boundaries keep the aligned AVX loads legal.
+        // Slices start at 64-byte multiples (whole cache lines per thread).
         const int64_t b = (words * c / nchunks) & ~int64_t{7};
         const int64_t e = c + 1 == nchunks ? words : (words * (c + 1) / nchunks) & ~int64_t{7};
         const auto* bytes = reinterpret_cast<const unsigned char*>(buf + b);

@@ -126,6 +126,32 @@ TEST(GatherQmm, PrefillSortedAndUnsorted) {
   }
 }
 
+// Rows spanning several 32 KB tiles (k = 2048 at 8 bits: 16-row tiles, n = 70: 5 tiles, a
+// 6-row tail): a one-entry run's consecutive tiles on a thread become one kernel call, a
+// repeated expert goes tile by tile. Either way every row matches the scalar reference and the
+// bits do not depend on the thread count.
+TEST(GatherQmm, MultiTileRunsAtEveryThreadCount) {
+  IsaGuard guard;
+  Problem p;
+  p.w = make_random_quant(6, 70, 2048, 8, 64, DType::BF16, 31);
+  p.x = random_normal(2048, 1.f, 32);
+  p.x_rows = 1;
+  p.lhs.assign(5, 0);
+  p.rhs = {4, 0, 2, 0, 5};  // expert 0 twice
+  for (Isa isa : supported_isas()) {
+    set_active_isa(isa);
+    SCOPED_TRACE(gather_qmm_name(p.w.view, isa));
+    set_num_threads(1);
+    const auto one = run_gather(p);
+    check_against_scalar(p, one);
+    for (int threads : {2, 3}) {
+      set_num_threads(threads);
+      const auto again = run_gather(p);
+      EXPECT_EQ(0, std::memcmp(again.data(), one.data(), one.size() * 4)) << "threads " << threads;
+    }
+  }
+}
+
 TEST(GatherQmm, NullLhsMeansEntryIndexAndTails) {
   IsaGuard guard;
   for (Isa isa : supported_isas()) {

@@ -2,6 +2,7 @@
 #include "model/arch/family_common.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "io/json_config.h"
@@ -47,7 +48,21 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
       if (r.original_max_position <= 0 || !(r.beta_fast > 0) || !(r.beta_slow > 0))
         fail(where, ": yarn needs original_max_position_embeddings > 0 and positive beta_fast "
              "and beta_slow");
+      if (!(r.theta > 1.0))
+        fail(file, ": field 'rope_theta' must be above 1 for yarn scaling, got ", r.theta);
+      // YarnRoPE divides by 0.1 * m * ln(factor) + 1 for m = mscale_all_dim and multiplies by
+      // it for m = mscale: both must stay positive and finite.
+      for (auto [name, m] : {std::pair<const char*, double>{"mscale", r.mscale},
+                             {"mscale_all_dim", r.mscale_all_dim}}) {
+        const double term = r.factor > 1.0 ? 0.1 * m * std::log(r.factor) + 1.0 : 1.0;
+        if (!std::isfinite(m) || !(term > 0.0))
+          fail(where, ": field '", name, "' = ", m, " gives a non-positive yarn mscale (0.1 * ",
+               name, " * ln(factor) + 1 = ", term, ")");
+      }
     }
+    if (r.kind == RopeKind::kDynamic && max_position <= 0)
+      fail(file, ": dynamic rope scaling needs a positive max_position_embeddings, got ",
+           max_position);
   } else if (type == "llama3") {
     r.kind = RopeKind::kLlama3;
     r.factor = io::get_double(*rs, "factor", where);

@@ -216,6 +216,9 @@ TEST(Engine, OlmoeYarnRopeScalingIsApplied) {
   nlohmann::json bad = yarn;
   bad["beta_fast"] = -1.0;
   expect_error([&] { logits_with(bad); }, {"beta_fast", "config.json"});
+  bad = yarn;
+  bad["mscale_all_dim"] = -10.0;  // 0.1 * -10 * ln 4 + 1 < 0: a division by a negative
+  expect_error([&] { logits_with(bad); }, {"mscale_all_dim", "config.json"});
 }
 
 // Rewrites a stacked checkpoint with Hugging Face per-expert tensors

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "model/ops/test_util.h"
 
 namespace moex::model::ops {
@@ -37,7 +39,8 @@ std::vector<double> reference(const std::vector<float>& q, const std::vector<flo
 }
 
 TEST(Attention, PrefillMatchesReferenceForGqaShapes) {
-  for (Case c : {Case{4, 4, 16, 9}, Case{8, 2, 32, 17}, Case{6, 1, 8, 5}}) {
+  // {12, 2}: groups of 6 heads, computed as blocks of 4 and 2.
+  for (Case c : {Case{4, 4, 16, 9}, Case{8, 2, 32, 17}, Case{6, 1, 8, 5}, Case{12, 2, 16, 7}}) {
     KvCache cache(c.kv_heads, c.hd, c.len + 3);
     auto k = random_vec(c.len * c.kv_heads * c.hd, 20);
     auto v = random_vec(c.len * c.kv_heads * c.hd, 21);
@@ -100,6 +103,29 @@ TEST(Attention, ChunkedRowsSeeOnlyTheirChunk) {
   attention({.q = q.data(), .cache = &all, .rows = c.len, .pos0 = 0, .heads = c.heads,
              .scale = 0.3f, .out = causal.data()});
   for (int64_t i = 0; i < 4 * c.heads * c.hd; ++i) EXPECT_EQ(chunked[i], causal[i]);
+}
+
+// Work units are (row, kv head, block of up to 4 query heads): a head's values must not depend
+// on how many threads share the units.
+TEST(Attention, SameBitsAtEveryThreadCount) {
+  const int saved = num_threads();
+  const Case c{12, 2, 16, 40};
+  KvCache cache(c.kv_heads, c.hd, c.len);
+  auto k = random_vec(c.len * c.kv_heads * c.hd, 40);
+  auto v = random_vec(c.len * c.kv_heads * c.hd, 41);
+  auto q = random_vec(c.len * c.heads * c.hd, 42, -2.f, 2.f);
+  cache.append(k.data(), v.data(), c.len);
+  std::vector<std::vector<float>> outs;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    std::vector<float> out(q.size());
+    attention({.q = q.data(), .cache = &cache, .rows = c.len, .pos0 = 0, .heads = c.heads,
+               .scale = 0.25f, .out = out.data()});
+    outs.push_back(out);
+  }
+  set_num_threads(saved);
+  for (size_t i = 1; i < outs.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(outs[i].data(), outs[0].data(), outs[0].size() * 4)) << i;
 }
 
 TEST(KvCache, OverflowIsAnError) {

@@ -41,7 +41,11 @@ class Rope {
   // Rotates x[heads][head_dim] in place for one position (a call of one row at `pos`).
   void apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const;
   // Rotates x[rows][heads][head_dim]; row r is at position pos0 + r. Dynamic NTK takes its
-  // base from the call's length pos0 + rows, as mlx-lm does from offset + L.
+  // base from the call's length pos0 + rows, as mlx-lm does from offset + L: past
+  // max_position the result depends on how a prompt is split into calls (mlx_lm.generate
+  // prefills in 2048-token chunks, the engine in one call). The engine never gets there: its
+  // context is capped at max_position_embeddings. Uses parallel_for_work (runs inline when
+  // called inside a parallel region).
   void apply_rows(float* x, int64_t rows, int64_t heads, int64_t head_dim, int64_t pos0) const;
 
   const RopeSpec& spec() const { return spec_; }
