@@ -110,12 +110,6 @@ Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   return p;
 }
 
-std::string format_fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
-}
-
 // Per op group of the measured decode steps: ms per token, share of the step, weight MB read
 // per token and the GB/s that makes.
 struct ProfileRow {
@@ -300,11 +294,11 @@ int run_bench(const BenchFlags& f) {
           "; decision: ", a.decision));
       std::string prof;
       for (const ProfileRow& pr : profile_rows(a.profile, engine->decode_op_weight_bytes())) {
-        prof += str_cat(prof.empty() ? "" : "; ", pr.op, " ", format_fixed(pr.ms_per_token, 2),
-                        " ms (", format_fixed(100 * pr.share, 1), "%)");
+        prof += str_cat(prof.empty() ? "" : "; ", pr.op, " ", number_cell(pr.ms_per_token, 2).text,
+                        " ms (", number_cell(100 * pr.share, 1).text, "%)");
         if (pr.mb_per_token > 0)
-          prof += str_cat(" ", format_fixed(pr.mb_per_token, 1), " MB ",
-                          format_fixed(pr.gbps, 1), " GB/s");
+          prof += str_cat(" ", number_cell(pr.mb_per_token, 1).text, " MB ",
+                          number_cell(pr.gbps, 1).text, " GB/s");
       }
       if (!prof.empty())
         rep.notes.push_back(str_cat("arm ", a.name, " decode profile per token: ", prof));

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <numbers>
 
 #include "core/parallel.h"
 #include "kernels/kernels_test_util.h"
@@ -20,27 +19,7 @@ using testing::random_normal;
 constexpr double kGeluZ = 2.0 * 0.7978845608028654;
 constexpr Activation kActs[] = {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSquaredReLU};
 
-double textbook(Activation act, double g, double u) {
-  switch (act) {
-    case Activation::kSwiGLU:
-      return g / (1.0 + std::exp(-g)) * u;
-    case Activation::kGeGLU:
-      return 0.5 * g *
-             (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g))) * u;
-    case Activation::kSquaredReLU:
-      break;
-  }
-  return u > 0 ? u * u : 0.0;
-}
-
-struct IsaGuard {
-  Isa saved = active_isa();
-  int threads = num_threads();
-  ~IsaGuard() {
-    set_active_isa(saved);
-    set_num_threads(threads);
-  }
-};
+using testing::IsaGuard;
 
 TEST(Elementwise, ActivationsMatchFormulasOnEveryIsa) {
   IsaGuard guard;
@@ -55,7 +34,7 @@ TEST(Elementwise, ActivationsMatchFormulasOnEveryIsa) {
       std::vector<float> out(size_t(rows * n));
       apply_activation({act, g.data(), u.data(), rows, n, out.data()});
       for (int64_t i = 0; i < rows * n; ++i) {
-        const double gi = g[size_t(i)], want = textbook(act, gi, u[size_t(i)]);
+        const double gi = g[size_t(i)], want = testing::activation_reference(act, gi, u[size_t(i)]);
         // A few f32 roundings in exp, the division and the products (~8 ulp), plus GeGLU's
         // argument z = c (g + 0.044715 g^3) rounded in f32: sigmoid(z) then moves by ~|z| ulp.
         const double z = act == Activation::kGeGLU ? kGeluZ * (gi + 0.044715 * gi * gi * gi) : 0.0;

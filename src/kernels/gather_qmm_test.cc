@@ -60,14 +60,7 @@ void check_against_scalar(const Problem& p, const std::vector<float>& got) {
   }
 }
 
-struct IsaGuard {
-  Isa saved = active_isa();
-  int threads = num_threads();
-  ~IsaGuard() {
-    set_active_isa(saved);
-    set_num_threads(threads);
-  }
-};
+using testing::IsaGuard;
 
 TEST(GatherQmm, DecodeEveryBitWidth) {
   IsaGuard guard;

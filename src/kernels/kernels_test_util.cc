@@ -94,8 +94,7 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
   return 1e-6 * f32_terms + (kern.quantizes_x ? quant_term : 0.0) + 1e-30;
 }
 
-namespace {
-double act_ref(Activation act, double g, double u) {
+double activation_reference(Activation act, double g, double u) {
   switch (act) {
     case Activation::kSwiGLU:
       return g / (1.0 + std::exp(-g)) * u;
@@ -114,7 +113,6 @@ double dot_d(const std::vector<float>& w, const float* x) {
   for (size_t i = 0; i < w.size(); ++i) s += double(w[i]) * double(x[i]);
   return s;
 }
-}  // namespace
 
 std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x, const int32_t* ids,
                                        const float* scores, int top_k) {
@@ -126,7 +124,7 @@ std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x,
     for (int64_t f = 0; f < dff; ++f) {
       const double u = dot_d(dequant_row(ex.up, ids[k], f), x);
       const double g = has_gate ? dot_d(dequant_row(ex.gate, ids[k], f), x) : 0.0;
-      act[size_t(f)] = float(act_ref(ex.act, g, u));
+      act[size_t(f)] = float(activation_reference(ex.act, g, u));
     }
     for (int64_t h = 0; h < din; ++h)
       out[size_t(h)] += double(scores[k]) * dot_d(dequant_row(ex.down, ids[k], h), act.data());

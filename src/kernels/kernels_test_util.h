@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "core/isa.h"
+#include "core/parallel.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
 
@@ -60,5 +62,19 @@ void fallback_moe(const MoeExpertsView& ex, const float* x, const int32_t* ids, 
 
 // ||a - b|| / ||b||
 double nrms(const float* a, const float* b, int64_t n);
+
+// act(gate, up) in double from the textbook formulas (GeGLU with tanh, not the kernels'
+// sigmoid form): the oracle of the activation kernels and of dense_moe_reference.
+double activation_reference(Activation act, double g, double u);
+
+// Restores the active instruction set and thread count when a test scope ends.
+struct IsaGuard {
+  Isa saved = active_isa();
+  int threads = num_threads();
+  ~IsaGuard() {
+    set_active_isa(saved);
+    set_num_threads(threads);
+  }
+};
 
 }  // namespace moex::kernels::testing

@@ -102,14 +102,7 @@ Outputs run_fused(const testing::RandomExperts& ex, const Inputs& in, int top_k)
   return o;
 }
 
-struct IsaGuard {
-  Isa saved = active_isa();
-  int threads = num_threads();
-  ~IsaGuard() {
-    set_active_isa(saved);
-    set_num_threads(threads);
-  }
-};
+using testing::IsaGuard;
 
 void check_case(const Case& c, uint64_t seed, double* worst_dense, double* worst_fallback) {
   const auto ex = make_random_experts(c.spec, seed);
