@@ -62,6 +62,19 @@ void require_positive(const ModelConfig& c, const char* field, int64_t v) {
   if (v <= 0) fail(c.source, ": field '", field, "' must be positive, got ", v);
 }
 
+// v in [1, hi]: every size field, so that the products formed from them stay far from
+// int64_t overflow (see model::limits).
+void require_size(const ModelConfig& c, const char* field, int64_t v, int64_t hi) {
+  if (v < 1 || v > hi)
+    fail(c.source, ": field '", field, "' = ", v, " is out of range; expected an integer in [1, ",
+         hi, "]");
+}
+
+void require_token_id(const ModelConfig& c, const char* field, int64_t id) {
+  if (id < 0 || id >= c.vocab)
+    fail(c.source, ": field '", field, "' = ", id, " is not a token id (vocab_size ", c.vocab, ")");
+}
+
 void require_name(const ModelConfig& c, int64_t layer, const char* what, const std::string& n) {
   if (n.empty()) fail(c.source, ": layer ", layer, " has no tensor name for ", what);
 }
@@ -69,12 +82,15 @@ void require_name(const ModelConfig& c, int64_t layer, const char* what, const s
 }  // namespace
 
 void validate_model_config(const ModelConfig& c) {
-  require_positive(c, "hidden_size", c.hidden);
-  require_positive(c, "vocab_size", c.vocab);
-  require_positive(c, "num_hidden_layers", c.num_layers);
-  require_positive(c, "num_attention_heads", c.heads);
-  require_positive(c, "num_key_value_heads", c.kv_heads);
-  require_positive(c, "head_dim", c.head_dim);
+  require_size(c, "hidden_size", c.hidden, limits::kMaxHidden);
+  require_size(c, "vocab_size", c.vocab, limits::kMaxVocab);
+  require_size(c, "num_hidden_layers", c.num_layers, limits::kMaxLayers);
+  require_size(c, "max_position_embeddings", c.max_position, limits::kMaxPosition);
+  require_size(c, "num_attention_heads", c.heads, limits::kMaxHeads);
+  require_size(c, "num_key_value_heads", c.kv_heads, limits::kMaxHeads);
+  require_size(c, "head_dim", c.head_dim, limits::kMaxHeadDim);
+  for (int64_t id : c.eos_token_ids) require_token_id(c, "eos_token_id", id);
+  if (c.bos_token_id != -1) require_token_id(c, "bos_token_id", c.bos_token_id);
   if (c.heads % c.kv_heads != 0)
     fail(c.source, ": num_attention_heads (", c.heads, ") is not a multiple of num_key_value_heads (",
          c.kv_heads, ")");
@@ -92,11 +108,17 @@ void validate_model_config(const ModelConfig& c) {
       fail(c.source, ": rope_scaling short_factor/long_factor must have head_dim/2 = ", half,
            " entries, got ", c.rope.short_factor.size(), "/", c.rope.long_factor.size());
   }
+  if (c.dense_dff != 0) require_size(c, "dense intermediate size", c.dense_dff, limits::kMaxDff);
+  if (c.moe.shared_dff != 0)
+    require_size(c, "shared expert intermediate size", c.moe.shared_dff, limits::kMaxDff);
+  if (c.conv_kernel != 0) require_size(c, "conv_L_cache", c.conv_kernel, limits::kMaxConvKernel);
+  if (c.attention_chunk_size != 0)
+    require_size(c, "attention_chunk_size", c.attention_chunk_size, limits::kMaxPosition);
   const bool any_moe = c.num_moe_layers() > 0;
   if (any_moe) {
-    require_positive(c, "num_experts", c.moe.num_experts);
-    require_positive(c, "num_experts_per_tok", c.moe.top_k);
-    require_positive(c, "moe_intermediate_size", c.moe.expert_dff);
+    require_size(c, "num_experts", c.moe.num_experts, limits::kMaxExperts);
+    require_size(c, "num_experts_per_tok", c.moe.top_k, limits::kMaxExperts);
+    require_size(c, "moe_intermediate_size", c.moe.expert_dff, limits::kMaxDff);
     if (c.moe.top_k > c.moe.num_experts)
       fail(c.source, ": num_experts_per_tok (", c.moe.top_k, ") exceeds the number of experts (",
            c.moe.num_experts, ")");
@@ -114,8 +136,10 @@ void validate_model_config(const ModelConfig& c) {
       require_name(c, i, "conv in_proj", n.conv_in);
       require_name(c, i, "conv", n.conv);
     }
+    if (l.ffn_dff < 1 || l.ffn_dff > limits::kMaxDff)
+      fail(c.source, ": layer ", i, " has intermediate size ", l.ffn_dff, "; expected [1, ",
+           limits::kMaxDff, "]");
     if (l.ffn == FfnKind::kDense) {
-      if (l.ffn_dff <= 0) fail(c.source, ": layer ", i, " is dense with intermediate size ", l.ffn_dff);
       require_name(c, i, "dense gate_proj", n.dense_gate);
     } else {
       require_name(c, i, "router", n.router);

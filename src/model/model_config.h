@@ -9,6 +9,22 @@
 
 namespace moex::model {
 
+// Upper bounds on every size field of a config (docs/config_limits.md gives the real models'
+// values behind each). With every field inside its bound, no product the engine forms (q_dim,
+// experts x Dff x hidden, vocab x hidden, their byte counts) can overflow int64_t, so a hostile
+// config.json is refused here instead of wrapping into a plausible width.
+namespace limits {
+inline constexpr int64_t kMaxHidden = int64_t{1} << 17;       // 131072
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxVocab = int64_t{1} << 22;        // 4194304
+inline constexpr int64_t kMaxHeads = 4096;
+inline constexpr int64_t kMaxHeadDim = 4096;
+inline constexpr int64_t kMaxExperts = int64_t{1} << 14;      // 16384
+inline constexpr int64_t kMaxDff = int64_t{1} << 20;          // 1048576
+inline constexpr int64_t kMaxPosition = int64_t{1} << 30;     // 1073741824 tokens
+inline constexpr int64_t kMaxConvKernel = 64;
+}  // namespace limits
+
 enum class NormKind {
   kRmsNorm,   // x * rsqrt(mean(x^2) + eps) * weight
   kLayerNorm  // (x - mean) * rsqrt(var + eps) * weight + bias   (Phi-MoE)

@@ -1,6 +1,8 @@
 // Config parsing: real Hugging Face configs of each family, every preset round-trips through
 // its family, and bad input (wrong types, missing fields, unknown model_type) names the file
 // and field.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "model/family_registry.h"
@@ -207,6 +209,62 @@ TEST(ModelConfig, InconsistentValuesAreRejected) {
   j = qwen3_30b_config();
   j["rope_scaling"] = {{"rope_type", "wobbly"}, {"factor", 2.0}};
   expect_error([&] { parse_model_config(j, "c.json"); }, {"rope_scaling", "wobbly"});
+}
+
+// heads x head_dim used to wrap to the real q width (4 + 2^58 heads x 128 = 512 mod 2^64), so
+// every shape check passed and the engine overran a heap buffer.
+TEST(ModelConfig, HeadCountThatWrapsTheQWidthIsRejected) {
+  json j = qwen3_30b_config();
+  j["num_attention_heads"] = (int64_t{1} << 58) + 4;
+  j["num_key_value_heads"] = 4;
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"c.json", "num_attention_heads", "out of range"});
+  j = qwen3_30b_config();
+  j["num_hidden_layers"] = 1000000000;  // used to build a billion-entry layer plan first
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"num_hidden_layers", "[1, 1024]"});
+}
+
+// Every integer field a family reads is range checked: absurd values (negative, past int32,
+// values whose products wrap int64) are refused naming the field, for one preset per family.
+TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
+  // Fields where 0 is meaningful: eos id 0, no leading dense layers, Qwen3 with no experts.
+  const std::set<std::string> zero_ok = {"eos_token_id", "num_dense_layers", "num_experts"};
+  // Written by the presets but read by none of mlx-lm's model files for that family.
+  const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step"};
+  const int64_t absurd[] = {-1, (int64_t{1} << 31) + 3, (int64_t{1} << 58) + 4, int64_t{1} << 62};
+  std::set<std::string> families;
+  for (const ModelPreset& p : all_presets()) {
+    if (!families.insert(p.model_type).second) continue;
+    const json base = preset_config_json(p);
+    const bool nested = base.contains("text_config");
+    const json& fields = nested ? base["text_config"] : base;
+    for (const auto& [field, value] : fields.items()) {
+      if (!value.is_number_integer() || field == "floor_scale") continue;  // floor_scale: a float
+      const ModelConfig ref = parse_model_config(base, "c.json");
+      if (unread.count(ref.family + ":" + field)) continue;
+      std::vector<int64_t> values(std::begin(absurd), std::end(absurd));
+      if (!zero_ok.count(field)) values.push_back(0);
+      for (int64_t v : values) {
+        SCOPED_TRACE(p.name + ": " + field + " = " + std::to_string(v));
+        json j = base;
+        (nested ? j["text_config"] : j)[field] = v;
+        expect_error([&] { parse_model_config(j, "c.json"); }, {"c.json", field});
+      }
+    }
+  }
+  EXPECT_EQ(families.size(), 7u);
+}
+
+TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
+  json j = qwen3_30b_config();
+  j["eos_token_id"] = int64_t{4294967301};  // 2^32 + 5: must not become id 5
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"eos_token_id", "4294967301"});
+  j["eos_token_id"] = json::array({151645, 151936});
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"eos_token_id", "151936"});
+  j = qwen3_30b_config();
+  j["bos_token_id"] = -2;
+  expect_error([&] { parse_model_config(j, "c.json"); }, {"bos_token_id"});
+  j["bos_token_id"] = nullptr;
+  EXPECT_EQ(parse_model_config(j, "c.json").bos_token_id, -1);
 }
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {

@@ -23,6 +23,40 @@ double parse_theta(const json& cfg, const std::string& file, double def) {
 
 }  // namespace
 
+int64_t get_size(const json& j, const char* field, int64_t hi, const std::string& file,
+                 int64_t lo) {
+  return io::get_int_in(j, field, lo, hi, file);
+}
+
+int64_t get_size_or(const json& j, const char* field, int64_t def, int64_t hi,
+                    const std::string& file) {
+  return io::has_field(j, field) ? io::get_int_in(j, field, 1, hi, file) : def;
+}
+
+void parse_decoder_dims(const json& j, const std::string& f, const DecoderDefaults& d,
+                        ModelConfig& c) {
+  auto size = [&](const char* field, std::optional<int64_t> def, int64_t hi) {
+    return def ? get_size_or(j, field, *def, hi, f) : get_size(j, field, hi, f);
+  };
+  c.hidden = size("hidden_size", d.hidden, limits::kMaxHidden);
+  c.num_layers = size("num_hidden_layers", d.layers, limits::kMaxLayers);
+  c.vocab = size("vocab_size", d.vocab, limits::kMaxVocab);
+  c.max_position = size("max_position_embeddings", d.max_position, limits::kMaxPosition);
+  c.heads = size("num_attention_heads", d.heads, limits::kMaxHeads);
+  c.kv_heads = size("num_key_value_heads", d.kv_heads_default_to_heads ? c.heads : d.kv_heads,
+                    c.heads);
+  const bool derive = d.head_dim == HeadDimRule::kHiddenOverHeads ||
+                      (d.head_dim == HeadDimRule::kFieldOrHiddenOverHeads && !io::has_field(j, "head_dim"));
+  if (derive) {
+    if (c.hidden % c.heads != 0)
+      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads,
+           ") when head_dim is derived from them");
+    c.head_dim = c.hidden / c.heads;
+  } else {
+    c.head_dim = get_size(j, "head_dim", limits::kMaxHeadDim, f);
+  }
+}
+
 RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim,
                       int64_t max_position, double default_theta, bool traditional) {
   RopeParams r;
@@ -39,7 +73,7 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
   if (type == "linear" || type == "dynamic" || type == "yarn") {
     r.kind = type == "linear" ? RopeKind::kLinear : type == "dynamic" ? RopeKind::kDynamic : RopeKind::kYarn;
     r.factor = io::get_double(*rs, "factor", where);
-    r.original_max_position = io::get_int_or(*rs, "original_max_position_embeddings", 4096, where);
+    r.original_max_position = get_size_or(*rs, "original_max_position_embeddings", 4096, limits::kMaxPosition, where);
     if (r.kind == RopeKind::kYarn) {  // YarnRoPE's keyword defaults
       r.beta_fast = io::get_double_or(*rs, "beta_fast", 32.0, where);
       r.beta_slow = io::get_double_or(*rs, "beta_slow", 1.0, where);
@@ -68,7 +102,7 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
     r.factor = io::get_double(*rs, "factor", where);
     r.low_freq_factor = io::get_double_or(*rs, "low_freq_factor", 1.0, where);
     r.high_freq_factor = io::get_double_or(*rs, "high_freq_factor", 4.0, where);
-    r.original_max_position = io::get_int_or(*rs, "original_max_position_embeddings", 8192, where);
+    r.original_max_position = get_size_or(*rs, "original_max_position_embeddings", 8192, limits::kMaxPosition, where);
     // Equal factors (Llama-4 Scout: 1.0 / 1.0) leave no medium-frequency band; only
     // high < low is meaningless.
     if (r.high_freq_factor < r.low_freq_factor)
@@ -82,8 +116,8 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
     r.long_mscale = io::get_double_or(*rs, "long_mscale", 0.0, where);
     r.original_max_position =
         io::has_field(*rs, "original_max_position_embeddings")
-            ? io::get_int(*rs, "original_max_position_embeddings", where)
-            : io::get_int(cfg, "original_max_position_embeddings", file);
+            ? get_size(*rs, "original_max_position_embeddings", limits::kMaxPosition, where)
+            : get_size(cfg, "original_max_position_embeddings", limits::kMaxPosition, file);
     if (r.original_max_position <= 0)
       fail(file, ": original_max_position_embeddings must be positive");
     // As mlx-lm's SuScaledRoPE: long_mscale, else derived from the context extension factor.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,34 @@
 #include "model/presets.h"
 
 namespace moex::model::arch {
+
+// A size field of config.json: a required integer in [lo, hi]; get_size_or returns `def` when
+// the field is missing or null and checks [1, hi] otherwise. Errors name the file and field.
+int64_t get_size(const nlohmann::json& j, const char* field, int64_t hi, const std::string& file,
+                 int64_t lo = 1);
+int64_t get_size_or(const nlohmann::json& j, const char* field, int64_t def, int64_t hi,
+                    const std::string& file);
+
+// How a family's mlx-lm model file derives head_dim.
+enum class HeadDimRule {
+  kHiddenOverHeads,         // hidden_size / num_attention_heads; a head_dim field is ignored
+  kFieldOrHiddenOverHeads,  // head_dim if present, else hidden_size / num_attention_heads
+  kField                    // head_dim is required
+};
+
+// Defaults of the decoder fields every family has (std::nullopt: required).
+struct DecoderDefaults {
+  std::optional<int64_t> hidden, layers, vocab, max_position, heads;
+  std::optional<int64_t> kv_heads;  // ignored when kv_heads_default_to_heads
+  bool kv_heads_default_to_heads = false;
+  HeadDimRule head_dim = HeadDimRule::kFieldOrHiddenOverHeads;
+};
+
+// The one parser of those fields: hidden_size, num_hidden_layers, vocab_size,
+// max_position_embeddings, num_attention_heads, num_key_value_heads and head_dim, each range
+// checked against model::limits as it is read (so nothing is allocated from an absurd value).
+void parse_decoder_dims(const nlohmann::json& j, const std::string& file, const DecoderDefaults& d,
+                        ModelConfig& c);
 
 // rope_theta (top level, or rope_parameters.rope_theta as newer configs write it; default
 // `default_theta`) and rope_scaling (null/missing, or an object whose "type"/"rope_type" is

@@ -25,15 +25,9 @@ class Lfm2MoeFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int(j, "hidden_size", f);
-    c.num_layers = io::get_int(j, "num_hidden_layers", f);
-    c.vocab = io::get_int(j, "vocab_size", f);
-    c.max_position = io::get_int(j, "max_position_embeddings", f);
-    c.heads = io::get_int(j, "num_attention_heads", f);
-    c.kv_heads = io::get_int(j, "num_key_value_heads", f);
-    if (c.heads <= 0 || c.hidden % c.heads != 0)
-      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
-    c.head_dim = c.hidden / c.heads;
+    arch::DecoderDefaults dims;
+    dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double(j, "norm_eps", f);
     c.qk_norm = QkNormKind::kPerHead;
@@ -41,17 +35,17 @@ class Lfm2MoeFamily final : public Family {
     c.attn_scale = arch::default_attn_scale(c.head_dim);
     c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 1e6, false);
     c.rope.kind = RopeKind::kDefault;  // mlx-lm: plain nn.RoPE
-    c.conv_kernel = io::get_int(j, "conv_L_cache", f);
+    c.conv_kernel = arch::get_size(j, "conv_L_cache", limits::kMaxConvKernel, f);
     c.conv_bias = io::get_bool(j, "conv_bias", f);
-    c.dense_dff = io::get_int(j, "intermediate_size", f);
-    c.moe.num_experts = io::get_int(j, "num_experts", f);
-    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
-    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
+    c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     c.moe.router = RouterKind::kSigmoidBiasRenorm;
     c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
     c.moe.use_expert_bias = io::get_bool(j, "use_expert_bias", f);
     c.moe.routed_scaling_factor = io::get_double_or(j, "routed_scaling_factor", 1.0, f);
-    const int64_t dense_layers = io::get_int(j, "num_dense_layers", f);
+    const int64_t dense_layers = arch::get_size(j, "num_dense_layers", limits::kMaxLayers, f, 0);
     std::vector<int64_t> attn;
     if (io::has_field(j, "full_attn_idxs")) {
       attn = io::get_int_array(j, "full_attn_idxs", f);
@@ -70,7 +64,7 @@ class Lfm2MoeFamily final : public Family {
     c.final_norm_name = "model.embedding_norm";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool is_attn = std::find(attn.begin(), attn.end(), i) != attn.end();
       const bool dense = i < dense_layers;
       LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,

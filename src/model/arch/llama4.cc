@@ -33,13 +33,9 @@ class Llama4Family final : public Family {
     c.family = name();
     c.model_type = io::get_string(top, "model_type", file);
     c.source = file;
-    c.hidden = io::get_int(j, "hidden_size", f);
-    c.num_layers = io::get_int(j, "num_hidden_layers", f);
-    c.vocab = io::get_int(j, "vocab_size", f);
-    c.max_position = io::get_int(j, "max_position_embeddings", f);
-    c.heads = io::get_int(j, "num_attention_heads", f);
-    c.kv_heads = io::get_int(j, "num_key_value_heads", f);
-    c.head_dim = io::get_int(j, "head_dim", f);
+    arch::DecoderDefaults dims;
+    dims.head_dim = arch::HeadDimRule::kField;
+    arch::parse_decoder_dims(j, f, dims, c);
     const bool attn_bias = io::get_bool(j, "attention_bias", f);
     c.q_bias = c.k_bias = c.v_bias = c.o_bias = attn_bias;
     c.norm = NormKind::kRmsNorm;
@@ -50,21 +46,21 @@ class Llama4Family final : public Family {
     c.attn_scale = arch::default_attn_scale(c.head_dim);
     if (!j.contains("rope_scaling")) fail(f, ": missing field 'rope_scaling' (may be null)");
     c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 500000.0, true);
-    c.attention_chunk_size = io::get_int(j, "attention_chunk_size", f);
-    if (c.attention_chunk_size <= 0) fail(f, ": field 'attention_chunk_size' must be positive");
+    c.attention_chunk_size = arch::get_size(j, "attention_chunk_size", limits::kMaxPosition, f);
     const bool temperature = get_int_or_bool(j, "attn_temperature_tuning", true, f);
     c.attn_temperature_floor_scale = io::get_double_or(j, "floor_scale", 8192.0, f);
+    if (!(c.attn_temperature_floor_scale > 0.0))
+      fail(f, ": field 'floor_scale' must be positive, got ", c.attn_temperature_floor_scale);
     c.attn_temperature_scale = io::get_double_or(j, "attn_scale", 0.1, f);
-    c.dense_dff = io::get_int(j, "intermediate_size_mlp", f);
-    c.moe.num_experts = io::get_int(j, "num_local_experts", f);
-    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
+    c.dense_dff = arch::get_size(j, "intermediate_size_mlp", limits::kMaxDff, f);
+    c.moe.num_experts = arch::get_size(j, "num_local_experts", limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     if (c.moe.top_k != 1) fail(f, ": field 'num_experts_per_tok' must be 1 for llama4, got ", c.moe.top_k);
-    c.moe.expert_dff = io::get_int(j, "intermediate_size", f);
+    c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     c.moe.router = RouterKind::kLlama4Top1Sigmoid;
     c.moe.shared_dff = c.moe.expert_dff;
     c.moe.shared_expert_input_scaled = true;
-    const int64_t step = io::get_int(j, "interleave_moe_layer_step", f);
-    if (step <= 0) fail(f, ": field 'interleave_moe_layer_step' must be positive, got ", step);
+    const int64_t step = arch::get_size(j, "interleave_moe_layer_step", limits::kMaxLayers, f);
     c.tie_word_embeddings = false;
     c.embed_name = "language_model.model.embed_tokens";
     c.final_norm_name = "language_model.model.norm";
@@ -72,7 +68,7 @@ class Llama4Family final : public Family {
     c.eos_token_ids = arch::parse_eos(j, f);
     if (c.eos_token_ids.empty()) c.eos_token_ids = arch::parse_eos(top, file);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", io::get_int_or(top, "bos_token_id", -1, file), f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool moe = i % step == step - 1;
       const bool rope = (i + 1) % 4 != 0;  // mlx-lm: every 4th layer is NoPE and global
       LayerPlan l = arch::llama_layer_plan(c, moe ? FfnKind::kMoe : FfnKind::kDense,

@@ -23,25 +23,21 @@ class MixtralFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int_or(j, "hidden_size", 4096, f);
-    c.num_layers = io::get_int_or(j, "num_hidden_layers", 32, f);
-    c.vocab = io::get_int_or(j, "vocab_size", 32000, f);
-    c.max_position = io::get_int_or(j, "max_position_embeddings", 32768, f);
-    c.heads = io::get_int_or(j, "num_attention_heads", 32, f);
-    c.kv_heads = io::get_int_or(j, "num_key_value_heads", c.heads, f);
-    // mlx-lm: head_dim = hidden_size / num_attention_heads (a head_dim field is ignored).
-    if (c.heads <= 0 || c.hidden % c.heads != 0)
-      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
-    c.head_dim = c.hidden / c.heads;
+    // mlx-lm's ModelArgs defaults; head_dim = hidden_size / num_attention_heads (a head_dim
+    // field is ignored).
+    arch::DecoderDefaults dims{4096, 32, 32000, 32768, 32, std::nullopt};
+    dims.kv_heads_default_to_heads = true;
+    dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double_or(j, "rms_norm_eps", 1e-5, f);
     c.attn_scale = arch::default_attn_scale(c.head_dim);
     const bool traditional = io::get_bool_or(j, "rope_traditional", false, f);
     c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 1e6, traditional);
     c.rope.kind = RopeKind::kDefault;  // mlx-lm's Mixtral uses plain nn.RoPE
-    c.moe.num_experts = io::get_int_or(j, "num_local_experts", 8, f);
-    c.moe.top_k = io::get_int_or(j, "num_experts_per_tok", 2, f);
-    c.moe.expert_dff = io::get_int_or(j, "intermediate_size", 14336, f);
+    c.moe.num_experts = arch::get_size_or(j, "num_local_experts", 8, limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size_or(j, "num_experts_per_tok", 2, limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size_or(j, "intermediate_size", 14336, limits::kMaxDff, f);
     c.moe.router = RouterKind::kTopkSoftmax;
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
     c.embed_name = "model.embed_tokens";
@@ -49,7 +45,7 @@ class MixtralFamily final : public Family {
     c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);
       arch::set_llama_attention_names(l.names, p, false);

@@ -23,13 +23,10 @@ class OlmoeFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int(j, "hidden_size", f);
-    c.num_layers = io::get_int(j, "num_hidden_layers", f);
-    c.vocab = io::get_int(j, "vocab_size", f);
-    c.max_position = io::get_int_or(j, "max_position_embeddings", 4096, f);
-    c.heads = io::get_int(j, "num_attention_heads", f);
-    c.kv_heads = io::get_int_or(j, "num_key_value_heads", c.heads, f);
-    c.head_dim = io::get_int_or(j, "head_dim", c.heads > 0 ? c.hidden / c.heads : 0, f);
+    arch::DecoderDefaults dims;
+    dims.max_position = 4096;
+    dims.kv_heads_default_to_heads = true;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double(j, "rms_norm_eps", f);
     c.qk_norm = QkNormKind::kFullWidth;
@@ -39,9 +36,9 @@ class OlmoeFamily final : public Family {
     c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 10000.0, traditional);
     const bool attn_bias = io::get_bool_or(j, "attention_bias", false, f);
     c.q_bias = c.k_bias = c.v_bias = c.o_bias = attn_bias;
-    c.moe.num_experts = io::get_int(j, "num_experts", f);
-    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
-    c.moe.expert_dff = io::get_int(j, "intermediate_size", f);
+    c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     c.moe.renormalize = io::get_bool_or(j, "norm_topk_prob", false, f);
     c.moe.router =
         c.moe.renormalize ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
@@ -53,7 +50,7 @@ class OlmoeFamily final : public Family {
     c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);
       arch::set_llama_attention_names(l.names, p, true);

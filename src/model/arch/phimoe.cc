@@ -23,15 +23,9 @@ class PhimoeFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int_or(j, "hidden_size", 4096, f);
-    c.num_layers = io::get_int_or(j, "num_hidden_layers", 32, f);
-    c.vocab = io::get_int_or(j, "vocab_size", 32064, f);
-    c.max_position = io::get_int_or(j, "max_position_embeddings", 131072, f);
-    c.heads = io::get_int_or(j, "num_attention_heads", 32, f);
-    c.kv_heads = io::get_int_or(j, "num_key_value_heads", 8, f);
-    if (c.heads <= 0 || c.hidden % c.heads != 0)
-      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
-    c.head_dim = c.hidden / c.heads;
+    arch::DecoderDefaults dims{4096, 32, 32064, 131072, 32, 8};  // mlx-lm's ModelArgs defaults
+    dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.q_bias = c.k_bias = c.v_bias = c.o_bias = true;
     c.norm = NormKind::kLayerNorm;
     c.norm_eps = io::get_double_or(j, "rms_norm_eps", 1e-6, f);
@@ -49,9 +43,9 @@ class PhimoeFamily final : public Family {
         fail(f, ": rope_scaling: phimoe needs type 'longrope' (or 'su'), got '",
              rope_kind_name(c.rope.kind), "'");
     }
-    c.moe.num_experts = io::get_int_or(j, "num_local_experts", 16, f);
-    c.moe.top_k = io::get_int_or(j, "num_experts_per_tok", 2, f);
-    c.moe.expert_dff = io::get_int_or(j, "intermediate_size", 6400, f);
+    c.moe.num_experts = arch::get_size_or(j, "num_local_experts", 16, limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size_or(j, "num_experts_per_tok", 2, limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size_or(j, "intermediate_size", 6400, limits::kMaxDff, f);
     c.moe.router = RouterKind::kSparseMixer;
     c.moe.jitter_eps = io::get_double_or(j, "router_jitter_noise", 0.01, f);
     c.tie_word_embeddings = false;
@@ -61,7 +55,7 @@ class PhimoeFamily final : public Family {
     c.lm_head_name = "lm_head";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);
       arch::set_llama_attention_names(l.names, p, false);

@@ -24,15 +24,11 @@ class Qwen2MoeFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int(j, "hidden_size", f);
-    c.num_layers = io::get_int(j, "num_hidden_layers", f);
-    c.vocab = io::get_int(j, "vocab_size", f);
-    c.max_position = io::get_int_or(j, "max_position_embeddings", 8192, f);
-    c.heads = io::get_int(j, "num_attention_heads", f);
-    c.kv_heads = io::get_int_or(j, "num_key_value_heads", c.heads, f);
-    if (c.heads <= 0 || c.hidden % c.heads != 0)
-      fail(f, ": hidden_size (", c.hidden, ") must be a multiple of num_attention_heads (", c.heads, ")");
-    c.head_dim = c.hidden / c.heads;
+    arch::DecoderDefaults dims;
+    dims.max_position = 8192;
+    dims.kv_heads_default_to_heads = true;
+    dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.q_bias = c.k_bias = c.v_bias = true;
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double(j, "rms_norm_eps", f);
@@ -42,13 +38,14 @@ class Qwen2MoeFamily final : public Family {
     if (c.rope.kind != RopeKind::kDefault && c.rope.kind != RopeKind::kLinear)
       fail(f, ": rope_scaling: qwen2_moe supports only the 'linear' type");
     c.rope.kind = RopeKind::kDefault;  // mlx-lm validates rope_scaling but applies plain RoPE
-    io::get_int(j, "intermediate_size", f);  // required by mlx-lm, unused by the MoE layers
-    c.moe.num_experts = io::get_int(j, "num_experts", f);
-    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
-    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    // Required by mlx-lm, unused by the MoE layers.
+    arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
+    c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
+    c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     c.moe.router = RouterKind::kSoftmaxTopkNoRenorm;
     c.moe.renormalize = false;
-    c.moe.shared_dff = io::get_int(j, "shared_expert_intermediate_size", f);
+    c.moe.shared_dff = arch::get_size(j, "shared_expert_intermediate_size", limits::kMaxDff, f);
     c.moe.shared_expert_gated = true;
     c.tie_word_embeddings = false;
     c.embed_name = "model.embed_tokens";
@@ -56,7 +53,7 @@ class Qwen2MoeFamily final : public Family {
     c.lm_head_name = "lm_head";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);
       arch::set_llama_attention_names(l.names, p, false);

@@ -23,13 +23,9 @@ class Qwen3MoeFamily final : public Family {
     c.family = name();
     c.model_type = io::get_string(j, "model_type", f);
     c.source = f;
-    c.hidden = io::get_int(j, "hidden_size", f);
-    c.num_layers = io::get_int(j, "num_hidden_layers", f);
-    c.vocab = io::get_int(j, "vocab_size", f);
-    c.max_position = io::get_int_or(j, "max_position_embeddings", 40960, f);
-    c.heads = io::get_int(j, "num_attention_heads", f);
-    c.kv_heads = io::get_int(j, "num_key_value_heads", f);
-    c.head_dim = io::get_int_or(j, "head_dim", c.heads > 0 ? c.hidden / c.heads : 0, f);
+    arch::DecoderDefaults dims;
+    dims.max_position = 40960;
+    arch::parse_decoder_dims(j, f, dims, c);
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double(j, "rms_norm_eps", f);
     c.qk_norm = QkNormKind::kPerHead;
@@ -38,15 +34,14 @@ class Qwen3MoeFamily final : public Family {
     // mlx-lm builds a plain nn.RoPE here (rope_scaling is read but not applied).
     c.rope = arch::parse_rope(j, f, c.head_dim, c.max_position, 10000.0, false);
     c.rope.kind = RopeKind::kDefault;
-    c.dense_dff = io::get_int(j, "intermediate_size", f);
-    c.moe.num_experts = io::get_int(j, "num_experts", f);
-    c.moe.top_k = io::get_int(j, "num_experts_per_tok", f);
-    c.moe.expert_dff = io::get_int(j, "moe_intermediate_size", f);
+    c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
+    c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f, 0);
+    c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
+    c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     const bool renorm = io::get_bool(j, "norm_topk_prob", f);
     c.moe.router = renorm ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
     c.moe.renormalize = renorm;
-    const int64_t step = io::get_int(j, "decoder_sparse_step", f);
-    if (step <= 0) fail(f, ": field 'decoder_sparse_step' must be positive, got ", step);
+    const int64_t step = arch::get_size(j, "decoder_sparse_step", limits::kMaxLayers, f);
     const std::vector<int64_t> mlp_only =
         io::has_field(j, "mlp_only_layers") ? io::get_int_array(j, "mlp_only_layers", f)
                                             : std::vector<int64_t>{};
@@ -56,7 +51,7 @@ class Qwen3MoeFamily final : public Family {
     c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
     c.eos_token_ids = arch::parse_eos(j, f);
     c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_layers, 0); ++i) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool dense = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end() ||
                          c.moe.num_experts <= 0 || (i + 1) % step != 0;
       LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
