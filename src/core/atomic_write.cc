@@ -1,0 +1,148 @@
+// Temporary sibling + fsync + rename, for files and for whole directories (see atomic_write.h).
+#include "core/atomic_write.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace moex {
+namespace fs = std::filesystem;
+namespace {
+
+std::string parent_of(const std::string& path) {
+  const fs::path p = fs::path(path).parent_path();
+  return p.empty() ? std::string(".") : p.string();
+}
+
+std::string temp_template(const std::string& path) {
+  return str_cat(path, ".tmp-", ::getpid(), "-XXXXXX");
+}
+
+// A temporary sibling PATH.tmp-<pid>-XXXXXX whose process no longer exists.
+bool is_stale_temp(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return false;
+  const std::string rest = name.substr(prefix.size());
+  const size_t dash = rest.find('-');
+  if (dash == 0 || dash == std::string::npos) return false;
+  long pid = 0;
+  for (size_t i = 0; i < dash; ++i) {
+    if (rest[i] < '0' || rest[i] > '9' || pid > 100'000'000) return false;
+    pid = pid * 10 + (rest[i] - '0');
+  }
+  return pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+}
+
+void write_all(int fd, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::system_error(n < 0 ? errno : EIO, std::generic_category());
+    off += size_t(n);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data, const std::string& what) {
+  std::string tmp = temp_template(path);
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    fail(what, " ", path, ": cannot create a temporary file in ", parent_of(path), ": ",
+         std::strerror(errno));
+  const char* step = "write to";
+  int err = 0;
+  try {
+    ::fchmod(fd, 0644);
+    write_all(fd, data);
+    step = "fsync";
+    if (::fsync(fd) != 0) err = errno;
+  } catch (const std::system_error& e) {
+    err = e.code().value();
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "close";
+  }
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    step = "rename into place of";
+  }
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    fail(what, " ", path, ": ", step, " ", tmp, " failed: ", std::strerror(err));
+  }
+  sync_path(parent_of(path), what + " directory");
+}
+
+void sync_path(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(what, " ", path, ": cannot open to fsync: ", std::strerror(errno));
+  // EINVAL: the file system does not sync this kind of file (some do not sync directories).
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) fail(what, " ", path, ": fsync failed: ", std::strerror(err));
+}
+
+std::string make_temp_sibling_dir(const std::string& path, const std::string& what) {
+  const std::string parent = parent_of(path);
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) fail(what, " ", path, ": cannot create the parent directory ", parent, ": ", ec.message());
+  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    if (is_stale_temp(e.path().filename().string(), prefix)) {
+      std::error_code rm;
+      fs::remove_all(e.path(), rm);
+    }
+  }
+  std::string tmp = temp_template(path);
+  if (!::mkdtemp(tmp.data()))
+    fail(what, " ", path, ": cannot create a temporary directory in ", parent, ": ",
+         std::strerror(errno));
+  return tmp;
+}
+
+void commit_directory(const std::string& tmp, const std::string& path, const std::string& what) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(tmp, ec))
+    if (e.is_regular_file()) sync_path(e.path().string(), what);
+  if (ec) fail(what, " ", tmp, ": cannot list: ", ec.message());
+  sync_path(tmp, what);
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    fail(what, " ", path, ": exists and is not a directory");
+  if (!fs::exists(st)) {
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      fail(what, " ", path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
+  } else if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(tmp, ec);  // now the old content
+  } else if (errno == EINVAL || errno == ENOSYS) {
+    // No atomic exchange on this file system: move the old directory aside first.
+    std::string old = temp_template(path);
+    if (!::mkdtemp(old.data()) || ::rename(path.c_str(), old.c_str()) != 0)
+      fail(what, " ", path, ": cannot move the old directory aside: ", std::strerror(errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      ::rename(old.c_str(), path.c_str());
+      fail(what, " ", path, ": cannot rename ", tmp, " into place: ", std::strerror(err));
+    }
+    fs::remove_all(old, ec);
+  } else {
+    fail(what, " ", path, ": cannot exchange it with ", tmp, ": ", std::strerror(errno));
+  }
+  sync_path(parent_of(path), what + " parent directory");
+}
+
+}  // namespace moex

@@ -1,0 +1,29 @@
+// Whole-file and whole-directory writes that readers see complete or not at all: build under a
+// temporary sibling name, fsync, rename into place. A crash, a full disk or Ctrl-C leaves the
+// old content (or nothing) under the final name, never a truncated file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace moex {
+
+// Writes `data` to `path`: PATH.tmp-<pid>-XXXXXX in the same directory, fsync, rename over
+// `path`, fsync of the directory. `what` says what the file is ("calibration file") and
+// appears in errors with the path. On failure the temporary is removed and `path` is as before.
+void write_file_atomic(const std::string& path, std::string_view data, const std::string& what);
+
+// fsync of an existing file or directory; a moex::Error naming `what` and the path on failure.
+void sync_path(const std::string& path, const std::string& what);
+
+// Creates a fresh empty directory PATH.tmp-<pid>-XXXXXX beside `path` (same parent, so the
+// final rename does not cross file systems) and returns its name. First removes the temporary
+// siblings of `path` left by processes that no longer run (killed or crashed mid-build).
+std::string make_temp_sibling_dir(const std::string& path, const std::string& what);
+
+// Syncs every regular file directly in `tmp` and `tmp` itself, then puts it at `path`: a plain
+// rename when `path` does not exist, an atomic exchange when it does (the old content is
+// removed afterwards). The parent directory is synced last.
+void commit_directory(const std::string& tmp, const std::string& path, const std::string& what);
+
+}  // namespace moex

@@ -1,0 +1,144 @@
+// atomic_write: whole files and directories appear complete or not at all; a failed write
+// (a full disk, simulated with RLIMIT_FSIZE) leaves the old content and no temporary behind.
+#include "core/atomic_write.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "core/testing/temp_dir.h"
+
+namespace moex {
+namespace {
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int entries(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.exists();
+  return n;
+}
+
+// A pid that is not running: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  ::waitpid(p, nullptr, 0);
+  return p;
+}
+
+TEST(AtomicWrite, WritesAndReplacesWithoutLeavingTemporaries) {
+  testing::TempDir d;
+  const std::string p = d.file("a.json");
+  write_file_atomic(p, "first\n", "test file");
+  EXPECT_EQ(slurp(p), "first\n");
+  write_file_atomic(p, "second, longer\n", "test file");
+  EXPECT_EQ(slurp(p), "second, longer\n");
+  write_file_atomic(p, "", "test file");
+  EXPECT_EQ(slurp(p), "");
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicWrite, FullDiskKeepsTheOldFileAndRemovesTheTemporary) {
+  testing::TempDir d;
+  const std::string p = d.file("cal.json");
+  write_file_atomic(p, "old", "calibration file");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* prev = ::signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string msg;
+  try {
+    write_file_atomic(p, std::string(100000, 'x'), "calibration file");
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::signal(SIGXFSZ, prev);
+  EXPECT_NE(msg.find("calibration file " + p), std::string::npos) << msg;
+  EXPECT_EQ(slurp(p), "old");
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicWrite, ErrorsNameTheFile) {
+  testing::TempDir d;
+  const std::string missing = d.file("no/such/dir/x.json");
+  try {
+    write_file_atomic(missing, "x", "summary file");
+    FAIL() << "wrote into a missing directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("summary file " + missing), std::string::npos) << e.what();
+  }
+  fs::create_directory(d.file("dir"));
+  EXPECT_THROW(write_file_atomic(d.file("dir"), "x", "file"), Error);  // cannot replace a directory
+  EXPECT_TRUE(fs::is_directory(d.file("dir")));
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicWrite, TempSiblingDirIsBesideThePathAndStaleOnesAreRemoved) {
+  testing::TempDir d;
+  const std::string out = d.file("sub/model");
+  const std::string stale = str_cat(out, ".tmp-", dead_pid(), "-abcdef");
+  const std::string live = str_cat(out, ".tmp-", ::getpid(), "-ghijkl");
+  fs::create_directories(stale);
+  fs::create_directories(live);
+  std::ofstream(stale + "/config.json") << "{";
+  const std::string tmp = make_temp_sibling_dir(out, "model directory");
+  EXPECT_EQ(fs::path(tmp).parent_path(), fs::path(out).parent_path());
+  EXPECT_EQ(fs::path(tmp).filename().string().rfind("model.tmp-", 0), 0u) << tmp;
+  EXPECT_TRUE(fs::is_directory(tmp));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));  // its process (this one) still runs
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(AtomicWrite, CommitDirectoryCreatesAndReplaces) {
+  testing::TempDir d;
+  const std::string out = d.file("model");
+  std::string tmp = make_temp_sibling_dir(out, "model directory");
+  std::ofstream(tmp + "/config.json") << "one";
+  commit_directory(tmp, out, "model directory");
+  EXPECT_EQ(slurp(out + "/config.json"), "one");
+  EXPECT_FALSE(fs::exists(tmp));
+
+  std::ofstream(out + "/stale.safetensors") << "old shard";
+  tmp = make_temp_sibling_dir(out, "model directory");
+  std::ofstream(tmp + "/config.json") << "two";
+  commit_directory(tmp, out, "model directory");
+  EXPECT_EQ(slurp(out + "/config.json"), "two");
+  EXPECT_FALSE(fs::exists(out + "/stale.safetensors"));  // the old directory is gone whole
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicWrite, CommitDirectoryRefusesToReplaceAFile) {
+  testing::TempDir d;
+  const std::string out = d.file("model");
+  std::ofstream(out) << "a file";
+  const std::string tmp = make_temp_sibling_dir(out, "model directory");
+  try {
+    commit_directory(tmp, out, "model directory");
+    FAIL() << "replaced a file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(out), "a file");
+}
+
+}  // namespace
+}  // namespace moex
