@@ -56,30 +56,70 @@ const char* json_kind(const json& v) {
   }
 }
 
-json parse_json_text(std::string_view text, const std::string& file) {
-  // One set of keys per open object; the callback throws on a repeated key or deep nesting.
-  std::vector<std::unordered_set<std::string>> open_keys;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-    if (depth > kMaxJsonDepth)
-      fail(file, ": JSON nesting deeper than ", kMaxJsonDepth, " levels; expected a shallow document");
-    switch (event) {
-      case json::parse_event_t::object_start: open_keys.emplace_back(); break;
-      case json::parse_event_t::object_end:
-        if (!open_keys.empty()) open_keys.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const std::string& key = parsed.get_ref<const std::string&>();
-        if (!open_keys.back().insert(key).second)
-          fail(file, ": duplicate JSON key '", key, "' (at nesting depth ", depth,
-               "); expected every key of an object to be unique");
-        break;
-      }
-      default: break;
-    }
+namespace {
+
+// A first, DOM-free pass over the text: rejects nesting deeper than kMaxJsonDepth and duplicate
+// keys. (nlohmann's callback parser does the same checks in one pass but is quadratic in the
+// number of objects inside one object: a 200,000-tensor safetensors header took minutes.)
+class StrictJsonCheck final : public nlohmann::json_sax<json> {
+ public:
+  explicit StrictJsonCheck(const std::string& file) : file_(file) {}
+  const std::string& error() const { return error_; }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_keys_.emplace_back();
+    return enter();
+  }
+  bool key(string_t& k) override {
+    if (open_keys_.back().insert(k).second) return true;
+    error_ = str_cat(file_, ": duplicate JSON key '", k, "' (at nesting depth ", depth_,
+                     "); expected every key of an object to be unique");
+    return false;
+  }
+  bool end_object() override {
+    open_keys_.pop_back();
+    --depth_;
     return true;
-  };
+  }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = str_cat(file_, ": invalid JSON (", e.what(), ")");
+    return false;
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ <= kMaxJsonDepth) return true;
+    error_ = str_cat(file_, ": JSON nesting deeper than ", kMaxJsonDepth,
+                     " levels; expected a shallow document");
+    return false;
+  }
+
+  const std::string& file_;
+  std::string error_;
+  int depth_ = 0;
+  std::vector<std::unordered_set<std::string>> open_keys_;  // one set per open object
+};
+
+}  // namespace
+
+json parse_json_text(std::string_view text, const std::string& file) {
+  StrictJsonCheck check(file);
+  if (!json::sax_parse(text.begin(), text.end(), &check))
+    fail(check.error().empty() ? str_cat(file, ": invalid JSON") : check.error());
   try {
-    return json::parse(text.data(), text.data() + text.size(), callback);
+    return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     fail(file, ": invalid JSON (", e.what(), ")");
   }

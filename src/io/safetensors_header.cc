@@ -117,14 +117,25 @@ ParsedSafetensorsHeader parse_safetensors_header(std::string_view header, uint64
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
+  // The format requires the tensors to index the data area entirely, without holes. Checking
+  // it catches a header length a few bytes short: the JSON still parses (the lost bytes were
+  // its padding) but every tensor would be read shifted.
   const Entry* prev = nullptr;  // the non-empty range reaching furthest so far
   for (const Entry& e : entries) {
     if (e.begin == e.end) continue;
     if (prev && e.begin < prev->end)
       fail(where, ": tensor '", clip(e.info.name), "' bytes [", e.begin, ", ", e.end, ") overlap tensor '",
            clip(prev->info.name), "' bytes [", prev->begin, ", ", prev->end, "); expected disjoint ranges");
+    const uint64_t covered = prev ? prev->end : 0;
+    if (e.begin > covered)
+      fail(where, ": data bytes [", covered, ", ", e.begin, ") before tensor '", clip(e.info.name),
+           "' belong to no tensor; expected the tensors to cover the data area without holes");
     if (!prev || e.end > prev->end) prev = &e;
   }
+  const uint64_t covered = prev ? prev->end : 0;
+  if (covered != data_size)
+    fail(where, ": the tensors cover ", covered, " of the ", data_size, " data bytes after the header",
+         "; expected them to cover it exactly (a wrong header length, or trailing bytes)");
 
   out.tensors.reserve(entries.size());
   out.offsets.reserve(entries.size());

@@ -3,6 +3,7 @@
 // Then truncations and byte flips of a valid file: open either succeeds or throws Error.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "io/safetensors.h"
@@ -96,6 +97,12 @@ std::vector<HostileCase> hostile_cases() {
       {"duplicate_name", hdr("{" + ok_a + "," + ok_a + "}", 8), {"duplicate JSON key 'a'"}},
       {"duplicate_field", hdr(R"({"w":{"dtype":"F32","dtype":"U8","shape":[2],"data_offsets":[0,8]}})", 8),
        {"duplicate JSON key 'dtype'"}},
+      {"gap", hdr("{" + ok_a + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})", 16),
+       {"bytes [8, 12) before tensor 'b'", "without holes"}},
+      {"leading_gap", hdr(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+       {"bytes [0, 4) before tensor 'w'"}},
+      {"trailing_bytes", hdr("{" + ok_a + "}", 12), {"cover 8 of the 12 data bytes"}},
+      {"data_without_tensors", hdr("{}", 4), {"cover 0 of the 4 data bytes"}},
       {"metadata_not_object", hdr(R"({"__metadata__":[1]})", 0), {"__metadata__ is an array", "object of string"}},
       {"metadata_value_number", hdr(R"({"__metadata__":{"format":"mlx","n":3}})", 0),
        {"__metadata__ field 'n' is an integer", "expected a string"}},
@@ -120,6 +127,24 @@ TEST(SafetensorsHostile, EveryClassRejectedWithFileAndProblem) {
   }
 }
 
+// A header length 1-5 bytes short still parses (the bytes lost were the header's padding
+// spaces) but would shift every tensor by that many bytes: the coverage check refuses it.
+TEST(SafetensorsHostile, HeaderLengthAFewBytesShortIsRejected) {
+  TempDir tmp;
+  const std::string good = hdr(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})" "      ", 8);
+  write_file(tmp.file("good.safetensors"), good);
+  ASSERT_NO_THROW(SafetensorsFile::open(tmp.file("good.safetensors")));
+  uint64_t len = 0;
+  std::memcpy(&len, good.data(), 8);
+  for (uint64_t k = 1; k <= 5; ++k) {
+    const std::string path = tmp.file("short" + std::to_string(k) + ".safetensors");
+    write_file(path, raw_len(len - k, good.substr(8)));
+    EXPECT_TRUE(throws_error_with([&] { SafetensorsFile::open(path); },
+                                  {path, "cover 8 of the " + std::to_string(8 + k) + " data bytes"}))
+        << "header length short by " << k;
+  }
+}
+
 TEST(SafetensorsHostile, MissingFileAndDirectory) {
   TempDir tmp;
   EXPECT_TRUE(throws_error_with([&] { SafetensorsFile::open(tmp.file("nope.safetensors")); },
@@ -130,18 +155,18 @@ TEST(SafetensorsHostile, MissingFileAndDirectory) {
 TEST(SafetensorsHostile, LenientFormsAccepted) {
   TempDir tmp;
   const std::string path = tmp.file("ok.safetensors");
-  // Padding spaces, an unknown extra field, a gap between tensors, empty tensors at any
-  // offset (also inside another tensor's range), and an empty header object.
-  write_file(path, hdr(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1},)"
-                       R"("e":{"dtype":"BF16","shape":[3,0],"data_offsets":[4,4]},)"
-                       R"("b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})" "     ",
-                       16));
+  // Padding spaces, an unknown extra field, tensors listed out of offset order, empty
+  // tensors at any offset (also inside another tensor's range), and an empty header object.
+  write_file(path, hdr(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]},)"
+                       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1},)"
+                       R"("e":{"dtype":"BF16","shape":[3,0],"data_offsets":[4,4]}})" "     ",
+                       12));
   auto f = SafetensorsFile::open(path);
   ASSERT_EQ(f->tensors().size(), 3u);
   EXPECT_EQ(f->tensors()[0].name, "a");
   EXPECT_EQ(f->tensors()[1].name, "e");
   EXPECT_EQ(f->tensors()[2].name, "b");
-  EXPECT_EQ(f->find("b")->data - f->find("a")->data, 12);
+  EXPECT_EQ(f->find("b")->data - f->find("a")->data, 8);
   write_file(path, hdr("{}", 0));
   EXPECT_TRUE(SafetensorsFile::open(path)->tensors().empty());
 }
