@@ -34,22 +34,37 @@ inline uint16_t f32_to_bf16(float f) {
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);  // round to nearest even, overflow -> inf
 
-// Reads element i of a float-typed buffer (F32, F16 or BF16) as f32.
+// Reads element i of a float-typed buffer (F32, F16 or BF16) as f32. Through memcpy: a
+// safetensors data area need not be 2- or 4-byte aligned, and the format allows that.
 inline float load_as_f32(const void* p, DType t, size_t i) {
+  const auto* b = static_cast<const unsigned char*>(p);
   switch (t) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, b + 4 * i, 4);
+      return f;
+    }
+    case DType::BF16:
+    case DType::F16: {
+      uint16_t h;
+      std::memcpy(&h, b + 2 * i, 2);
+      return t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
     default: return 0.f;
   }
 }
 
-// Writes f32 value v as element i of a float-typed buffer (F32, F16 or BF16).
+// Writes f32 value v as element i of a float-typed buffer (F32, F16 or BF16), as above.
 inline void store_from_f32(void* p, DType t, size_t i, float v) {
+  auto* b = static_cast<unsigned char*>(p);
   switch (t) {
-    case DType::F32: static_cast<float*>(p)[i] = v; break;
-    case DType::BF16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(v); break;
-    case DType::F16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
+    case DType::F32: std::memcpy(b + 4 * i, &v, 4); break;
+    case DType::BF16:
+    case DType::F16: {
+      const uint16_t h = t == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      std::memcpy(b + 2 * i, &h, 2);
+      break;
+    }
     default: break;
   }
 }

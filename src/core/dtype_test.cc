@@ -45,5 +45,20 @@ TEST(DType, F16RoundingAndOverflow) {
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
 }
 
+// A safetensors data area may start at any byte: loads and stores at odd addresses must work
+// (and be defined behaviour: the UBSan build of this test flagged the old pointer casts).
+TEST(DType, LoadAndStoreAtOddAddresses) {
+  alignas(8) unsigned char buf[64] = {};
+  const float values[] = {1.5f, -0.25f, 3.0f};
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    for (size_t offset = 1; offset < 8; offset += 2) {
+      void* p = buf + offset;
+      for (size_t i = 0; i < 3; ++i) store_from_f32(p, t, i, values[i]);
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(load_as_f32(p, t, i), values[i]) << dtype_name(t) << " offset " << offset;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moex
