@@ -2,12 +2,11 @@
 #include "io/json_config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/file_read.h"
 
 namespace moex::io {
 
@@ -126,12 +125,7 @@ json parse_json_text(std::string_view text, const std::string& file) {
 }
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open JSON file (missing or unreadable)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, ": error while reading JSON file");
-  json j = parse_json_text(ss.str(), path);
+  json j = parse_json_text(read_small_file(path, kMaxConfigJsonBytes, "JSON file"), path);
   if (!j.is_object()) fail(path, ": top level is ", json_kind(j), "; expected a JSON object");
   return j;
 }

@@ -15,12 +15,18 @@ namespace moex::io {
 inline constexpr int kMaxJsonDepth = 64;
 
 // Parses `text` (the contents of `file`, used in messages). Rejects invalid JSON, nesting
-// deeper than kMaxJsonDepth and duplicate keys in any object (nlohmann would silently keep
-// the last one). Does not require the top level to be an object.
+// deeper than kMaxJsonDepth, duplicate keys in any object (nlohmann would silently keep
+// the last one) and NUL bytes (nlohmann would stop there and ignore the rest). Does not
+// require the top level to be an object.
 nlohmann::json parse_json_text(std::string_view text, const std::string& file);
 
-// Reads and parses a whole file; Error naming the file if it is missing, unreadable, not
-// valid JSON (see parse_json_text) or its top level is not an object.
+// Largest config-like JSON file read (config.json, generation_config.json, a safetensors
+// index): real ones are kilobytes, an index of a trillion-parameter checkpoint a few MB.
+inline constexpr int64_t kMaxConfigJsonBytes = int64_t{64} << 20;
+
+// Reads (core/file_read.h: regular files only, at most kMaxConfigJsonBytes) and parses a
+// whole file; Error naming the file if it is missing, unreadable, not a regular file, too
+// large, not valid JSON (see parse_json_text) or its top level is not an object.
 nlohmann::json read_json_file(const std::string& path);
 
 // Typed getters. `obj` must be a JSON object; `file` names the source in messages.

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
+#include "core/testing/fifo_probe.h"
 #include "io/test_util.h"
 
 namespace moex::io {
@@ -112,6 +114,7 @@ TEST(JsonConfig, ReadJsonFile) {
       {"{\"o\": {\"k\": 1, \"k\": 1}}", "duplicate JSON key 'k'"},
       {std::string(200, '[') + std::string(200, ']'), "nesting deeper"},
       {"{\"a\": NaN}", "invalid JSON"},
+      {std::string("{}\0{", 4), "NUL byte at offset 2"},  // nlohmann stops at a NUL
   };
   for (const auto& [text, expect] : bad) {
     write_file(path, text);
@@ -120,6 +123,30 @@ TEST(JsonConfig, ReadJsonFile) {
   // Same key in different objects is fine.
   write_file(path, R"({"a": {"k": 1}, "b": {"k": 2}, "k": [{"k": 3}, {"k": 4}]})");
   EXPECT_EQ(read_json_file(path)["b"]["k"], 2);
+}
+
+TEST(JsonConfig, ReadJsonFileRefusesWhatIsNotASmallRegularFile) {
+  TempDir tmp;
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(tmp.path()); },
+                                {tmp.path(), "a directory; expected a regular file"}));
+  EXPECT_TRUE(throws_error_with([] { read_json_file("/dev/zero"); },
+                                {"/dev/zero", "a character device; expected a regular file"}));
+  const auto fifo = moex::testing::probe_fifo(tmp.file("fifo.json"),
+                                              [](const std::string& p) { read_json_file(p); });
+  EXPECT_TRUE(fifo.returned) << "blocked waiting for a writer";
+  EXPECT_NE(fifo.message.find("a FIFO (named pipe); expected a regular file"), std::string::npos)
+      << fifo.message;
+  // Sparse: the size is refused before anything is read.
+  const std::string big = tmp.file("big.json");
+  write_file(big, "{}");
+  std::filesystem::resize_file(big, uintmax_t(kMaxConfigJsonBytes) + 1);
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(big); }, {big, "expected at most 67108864"}));
+  std::filesystem::resize_file(big, uintmax_t(kMaxConfigJsonBytes));  // at the cap: read
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(big); }, {big, "NUL byte at offset 2"}));
+  // A missing model directory is named as such, not as a missing config.json.
+  const std::string in_missing = tmp.file("no_model") + "/config.json";
+  EXPECT_TRUE(throws_error_with([&] { read_json_file(in_missing); },
+                                {"the directory " + tmp.file("no_model") + " does not exist"}));
 }
 
 TEST(JsonConfig, NonFiniteNumbersRejected) {
