@@ -114,6 +114,9 @@ class StrictJsonCheck final : public nlohmann::json_sax<json> {
 }  // namespace
 
 json parse_json_text(std::string_view text, const std::string& file) {
+  // nlohmann takes a NUL byte for the end of the input and would ignore what follows.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    fail(file, ": NUL byte at offset ", nul, "; expected JSON text");
   StrictJsonCheck check(file);
   if (!json::sax_parse(text.begin(), text.end(), &check))
     fail(check.error().empty() ? str_cat(file, ": invalid JSON") : check.error());
