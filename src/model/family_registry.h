@@ -30,6 +30,14 @@ class Family {
   // The config.json (real field names, no quantization section) describing a synthetic model
   // of this preset's shape; parse(preset_config(p)) reproduces the preset's dimensions.
   virtual nlohmann::json preset_config(const ModelPreset& p) const = 0;
+  // True for a checkpoint tensor that mlx-lm's sanitize() for this family drops before its
+  // strict load (e.g. a tied model's lm_head, Llama-4's vision tower). Every other tensor that
+  // the family's table does not bind is an error.
+  virtual bool reference_drops(const ModelConfig& cfg, std::string_view tensor) const {
+    (void)cfg;
+    (void)tensor;
+    return false;
+  }
 };
 
 const std::vector<const Family*>& all_families();

@@ -29,11 +29,18 @@ class Checker {
   void run() {
     for (const ModuleSpec& s : m_.modules) check_module(s);
     std::set<std::string> seen(used_.begin(), used_.end());
-    for (const std::string& n : m_.weights.names())
-      if (!seen.count(n)) m_.unknown_tensors.push_back(n);
+    const Family* family = find_family(m_.config.model_type);
+    for (const std::string& n : m_.weights.names()) {
+      if (seen.count(n)) continue;
+      if (family && family->reference_drops(m_.config, n))
+        m_.dropped_tensors.push_back(n);
+      else
+        m_.unknown_tensors.push_back(n);
+    }
     if (opt_.fail_on_unknown)
       for (const std::string& n : m_.unknown_tensors)
-        problem(str_cat("tensor '", n, "' is not part of a ", m_.config.family, " model"));
+        problem(str_cat("tensor '", n, "' is not part of this ", m_.config.family, " model (",
+                        m_.config.num_layers, " layers in config.json); nothing would read it"));
   }
 
   const std::vector<std::string>& problems() const { return problems_; }
@@ -222,7 +229,7 @@ const io::TensorInfo& ModelCheckpoint::tensor(const std::string& module_path, co
 
 ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
                                        io::Checkpoint ckpt, const CheckOptions& opt) {
-  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}};
+  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}};
   m.modules = module_table(m.config);
   Checker checker(m, opt);
   checker.run();

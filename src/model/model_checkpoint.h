@@ -23,8 +23,10 @@ struct CheckOptions {
   // stacked tensors (what mlx-lm's sanitize / mlx_lm.convert produce), so it leaves this off;
   // `moex inspect` turns it on to describe such a checkpoint.
   bool allow_per_expert_layout = false;
-  // Fail on checkpoint tensors that the table does not know (mlx-lm's strict load does).
-  bool fail_on_unknown = false;
+  // Fail on checkpoint tensors that the table does not know, except those the family says
+  // mlx-lm drops (Family::reference_drops), as mlx-lm's strict load does. Off only to list
+  // them (tests).
+  bool fail_on_unknown = true;
 };
 
 struct ModelCheckpoint {
@@ -36,6 +38,7 @@ struct ModelCheckpoint {
   // quantization (per-expert layouts contribute one record per expert tensor).
   std::vector<TensorRecord> tensors;
   std::vector<std::string> unknown_tensors;     // in the files, not in the table
+  std::vector<std::string> dropped_tensors;     // in the files, dropped as mlx-lm drops them
   std::vector<std::string> per_expert_layouts;  // stacked module paths stored unstacked
 
   // How a module is stored: its affine quantization, or nullopt for float.

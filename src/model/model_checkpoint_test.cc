@@ -98,11 +98,66 @@ TEST(ModelCheckpoint, WrongDtypeAndUnknownTensors) {
   for (TensorRecord& r : t)
     if (r.name == "model.norm.weight") r.dtype = DType::F32;
   write_tensors(tmp.path(), t);
-  const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+  // A tensor nothing binds is an error by default (mlx-lm's strict load refuses it too).
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"model.rotary_emb.inv_freq", "nothing would read it"});
+  CheckOptions lenient;
+  lenient.fail_on_unknown = false;
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path(), lenient);
   EXPECT_EQ(m.unknown_tensors, std::vector<std::string>{"model.rotary_emb.inv_freq"});
-  CheckOptions strict;
-  strict.fail_on_unknown = true;
-  expect_error([&] { open_model_checkpoint(tmp.path(), strict); }, {"model.rotary_emb.inv_freq"});
+}
+
+// A config with fewer layers than the checkpoint used to run on the first layers and ignore
+// the rest; now the tensors of the layers it does not describe are named.
+TEST(ModelCheckpoint, ConfigWithFewerLayersThanTheCheckpointIsRejected) {
+  TempDir tmp;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-mixtral"), 0, SynthQuant{}, DType::BF16);
+  write_tensors(tmp.path(), plan.tensors);
+  nlohmann::json cfg = plan.config_json;
+  cfg["num_hidden_layers"] = 1;
+  write_config(tmp.path(), cfg);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"model.layers.1.", "not part of this mixtral model (1 layers in config.json)"});
+}
+
+// What mlx-lm's sanitize drops is dropped, and only that: a tied model's lm_head (Qwen3-MoE,
+// Mixtral), Llama-4's vision tower; an untied model's extra tensor is still an error.
+TEST(ModelCheckpoint, TensorsTheReferenceDropsAreAccepted) {
+  struct Case {
+    const char* preset;
+    bool tie;
+    std::string extra;
+    bool accepted;
+  };
+  const Case cases[] = {
+      {"tiny-qwen3-moe", true, "lm_head.weight", true},
+      {"tiny-mixtral", true, "lm_head.weight", true},
+      {"tiny-llama4", false, "vision_model.patch_embedding.weight", true},
+      {"tiny-llama4", false, "multi_modal_projector.linear_1.weight", true},
+      {"tiny-olmoe", true, "lm_head.weight", false},  // olmoe's sanitize keeps it: strict load fails
+      {"tiny-qwen3-moe", true, "model.layers.0.self_attn.rotary_emb.inv_freq", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.preset) + " + " + c.extra);
+    TempDir tmp;
+    ModelPreset p = *find_preset(c.preset);
+    p.tie_embeddings = c.tie;
+    const CheckpointPlan plan = plan_preset_checkpoint(p, 0, SynthQuant{}, DType::BF16);
+    std::vector<TensorRecord> t = plan.tensors;
+    TensorRecord extra = t.front();
+    extra.name = c.extra;
+    extra.dtype = DType::BF16;
+    extra.shape = {4, 4};
+    t.push_back(extra);
+    write_tensors(tmp.path(), t);
+    write_config(tmp.path(), plan.config_json);
+    if (c.accepted) {
+      const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+      EXPECT_EQ(m.dropped_tensors, std::vector<std::string>{c.extra});
+    } else {
+      expect_error([&] { open_model_checkpoint(tmp.path()); }, {c.extra, "nothing would read it"});
+    }
+  }
 }
 
 TEST(ModelCheckpoint, PerExpertHuggingFaceLayoutNeedsStacking) {

@@ -99,6 +99,12 @@ class Llama4Family final : public Family {
     return c;
   }
 
+  // mlx-lm's sanitize removes the vision tower and its projector (text-only model).
+  bool reference_drops(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.find("vision_model") != std::string_view::npos ||
+           tensor.find("multi_modal_projector") != std::string_view::npos;
+  }
+
   json preset_config(const ModelPreset& p) const override {
     json t = arch::base_preset_config(p, "Llama4ForCausalLM");
     t.erase("architectures");

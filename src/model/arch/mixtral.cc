@@ -56,6 +56,11 @@ class MixtralFamily final : public Family {
     return c;
   }
 
+  // mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
+  bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
+    return c.tie_word_embeddings && tensor == "lm_head.weight";
+  }
+
   json preset_config(const ModelPreset& p) const override {
     json j = arch::base_preset_config(p, "MixtralForCausalLM");
     j["intermediate_size"] = p.moe_dff;
