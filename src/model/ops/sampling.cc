@@ -74,6 +74,12 @@ void Sampler::apply_top_k(float* lp, int64_t n, int64_t k, std::vector<float>& s
 }
 
 int64_t Sampler::sample(const float* logits, int64_t n) {
+  // NaN or +inf logits come from corrupt weights or a broken kernel: there is no token to
+  // pick, and argmax would silently return id 0 (-inf is a legitimate mask).
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
+      fail("the model produced a ", std::isnan(logits[i]) ? "NaN" : "+inf", " logit (token id ", i,
+           " of ", n, "); the weights are likely corrupt or the checkpoint misread");
   if (greedy()) return argmax(logits, n);
   lp_.assign(logits, logits + n);
   log_softmax(lp_.data(), n);

@@ -24,7 +24,8 @@ class Sampler {
   // finite, top_k < 0, top_p outside [0, 1], min_p outside [0, 1]).
   explicit Sampler(const SamplerArgs& args);
 
-  // Picks one token from logits[n] (not modified).
+  // Picks one token from logits[n] (not modified). Throws moex::Error if a logit is NaN or
+  // +inf.
   int64_t sample(const float* logits, int64_t n);
   bool greedy() const { return args_.temperature == 0.0; }
   const SamplerArgs& args() const { return args_; }

@@ -115,5 +115,28 @@ TEST(Sampler, BadArgumentsAreErrors) {
   EXPECT_THROW(Sampler({.temperature = std::nan("")}), Error);
 }
 
+// A NaN (or +inf) logit is an error, greedy or sampled: argmax used to return id 0 and the
+// generator printed NUL bytes with exit status 0. -inf is a mask and stays allowed.
+TEST(Sampler, NanOrPlusInfLogitsAreErrors) {
+  for (double temp : {0.0, 0.8}) {
+    Sampler s({.temperature = temp, .seed = 3});
+    std::vector<float> l = {0.5f, -kInf, 2.0f, 1.0f};
+    const int64_t t = s.sample(l.data(), 4);
+    if (temp == 0.0) {
+      EXPECT_EQ(t, 2);
+    }
+    EXPECT_NE(t, 1) << "the masked token was drawn";
+    l[3] = std::nanf("");
+    try {
+      s.sample(l.data(), 4);
+      ADD_FAILURE() << "NaN accepted at temperature " << temp;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("NaN logit (token id 3 of 4)"), std::string::npos) << e.what();
+    }
+    l[3] = kInf;
+    EXPECT_THROW(s.sample(l.data(), 4), Error);
+  }
+}
+
 }  // namespace
 }  // namespace moex::model::ops
