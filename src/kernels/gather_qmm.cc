@@ -40,8 +40,11 @@ void gather_qmm(const GatherQmmArgs& a) {
   auto x_row_of = [&](int64_t b) -> int64_t { return a.lhs_indices ? a.lhs_indices[b] : b; };
   ws.order.resize(size_t(a.batch));
   std::iota(ws.order.begin(), ws.order.end(), int64_t{0});
-  std::stable_sort(ws.order.begin(), ws.order.end(),
-                   [&](int64_t p, int64_t q) { return expert_of(p) < expert_of(q); });
+  // The fallback MoE path passes pairs already sorted by expert (as mlx-lm's SwitchGLU does):
+  // a linear check then replaces the second sort.
+  if (!std::is_sorted(a.rhs_indices, a.rhs_indices + a.batch))
+    std::stable_sort(ws.order.begin(), ws.order.end(),
+                     [&](int64_t p, int64_t q) { return expert_of(p) < expert_of(q); });
   ws.run_start.clear();
   for (int64_t i = 0; i < a.batch; ++i)
     if (i == 0 || expert_of(ws.order[size_t(i)]) != expert_of(ws.order[size_t(i - 1)]))
@@ -50,7 +53,9 @@ void gather_qmm(const GatherQmmArgs& a) {
   const int64_t runs = int64_t(ws.run_start.size()) - 1;
 
   const int64_t row_bytes = w.k * w.bits / 8;
-  const int64_t tile = std::clamp<int64_t>(kTileBytes / row_bytes / 4 * 4, 4, w.n);
+  // At least 4 rows per tile, at most all of them (a 1-row shared-expert gate has fewer than
+  // 4: std::clamp(v, 4, n) with n < 4 was undefined behaviour).
+  const int64_t tile = std::min(w.n, std::max<int64_t>(kTileBytes / row_bytes / 4 * 4, 4));
   const int64_t tiles = (w.n + tile - 1) / tile;
   ws.unit_cost.assign(size_t(runs * tiles + 1), 0);
   for (int64_t r = 0; r < runs; ++r) {

@@ -160,5 +160,24 @@ TEST(GatherQmm, NullLhsMeansEntryIndexAndTails) {
   }
 }
 
+// Fewer than 4 output rows (Qwen2-MoE's 1-row shared-expert gate): the row tile is all of them.
+// (std::clamp(v, 4, n) with n < 4 was undefined; the -D_GLIBCXX_ASSERTIONS build aborted here.)
+TEST(GatherQmm, FewerRowsThanATile) {
+  IsaGuard guard;
+  for (Isa isa : supported_isas()) {
+    set_active_isa(isa);
+    for (int64_t n : {1, 2, 3, 5}) {
+      SCOPED_TRACE(n);
+      Problem p;
+      p.w = make_random_quant(2, n, 128, 8, 64, DType::BF16, uint64_t(30 + n));
+      p.x = random_normal(2 * 128, 1.f, 31);
+      p.x_rows = 2;
+      p.lhs = {0, 1, 1};
+      p.rhs = {1, 0, 1};
+      check_against_scalar(p, run_gather(p));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moex::kernels
