@@ -17,12 +17,16 @@ endfunction()
 
 # moex_isa_sources(AVX2 f.cc ... AVX512 g.cc ...): compile each file for its instruction set.
 function(moex_isa_sources)
-  cmake_parse_arguments(S "" "" "AVX2;AVX512" ${ARGN})
+  cmake_parse_arguments(S "" "" "AVX2;AVX512;AVX512VBMI" ${ARGN})
   if(S_AVX2)
     set_source_files_properties(${S_AVX2} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2")
   endif()
   if(S_AVX512)
     set_source_files_properties(${S_AVX512} PROPERTIES COMPILE_OPTIONS
+      "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
+  endif()
+  if(S_AVX512VBMI)
+    set_source_files_properties(${S_AVX512VBMI} PROPERTIES COMPILE_OPTIONS
       "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512vbmi")
   endif()
 endfunction()

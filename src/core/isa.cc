@@ -9,6 +9,7 @@
 namespace moex {
 namespace {
 std::atomic<int> g_active{-1};
+std::atomic<bool> g_vbmi_enabled{true};
 }
 
 const char* isa_name(Isa isa) {
@@ -27,26 +28,52 @@ Isa parse_isa(std::string_view s, std::string_view what) {
   fail(what, ": '", s, "' is not an instruction set; expected scalar, avx2 or avx512");
 }
 
-bool isa_supported(Isa isa) {
+CpuFeatures detect_cpu_features() {
   __builtin_cpu_init();
+  CpuFeatures f;
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.f16c = __builtin_cpu_supports("f16c");
+  f.bmi2 = __builtin_cpu_supports("bmi2");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512dq = __builtin_cpu_supports("avx512dq");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
+  return f;
+}
+
+bool isa_supported_by(const CpuFeatures& f, Isa isa) {
+  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
   switch (isa) {
     case Isa::kScalar: return true;
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+    case Isa::kAvx2: return avx2;
     case Isa::kAvx512:
-      return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx512vbmi");
+      return avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
   }
   return false;
 }
 
-Isa best_supported_isa() {
-  if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
-  if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+Isa best_isa_for(const CpuFeatures& f) {
+  if (isa_supported_by(f, Isa::kAvx512)) return Isa::kAvx512;
+  if (isa_supported_by(f, Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
+}
+
+bool isa_supported(Isa isa) { return isa_supported_by(detect_cpu_features(), isa); }
+
+Isa best_supported_isa() { return best_isa_for(detect_cpu_features()); }
+
+bool avx512_vbmi_active() {
+  static const bool has_vbmi = detect_cpu_features().avx512vbmi;
+  return has_vbmi && g_vbmi_enabled.load(std::memory_order_relaxed);
+}
+
+void set_avx512_vbmi_enabled(bool enabled) {
+  if (enabled && !detect_cpu_features().avx512vbmi)
+    fail("AVX-512 VBMI is not supported by this CPU");
+  g_vbmi_enabled.store(enabled);
 }
 
 std::vector<Isa> supported_isas() {

@@ -12,23 +12,13 @@
 namespace moex::kernels {
 namespace {
 
-int bits_index(int bits) {
-  for (int i = 0; i < 6; ++i)
-    if (quant::kValidBits[i] == bits) return i;
-  return 2;  // precondition violated; 4 bits keeps the access in range
-}
-
-const QdotKernel* table_for(Isa isa) {
+// The entry for `bits` in a table, or nullptr.
+const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits) {
   int n = 0;
-  switch (isa) {
-    case Isa::kAvx512:
-      return qdot_kernels_avx512(&n);
-    case Isa::kAvx2:
-      return qdot_kernels_avx2(&n);
-    case Isa::kScalar:
-      break;
-  }
-  return qdot_kernels_scalar(&n);
+  const QdotKernel* t = table(&n);
+  for (int i = 0; i < n; ++i)
+    if (t[i].bits == bits) return &t[i];
+  return nullptr;
 }
 
 }  // namespace
@@ -36,7 +26,8 @@ const QdotKernel* table_for(Isa isa) {
 const std::vector<QdotKernel>& qdot_kernels() {
   static const std::vector<QdotKernel> all = [] {
     std::vector<QdotKernel> v;
-    for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512}) {
+    for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512_vbmi,
+                     qdot_kernels_avx512_novbmi}) {
       int n = 0;
       const QdotKernel* t = get(&n);
       v.insert(v.end(), t, t + n);
@@ -46,7 +37,22 @@ const std::vector<QdotKernel>& qdot_kernels() {
   return all;
 }
 
-const QdotKernel& qdot_kernel(Isa isa, int bits) { return table_for(isa)[bits_index(bits)]; }
+const QdotKernel& qdot_kernel(Isa isa, int bits) {
+  if (!quant::is_valid_bits(bits)) bits = 4;  // precondition violated; keep the access in range
+  const QdotKernel* k = nullptr;
+  switch (isa) {
+    case Isa::kAvx512:
+      k = avx512_vbmi_active() ? find_bits(qdot_kernels_avx512_vbmi, bits)
+                               : find_bits(qdot_kernels_avx512_novbmi, bits);
+      if (k) return *k;
+      [[fallthrough]];  // a width the no-VBMI build lacks
+    case Isa::kAvx2:
+      return *find_bits(qdot_kernels_avx2, bits);
+    case Isa::kScalar:
+      break;
+  }
+  return *find_bits(qdot_kernels_scalar, bits);
+}
 
 const char* isa_kernel_suffix(Isa isa) {
   switch (isa) {

@@ -48,11 +48,14 @@ struct QdotKernel {
   size_t (*prepared_bytes)(int64_t k, int group_size);
   void (*prepare)(const float* x, int64_t k, int group_size, void* dst);
   void (*dot_rows)(const QdotRowsArgs& args);
+  // Built with AVX-512 VBMI: runnable only where avx512_vbmi_active().
+  bool needs_vbmi = false;
 };
 
 // Every compiled variant, scalar first; check isa_supported(kernel.isa) before running one.
 const std::vector<QdotKernel>& qdot_kernels();
-// The variant the public kernels use for `isa` and `bits` (bits must be valid).
+// The variant the public kernels use for `isa` and `bits` (bits must be valid). For kAvx512
+// without VBMI (avx512_vbmi_active() false) 3/5/6 bits get the AVX2 variant.
 const QdotKernel& qdot_kernel(Isa isa, int bits);
 // The suffix naming a variant's instruction set: "_scalar", "__avx2", "__avx512vnni".
 const char* isa_kernel_suffix(Isa isa);

@@ -5,6 +5,10 @@
 // f32 arithmetic. Then sum (s*q + b) x = sum_groups s*c*int_dot(q, 65536*a1 + 256*a2 + a3) +
 // b * sum x (exact f32 group sums), with s*c formed once per row and 16 groups. Two levels
 // (2^-16 of a 4-16 element run) measured 1e-4 normalized RMS against mx.gather_qmm (gate 1e-5).
+// This file is compiled twice (qdot_avx512_vbmi.cc includes it with MOEX_QDOT_VBMI=1 and the
+// -mavx512vbmi flag): with VBMI every bit width runs here; without it (Cascade Lake) the block
+// reorder of prepare is a plain loop and only 2/4/8 bits are built, since 3/5/6-bit unpacking
+// needs VBMI's byte permutes (qdot.cc gives those widths the AVX2 kernels there).
 // GCC 12 reports false -Wmaybe-uninitialized inside its own AVX-512 headers (GCC bug 105593,
 // the intrinsics' undefined-value idiom); the pragma covers those headers only.
 #pragma GCC diagnostic push
@@ -49,11 +53,23 @@ inline __m512i make_idx8(F f) {
   return _mm512_load_si512(v);
 }
 
-// Reorders a natural-order int8 vector (k_pad bytes) into the block order of Blk<BITS>.
+#ifndef MOEX_QDOT_VBMI
+#define MOEX_QDOT_VBMI 0
+#endif
+
+// Reorders a natural-order int8 vector (k_pad bytes) into the block order of Blk<BITS>:
+// out[j + 64*t + p] = in[j + kVecs*p + t] within each block j.
 template <int BITS>
 void permute_blocks(int8_t* a, int64_t k_pad) {
   constexpr int kV = Blk<BITS>::kVecs;
-  if constexpr (kV == 2) {
+  if constexpr (kV > 1 && !MOEX_QDOT_VBMI) {
+    int8_t block[Blk<BITS>::kElems];
+    for (int64_t j = 0; j < k_pad; j += Blk<BITS>::kElems) {
+      std::memcpy(block, a + j, sizeof(block));
+      for (int t = 0; t < kV; ++t)
+        for (int p = 0; p < 64; ++p) a[j + 64 * t + p] = block[kV * p + t];
+    }
+  } else if constexpr (kV == 2) {
     const __m512i even = make_idx8([](int p) { return 2 * p; });
     const __m512i odd = make_idx8([](int p) { return 2 * p + 1; });
     for (int64_t j = 0; j < k_pad; j += 128) {
@@ -324,18 +340,31 @@ void qdot_rows_vnni_any(const QdotRowsArgs& a) {
   }
 }
 
+#if MOEX_QDOT_VBMI
 #define MOEX_QDOT_VNNI(B)                                                           \
   QdotKernel {                                                                      \
     "qdot_rows_q" #B "__avx512vnni", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
-        prepare_vnni<B>, qdot_rows_vnni_any<B>                                      \
+        prepare_vnni<B>, qdot_rows_vnni_any<B>, true                                \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(3), MOEX_QDOT_VNNI(4),
                                  MOEX_QDOT_VNNI(5), MOEX_QDOT_VNNI(6), MOEX_QDOT_VNNI(8)};
+#else
+#define MOEX_QDOT_VNNI(B)                                                                  \
+  QdotKernel {                                                                             \
+    "qdot_rows_q" #B "__avx512vnni_novbmi", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
+        prepare_vnni<B>, qdot_rows_vnni_any<B>, false                                      \
+  }
+constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(4), MOEX_QDOT_VNNI(8)};
+#endif
 #undef MOEX_QDOT_VNNI
 
 }  // namespace
 
-const QdotKernel* qdot_kernels_avx512(int* count) {
+#if MOEX_QDOT_VBMI
+const QdotKernel* qdot_kernels_avx512_vbmi(int* count) {
+#else
+const QdotKernel* qdot_kernels_avx512_novbmi(int* count) {
+#endif
   *count = int(sizeof(kTable) / sizeof(kTable[0]));
   return kTable;
 }

@@ -50,17 +50,69 @@ std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, i
   return std::vector<float>(buf.begin() + 8, buf.end() - 8);
 }
 
-bool runnable(const QdotKernel& k) { return isa_supported(k.isa) && k.isa != Isa::kScalar; }
+bool can_run(const QdotKernel& k) {
+  return isa_supported(k.isa) && (!k.needs_vbmi || detect_cpu_features().avx512vbmi);
+}
+bool runnable(const QdotKernel& k) { return can_run(k) && k.isa != Isa::kScalar; }
+
+// Restores the VBMI switch.
+struct VbmiGuard {
+  bool saved = avx512_vbmi_active();
+  ~VbmiGuard() {
+    if (detect_cpu_features().avx512vbmi) set_avx512_vbmi_enabled(saved);
+  }
+};
 
 TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    for (int bits : quant::kValidBits) {
-      const QdotKernel& k = qdot_kernel(isa, bits);
-      EXPECT_EQ(k.bits, bits);
-      EXPECT_EQ(k.isa, isa);
-      EXPECT_EQ(std::string(k.name), "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(isa));
-    }
-  EXPECT_EQ(qdot_kernels().size(), 18u);
+  VbmiGuard guard;
+  for (bool vbmi : {true, false}) {
+    if (vbmi && !detect_cpu_features().avx512vbmi) continue;
+    set_avx512_vbmi_enabled(vbmi);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+      for (int bits : quant::kValidBits) {
+        const QdotKernel& k = qdot_kernel(isa, bits);
+        EXPECT_EQ(k.bits, bits);
+        // Without VBMI, AVX-512 runs 2/4/8 bits with VNNI and 3/5/6 bits with AVX2.
+        const bool avx2_instead = isa == Isa::kAvx512 && !vbmi && (bits == 3 || bits == 5 || bits == 6);
+        const Isa want = avx2_instead ? Isa::kAvx2 : isa;
+        EXPECT_EQ(k.isa, want);
+        const std::string novbmi = isa == Isa::kAvx512 && !vbmi && !avx2_instead ? "_novbmi" : "";
+        EXPECT_EQ(std::string(k.name),
+                  "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(want) + novbmi);
+        EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
+      }
+  }
+  EXPECT_EQ(qdot_kernels().size(), 21u);
+}
+
+// The kernels built without VBMI compute exactly what the VBMI ones do (only the prepared
+// vector's byte reorder is written differently): same prepared bytes, same output bits.
+TEST(Qdot, NoVbmiKernelsAreBitIdenticalToVbmiOnes) {
+  if (!detect_cpu_features().avx512vbmi || !isa_supported(Isa::kAvx512))
+    GTEST_SKIP() << "this CPU has no AVX-512 VBMI to compare against";
+  VbmiGuard guard;
+  uint64_t seed = 500;
+  for (int bits : {2, 4, 8}) {
+    set_avx512_vbmi_enabled(true);
+    const QdotKernel& with = qdot_kernel(Isa::kAvx512, bits);
+    set_avx512_vbmi_enabled(false);
+    const QdotKernel& without = qdot_kernel(Isa::kAvx512, bits);
+    ASSERT_NE(&with, &without);
+    for (int gs : quant::kValidGroupSizes)
+      for (int64_t k : row_lengths(gs)) {
+        SCOPED_TRACE(std::string(without.name) + "/g" + std::to_string(gs) + "/k" + std::to_string(k));
+        auto q = make_random_quant(1, 9, k, bits, gs, DType::BF16, ++seed);
+        const auto x = random_normal(k, 1.f, ++seed);
+        PreparedVectors pa, pb;
+        pa.prepare(with, x.data(), 1, k, k, gs);
+        pb.prepare(without, x.data(), 1, k, k, gs);
+        ASSERT_EQ(with.prepared_bytes(k, gs), without.prepared_bytes(k, gs));
+        EXPECT_EQ(0, std::memcmp(pa.at(0), pb.at(0), with.prepared_bytes(k, gs)));
+        const auto a = run_rows(with, q.view, 0, 0, 9, pa.at(0));
+        const auto b = run_rows(without, q.view, 0, 0, 9, pb.at(0));
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+      }
+  }
 }
 
 TEST(Qdot, FastKernelsMatchScalarReference) {
@@ -168,7 +220,7 @@ TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
   };
   int checked = 0;
   for (const QdotKernel& kern : qdot_kernels()) {
-    if (!isa_supported(kern.isa)) continue;
+    if (!can_run(kern)) continue;
     for (int gs : quant::kValidGroupSizes)
       for (DType sb : {DType::BF16, DType::F32}) {
         const int64_t k = gs == 32 ? 96 : 3 * gs;

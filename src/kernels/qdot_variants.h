@@ -10,7 +10,9 @@ namespace moex::kernels {
 // Each returns its table (one entry per valid bit width, in quant::kValidBits order).
 const QdotKernel* qdot_kernels_scalar(int* count);
 const QdotKernel* qdot_kernels_avx2(int* count);
-const QdotKernel* qdot_kernels_avx512(int* count);
+// AVX-512 VNNI with VBMI (all six widths) and without it (2, 4 and 8 bits only).
+const QdotKernel* qdot_kernels_avx512_vbmi(int* count);
+const QdotKernel* qdot_kernels_avx512_novbmi(int* count);
 
 // Byte offsets of the parts of a prepared vector, shared by the SIMD variants.
 struct PreparedLayout {
