@@ -11,6 +11,7 @@
 #include "model/model_checkpoint.h"
 #include "model/moe_layer_info.h"
 #include "model/weight_bytes.h"
+#include "moe/calibration.h"
 #include "moe/dispatch_policy.h"
 #include "tools/command.h"
 
@@ -53,6 +54,8 @@ void print_architecture(const model::ModelConfig& c) {
 void print_dispatch(const model::ModelCheckpoint& m) {
   const std::vector<model::MoeLayerInfo> infos = model::moe_layer_infos(m);
   if (infos.empty()) return;
+  const std::optional<moe::CalibratedCap> cpu_calibration =
+      moe::load_calibrated_cap(moe::host_cpu_calibration_key());
   std::printf("fused-MoE dispatch (decode, 1 token; settings from the environment):\n");
   moe::FusedSettings settings;
   try {
@@ -95,6 +98,9 @@ void print_dispatch(const model::ModelCheckpoint& m) {
       in.stacked = i.stacked;
       in.backend = be;
       in.settings = settings;
+      // The same lookup the engine makes (its CUDA key needs a device, which inspect does
+      // not open).
+      if (be == moe::Backend::kCpu) in.calibration = cpu_calibration;
       const moe::DispatchDecision d = moe::decide_path(in);
       std::printf("    %-4s %s\n", moe::backend_name(be), d.explanation().c_str());
     }

@@ -3,14 +3,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_read.h"
+#include "core/isa.h"
+#include "core/parallel.h"
 #include "core/strict_parse.h"
+#include "core/sysinfo.h"
 
 namespace moex::moe {
 namespace {
@@ -137,12 +142,12 @@ CalibrationFile parse_calibration(std::string_view text, std::string_view path) 
   return f;
 }
 
+// Largest calibration file read: an entry per host and backend with a few dozen grid points
+// each is kilobytes; 16 MiB leaves room for thousands of entries.
+constexpr int64_t kMaxCalibrationBytes = int64_t{16} << 20;
+
 CalibrationFile load_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("calibration file ", path, ": cannot be read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_calibration(ss.str(), path);
+  return parse_calibration(read_small_file(path, kMaxCalibrationBytes, "calibration file"), path);
 }
 
 std::string calibration_to_json(const CalibrationFile& file) {
@@ -181,12 +186,31 @@ void write_calibration(const std::string& path, const CalibrationFile& file) {
   if (ec) fail("calibration file ", path, ": cannot rename ", tmp, ": ", ec.message());
 }
 
-const CalibrationEntry* find_calibration(const CalibrationFile& file, std::string_view backend,
-                                         std::string_view hardware) {
-  const CalibrationEntry* found = nullptr;
-  for (const auto& e : file.entries)
-    if (e.backend == backend && e.hardware == hardware) found = &e;
-  return found;
+CalibrationMatch find_calibration(const CalibrationFile& file, const CalibrationKey& key) {
+  CalibrationMatch m;
+  // Rank of an inexact candidate: (isa differs, thread distance, fewer threads); smaller wins,
+  // and among equals the later date.
+  auto rank = [&](const CalibrationEntry& e) {
+    return std::make_tuple(e.isa != key.isa, std::abs(e.threads - key.threads), e.threads < key.threads);
+  };
+  for (const auto& e : file.entries) {
+    if (e.backend != key.backend || e.hardware != key.hardware) continue;
+    if (e.threads == key.threads && e.isa == key.isa) {
+      m.entry = &e;  // the writer keeps one per key; a hand-edited repeat: the last one
+      m.exact = true;
+      continue;
+    }
+    if (m.exact) continue;
+    if (!m.entry || rank(e) < rank(*m.entry) ||
+        (rank(e) == rank(*m.entry) && e.date > m.entry->date))
+      m.entry = &e;
+  }
+  if (m.entry && !m.exact)
+    m.why = str_cat("no entry for ", key.threads, " thread(s) / ", key.isa, "; using the one for ",
+                    m.entry->threads, " thread(s) / ", m.entry->isa, " (",
+                    m.entry->isa == key.isa ? "same isa, nearest thread count" : "nearest match",
+                    ")");
+  return m;
 }
 
 void upsert_calibration(CalibrationFile& file, CalibrationEntry entry) {
@@ -211,7 +235,7 @@ std::string default_calibration_path() {
   return "";
 }
 
-std::optional<CalibratedCap> load_calibrated_cap(Backend backend, std::string_view hardware) {
+std::optional<CalibratedCap> load_calibrated_cap(const CalibrationKey& key) {
   const bool explicit_path = env_value(kEnvCalibration).has_value();
   const std::string path = default_calibration_path();
   if (path.empty()) return std::nullopt;
@@ -221,9 +245,15 @@ std::optional<CalibratedCap> load_calibrated_cap(Backend backend, std::string_vi
     return std::nullopt;
   }
   const CalibrationFile file = load_calibration(path);
-  const CalibrationEntry* e = find_calibration(file, backend_name(backend), hardware);
-  if (!e) return std::nullopt;
-  return CalibratedCap{e->cap, str_cat(path, " (", e->hardware, ", ", e->date, ")")};
+  const CalibrationMatch m = find_calibration(file, key);
+  if (!m.entry) return std::nullopt;
+  const CalibrationEntry& e = *m.entry;
+  return CalibratedCap{e.cap, str_cat(path, " (", e.hardware, ", ", e.threads, " threads, ", e.isa,
+                                      ", ", e.date, m.exact ? "" : "; " + m.why, ")")};
+}
+
+CalibrationKey host_cpu_calibration_key() {
+  return {backend_name(Backend::kCpu), cpu_model_name(), num_threads(), isa_name(active_isa())};
 }
 
 }  // namespace moex::moe

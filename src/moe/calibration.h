@@ -53,10 +53,23 @@ CalibrationFile load_calibration(const std::string& path);
 void write_calibration(const std::string& path, const CalibrationFile& file);
 std::string calibration_to_json(const CalibrationFile& file);
 
-// The entry for (backend, hardware); when several match, the last one in the file (the
-// writer appends, so the newest). nullptr if none.
-const CalibrationEntry* find_calibration(const CalibrationFile& file, std::string_view backend,
-                                         std::string_view hardware);
+// What an entry is keyed by; the writer (upsert_calibration) keeps one entry per key.
+struct CalibrationKey {
+  std::string backend, hardware;
+  int threads = 1;
+  std::string isa;
+};
+
+struct CalibrationMatch {
+  const CalibrationEntry* entry = nullptr;  // nullptr: no entry for (backend, hardware)
+  bool exact = false;
+  std::string why;  // for an inexact match: which entry was taken and why
+};
+
+// The entry whose key equals `key`. Without one, among the entries of the same backend and
+// hardware: the same isa first, then the nearest thread count (ties: more threads), then the
+// latest date; `why` names the entry used and the fields that differ.
+CalibrationMatch find_calibration(const CalibrationFile& file, const CalibrationKey& key);
 // Replaces the entry with the same backend, hardware, threads and isa, or appends.
 void upsert_calibration(CalibrationFile& file, CalibrationEntry entry);
 
@@ -64,9 +77,13 @@ void upsert_calibration(CalibrationFile& file, CalibrationEntry entry);
 // else $HOME/.cache/moex/calibration.json; empty if none of these variables is set.
 std::string default_calibration_path();
 
-// The calibrated cap for this host: reads default_calibration_path(). A missing file at the
+// The calibrated cap for `key`: reads default_calibration_path(). A missing file at the
 // default location is no calibration (nullopt); a missing file named by MOEX_CALIBRATION,
-// or an invalid file anywhere, is an Error.
-std::optional<CalibratedCap> load_calibrated_cap(Backend backend, std::string_view hardware);
+// or an invalid file anywhere, is an Error. An inexact match says so in the origin.
+std::optional<CalibratedCap> load_calibrated_cap(const CalibrationKey& key);
+
+// This process's CPU key now: cpu_model_name(), num_threads(), the active ISA. Everything
+// that shows or applies the policy (the engine's options, inspect) looks up with it.
+CalibrationKey host_cpu_calibration_key();
 
 }  // namespace moex::moe

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/testing/fifo_probe.h"
 #include "core/testing/temp_dir.h"
 
 namespace moex::moe {
@@ -44,11 +45,44 @@ TEST(Calibration, RoundTripAndLookup) {
   EXPECT_EQ(g.entries[0].cap, 5000);
   EXPECT_EQ(g.entries[0].grid.at(0).dff, 768);
   EXPECT_DOUBLE_EQ(g.entries[0].grid.at(0).ratio, 1.25);
-  // Last match wins for (backend, hardware).
-  EXPECT_EQ(find_calibration(g, "cpu", "cpu A")->cap, 7000);
-  EXPECT_EQ(find_calibration(g, "cpu", "cpu B")->cap, 6000);
-  EXPECT_EQ(find_calibration(g, "cuda", "cpu B"), nullptr);
-  EXPECT_EQ(find_calibration(g, "cpu", "cpu C"), nullptr);
+  // The full key: cpu A has entries for 2 threads (5000) and 1 thread (7000).
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).entry->cap, 5000);
+  EXPECT_TRUE(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).exact);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 1, "avx512"}).entry->cap, 7000);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu B", 2, "avx512"}).entry->cap, 6000);
+  EXPECT_EQ(find_calibration(g, {"cuda", "cpu B", 1, "avx512"}).entry, nullptr);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu C", 2, "avx512"}).entry, nullptr);
+}
+
+// The writer replaces entries in place, so file order is not age: a threads=2/avx512 entry
+// written first and a threads=1/scalar one after it. A 2-thread avx512 run must get its own
+// entry (it used to get the other, "last in the file").
+TEST(Calibration, LookupUsesTheFullKeyAndSaysWhenInexact) {
+  CalibrationFile f;
+  CalibrationEntry a = entry("cpu A", 4096, 2);
+  a.date = "2026-11-29T10:00:00Z";
+  CalibrationEntry b = entry("cpu A", 1024, 1);
+  b.isa = "scalar";
+  b.date = "2026-11-28T10:00:00Z";
+  upsert_calibration(f, a);
+  upsert_calibration(f, b);
+  const CalibrationMatch exact = find_calibration(f, {"cpu", "cpu A", 2, "avx512"});
+  ASSERT_NE(exact.entry, nullptr);
+  EXPECT_EQ(exact.entry->cap, 4096);
+  EXPECT_TRUE(exact.exact);
+  EXPECT_TRUE(exact.why.empty());
+  // No 4-thread entry: same isa, nearest threads, and the reason says so.
+  const CalibrationMatch near = find_calibration(f, {"cpu", "cpu A", 4, "avx512"});
+  ASSERT_NE(near.entry, nullptr);
+  EXPECT_EQ(near.entry->cap, 4096);
+  EXPECT_FALSE(near.exact);
+  EXPECT_NE(near.why.find("no entry for 4 thread(s) / avx512; using the one for 2 thread(s) / avx512"),
+            std::string::npos)
+      << near.why;
+  // The isa outranks the thread count: a 1-thread scalar run takes the scalar entry.
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "scalar"}).entry->cap, 1024);
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 2, "scalar"}).entry->cap, 1024);
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "avx2"}).entry->cap, 1024);  // nearest threads
 }
 
 TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
@@ -60,20 +94,20 @@ TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
   EXPECT_EQ(default_calibration_path(), "/home/someone/.cache/moex/calibration.json");
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   EXPECT_EQ(default_calibration_path(), dir.string() + "/moex/calibration.json");
-  EXPECT_FALSE(load_calibrated_cap(Backend::kCpu, "cpu A").has_value());  // no file: none
+  EXPECT_FALSE(load_calibrated_cap({"cpu", "cpu A", 2, "avx512"}).has_value());  // no file: none
 
   CalibrationFile f;
   f.entries.push_back(entry("cpu A", 3072));
   write_calibration(dir.string() + "/moex/calibration.json", f);
-  auto cap = load_calibrated_cap(Backend::kCpu, "cpu A");
+  auto cap = load_calibrated_cap({"cpu", "cpu A", 2, "avx512"});
   ASSERT_TRUE(cap.has_value());
   EXPECT_EQ(cap->cap, 3072);
   EXPECT_NE(cap->origin.find("calibration.json"), std::string::npos);
-  EXPECT_FALSE(load_calibrated_cap(Backend::kCuda, "cpu A").has_value());
+  EXPECT_FALSE(load_calibrated_cap({"cuda", "cpu A", 1, "sm_90"}).has_value());
 
   ::setenv(kEnvCalibration, (dir / "other.json").c_str(), 1);
   EXPECT_EQ(default_calibration_path(), (dir / "other.json").string());
-  EXPECT_THROW(load_calibrated_cap(Backend::kCpu, "cpu A"), Error);  // named but missing
+  EXPECT_THROW(load_calibrated_cap({"cpu", "cpu A", 2, "avx512"}), Error);  // named but missing
   ::setenv(kEnvCalibration, "", 1);
   EXPECT_THROW(default_calibration_path(), Error);
   ::unsetenv(kEnvCalibration);
@@ -148,6 +182,23 @@ TEST(Calibration, StrictValidationNamesFileAndField) {
     }
   }
   EXPECT_THROW(load_calibration("/nonexistent/moex/calibration.json"), Error);
+}
+
+// MOEX_CALIBRATION can point anywhere: a FIFO must not hang the tool, a directory must not
+// read as an empty or garbled file.
+TEST(Calibration, LoadRefusesFifosAndDirectories) {
+  const moex::testing::TempDir tmp("moex_calibration_test");
+  const auto fifo = moex::testing::probe_fifo(
+      tmp.file("cal.json"), [](const std::string& p) { load_calibration(p); });
+  EXPECT_TRUE(fifo.returned) << "blocked waiting for a writer";
+  EXPECT_NE(fifo.message.find("calibration file is a FIFO"), std::string::npos) << fifo.message;
+  try {
+    load_calibration(tmp.path());
+    ADD_FAILURE() << "a directory loaded as a calibration file";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(tmp.path() + ": calibration file is a directory"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

@@ -184,7 +184,7 @@ TEST(TuneCalibration, WriterUpsertsAndRoundTrips) {
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[0].backend, "cuda");
   EXPECT_EQ(back.entries[0].cap, 7672);
-  const CalibrationEntry* e = find_calibration(back, "cpu", "cpu X");
+  const CalibrationEntry* e = find_calibration(back, {"cpu", "cpu X", 2, "avx512"}).entry;
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->cap, h2.cap);
   EXPECT_NE(h2.cap, h.cap);
@@ -305,7 +305,7 @@ TEST(TuneCalibration, PolicyUsesTheCalibratedCapWithoutFlagOrEnv) {
   MoePolicy policy;
   policy.settings = resolve_fused_settings(with_environment({}));
   EXPECT_FALSE(policy.settings.max_dff.has_value());
-  policy.calibration = load_calibrated_cap(Backend::kCpu, cpu_model_name());
+  policy.calibration = load_calibrated_cap({"cpu", cpu_model_name(), 2, "avx512"});
   ASSERT_TRUE(policy.calibration.has_value());
   EXPECT_EQ(policy.calibration->cap, 192);
 
@@ -373,7 +373,9 @@ TEST(TuneCalibration, CudaEntrySetsTheCudaCapOfItsDeviceOnly) {
     in.top_k = 8;
     in.backend = backend;
     in.settings = resolve_fused_settings(with_environment({}));
-    in.calibration = load_calibrated_cap(backend, hardware);
+    in.calibration = backend == Backend::kCuda
+                         ? load_calibrated_cap({"cuda", hardware, 1, "sm_90"})
+                         : load_calibrated_cap({"cpu", hardware, 2, "avx512"});
     return decide_path(in);
   };
   // cuda on the tuned device: the calibrated cap decides (2560 fused, 2624 falls back).

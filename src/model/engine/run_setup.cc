@@ -41,7 +41,7 @@ EngineOptions engine_options(const std::optional<std::string>& fused,
   raw.flag_max_dff = max_dff;
   EngineOptions o;
   o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
-  o.calibration = moe::load_calibrated_cap(moe::Backend::kCpu, cpu_model_name());
+  o.calibration = moe::load_calibrated_cap(moe::host_cpu_calibration_key());
   o.context = context;
   return o;
 }
