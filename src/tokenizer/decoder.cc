@@ -17,13 +17,16 @@ struct Decoder::Step {
 
 Decoder::~Decoder() = default;
 
-void Decoder::parse_into(const Json& j, const std::string& where,
+void Decoder::parse_into(const Json& j, const std::string& where, int depth,
                          std::vector<std::unique_ptr<Step>>& steps) {
   const std::string type = type_field(j, where);
   if (type == "Sequence") {
+    check_sequence_depth(depth, where);
     const Json& list = array_field(j, "decoders", where);
     const std::string lw = field_path(where, "decoders");
-    for (size_t i = 0; i < list.size(); ++i) parse_into(list[i], index_path(lw, i), steps);
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_into(list[i], index_path(lw, i), depth + 1, steps);
+    }
     return;
   }
   auto st = std::make_unique<Step>();
@@ -70,7 +73,7 @@ void Decoder::parse_into(const Json& j, const std::string& where,
 
 std::unique_ptr<Decoder> Decoder::from_json(const Json& j, const std::string& where) {
   auto d = std::make_unique<Decoder>();
-  parse_into(j, where, d->steps_);
+  parse_into(j, where, 0, d->steps_);
   return d;
 }
 

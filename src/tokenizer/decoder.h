@@ -13,6 +13,8 @@ namespace moex::tok {
 
 class Decoder {
  public:
+  // Parses a decoder object (a Sequence is flattened into steps; Sequences may nest
+  // kMaxSequenceDepth deep).
   static std::unique_ptr<Decoder> from_json(const Json& j, const std::string& where);
   ~Decoder();
 
@@ -24,7 +26,8 @@ class Decoder {
 
  private:
   struct Step;
-  static void parse_into(const Json& j, const std::string& where,
+  // `depth`: how many Sequences enclose j (bounded by kMaxSequenceDepth).
+  static void parse_into(const Json& j, const std::string& where, int depth,
                          std::vector<std::unique_ptr<Step>>& steps);
   void run(const Step& st, std::vector<std::string>& tokens) const;
   std::vector<std::unique_ptr<Step>> steps_;

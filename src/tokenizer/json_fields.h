@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -93,7 +94,28 @@ inline std::string type_field(const Json& obj, const std::string& where) {
 // A string made of exactly one Unicode scalar (e.g. Metaspace.replacement).
 std::string single_char_field(const Json& obj, const char* key, const std::string& where);
 
-// Reads and parses a JSON file; a missing file or a syntax error names the file.
-Json read_json_file(const std::string& path);
+// Largest tokenizer.json read: real ones are about 2-30 MB (big vocabularies with merges).
+inline constexpr int64_t kMaxTokenizerJsonBytes = int64_t{256} << 20;
+// Largest tokenizer_config.json / generation_config.json read: real ones are kilobytes (a
+// long chat template and added_tokens_decoder reach a few hundred KB).
+inline constexpr int64_t kMaxTokenizerConfigBytes = int64_t{64} << 20;
+// JSON nesting deeper than this is rejected while parsing (real files nest under 10 levels;
+// deep documents would overflow the stack in recursive walks such as copies).
+inline constexpr int kMaxJsonDepth = 64;
+// Sequence inside Sequence (normalizer, pre_tokenizer, decoder, post_processor) deeper than
+// this is an error naming the field (real tokenizers nest one or two levels).
+inline constexpr int kMaxSequenceDepth = 16;
+
+// Parses `text` (the contents of `file`, named in messages); Error on a syntax error, a NUL
+// byte (nlohmann would stop there and ignore the rest) or nesting deeper than kMaxJsonDepth.
+Json parse_json_text(std::string_view text, const std::string& file);
+
+// Reads (core/file_read.h: regular files only, at most max_bytes) and parses a JSON file;
+// a missing or special file, an oversize one or a syntax error names the file.
+Json read_json_file(const std::string& path, int64_t max_bytes = kMaxTokenizerConfigBytes);
+
+// `where` at Sequence nesting `depth` (0 for the top component): Error when a Sequence there
+// would nest deeper than kMaxSequenceDepth.
+void check_sequence_depth(int depth, const std::string& where);
 
 }  // namespace moex::tok

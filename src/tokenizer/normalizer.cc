@@ -52,6 +52,11 @@ void strip_whitespace(std::string& s, bool left, bool right) {
 }
 
 std::unique_ptr<Normalizer> Normalizer::from_json(const Json& j, const std::string& where) {
+  return parse(j, where, 0);
+}
+
+std::unique_ptr<Normalizer> Normalizer::parse(const Json& j, const std::string& where,
+                                              int depth) {
   auto n = std::make_unique<Normalizer>();
   const std::string type = type_field(j, where);
   if (type == "NFC") {
@@ -78,10 +83,11 @@ std::unique_ptr<Normalizer> Normalizer::from_json(const Json& j, const std::stri
     n->strip_right_ = bool_field(j, "strip_right", where, true);
   } else if (type == "Sequence") {
     n->kind_ = Kind::kSequence;
+    check_sequence_depth(depth, where);
     const Json& list = array_field(j, "normalizers", where);
     const std::string lw = field_path(where, "normalizers");
     for (size_t i = 0; i < list.size(); ++i) {
-      n->children_.push_back(from_json(list[i], index_path(lw, i)));
+      n->children_.push_back(parse(list[i], index_path(lw, i), depth + 1));
     }
   } else {
     fail(field_path(where, "type"), ": unsupported normalizer type \"", type,

@@ -14,12 +14,16 @@ namespace moex::tok {
 class Normalizer {
  public:
   // Parses one normalizer object; `where` names it (e.g. "tokenizer.json: normalizer").
+  // Sequences may nest kMaxSequenceDepth deep.
   static std::unique_ptr<Normalizer> from_json(const Json& j, const std::string& where);
 
   // Normalizes s in place (s is valid UTF-8 and stays so).
   void normalize(std::string& s) const;
 
  private:
+  // `depth`: how many Sequences enclose j.
+  static std::unique_ptr<Normalizer> parse(const Json& j, const std::string& where, int depth);
+
   enum class Kind { kNfc, kPrepend, kReplace, kStrip, kSequence };
   Kind kind_ = Kind::kSequence;
   std::string text_;     // Prepend: what to prepend; Replace: the replacement

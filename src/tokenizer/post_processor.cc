@@ -46,12 +46,16 @@ void parse_template(const Json& j, const std::string& where, SpecialAffixes& out
   out.suffix.insert(out.suffix.begin(), a.suffix.begin(), a.suffix.end());
 }
 
-void parse_into(const Json& j, const std::string& where, SpecialAffixes& out) {
+// `depth`: how many Sequences enclose j.
+void parse_into(const Json& j, const std::string& where, int depth, SpecialAffixes& out) {
   const std::string type = type_field(j, where);
   if (type == "Sequence") {
+    check_sequence_depth(depth, where);
     const Json& list = array_field(j, "processors", where);
     const std::string lw = field_path(where, "processors");
-    for (size_t i = 0; i < list.size(); ++i) parse_into(list[i], index_path(lw, i), out);
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_into(list[i], index_path(lw, i), depth + 1, out);
+    }
   } else if (type == "ByteLevel") {
     // Only adjusts offsets; ids are unchanged.
   } else if (type == "TemplateProcessing") {
@@ -70,7 +74,7 @@ void parse_into(const Json& j, const std::string& where, SpecialAffixes& out) {
 
 SpecialAffixes parse_post_processor(const Json& j, const std::string& where) {
   SpecialAffixes out;
-  if (!j.is_null()) parse_into(j, where, out);
+  if (!j.is_null()) parse_into(j, where, 0, out);
   return out;
 }
 

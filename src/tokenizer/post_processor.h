@@ -16,7 +16,8 @@ struct SpecialAffixes {
   std::vector<int32_t> suffix;
 };
 
-// Parses a post_processor object (j may be null: no affixes).
+// Parses a post_processor object (j may be null: no affixes); Sequences may nest
+// kMaxSequenceDepth deep.
 SpecialAffixes parse_post_processor(const Json& j, const std::string& where);
 
 }  // namespace moex::tok

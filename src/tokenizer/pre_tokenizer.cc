@@ -125,14 +125,17 @@ void split_words(Words& w, const Regex& re, SplitBehavior behavior, bool invert)
   w.spans.swap(out);
 }
 
-void PreTokenizer::parse_into(const Json& j, const std::string& where,
+void PreTokenizer::parse_into(const Json& j, const std::string& where, int depth,
                               std::vector<std::unique_ptr<Stage>>& stages) {
   const std::string type = type_field(j, where);
   auto st = std::make_unique<Stage>();
   if (type == "Sequence") {
+    check_sequence_depth(depth, where);
     const Json& list = array_field(j, "pretokenizers", where);
     const std::string lw = field_path(where, "pretokenizers");
-    for (size_t i = 0; i < list.size(); ++i) parse_into(list[i], index_path(lw, i), stages);
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_into(list[i], index_path(lw, i), depth + 1, stages);
+    }
     return;
   }
   if (type == "Split") {
@@ -190,7 +193,7 @@ void PreTokenizer::parse_into(const Json& j, const std::string& where,
 
 std::unique_ptr<PreTokenizer> PreTokenizer::from_json(const Json& j, const std::string& where) {
   auto p = std::make_unique<PreTokenizer>();
-  parse_into(j, where, p->stages_);
+  parse_into(j, where, 0, p->stages_);
   for (size_t i = 0; i < p->stages_.size(); ++i) {
     Stage& st = *p->stages_[i];
     if (st.kind != Stage::Kind::kByteLevel) continue;

@@ -27,7 +27,8 @@ enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWith
 
 class PreTokenizer {
  public:
-  // Parses a pre_tokenizer object (a Sequence is flattened into stages).
+  // Parses a pre_tokenizer object (a Sequence is flattened into stages; Sequences may nest
+  // kMaxSequenceDepth deep).
   static std::unique_ptr<PreTokenizer> from_json(const Json& j, const std::string& where);
   ~PreTokenizer();
 
@@ -40,7 +41,8 @@ class PreTokenizer {
 
  private:
   struct Stage;
-  static void parse_into(const Json& j, const std::string& where,
+  // `depth`: how many Sequences enclose j (bounded by kMaxSequenceDepth).
+  static void parse_into(const Json& j, const std::string& where, int depth,
                          std::vector<std::unique_ptr<Stage>>& stages);
   std::vector<std::unique_ptr<Stage>> stages_;
   bool model_maps_bytes_ = false;

@@ -2,6 +2,7 @@
 // and builds the pipeline; every malformed or unsupported field is a moex::Error naming it.
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
@@ -13,6 +14,18 @@ namespace fs = std::filesystem;
 using tok::Json;
 
 namespace {
+
+// Whether something is at `p` and whether it is a directory. Failures other than "not found"
+// (a symlink loop, a directory without search permission) are an Error naming p; they would
+// otherwise escape as std::filesystem_error.
+enum class PathKind { kMissing, kDirectory, kOther };
+PathKind path_kind(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) return PathKind::kMissing;
+  if (ec) fail(p.string(), ": cannot access (", ec.message(), ")");
+  return fs::is_directory(st) ? PathKind::kDirectory : PathKind::kOther;
+}
 
 // A token named by tokenizer_config.json: "<s>", {"content": "<s>", ...} or null.
 std::optional<std::string> config_token(const Json& cfg, const char* key,
@@ -33,7 +46,7 @@ int32_t resolve(const Tokenizer& t, const std::string& token, const std::string&
 
 void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer& view) {
   const fs::path cfg_path = dir / "tokenizer_config.json";
-  if (fs::exists(cfg_path)) {
+  if (path_kind(cfg_path) != PathKind::kMissing) {
     const Json cfg = tok::read_json_file(cfg_path.string());
     const std::string where = cfg_path.string() + ": ";
     tok::require_object(cfg, cfg_path.string());
@@ -54,7 +67,7 @@ void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer
     }
   }
   const fs::path gen_path = dir / "generation_config.json";
-  if (fs::exists(gen_path)) {
+  if (path_kind(gen_path) != PathKind::kMissing) {
     const Json gen = tok::read_json_file(gen_path.string());
     const std::string where = gen_path.string() + ": ";
     tok::require_object(gen, gen_path.string());
@@ -79,7 +92,7 @@ void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer
 // tokenizer_config.json "added_tokens_decoder" entries missing from tokenizer.json.
 void add_config_tokens(const fs::path& dir, tok::AddedVocab& added) {
   const fs::path cfg_path = dir / "tokenizer_config.json";
-  if (!fs::exists(cfg_path)) return;
+  if (path_kind(cfg_path) == PathKind::kMissing) return;
   const Json cfg = tok::read_json_file(cfg_path.string());
   const Json* dec = cfg.is_object() ? tok::optional_field(cfg, "added_tokens_decoder") : nullptr;
   if (dec == nullptr) return;
@@ -103,10 +116,10 @@ void add_config_tokens(const fs::path& dir, tok::AddedVocab& added) {
 
 Tokenizer Tokenizer::load(const std::string& dir_or_file) {
   fs::path file = dir_or_file;
-  if (fs::is_directory(file)) file /= "tokenizer.json";
+  if (path_kind(file) == PathKind::kDirectory) file /= "tokenizer.json";
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  if (!fs::exists(file)) fail(file.string(), ": tokenizer file not found");
-  const Json j = tok::read_json_file(file.string());
+  if (path_kind(file) == PathKind::kMissing) fail(file.string(), ": tokenizer file not found");
+  const Json j = tok::read_json_file(file.string(), tok::kMaxTokenizerJsonBytes);
   const std::string where = file.string() + ": ";
   tok::require_object(j, file.string());
 
