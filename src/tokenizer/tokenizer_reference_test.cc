@@ -4,7 +4,6 @@
 // AutoTokenizer. Synthetic vocabularies (synthetic_vocab.h) must load in both.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <iostream>
 #include <cstdio>
 #include <filesystem>
@@ -202,11 +201,7 @@ TEST_P(SyntheticReference, LoadsEverywhereAndMatches) {
   if (!r.ready) GTEST_SKIP() << "reference unavailable: " << r.error;
   const int64_t n = GetParam();
   const fs::path dir = r.dir / ("synthetic_" + std::to_string(n));
-  const auto t0 = std::chrono::steady_clock::now();
   write_synthetic_tokenizer(dir.string(), n);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(secs, 5.0) << "writing a " << n << "-entry vocabulary took " << secs << " s";
   const Tokenizer t = Tokenizer::load(dir.string());
   EXPECT_EQ(t.vocab_size(), n);
   ASSERT_TRUE(t.token_to_id("<|endoftext|>").has_value());
