@@ -303,6 +303,25 @@ TEST(EngineErrors, BadDirectoriesAndConfigs) {
   expect_error([&] { Engine::open(dir, huge); }, {"max_position_embeddings"});
 }
 
+// A missing model directory is named as the directory, not as a missing config.json; a
+// symlink loop is a moex::Error naming the path, not an escaping std::filesystem_error.
+TEST(EngineErrors, MissingAndLoopingModelDirectories) {
+  Tmp tmp;
+  const std::string missing = tmp.file("no_model");
+  expect_error([&] { Engine::open(missing, {}); }, {"the directory", "no_model", "does not exist"});
+  expect_error([&] { resolve_prompt(missing, std::string("hi"), std::nullopt); },
+               {"model directory", "no_model", "does not exist"});
+  const std::string loop = tmp.file("loop");
+  fs::create_symlink(loop, loop);
+  expect_error([&] { Engine::open(loop, {}); }, {"loop/config.json", "symbolic links"});
+  expect_error([&] { resolve_prompt(loop, std::string("hi"), std::nullopt); },
+               {"model directory", "loop", "cannot access"});
+  const std::string file = tmp.file("plain_file");
+  std::ofstream(file) << "x";
+  expect_error([&] { resolve_prompt(file, std::string("hi"), std::nullopt); },
+               {"plain_file", "is not a directory"});
+}
+
 TEST(RunSetup, PromptIdsAndContextChecks) {
   EXPECT_EQ(parse_prompt_ids("1,2,30", "--prompt-ids"), (std::vector<int32_t>{1, 2, 30}));
   for (const char* bad : {"", "1,,2", "1, 2", "-1", "a", "1,"})

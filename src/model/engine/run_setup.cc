@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
 #include "core/error.h"
 #include "core/isa.h"
@@ -13,6 +14,22 @@
 #include "tokenizer/tokenizer.h"
 
 namespace moex::model::engine {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Error unless `dir` is a directory we can look into; a symlink loop or a permission problem
+// is reported with the path instead of escaping as std::filesystem_error.
+void require_model_dir(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found) fail("model directory ", dir, " does not exist");
+  if (ec) fail("model directory ", dir, ": cannot access it (", ec.message(), ")");
+  if (!fs::is_directory(st)) fail("model directory ", dir, " is not a directory");
+}
+
+}  // namespace
 
 std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string& what) {
   std::vector<int32_t> ids;
@@ -52,10 +69,15 @@ Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::str
   if (ids) {
     p.ids = parse_prompt_ids(*ids, "--prompt-ids");
   } else if (text) {
+    require_model_dir(model_dir);
     const std::string tok = model_dir + "/tokenizer.json";
-    if (!std::filesystem::exists(tok))
+    std::error_code ec;
+    const fs::file_status st = fs::status(tok, ec);
+    if (st.type() == fs::file_type::not_found)
       fail("-p needs the model's tokenizer, but ", tok,
            " does not exist (give token ids with --prompt-ids instead)");
+    if (ec)
+      fail("-p needs the model's tokenizer, but ", tok, " cannot be accessed (", ec.message(), ")");
     p.ids = Tokenizer::load(model_dir).encode(*text, true);
     p.from_text = true;
   } else {
