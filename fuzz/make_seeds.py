@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets, from the tiny presets of `moex make-model`.
+
+Usage: make_seeds.py MOEX_BINARY OUT_DIR. Writes OUT_DIR/<target>/<name> for every target:
+config.json files, tokenizer inputs (tokenizer.json NUL text NUL tokenizer_config.json),
+safetensors files whose headers keep the real names, dtypes and metadata but with every
+dimension clipped to 2 (so a seed stays a few KB), and shard indexes naming real tensors.
+"""
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+
+TEXTS = [
+    "Hello, world! The quick brown fox jumps over 13 lazy dogs.",
+    "<|im_start|>user\nwhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
+    "caf\u00e9 na\u00efve \u00c5ngstr\u00f6m \u4f60\u597d \U0001f600  tabs\tand\r\nnewlines",
+]
+# Shard files that fuzz_checkpoint_index.cc writes next to the index, with their tensors.
+HARNESS_SHARDS = {
+    "model-00001-of-00002.safetensors": ["model.embed_tokens.weight", "model.norm.weight"],
+    "model-00002-of-00002.safetensors": ["lm_head.weight"],
+}
+
+
+def tiny_presets(moex):
+    out = subprocess.run([moex, "make-model", "--list-presets"], check=True,
+                         capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("tiny-")]
+
+
+def write(out_dir, target, name, data):
+    d = os.path.join(out_dir, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def read_header(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n))
+
+
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+               "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def small_safetensors(header, rng):
+    """The same header with every dimension clipped to 2 and offsets recomputed."""
+    entries = sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
+                     key=lambda kv: kv[1]["data_offsets"][0])
+    out, offset = {}, 0
+    if "__metadata__" in header:
+        out["__metadata__"] = header["__metadata__"]
+    for name, v in entries:
+        shape = [min(d, 2) for d in v["shape"]]
+        n = DTYPE_BYTES[v["dtype"]]
+        for d in shape:
+            n *= d
+        out[name] = {"dtype": v["dtype"], "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    text = json.dumps(out, separators=(",", ":"))
+    text += " " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text.encode() + bytes(rng.randrange(256) for _ in range(offset))
+
+
+def index_seed(names):
+    files = sorted(HARNESS_SHARDS)
+    return json.dumps({"metadata": {"total_size": 72},
+                       "weight_map": {n: files[i % 2] for i, n in enumerate(names)}}, indent=2)
+
+
+def preset_seeds(moex, preset, extra, tag, out_dir, rng):
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "m")
+        subprocess.run([moex, "make-model", "--preset", preset, "--out", model, "-q", "--threads", "1"]
+                       + extra, check=True, capture_output=True)
+        with open(os.path.join(model, "config.json")) as f:
+            write(out_dir, "fuzz_model_config", f"{tag}.json", f.read())
+        with open(os.path.join(model, "tokenizer.json")) as f:
+            tok = f.read()
+        cfg_path = os.path.join(model, "tokenizer_config.json")
+        cfg = open(cfg_path).read() if os.path.exists(cfg_path) else ""
+        for i, text in enumerate(TEXTS):
+            tail = f"\0{cfg}" if (cfg and i == 0) else ""
+            write(out_dir, "fuzz_tokenizer", f"{tag}-{i}", f"{tok}\0{text}{tail}")
+        shards = sorted(p for p in os.listdir(model) if p.endswith(".safetensors"))
+        names = []
+        for s in shards:
+            header = read_header(os.path.join(model, s))
+            names += [k for k in header if k != "__metadata__"]
+            write(out_dir, "fuzz_safetensors", f"{tag}-{s}", small_safetensors(header, rng))
+        write(out_dir, "fuzz_checkpoint_index", f"{tag}.json", index_seed(sorted(names)))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    moex, out_dir = sys.argv[1], sys.argv[2]
+    rng = random.Random(0)
+    for preset in tiny_presets(moex):
+        preset_seeds(moex, preset, [], preset, out_dir, rng)
+    # Other quantizations and float dtypes change the config's and the header's contents.
+    preset_seeds(moex, "tiny-qwen3-moe", ["--bits", "0", "--dtype", "f32"], "tiny-qwen3-moe-f32", out_dir, rng)
+    preset_seeds(moex, "tiny-mixtral", ["--bits", "8", "--group-size", "32", "--dtype", "f16",
+                                        "--router-bits", "0"], "tiny-mixtral-q8", out_dir, rng)
+    # The index the harness's shards satisfy exactly.
+    valid = {"metadata": {"total_size": 72},
+             "weight_map": {n: f for f, ns in HARNESS_SHARDS.items() for n in ns}}
+    write(out_dir, "fuzz_checkpoint_index", "harness-valid.json", json.dumps(valid, indent=2))
+    for target in sorted(os.listdir(out_dir)):
+        files = os.listdir(os.path.join(out_dir, target))
+        size = sum(os.path.getsize(os.path.join(out_dir, target, f)) for f in files)
+        print(f"seeds: {target}: {len(files)} files, {size} bytes")
+
+
+if __name__ == "__main__":
+    main()

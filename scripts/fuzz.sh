@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) into build-fuzz, replays
+# fuzz/regressions/<target>/, then fuzzes each target for SECONDS (default 600) from seeds made
+# from the tiny presets. Exit 1 on any crash, leak, timeout, OOM or broken invariant.
+# Usage: scripts/fuzz.sh [seconds-per-target] [target ...]   (JOBS=n for the build's -j)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs="${1:-600}"
+shift || true
+all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+jobs="${JOBS:-$(nproc)}"
+dir=build-fuzz
+
+# Largest input per target: above the biggest seed, small enough to keep executions fast.
+max_len_of() {
+  case "$1" in
+    fuzz_safetensors) echo 32768 ;;
+    fuzz_checkpoint_index) echo 32768 ;;
+    fuzz_model_config) echo 16384 ;;
+    fuzz_tokenizer) echo 65536 ;;
+    *) echo 4096 ;;
+  esac
+}
+
+# libFuzzer's runtime ships with clang (Debian: libclang-rt-<v>-dev).
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz: installing clang (libFuzzer comes with its runtime)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang
+fi
+clang_major="$(clang++ -dumpversion | cut -d. -f1)"
+if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }' |
+    clang++ -x c++ -fsanitize=fuzzer - -o /tmp/moex_fuzz_probe.$$ 2>/dev/null; then
+  echo "fuzz: installing libclang-rt-${clang_major}-dev (the libFuzzer runtime)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "libclang-rt-${clang_major}-dev"
+fi
+rm -f /tmp/moex_fuzz_probe.$$
+
+echo "== fuzz: build ($dir, clang $(clang++ -dumpversion)) =="
+t0=$SECONDS
+cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMOEX_CUDA=OFF \
+  -DMOEX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" >/dev/null
+cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
+echo "== fuzz: build took $((SECONDS - t0)) s =="
+
+# Seeds: the tiny presets written by `moex make-model` (a Release build's, or built here).
+moex_bin="${MOEX_BIN:-build/tools/moex}"
+if [ ! -x "$moex_bin" ]; then
+  echo "fuzz: no $moex_bin; building the moex tool in $dir for the seeds"
+  cmake --build "$dir" -j"$jobs" --target moex
+  moex_bin="$dir/tools/moex"
+fi
+rm -rf "$dir/seeds"
+ASAN_OPTIONS=detect_leaks=0 python3 fuzz/make_seeds.py "$moex_bin" "$dir/seeds"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  bin="$dir/fuzz/$t"
+  art="$dir/artifacts/$t"
+  corpus="$dir/corpus/$t"
+  log="$dir/logs/$t.log"
+  mkdir -p "$art" "$corpus" "$dir/logs"
+  rm -f "$art"/*
+  flags=(-max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 -dict=fuzz/dicts/json.dict
+         -artifact_prefix="$art/" -print_final_stats=1)
+
+  # Inputs that once failed: each must now pass.
+  mapfile -t regress < <(find "fuzz/regressions/$t" -type f ! -name '*.md' 2>/dev/null | sort)
+  replay="no regressions"
+  if [ ${#regress[@]} -gt 0 ]; then
+    echo "== fuzz: $t: replaying ${#regress[@]} regression input(s) =="
+    if "$bin" "${flags[@]}" "${regress[@]}" >"$dir/logs/$t.replay.log" 2>&1; then
+      replay="${#regress[@]} regressions pass"
+    else
+      replay="REGRESSION FAILS (see $dir/logs/$t.replay.log)"
+      tail -40 "$dir/logs/$t.replay.log"
+      status=1
+    fi
+  fi
+
+  echo "== fuzz: $t: ${secs} s =="
+  rc=0
+  "$bin" "${flags[@]}" -max_total_time="$secs" "$corpus" "$dir/seeds/$t" >"$log" 2>&1 || rc=$?
+  execs="$(grep 'stat::number_of_executed_units:' "$log" | tail -1 | awk '{print $2}')"
+  rate="$(grep 'stat::average_exec_per_sec:' "$log" | tail -1 | awk '{print $2}')"
+  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')"
+  mapfile -t found < <(find "$art" -type f \( -name 'crash-*' -o -name 'leak-*' \
+                         -o -name 'timeout-*' -o -name 'oom-*' \) | sort)
+  line="$t: ${execs:-?} executions (${rate:-?}/s), coverage ${cov:-?}"
+  line="$line, corpus $(ls "$corpus" | wc -l), $replay"
+  if [ "$rc" -ne 0 ] || [ ${#found[@]} -gt 0 ]; then
+    status=1
+    line="$line, FINDING (exit $rc): ${found[*]:-see $log}"
+    pattern='ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|ERROR: libFuzzer|runtime error'
+    grep -E -A30 "$pattern|invariant broken|terminate called" "$log" | head -60 || true
+  else
+    line="$line, no findings"
+  fi
+  echo "fuzz: $line"
+  summary+=("$line")
+done
+
+echo "== fuzz: summary =="
+printf '  %s\n' "${summary[@]}"
+[ $status -eq 0 ] || echo "fuzz: findings: save each reproducer under fuzz/regressions/<target>/"
+exit $status
