@@ -1,7 +1,6 @@
 // `moex tokenize`: text -> token ids (or ids -> text with --decode) with a checkpoint's
 // tokenizer.json, for checking moex against the model's own tokenizer by hand.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -9,12 +8,17 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "core/strict_parse.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 
 namespace moex::tools {
 namespace {
+
+// Largest --file read into memory at once (a regular file only: a directory or FIFO is an
+// error); far more text than a hand check needs.
+constexpr int64_t kMaxTextFileBytes = int64_t{256} << 20;
 
 struct TokenizeFlags {
   std::string tokenizer;
@@ -38,13 +42,7 @@ int run_tokenize(const TokenizeFlags& f) {
     return 0;
   }
   std::string text = f.text;
-  if (!f.file.empty()) {
-    std::ifstream in(f.file, std::ios::binary);
-    if (!in) fail("--file: cannot open ", f.file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+  if (!f.file.empty()) text = read_small_file(f.file, kMaxTextFileBytes, "--file input");
   const auto ids = tok.encode(text, !f.no_special);
   for (size_t i = 0; i < ids.size(); ++i) {
     std::cout << (i ? " " : "") << ids[i];
