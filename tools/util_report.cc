@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "tools/util_flags.h"
 
 namespace moex::tools {
 namespace {
@@ -102,10 +103,11 @@ std::string render_json(const Report& r) {
 }  // namespace
 
 ReportFormat parse_report_format(std::string_view s, std::string_view what) {
-  if (s == "md") return ReportFormat::kMarkdown;
-  if (s == "csv") return ReportFormat::kCsv;
-  if (s == "json") return ReportFormat::kJson;
-  fail(what, ": '", s, "' is not an output format; expected md, csv or json");
+  const std::string l = lowercase(s);
+  if (l == "md") return ReportFormat::kMarkdown;
+  if (l == "csv") return ReportFormat::kCsv;
+  if (l == "json") return ReportFormat::kJson;
+  fail(what, ": '", s, "' is not an output format; expected md, csv or json (any case)");
 }
 
 ReportCell text_cell(std::string s) { return {std::move(s), false}; }

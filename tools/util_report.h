@@ -11,7 +11,7 @@
 namespace moex::tools {
 
 enum class ReportFormat { kMarkdown, kCsv, kJson };
-// "md" | "csv" | "json"; throws moex::Error naming `what` otherwise.
+// "md" | "csv" | "json" in any case; throws moex::Error naming `what` otherwise.
 ReportFormat parse_report_format(std::string_view s, std::string_view what);
 
 // A cell: text, and whether it is a number (unquoted in JSON).

@@ -1,0 +1,93 @@
+// Shared flag parsing of the `moex` subcommands (see util_flags.h).
+#include "tools/util_flags.h"
+
+#include <algorithm>
+#include <random>
+
+#include "core/error.h"
+#include "core/strict_parse.h"
+
+namespace moex::tools {
+
+int parse_threads_flag(std::string_view s) {
+  return int(parse_int_strict(s, "--threads", 1, kMaxThreads));
+}
+
+std::vector<std::string> split_list_flag(std::string_view s, std::string_view flag,
+                                         std::string_view expected) {
+  if (s.empty()) fail(flag, ": the list is empty; expected ", expected, ", comma-separated");
+  std::vector<std::string> v;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    const std::string_view item =
+        s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (item.empty())
+      fail(flag, ": '", s, "' has an empty item; expected ", expected, ", comma-separated");
+    if (item.front() == ' ' || item.back() == ' ')
+      fail(flag, ": '", item, "' has surrounding spaces; expected ", expected,
+           ", comma-separated with no spaces");
+    v.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return v;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string o(s);
+  for (char& c : o)
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+  return o;
+}
+
+std::optional<std::string> lowercase_opt(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  return lowercase(*s);
+}
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_word(std::string_view word, const std::vector<std::string>& names) {
+  const std::string w = lowercase(word);
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& n : names) {
+    const size_t d = n.rfind(w, 0) == 0 && !w.empty() ? 1 : edit_distance(w, n);
+    if (d < best_d) {
+      best_d = d;
+      best = n;
+    }
+  }
+  return best;
+}
+
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& v) { return v.empty() ? std::string("empty value; expected a value") : ""; },
+      "", "non_empty");
+}
+
+uint64_t random_seed() {
+  std::random_device rd;
+  return ((uint64_t(rd()) << 32) ^ uint64_t(rd())) & 0x7fff'ffff'ffff'ffffULL;
+}
+
+}  // namespace moex::tools

@@ -1,0 +1,41 @@
+// Flag values the subcommands share: the --threads bound, list-valued flags (an empty list or
+// an empty item is an error naming the flag), case-insensitive words, nearest-name hints.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moex::tools {
+
+// The most worker threads any command accepts; each is a real thread with its own stack.
+inline constexpr int kMaxThreads = 1024;
+
+// --threads N with N in [1, kMaxThreads]; a moex::Error naming --threads otherwise.
+int parse_threads_flag(std::string_view s);
+
+// "a,b,c" -> {"a", "b", "c"}. An empty value, an empty item ("a,,b", "a,") or an item with
+// surrounding spaces is a moex::Error naming `flag`; `expected` says what an item is.
+std::vector<std::string> split_list_flag(std::string_view s, std::string_view flag,
+                                         std::string_view expected);
+
+// ASCII lower case: flag words (--isa AVX2, -o JSON, --fused ON) are case-insensitive.
+std::string lowercase(std::string_view s);
+std::optional<std::string> lowercase_opt(const std::optional<std::string>& s);
+
+// The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
+// it); "" when none is close.
+std::string nearest_word(std::string_view word, const std::vector<std::string>& names);
+
+// CLI11 check for options whose value cannot be empty (`--threads ""` is an error naming
+// --threads, not the default).
+CLI::Validator non_empty();
+
+// A random 63-bit seed (std::random_device) for sampling when --seed is not given.
+uint64_t random_seed();
+
+}  // namespace moex::tools
