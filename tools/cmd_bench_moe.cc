@@ -22,6 +22,7 @@
 #include "quant/format.h"
 #include "tools/command.h"
 #include "tools/util_cuda_bench.h"
+#include "tools/util_flags.h"
 #include "tools/util_report.h"
 
 namespace moex::tools {
@@ -44,7 +45,7 @@ Shape parse_shape(const BenchMoeOptions& o) {
     fail("bench-moe: give exactly one of --preset NAME or --shape hidden,dff,experts,top_k");
   Shape s;
   if (!o.preset.empty()) {
-    const model::ModelPreset* p = model::find_preset(o.preset);
+    const model::ModelPreset* p = model::find_preset(lowercase(o.preset));
     if (!p) {
       std::string names;
       for (const auto& q : model::all_presets()) names += (names.empty() ? "" : ", ") + q.name;
@@ -73,7 +74,7 @@ Shape parse_shape(const BenchMoeOptions& o) {
 int run_bench_moe(const BenchMoeOptions& o) {
   const ReportFormat format = parse_report_format(o.output, "-o");
   const Shape shape = parse_shape(o);
-  const bool cuda = moe::parse_backend(o.backend, "--backend") == moe::Backend::kCuda;
+  const bool cuda = moe::parse_backend(lowercase(o.backend), "--backend") == moe::Backend::kCuda;
   if (cuda) {
     const std::pair<const char*, std::string> cpu_only[] = {
         {"--threads", o.threads}, {"--isa", o.isa}, {"--layers-cycle", o.layers_cycle}};
@@ -114,8 +115,8 @@ int run_bench_moe(const BenchMoeOptions& o) {
     ca.note = shape.note;
     return run_bench_moe_cuda(ca);
   }
-  if (!o.threads.empty()) set_num_threads(int(parse_int_strict(o.threads, "--threads", 1, 4096)));
-  if (!o.isa.empty()) set_active_isa(parse_isa(o.isa, "--isa"));
+  if (!o.threads.empty()) set_num_threads(parse_threads_flag(o.threads));
+  if (!o.isa.empty()) set_active_isa(parse_isa(lowercase(o.isa), "--isa"));
   const int threads = num_threads();
   const Isa isa = active_isa();
 
@@ -233,19 +234,38 @@ int run_bench_moe(const BenchMoeOptions& o) {
 
 std::function<int()> setup(CLI::App& sub) {
   auto o = std::make_shared<BenchMoeOptions>();
-  sub.add_option("--preset", o->preset, "model preset (real shapes), e.g. qwen3-30b-a3b");
-  sub.add_option("--shape", o->shape, "hidden,dff,experts,top_k");
-  sub.add_option("--bits", o->bits, "gate/up bits (2,3,4,5,6,8; default 4)");
-  sub.add_option("--down-bits", o->down_bits, "down-projection bits (default: --bits)");
-  sub.add_option("--group-size", o->group_size, "quantization group size (32, 64, 128)");
-  sub.add_option("--threads", o->threads, "threads (default: all cores; cpu only)");
-  sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (cpu only)");
-  sub.add_option("--repeats", o->repeats, "timed passes per path (default: cpu 5, cuda 15)");
+  const CLI::Validator given = non_empty();  // a flag given an empty value is an error
+  sub.add_option("--preset", o->preset, "model preset (real shapes), e.g. qwen3-30b-a3b")
+      ->check(given);
+  sub.add_option("--shape", o->shape, "hidden,dff,experts,top_k")
+      ->type_name("INT,INT,INT,INT")
+      ->check(given);
+  sub.add_option("--bits", o->bits, "gate/up bits: 2,3,4,5,6,8")
+      ->type_name("INT")
+      ->capture_default_str()
+      ->check(given);
+  sub.add_option("--down-bits", o->down_bits, "down-projection bits (default: --bits)")
+      ->type_name("INT")
+      ->check(given);
+  sub.add_option("--group-size", o->group_size, "quantization group size: 32, 64, 128")
+      ->type_name("INT")
+      ->capture_default_str()
+      ->check(given);
+  sub.add_option("--threads", o->threads, "threads, 1-1024 (default: all cores; cpu only)")
+      ->type_name("INT")
+      ->check(given);
+  sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (default: the best; cpu only)")
+      ->check(given);
+  sub.add_option("--repeats", o->repeats, "timed passes per path (default: cpu 5, cuda 15)")
+      ->type_name("INT")
+      ->check(given);
   sub.add_option("--layers-cycle", o->layers_cycle,
                  "layers of distinct weights to cycle (default: enough for max(2 GB, 4 x L3); "
-                 "cpu only)");
-  sub.add_option("-o,--output", o->output, "md | csv | json");
-  sub.add_option("--backend", o->backend, "cpu | cuda (default cpu)");
+                 "cpu only)")
+      ->type_name("INT")
+      ->check(given);
+  sub.add_option("-o,--output", o->output, "md | csv | json")->capture_default_str()->check(given);
+  sub.add_option("--backend", o->backend, "cpu | cuda")->capture_default_str()->check(given);
   return [o] { return run_bench_moe(*o); };
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "tools/command.h"
 #include "tools/util_cuda_bench.h"
 #include "tools/util_cuda_tune.h"
+#include "tools/util_flags.h"
 #include "tools/util_report.h"
 #include "tools/util_tune_report.h"
 
@@ -29,7 +31,9 @@ namespace moex::tools {
 namespace {
 
 struct TuneOptions {
-  std::string backend = "cpu", threads, isa, out, bits = "4", dffs, repeats, output = "md";
+  std::string backend = "cpu", bits = "4", output = "md";
+  // Unset and set-but-empty differ: `--dffs ""` is an error, not the default grid.
+  std::optional<std::string> threads, isa, out, dffs, repeats;
   bool quick = false;
 };
 
@@ -39,14 +43,13 @@ constexpr int64_t kPoolLimitBytes = 3'000'000'000;
 
 // The flags only the CPU tune has, rejected with --backend cuda.
 void reject_cpu_only_flags(const TuneOptions& o) {
-  if (!o.threads.empty())
-    fail("tune: --threads is a CPU flag; it cannot be used with --backend cuda");
-  if (!o.isa.empty()) fail("tune: --isa is a CPU flag; it cannot be used with --backend cuda");
+  if (o.threads) fail("tune: --threads is a CPU flag; it cannot be used with --backend cuda");
+  if (o.isa) fail("tune: --isa is a CPU flag; it cannot be used with --backend cuda");
 }
 
 int run_tune(const TuneOptions& o) {
   const ReportFormat format = parse_report_format(o.output, "-o");
-  const bool cuda = moe::parse_backend(o.backend, "--backend") == moe::Backend::kCuda;
+  const bool cuda = moe::parse_backend(lowercase(o.backend), "--backend") == moe::Backend::kCuda;
   if (cuda) {
     reject_cpu_only_flags(o);
     if (!cuda_built_in()) require_cuda_device("tune");  // throws: built without CUDA
@@ -60,17 +63,18 @@ int run_tune(const TuneOptions& o) {
   std::vector<int64_t> dffs = o.quick  ? moe::tune_quick_grid()
                               : cuda   ? cuda_default_dff_grid()
                                        : moe::tune_full_grid();
-  if (!o.dffs.empty()) {
-    dffs = parse_int_list(o.dffs, "--dff", kGroupSize, moe::kMaxDffLimit);
+  if (o.dffs) {
+    dffs = parse_int_list(*o.dffs, "--dffs", kGroupSize, moe::kMaxDffLimit);
     std::sort(dffs.begin(), dffs.end());
     dffs.erase(std::unique(dffs.begin(), dffs.end()), dffs.end());
     for (int64_t d : dffs)
-      if (d % kGroupSize) fail("--dff: ", d, " is not a multiple of the group size ", kGroupSize);
+      if (d % kGroupSize) fail("--dffs: ", d, " is not a multiple of the group size ", kGroupSize);
   }
   const int default_repeats = cuda ? (o.quick ? 5 : 15) : (o.quick ? 3 : 7);
-  const int repeats = o.repeats.empty() ? default_repeats
-                                        : int(parse_int_strict(o.repeats, "--repeats", 1, 1000));
-  const std::string path = o.out.empty() ? moe::default_calibration_path() : o.out;
+  const int repeats =
+      o.repeats ? int(parse_int_strict(*o.repeats, "--repeats", 1, 1000)) : default_repeats;
+  if (o.out && o.out->empty()) fail("--out: empty path; expected a calibration file path");
+  const std::string path = o.out ? *o.out : moe::default_calibration_path();
   if (cuda) {
     CudaTuneArgs ca;
     ca.bits = bits;
@@ -78,13 +82,13 @@ int run_tune(const TuneOptions& o) {
     ca.repeats = repeats;
     ca.group_size = kGroupSize;
     ca.path = path;
-    ca.path_is_default = o.out.empty();
+    ca.path_is_default = !o.out;
     ca.shapes = tune_preset_shapes();
     ca.format = format;
     return run_tune_cuda(ca);
   }
-  if (!o.threads.empty()) set_num_threads(int(parse_int_strict(o.threads, "--threads", 1, 4096)));
-  if (!o.isa.empty()) set_active_isa(parse_isa(o.isa, "--isa"));
+  if (o.threads) set_num_threads(parse_threads_flag(*o.threads));
+  if (o.isa) set_active_isa(parse_isa(lowercase(*o.isa), "--isa"));
   moe::check_calibration_writable(path);  // before the long run, not after
 
   const ShapePresets shape_presets = tune_preset_shapes();
@@ -155,7 +159,7 @@ int run_tune(const TuneOptions& o) {
   rep.notes.push_back(str_cat("the dispatch policy uses this cap for backend cpu on '",
                               host.hardware, "' unless --max-dff or ", moe::kEnvFusedMoeMaxDff,
                               " is given"));
-  if (!o.out.empty()) {
+  if (o.out) {
     const std::string def = moe::default_calibration_path();
     if (def != path)
       rep.notes.push_back(str_cat("the policy reads ", def.empty() ? "no default path" : def,
@@ -167,18 +171,24 @@ int run_tune(const TuneOptions& o) {
 
 std::function<int()> setup(CLI::App& sub) {
   auto o = std::make_shared<TuneOptions>();
-  sub.add_option("--backend", o->backend, "cpu | cuda (default cpu)");
-  sub.add_option("--threads", o->threads, "threads (default: all cores; cpu only)");
+  sub.add_option("--backend", o->backend, "cpu | cuda")->capture_default_str();
+  sub.add_option("--threads", o->threads, "threads, 1-1024 (default: all cores; cpu only)")
+      ->type_name("INT");
   sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (default: the best available; cpu only)");
   sub.add_flag("--quick", o->quick, "coarser Dff grid, fewer repeats, smaller pools (~1 minute)");
   sub.add_option("--out", o->out,
                  "calibration file (default: $MOEX_CALIBRATION, else "
                  "$XDG_CACHE_HOME/moex/calibration.json, else ~/.cache/moex/calibration.json)");
-  sub.add_option("--bits", o->bits, "weight bits to tune, comma-separated (default 4)");
+  sub.add_option("--bits", o->bits, "weight bits to tune, comma-separated")
+      ->type_name("INT,...")
+      ->capture_default_str();
   sub.add_option("--dff,--dffs", o->dffs,
-                 "Dff grid, comma-separated multiples of 64 (default: built in, per backend)");
-  sub.add_option("--repeats", o->repeats, "timed passes per arm and point (cpu: default 7, quick 3; cuda: 15, quick 5)");
-  sub.add_option("-o,--output", o->output, "md | csv | json");
+                 "Dff grid, comma-separated multiples of 64 (default: built in, per backend)")
+      ->type_name("INT,...");
+  sub.add_option("--repeats", o->repeats,
+                 "timed passes per arm and point (cpu: default 7, quick 3; cuda: 15, quick 5)")
+      ->type_name("INT");
+  sub.add_option("-o,--output", o->output, "md | csv | json")->capture_default_str();
   return [o] { return run_tune(*o); };
 }
 
