@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 model=models/qwen3-30b-a3b-L4
-if [ ! -f "$model/config.json" ]; then
-  build/tools/moex make-model --preset qwen3-30b-a3b --layers 4 --out "$model"
-fi
+# --reuse keeps a complete checkpoint of the same model and rewrites one that an interrupted
+# run or a full disk left incomplete (make-model itself only renames a finished directory in).
+build/tools/moex make-model --preset qwen3-30b-a3b --layers 4 --out "$model" --reuse
 # The summary, without the per-tensor table (the full listing: build/tools/moex inspect DIR).
 build/tools/moex inspect "$model" > "$model.inspect.txt"
 grep -v -E '^  (model\.|lm_head)' "$model.inspect.txt"

@@ -1,11 +1,16 @@
 // `moex make-model`: writes a synthetic MLX-format checkpoint of a preset (config.json,
-// safetensors shards <= 5 GB + index, synthetic tokenizer), deterministic for a seed; and
+// safetensors shards <= 5 GB + index, synthetic tokenizer), deterministic for a seed, into a
+// temporary sibling renamed into place when complete; `--reuse` keeps a complete one; and
 // `--list-presets`.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
@@ -15,6 +20,8 @@
 #include "model/synth_weights.h"
 #include "model/weight_bytes.h"
 #include "tools/command.h"
+#include "tools/util_flags.h"
+#include "tools/util_model_dir.h"
 
 namespace moex::tools {
 namespace {
@@ -25,7 +32,69 @@ struct MakeModelFlags {
   std::string out;
   bool list = false;
   bool quiet = false;
+  bool reuse = false;
 };
+
+namespace fs = std::filesystem;
+
+// --out as the directory to create or replace: absolute, normalized, a symlink resolved (the
+// temporary sibling must sit beside the real directory for the rename).
+std::string resolve_out(const std::string& out) {
+  fs::path p = fs::absolute(out).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::error_code ec;
+  if (fs::is_symlink(p, ec)) {
+    p = fs::canonical(p, ec);
+    if (ec) fail("--out ", out, ": a symlink that does not lead to a directory: ", ec.message());
+  }
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    fail("--out ", out, ": exists and is not a directory");
+  return p.string();
+}
+
+// True when --reuse finds `dir` complete and written for the same plan (config.json equal:
+// preset, layers, quantization, dtype; the seed is not recorded, so not compared).
+bool reusable(const std::string& dir, const nlohmann::json& config) {
+  if (!fs::exists(dir)) return false;
+  const std::string why = checkpoint_incomplete_reason(dir);
+  if (!why.empty()) {
+    std::fprintf(stderr, "make-model: %s is incomplete (%s); writing it again\n", dir.c_str(),
+                 why.c_str());
+    return false;
+  }
+  std::ifstream in(fs::path(dir) / "config.json", std::ios::binary);
+  if (nlohmann::json::parse(in, nullptr, false) != config) {
+    std::fprintf(stderr, "make-model: %s holds a different model (config.json differs); writing "
+                 "it again\n", dir.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Writes the checkpoint into a temporary sibling of `dir` and renames it into place; on any
+// failure the temporary is removed and `dir` is as it was.
+model::SynthResult write_atomically(const model::CheckpointPlan& plan, model::SynthArgs args,
+                                    const std::string& dir) {
+  if (fs::exists(dir)) {
+    const std::vector<std::string> foreign = foreign_entries(dir);
+    if (!foreign.empty())
+      fail("--out ", dir, ": holds '", foreign.front(), "'", foreign.size() > 1 ? " and more" : "",
+           ", which make-model does not write; it replaces the whole directory, so remove them "
+           "or choose another --out");
+  }
+  const std::string tmp = make_temp_sibling_dir(dir, "make-model: output directory");
+  args.out_dir = tmp;
+  try {
+    const model::SynthResult r = model::write_synthetic_model(plan, args);
+    commit_directory(tmp, dir, "make-model: output directory");
+    return r;
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
 
 int list_presets() {
   std::printf("%-20s %-10s %6s %6s %9s %5s %7s %5s %s\n", "preset", "type", "hidden", "Dff",
@@ -43,9 +112,15 @@ int run_make_model(const MakeModelFlags& f) {
   if (f.list) return list_presets();
   if (!f.preset) fail("make-model: --preset is required (see --list-presets)");
   if (f.out.empty()) fail("make-model: --out is required");
-  const model::ModelPreset* p = model::find_preset(*f.preset);
-  if (!p) fail("make-model: unknown preset '", *f.preset, "' (see --list-presets)");
-  if (f.threads) set_num_threads(int(parse_int_strict(*f.threads, "--threads", 1, 1024)));
+  const model::ModelPreset* p = model::find_preset(lowercase(*f.preset));
+  if (!p) {
+    std::vector<std::string> names;
+    for (const auto& q : model::all_presets()) names.push_back(q.name);
+    const std::string near = nearest_word(*f.preset, names);
+    fail("--preset: unknown preset '", *f.preset, "'",
+         near.empty() ? "" : "; did you mean '" + near + "'?", " (see --list-presets)");
+  }
+  if (f.threads) set_num_threads(parse_threads_flag(*f.threads));
   model::SynthQuant q;
   if (f.bits) q.bits = int(parse_int_strict(*f.bits, "--bits", 0, 8));
   if (f.group_size) q.group_size = int(parse_int_strict(*f.group_size, "--group-size", 1, 1024));
@@ -53,10 +128,14 @@ int run_make_model(const MakeModelFlags& f) {
   if (f.down_bits) q.down_bits = int(parse_int_strict(*f.down_bits, "--down-bits", 0, 8));
   const int64_t layers = f.layers ? parse_int_strict(*f.layers, "--layers", 1, 10000) : 0;
   model::SynthArgs args;
-  args.out_dir = f.out;
+  const std::string dir = resolve_out(f.out);
   if (f.seed) args.seed = uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX));
   const model::CheckpointPlan plan =
-      model::plan_preset_checkpoint(*p, layers, q, model::parse_model_dtype(f.dtype));
+      model::plan_preset_checkpoint(*p, layers, q, model::parse_model_dtype(lowercase(f.dtype)));
+  if (f.reuse && reusable(dir, plan.config_json)) {
+    std::printf("kept %s: a complete checkpoint of the same model (--reuse)\n", f.out.c_str());
+    return 0;
+  }
   const model::WeightBytes wb = model::compute_weight_bytes(plan.config, plan.tensors);
   std::fprintf(stderr, "make-model: %s (%s), %lld layers, %zu tensors, %s -> %s\n", p->name.c_str(),
                plan.config.family.c_str(), (long long)plan.config.num_layers, plan.tensors.size(),
@@ -71,7 +150,7 @@ int run_make_model(const MakeModelFlags& f) {
       }
     };
   }
-  const model::SynthResult r = model::write_synthetic_model(plan, args);
+  const model::SynthResult r = write_atomically(plan, args, dir);
   std::printf("wrote %s: %lld tensors in %lld shard(s), %s of tensor data in %.1f s (%.0f MB/s)\n",
               f.out.c_str(), (long long)r.tensors, (long long)r.shards,
               model::human_bytes(r.tensor_bytes).c_str(), r.seconds,
@@ -86,17 +165,41 @@ MOEX_REGISTER_COMMAND(make_model, "make-model",
                       "write a synthetic MLX-format MoE checkpoint of a preset",
                       [](CLI::App& sub) -> std::function<int()> {
                         auto f = std::make_shared<MakeModelFlags>();
-                        sub.add_option("--preset", f->preset, "preset name (see --list-presets)");
+                        const CLI::Validator given = non_empty();
+                        sub.add_option("--preset", f->preset, "preset name (see --list-presets)")
+                            ->check(given);
                         sub.add_flag("--list-presets", f->list, "list the presets and exit");
-                        sub.add_option("--layers", f->layers, "number of layers (default: the preset's)");
-                        sub.add_option("--bits", f->bits, "expert/default bits: 2,3,4,5,6,8, or 0 = unquantized (default 4)");
-                        sub.add_option("--group-size", f->group_size, "quantization group size 32|64|128 (default 64)");
-                        sub.add_option("--router-bits", f->router_bits, "router bits (default 8; 0 = --bits)");
-                        sub.add_option("--down-bits", f->down_bits, "expert down_proj bits (default: --bits)");
-                        sub.add_option("--dtype", f->dtype, "float dtype bf16|f16|f32 (default bf16)");
-                        sub.add_option("--seed", f->seed, "RNG seed (default 0)");
-                        sub.add_option("--threads", f->threads, "threads (default: all cores)");
-                        sub.add_option("--out", f->out, "output directory");
+                        sub.add_option("--layers", f->layers,
+                                       "number of layers (default: the preset's)")
+                            ->type_name("INT");
+                        sub.add_option("--bits", f->bits,
+                                       "expert/default bits: 2,3,4,5,6,8, or 0 = unquantized "
+                                       "(default 4)")
+                            ->type_name("INT");
+                        sub.add_option("--group-size", f->group_size,
+                                       "quantization group size 32|64|128 (default 64)")
+                            ->type_name("INT");
+                        sub.add_option("--router-bits", f->router_bits,
+                                       "router bits (default 8; 0 = --bits)")
+                            ->type_name("INT");
+                        sub.add_option("--down-bits", f->down_bits,
+                                       "expert down_proj bits (default: --bits)")
+                            ->type_name("INT");
+                        sub.add_option("--dtype", f->dtype, "float dtype bf16|f16|f32")
+                            ->capture_default_str();
+                        sub.add_option("--seed", f->seed, "RNG seed of the weights (default 0)")
+                            ->type_name("INT");
+                        sub.add_option("--threads", f->threads,
+                                       "threads, 1-1024 (default: all cores)")
+                            ->type_name("INT");
+                        sub.add_option("--out", f->out,
+                                       "output directory (written beside as DIR.tmp-*, renamed "
+                                       "into place when complete; an existing one is replaced)")
+                            ->type_name("DIR")
+                            ->check(given);
+                        sub.add_flag("--reuse", f->reuse,
+                                     "keep --out if it already holds a complete checkpoint of "
+                                     "the same model");
                         sub.add_flag("-q,--quiet", f->quiet, "no progress lines");
                         return [f] { return run_make_model(*f); };
                       });
