@@ -1,7 +1,8 @@
 // `moex sweep`: the model-level Dff sweep (the seed's harness, made honest). For each model
 // the fallback and fused arms run as separate `moex bench-decode` processes, interleaved
 // A, B, A, B; every finished run is appended to the raw CSV at once (fsync), --resume skips
-// recorded runs, and the summary never computes a ratio from an invalid run.
+// recorded runs (refusing other measurement settings), the summary never computes a ratio
+// from an invalid run, and any failed run makes the exit code 1.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -10,14 +11,16 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
 #include "harness/sweep_run.h"
+#include "harness/sweep_settings.h"
 #include "harness/sweep_summary.h"
 #include "tools/command.h"
 #include "tools/util_bench_json.h"
+#include "tools/util_flags.h"
 #include "tools/util_subprocess.h"
 
 namespace moex::tools {
@@ -40,23 +43,14 @@ struct SweepOptions {
 
 bool is_dir(const std::string& p) { return std::filesystem::is_directory(p); }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) v.push_back(item);
-  return v;
-}
-
-// A preset name becomes a synthetic checkpoint, built once under models_dir.
+// A preset name becomes a synthetic checkpoint under models_dir, built once: make-model
+// --reuse keeps a complete one and rebuilds one left incomplete (a killed or failed build).
 std::string model_dir_for(const std::string& m, const SweepOptions& o, const std::string& exe) {
   if (is_dir(m)) return m;
   std::string dir = o.models_dir + "/" + m + (o.layers > 0 ? "-L" + std::to_string(o.layers) : "");
-  if (std::filesystem::exists(dir + "/config.json")) return dir;
-  std::vector<std::string> argv = {exe, "make-model", "--preset", m, "--out", dir};
+  std::vector<std::string> argv = {exe, "make-model", "--preset", m, "--out", dir, "--reuse"};
   if (o.layers > 0) argv.insert(argv.end(), {"--layers", std::to_string(o.layers)});
-  std::fprintf(stderr, "sweep: building synthetic checkpoint %s\n", dir.c_str());
+  std::fprintf(stderr, "sweep: synthetic checkpoint %s (built unless complete)\n", dir.c_str());
   auto r = run_process(argv);
   if (r.exit_code != 0)
     fail("sweep: '", m, "' is neither a directory nor a preset make-model could build (exit code ",
@@ -107,14 +101,36 @@ harness::SweepRun measure(const std::string& label, const std::string& dir, harn
   return run_row;
 }
 
+// The settings file beside --out: written for a new sweep; on --resume the recorded settings
+// (or, for a CSV from before settings files, its rows) must match this sweep's.
+void check_or_record_settings(const SweepOptions& o, const std::vector<harness::SweepRun>& rows) {
+  harness::SweepSettings now;
+  now.prompt = o.prompt;
+  now.n = o.n;
+  now.warmup_tokens = o.warmup;
+  now.threads = o.threads;
+  const std::string path = harness::settings_path_for(o.out);
+  const std::optional<harness::SweepSettings> recorded =
+      std::filesystem::exists(o.out) ? harness::read_settings(path) : std::nullopt;
+  std::optional<std::string> diff =
+      recorded ? harness::settings_mismatch(*recorded, now) : harness::rows_mismatch(rows, now);
+  if (diff)
+    fail("sweep --resume: ", o.out, ": ", *diff, " (", recorded ? path : "its rows",
+         "); resume with the same settings or choose another --out");
+  if (!recorded) harness::write_settings(path, now);
+}
+
 int run_sweep(const SweepOptions& o) {
   const std::string exe = o.bench_exe.empty() ? self_exe_path() : o.bench_exe;
+  if (o.out.empty()) fail("--out: empty path; expected the raw CSV file");
+  if (o.prompt.empty()) fail("-p: empty prompt; expected text to decode after");
   if (!o.resume && std::filesystem::exists(o.out))
     fail("sweep: ", o.out, " exists; pass --resume to continue it or choose another --out");
+  const auto models = split_list_flag(o.models, "-m", "checkpoint directories or preset names");
+  const std::vector<harness::SweepRun> previous = harness::read_runs(o.out);
+  check_or_record_settings(o, previous);
   std::set<std::string> done;
-  for (const auto& r : harness::read_runs(o.out)) done.insert(key(r.model, r.arm, r.run));
-  auto models = split_list(o.models);
-  if (models.empty()) fail("sweep: -m needs at least one directory or preset name");
+  for (const auto& r : previous) done.insert(key(r.model, r.arm, r.run));
   const int total = int(models.size()) * o.repeats * 2;
   int finished = 0, skipped = 0;
   const double t0 = now_seconds();
@@ -149,7 +165,7 @@ int run_sweep(const SweepOptions& o) {
   auto runs = harness::read_runs(o.out);
   auto summary = harness::summarize(runs);
   std::string summary_path = o.out.substr(0, o.out.rfind(".csv")) + ".summary.csv";
-  std::ofstream(summary_path) << harness::summary_csv(summary);
+  write_file_atomic(summary_path, harness::summary_csv(summary), "sweep summary");
   auto cross = harness::find_crossover(summary);
   int64_t cap = o.cap > 0 ? o.cap : default_cap_for_runs(runs);
   std::printf("%s", harness::summary_csv(summary).c_str());
@@ -167,22 +183,42 @@ int run_sweep(const SweepOptions& o) {
     std::printf("verdict: none (no run reported the default cap; pass --cap)\n");
   std::printf("raw runs: %s (%d measured now, %d resumed)\nsummary: %s\n", o.out.c_str(), finished,
               skipped, summary_path.c_str());
+  // A failed or invalid run leaves its model without a ratio: the sweep did not do its job.
+  int invalid = 0;
+  std::string first;
+  for (const auto& r : runs)
+    if (const auto why = harness::invalid_reason(r); why && invalid++ == 0)
+      first = str_cat(r.model, " ", harness::arm_name(r.arm), " run ", r.run, ": ", *why);
+  if (invalid > 0) {
+    std::fprintf(stderr, "sweep: %d of %zu runs failed or are invalid (first: %s); their models "
+                 "have no ratio\n", invalid, runs.size(), first.c_str());
+    return 1;
+  }
   return 0;
 }
 
 std::function<int()> setup(CLI::App& sub) {
   auto o = std::make_shared<SweepOptions>();
   sub.add_option("-m,--models", o->models, "checkpoint directories or preset names, comma-separated")
+      ->type_name("LIST")
       ->required();
-  sub.add_option("--layers", o->layers, "layer count for presets (fit memory)")->check(CLI::Range(1, 1000));
-  sub.add_option("-p,--prompt", o->prompt, "prompt");
-  sub.add_option("-n", o->n, "decode tokens per run")->check(CLI::Range(1, 100000));
-  sub.add_option("--warmup-tokens", o->warmup, "warm-up tokens per run")->check(CLI::Range(0, 100000));
-  sub.add_option("--repeats", o->repeats, "runs per arm")->check(CLI::Range(1, 1000));
-  sub.add_option("--threads", o->threads, "threads per run")->check(CLI::Range(1, 4096));
-  sub.add_option("--out", o->out, "raw CSV (appended run by run)");
-  sub.add_flag("--resume", o->resume, "skip runs already in --out");
-  sub.add_option("--models-dir", o->models_dir, "where preset checkpoints are built");
+  sub.add_option("--layers", o->layers, "layer count for presets (fit memory; default: the preset's)")
+      ->check(CLI::Range(1, 1000));
+  sub.add_option("-p,--prompt", o->prompt, "prompt")->capture_default_str();
+  sub.add_option("-n", o->n, "decode tokens per run")->check(CLI::Range(1, 100000))->capture_default_str();
+  sub.add_option("--warmup-tokens", o->warmup, "warm-up tokens per run")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  sub.add_option("--repeats", o->repeats, "runs per arm")->check(CLI::Range(1, 1000))->capture_default_str();
+  sub.add_option("--threads", o->threads, "threads per run (default: all cores)")
+      ->check(CLI::Range(1, kMaxThreads));
+  sub.add_option("--out", o->out, "raw CSV (appended run by run; settings in OUT.settings.json)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  sub.add_flag("--resume", o->resume, "skip runs already in --out (same -n, -p, --warmup-tokens, --threads)");
+  sub.add_option("--models-dir", o->models_dir, "where preset checkpoints are built")
+      ->type_name("DIR")
+      ->capture_default_str();
   sub.add_option("--cap", o->cap, "cap to judge (default: the backend default)")->check(CLI::Range(1, 1 << 24));
   sub.add_option("--bench-exe", o->bench_exe, "executable to run instead of moex (tests)")->group("");
   return [o] { return run_sweep(*o); };

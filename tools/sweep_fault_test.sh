@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Plants the seed's sweep faults through a fake bench-decode and checks `moex sweep` reports
-# them as INVALID, and that a killed sweep resumes without losing or repeating a run.
+# them as INVALID (exit code 1), that a killed sweep resumes without losing or repeating a run,
+# that --resume refuses other measurement settings, and that a half-built preset checkpoint
+# is rebuilt instead of failing every run.
 set -u
 moex="$1"; here="$(cd "$(dirname "$0")" && pwd)"; fake="$here/testdata_fake_bench_decode.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -12,6 +14,10 @@ sweep() { "$moex" sweep -m "$work/narrow,$work/wide" --repeats 3 -n 50 --bench-e
 # 1. Clean sweep: valid ratios, crossover between the two Dff points, computed verdict.
 export FAKE_COUNTER="$work/c1" FAKE_FAULT=none
 out=$(sweep --out "$work/clean.csv" --cap 4096 2>/dev/null)
+rc=$?
+check "clean sweep exits 0" '[ $rc -eq 0 ]'
+check "clean sweep recorded its settings beside the CSV" 'grep -q "\"n\": 50" "$work/clean.settings.json"'
+check "clean sweep wrote its summary" '[ -s "$work/clean.summary.csv" ]'
 check "clean sweep has 12 raw rows" '[ $(($(wc -l < "$work/clean.csv") - 1)) -eq 12 ]'
 check "clean sweep reports a crossover" 'grep -q "crossover: Dff" <<<"$out"'
 check "clean sweep verdict is computed" 'grep -q "verdict vs cap 4096: re-tune to" <<<"$out"'
@@ -20,6 +26,8 @@ check "no INVALID in a clean sweep" '! grep -q INVALID <<<"$out"'
 # 2. A family whose fallback arm still runs fused (no cap check): INVALID, no ratio.
 export FAKE_COUNTER="$work/c2" FAKE_FAULT=no_switch
 out=$(sweep --out "$work/noswitch.csv" 2>/dev/null)
+rc=$?
+check "a sweep with an invalid model exits 1" '[ $rc -eq 1 ]'
 check "non-switching arm is INVALID" 'grep -q "^wide,.*INVALID: fallback run 1: fallback arm ran 100 fused calls" <<<"$out"'
 
 # 3. A run that stops at end-of-sequence: INVALID.
@@ -38,6 +46,21 @@ out=$(sweep --out "$work/killed.csv" --resume 2>/dev/null)
 check "resumed sweep has all 12 runs" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 12 ]'
 check "no run recorded twice" '[ $(cut -d, -f1,14,15 "$work/killed.csv" | sort | uniq -d | wc -l) -eq 0 ]'
 check "resume reported 4 resumed" 'grep -q "8 measured now, 4 resumed" <<<"$out"'
+# 4b. Resuming under other measurement settings would mix them in one summary: refused.
+"$moex" sweep -m "$work/narrow,$work/wide" --repeats 3 -n 60 --bench-exe "$fake" --out "$work/killed.csv" \
+  --resume >/dev/null 2>"$work/err"; rc=$?
+check "--resume with another -n is refused (exit 2, -n named)" '[ $rc -eq 2 ] && grep -q -- "-n: the runs so far were measured with 50" "$work/err"'
+check "the refused resume added no row" '[ $(($(wc -l < "$work/killed.csv") - 1)) -eq 12 ]'
+rm "$work/killed.settings.json"  # a CSV from before settings files: its rows are checked
+"$moex" sweep -m "$work/narrow,$work/wide" --repeats 3 -n 60 --bench-exe "$fake" --out "$work/killed.csv" \
+  --resume >/dev/null 2>"$work/err"; rc=$?
+check "--resume of an older CSV checks -n against its rows" '[ $rc -eq 2 ] && grep -q -- "-n: run" "$work/err"'
+# 4c. A model whose every run fails: recorded, INVALID, and the sweep exits 1.
+export FAKE_COUNTER="$work/c4c" FAKE_FAULT=crash_wide
+out=$(sweep --out "$work/crash.csv" 2>"$work/err"); rc=$?
+check "a sweep with failed runs exits 1" '[ $rc -eq 1 ] && grep -q "runs failed or are invalid" "$work/err"'
+check "the failed runs are INVALID in the summary" 'grep -q "^wide,.*INVALID: .*run failed" <<<"$out"'
+export FAKE_FAULT=none
 # 5. A real sweep on two tiny checkpoints (built from presets by the sweep itself): every run
 #    valid, each arm ran only its own path, a computed verdict.
 out=$("$moex" sweep -m tiny-qwen3-moe,tiny-mixtral --models-dir "$work/models" --repeats 2 -n 8 \
@@ -47,4 +70,13 @@ check "real sweep has no INVALID model" '! grep -q INVALID <<<"$out"'
 check "real sweep fused arm ran only fused calls" '[ $(awk -F, '"'"'NR>1 && $14=="fused" && $20!=0'"'"' "$work/real.csv" | wc -l) -eq 0 ]'
 check "real sweep fallback arm ran only fallback calls" '[ $(awk -F, '"'"'NR>1 && $14=="fallback" && $19!=0'"'"' "$work/real.csv" | wc -l) -eq 0 ]'
 check "real sweep printed a verdict" 'grep -q "^verdict vs cap" <<<"$out"'
+# 6. A preset directory left half-built (an interrupted make-model of an older moex, a copy
+#    cut short): the sweep rebuilds it instead of failing every run, and exits 0.
+mkdir -p "$work/models2/tiny-qwen3-moe"
+cp "$work/models/tiny-qwen3-moe/config.json" "$work/models2/tiny-qwen3-moe/"
+head -c 4096 "$work/models/tiny-qwen3-moe/model.safetensors" > "$work/models2/tiny-qwen3-moe/model.safetensors"
+out=$("$moex" sweep -m tiny-qwen3-moe --models-dir "$work/models2" --repeats 1 -n 4 \
+      --warmup-tokens 1 --threads 1 --out "$work/half.csv" 2>"$work/err"); rc=$?
+check "a half-built preset directory is rebuilt (exit 0)" '[ $rc -eq 0 ] && grep -q "incomplete" "$work/err"'
+check "the rebuilt preset's runs are valid" '! grep -q INVALID <<<"$out" && [ $(($(wc -l < "$work/half.csv") - 1)) -eq 2 ]'
 exit $fails

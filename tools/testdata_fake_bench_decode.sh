@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A stand-in for `moex bench-decode` used by sweep_fault_test.sh to plant the seed system's
 # faults. FAKE_FAULT: none | no_switch (fallback arm still runs fused) | early_eos (decodes
-# fewer tokens) | kill_parent_at=N (kills the sweep on the N-th call). FAKE_COUNTER: a file
-# counting calls.
+# fewer tokens) | kill_parent_at=N (kills the sweep on the N-th call) | crash_wide (fails on
+# the model named wide, as on a half-built checkpoint). FAKE_COUNTER: a file counting calls.
 set -u
 model="" arm="" n=0
 while [ $# -gt 0 ]; do
@@ -18,6 +18,10 @@ echo "$count" > "$FAKE_COUNTER"
 case "${FAKE_FAULT:-none}" in
   kill_parent_at=*) [ "$count" -eq "${FAKE_FAULT#kill_parent_at=}" ] && kill -9 "$PPID" && sleep 1 ;;
 esac
+if [ "${FAKE_FAULT:-none}" = "crash_wide" ] && [ "$(basename "$model")" = "wide" ]; then
+  echo "fake bench-decode: cannot load $model" >&2
+  exit 2
+fi
 dff=768; [ "$(basename "$model")" = "wide" ] && dff=14336
 gen=$n
 fused=0; fallback=0; reasons="{}"
