@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/file_read.h"
 #include "core/isa.h"
@@ -175,15 +176,9 @@ void write_calibration(const std::string& path, const CalibrationFile& file) {
   const fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   if (ec) fail("calibration file ", path, ": cannot create its directory: ", ec.message());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("calibration file ", path, ": cannot write ", tmp);
-    out << text;
-    if (!out.flush()) fail("calibration file ", path, ": write to ", tmp, " failed");
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) fail("calibration file ", path, ": cannot rename ", tmp, ": ", ec.message());
+  // A unique temporary beside it, fsynced and renamed: a full disk or a kill mid-write keeps
+  // the previous calibration, and two tunes at once never share a temporary.
+  write_file_atomic(path, text, "calibration file");
 }
 
 CalibrationMatch find_calibration(const CalibrationFile& file, const CalibrationKey& key) {
