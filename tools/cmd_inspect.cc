@@ -51,19 +51,12 @@ void print_architecture(const model::ModelConfig& c) {
 }
 
 // One line per run of consecutive MoE layers with the same shape and storage.
-void print_dispatch(const model::ModelCheckpoint& m) {
+void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& settings) {
   const std::vector<model::MoeLayerInfo> infos = model::moe_layer_infos(m);
   if (infos.empty()) return;
   const std::optional<moe::CalibratedCap> cpu_calibration =
       moe::load_calibrated_cap(moe::host_cpu_calibration_key());
   std::printf("fused-MoE dispatch (decode, 1 token; settings from the environment):\n");
-  moe::FusedSettings settings;
-  try {
-    settings = moe::resolve_fused_settings(moe::with_environment({}));
-  } catch (const Error& e) {
-    std::printf("  cannot resolve fused settings: %s\n", e.what());
-    return;
-  }
   auto key = [](const model::MoeLayerInfo& i) {
     return str_cat(i.dff, "/", quant_text(i.gate), "/", quant_text(i.up), "/", quant_text(i.down), "/", i.stacked);
   };
@@ -109,6 +102,9 @@ void print_dispatch(const model::ModelCheckpoint& m) {
 }
 
 int run_inspect(const InspectFlags& f) {
+  // A malformed MOEX_FUSED_MOE* variable is an error (exit 2) before any output, as in the
+  // commands that run the model.
+  const moe::FusedSettings settings = moe::resolve_fused_settings(moe::with_environment({}));
   model::CheckOptions opt;
   opt.allow_per_expert_layout = true;
   const model::ModelCheckpoint m = model::open_model_checkpoint(f.dir, opt);
@@ -131,7 +127,7 @@ int run_inspect(const InspectFlags& f) {
     std::printf("  needs stacking: %s (per-expert Hugging Face layout)\n", p.c_str());
   const model::WeightBytes wb = model::compute_weight_bytes(m.config, m.tensors);
   std::printf("%s", model::format_weight_bytes(wb).c_str());
-  print_dispatch(m);
+  print_dispatch(m, settings);
   return 0;
 }
 
@@ -139,7 +135,9 @@ MOEX_REGISTER_COMMAND(inspect, "inspect",
                       "show a checkpoint's architecture, tensors and bytes read per token",
                       [](CLI::App& sub) -> std::function<int()> {
                         auto f = std::make_shared<InspectFlags>();
-                        sub.add_option("dir", f->dir, "model directory")->required();
+                        sub.add_option("dir", f->dir, "model directory")
+                            ->type_name("DIR")
+                            ->required();
                         sub.add_flag("--summary", f->summary, "omit the per-tensor listing");
                         return [f] { return run_inspect(*f); };
                       });
