@@ -12,6 +12,7 @@
 #include "core/strict_parse.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/util_flags.h"
 
 namespace moex::tools {
 namespace {
@@ -28,17 +29,35 @@ struct TokenizeFlags {
   bool no_special = false;
   bool skip_special = false;
   bool show_tokens = false;
+  bool anything = false;  // one of -t, -f, --decode was given
 };
 
+// --decode ids: "1,2,3", "1 2 3" or "1, 2, 3"; an empty item between commas is an error.
+std::vector<int32_t> parse_decode_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  const bool commas = s.find(',') != std::string::npos;
+  for (size_t start = 0;;) {
+    const size_t comma = s.find(',', start);
+    std::istringstream words(s.substr(start, comma == std::string::npos ? comma : comma - start));
+    int n = 0;
+    for (std::string w; words >> w; ++n)
+      ids.push_back(int32_t(parse_int_strict(w, "--decode", 0, INT32_MAX)));
+    if (n == 0 && commas)
+      fail("--decode: '", s, "' has an empty item; expected token ids separated by commas or spaces");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (ids.empty()) fail("--decode: '", s, "' has no token ids; expected e.g. 1,2,3");
+  return ids;
+}
+
 int run_tokenize(const TokenizeFlags& f) {
+  if (!f.anything) fail("tokenize: nothing to do; give -t TEXT, -f FILE or --decode 1,2,3");
+  const std::vector<int32_t> decode_ids =
+      f.decode.empty() ? std::vector<int32_t>{} : parse_decode_ids(f.decode);
   const Tokenizer tok = Tokenizer::load(f.tokenizer);
   if (!f.decode.empty()) {
-    std::vector<int32_t> ids;
-    std::istringstream in(f.decode);
-    for (std::string word; in >> word;) {
-      ids.push_back(int32_t(parse_int_strict(word, "--decode", INT32_MIN, INT32_MAX)));
-    }
-    std::cout << tok.decode(ids, f.skip_special) << std::endl;
+    std::cout << tok.decode(decode_ids, f.skip_special) << std::endl;
     return 0;
   }
   std::string text = f.text;
@@ -59,11 +78,16 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                         auto f = std::make_shared<TokenizeFlags>();
                         sub.add_option("tokenizer", f->tokenizer,
                                        "checkpoint directory or tokenizer.json")
+                            ->type_name("PATH")
                             ->required();
                         auto* text = sub.add_option("-t,--text", f->text, "text to encode");
-                        auto* file = sub.add_option("-f,--file", f->file, "file to encode");
+                        auto* file = sub.add_option("-f,--file", f->file, "file to encode")
+                                         ->type_name("FILE")
+                                         ->check(non_empty());
                         auto* dec = sub.add_option("-d,--decode", f->decode,
-                                                   "space-separated ids to decode");
+                                                   "ids to decode, e.g. 1,2,3 or \"1 2 3\"")
+                                        ->type_name("IDS")
+                                        ->check(non_empty());
                         text->excludes(file)->excludes(dec);
                         file->excludes(dec);
                         sub.add_flag("--no-special", f->no_special,
@@ -71,7 +95,10 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                         sub.add_flag("--skip-special", f->skip_special,
                                      "decode: drop special added tokens");
                         sub.add_flag("--tokens", f->show_tokens, "print id:token pairs");
-                        return [f] { return run_tokenize(*f); };
+                        return [=] {
+                          f->anything = text->count() + file->count() + dec->count() > 0;
+                          return run_tokenize(*f);
+                        };
                       });
 
 }  // namespace moex::tools
