@@ -25,6 +25,8 @@
 #include "model/ops/softmax.h"
 #include "moe/dispatch_policy.h"
 #include "tools/command.h"
+#include "tools/util_flags.h"
+#include "tools/util_progress.h"
 #include "tools/util_report.h"
 
 namespace moex::tools {
@@ -140,13 +142,14 @@ double stat(const std::vector<double>& v, int which) {  // 0 median, 1 min, 2 ma
 }
 
 int run_bench(const BenchFlags& f) {
-  eng::apply_threads_and_isa(f.threads, f.isa);
+  if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
+  eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
   const int64_t warmup =
       f.warmup ? parse_int_strict(*f.warmup, "--warmup-tokens", 0, int64_t{1} << 24) : 20;
   const int repeats = f.repeats ? int(parse_int_strict(*f.repeats, "--repeats", 1, 1000)) : 3;
   const ReportFormat fmt = parse_report_format(f.output, "-o");
-  const std::string fused = f.fused.value_or("auto");
+  const std::string fused = lowercase(f.fused.value_or("auto"));
   std::vector<std::string> arm_names;
   if (fused == "both")
     arm_names = {"off", "on"};  // A = fallback, B = fused
@@ -166,12 +169,18 @@ int run_bench(const BenchFlags& f) {
     arms.push_back(std::move(arm));
   }
   eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context);
+  const LoadProgress load("bench-decode", f.model);
   auto engine = eng::Engine::open(f.model, opt);
+  load.done();
   for (Arm& a : arms) {
     engine->set_fused_settings(a.settings);
     const auto d = engine->decode_decisions();
     a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
-    if (warmup > 0) run_pass(*engine, prompt.ids, warmup);  // warm-up, not reported
+    if (warmup > 0) {
+      std::fprintf(stderr, "bench-decode: arm %s warm-up (%lld tokens)\n", a.name.c_str(),
+                   (long long)warmup);
+      run_pass(*engine, prompt.ids, warmup);  // not reported
+    }
   }
   engine->set_profiling(true);  // two clock reads per op group: ~0.02% of a step
   for (int r = 0; r < repeats; ++r)
@@ -179,6 +188,8 @@ int run_bench(const BenchFlags& f) {
       engine->set_fused_settings(a.settings);
       engine->reset_profile();
       Pass p = run_pass(*engine, prompt.ids, n);
+      std::fprintf(stderr, "bench-decode: arm %s pass %d/%d: %lld tokens, %.2f tokens/s\n",
+                   a.name.c_str(), r + 1, repeats, (long long)n, p.decode_tps());
       a.profile.add(engine->profile());
       p.repeat = r + 1;
       a.counts.fused += p.decode_counts.fused;
@@ -252,7 +263,6 @@ int run_bench(const BenchFlags& f) {
                 {"bits", integer_cell(ex ? ex->up.bits : 0)},
                 {"group_size", integer_cell(ex ? ex->up.group_size : 0)},
                 {"active_weight_mb_per_token", number_cell(double(active) / 1e6, 2)},
-                {"prompt_tokens", integer_cell(int64_t(prompt.ids.size()))},
                 {"n", integer_cell(n)},
                 {"warmup_tokens", integer_cell(warmup)},
                 {"moex_commit", text_cell(moex_commit())},
@@ -316,17 +326,23 @@ int run_bench(const BenchFlags& f) {
 
 CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<BenchFlags>();
-  sub.add_option("-m,--model", f->model, "model directory")->required();
-  sub.add_option("-p,--prompt", f->prompt, "prompt text (default \"Hello, how are you today?\")");
-  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)");
-  sub.add_option("-n", f->n, "decode steps per measured pass, exactly (default 100)");
-  sub.add_option("--warmup-tokens", f->warmup, "decode steps of the warm-up pass (default 20)");
-  sub.add_option("--repeats", f->repeats, "measured passes per arm (default 3)");
-  sub.add_option("--fused", f->fused, "auto, on, off, or both (interleaved off/on arms)");
-  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode");
-  sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
-  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512");
-  sub.add_option("-o,--output", f->output, "md (default), csv or json");
+  sub.add_option("-m,--model", f->model, "model directory")->type_name("DIR")->required();
+  sub.add_option("-p,--prompt", f->prompt, "prompt text")->capture_default_str();
+  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)")
+      ->type_name("IDS");
+  sub.add_option("-n", f->n, "decode steps per measured pass, exactly (default 100)")
+      ->type_name("INT");
+  sub.add_option("--warmup-tokens", f->warmup, "decode steps of the warm-up pass (default 20)")
+      ->type_name("INT");
+  sub.add_option("--repeats", f->repeats, "measured passes per arm (default 3)")->type_name("INT");
+  sub.add_option("--fused", f->fused, "auto, on, off, or both (interleaved off/on arms; default auto)");
+  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
+      ->type_name("INT");
+  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
+      ->type_name("INT");
+  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+  sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
+      ->capture_default_str();
   return [f] { return run_bench(*f); };
 };
 

@@ -1,6 +1,7 @@
 // `moex generate`: runs a model on a prompt (text through the model's tokenizer, or token
-// ids) and streams the sampled continuation; prints prompt and decode speed, peak memory and,
-// with -v, each MoE layer's dispatch decision and the path counters.
+// ids) and streams the sampled continuation, up to -n tokens, EOS or the model's context
+// limit; prints prompt and decode speed, peak memory and, with -v, each MoE layer's dispatch
+// decision and the path counters.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
@@ -21,6 +23,8 @@
 #include "model/ops/sampling.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/util_flags.h"
+#include "tools/util_progress.h"
 
 namespace moex::tools {
 namespace {
@@ -35,20 +39,33 @@ struct GenerateFlags {
 };
 
 int run_generate(const GenerateFlags& f) {
-  eng::apply_threads_and_isa(f.threads, f.isa);
+  if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
+  eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
   model::ops::SamplerArgs sa;
   if (f.temp) sa.temperature = parse_double_strict(*f.temp, "--temp");
   if (f.top_k) sa.top_k = parse_int_strict(*f.top_k, "--top-k", 0, INT32_MAX);
   if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");
   if (f.min_p) sa.min_p = parse_double_strict(*f.min_p, "--min-p");
-  if (f.seed) sa.seed = uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX));
+  // Without --seed every run samples differently, as mlx-lm and llama.cpp do; the seed is
+  // printed so that a run can be repeated.
+  sa.seed = f.seed ? uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX)) : random_seed();
   model::ops::Sampler sampler(sa);
+  if (!f.seed && (f.verbose || !sampler.greedy()))
+    std::fprintf(stderr, "generate: sampling seed %llu (pass --seed %llu to repeat this run)\n",
+                 (unsigned long long)sa.seed, (unsigned long long)sa.seed);
 
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
-  const int64_t context = eng::context_for(cfg, int64_t(prompt.ids.size()), n);
+  // The prompt must fit the context; the continuation stops at its limit (as llama.cpp and
+  // mlx-lm do) instead of -n being refused up front.
+  const int64_t prompt_tokens = int64_t(prompt.ids.size());
+  eng::context_for(cfg, prompt_tokens, 0);  // throws when the prompt alone is too long
+  const int64_t context =
+      cfg.max_position > 0 ? std::min(prompt_tokens + n, cfg.max_position) : prompt_tokens + n;
+  const LoadProgress load("generate", f.model);
   auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, f.max_dff, context));
+  load.done();
 
   std::optional<Tokenizer> tok;
   if (prompt.from_text) tok = Tokenizer::load(f.model);
@@ -86,6 +103,7 @@ int run_generate(const GenerateFlags& f) {
   std::vector<int32_t> generated;
   int64_t decode_steps = 0;
   double decode_time = 0;
+  bool context_full = false;
   for (int64_t i = 0; i < n; ++i) {
     if (dump) dump.write(reinterpret_cast<const char*>(logits), std::streamsize(engine->vocab() * 4));
     const int32_t t = int32_t(sampler.sample(logits, engine->vocab()));
@@ -96,6 +114,10 @@ int run_generate(const GenerateFlags& f) {
       std::cout << (i ? " " : "") << t << std::flush;
     const bool is_eos = !f.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end();
     if (is_eos || i + 1 == n) break;
+    if (engine->position() >= engine->context()) {
+      context_full = true;
+      break;
+    }
     const double a = now_seconds();
     logits = engine->decode(t);
     decode_time += now_seconds() - a;
@@ -103,11 +125,16 @@ int run_generate(const GenerateFlags& f) {
   }
   if (stream) std::cout << stream->flush();
   std::cout << std::endl;
+  if (context_full)
+    std::fprintf(stderr, "generate: stopped at the context limit after %zu of %lld tokens "
+                 "(prompt %lld + generated = max_position_embeddings %lld in %s)\n",
+                 generated.size(), (long long)n, (long long)prompt_tokens,
+                 (long long)cfg.max_position, cfg.source.c_str());
 
   if (f.dump_logits) {
     nlohmann::json meta = {{"prompt_ids", prompt.ids}, {"generated_ids", generated},
                            {"vocab", engine->vocab()}, {"steps", generated.size()}};
-    std::ofstream(*f.dump_logits + ".json") << meta.dump() << "\n";
+    write_file_atomic(*f.dump_logits + ".json", meta.dump() + "\n", "--dump-logits token ids");
   }
   const double prefill_s = t1 - t0;
   std::fprintf(stderr, "prompt: %zu tokens, %.3f s, %.2f tokens/s\n", prompt.ids.size(), prefill_s,
@@ -122,19 +149,30 @@ int run_generate(const GenerateFlags& f) {
 
 CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<GenerateFlags>();
-  sub.add_option("-m,--model", f->model, "model directory (config.json + safetensors)")->required();
+  sub.add_option("-m,--model", f->model, "model directory (config.json + safetensors)")
+      ->type_name("DIR")
+      ->required();
   sub.add_option("-p,--prompt", f->prompt, "prompt text (encoded with DIR/tokenizer.json)");
-  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)");
-  sub.add_option("-n,--max-tokens", f->n, "most tokens to generate (default 128); stops at EOS");
-  sub.add_option("--temp", f->temp, "sampling temperature (0: greedy, the default)");
-  sub.add_option("--top-k", f->top_k, "keep the k most likely tokens (0: off)");
-  sub.add_option("--top-p", f->top_p, "nucleus sampling mass in (0, 1) (1: off)");
-  sub.add_option("--min-p", f->min_p, "drop tokens below min_p * p_max (0: off)");
-  sub.add_option("--seed", f->seed, "random seed for sampling (default 0)");
+  sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)")
+      ->type_name("IDS");
+  sub.add_option("-n,--max-tokens", f->n,
+                 "most tokens to generate (default 128); stops at EOS and at the context limit")
+      ->type_name("INT");
+  sub.add_option("--temp", f->temp, "sampling temperature (0: greedy, the default)")
+      ->type_name("FLOAT");
+  sub.add_option("--top-k", f->top_k, "keep the k most likely tokens (0: off)")->type_name("INT");
+  sub.add_option("--top-p", f->top_p, "nucleus sampling mass in (0, 1] (1: off)")
+      ->type_name("FLOAT");
+  sub.add_option("--min-p", f->min_p, "drop tokens below min_p * p_max (0: off)")
+      ->type_name("FLOAT");
+  sub.add_option("--seed", f->seed, "random seed for sampling (default: a random one, printed)")
+      ->type_name("INT");
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
-  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode");
-  sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
-  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512");
+  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
+      ->type_name("INT");
+  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
+      ->type_name("INT");
+  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
   sub.add_option("--dump-logits", f->dump_logits,
                  "write each step's logits (f32) to this file and the token ids to FILE.json")
       ->group("");  // for the reference tests

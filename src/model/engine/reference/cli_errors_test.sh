@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bad input to `moex generate` / `moex bench-decode` must end with a clear message and exit
 # code 2 (never a crash): unreadable directory, unknown model_type, wrong field type, missing
-# and mis-shaped tensors, prompt longer than the context, -n 0 / negative, bad flags.
+# and mis-shaped tensors, prompt longer than the context, -n 0 / negative, bad flags. Then
+# what must be accepted: flag words in any case, --decode with commas, --version, a
+# continuation stopped at the context limit, a sampled run's seed.
 # Usage: cli_errors_test.sh MOEX_EXE
 set -u
 moex="$1"
@@ -87,5 +89,28 @@ assert "fused_over_fallback" in j
 else
   echo "ok   bench-decode --fused both json: exact token counts, each arm on its own path"
 fi
+# What a newcomer tries first is accepted: flag words in any case, ids with commas, --version;
+# a continuation longer than the context stops at the limit; a sampled run names its seed.
+expect_ok() {  # expect_ok NAME CONDITION: CONDITION (shell) holds
+  if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+expect_ok version '"$moex" --version | grep -q "^moex "'
+expect_ok isa_any_case '"$moex" generate -m "$work/good" --prompt-ids 1,2 -n 2 --isa SCALAR --fused ON >/dev/null 2>&1'
+expect_ok output_any_case '"$moex" bench-decode -m "$work/good" --prompt-ids 1 -n 2 --warmup-tokens 0 --repeats 1 --fused BOTH -o JSON 2>/dev/null | python3 -c "import json,sys; json.load(sys.stdin)"'
+expect_ok json_progress_on_stderr_only '"$moex" bench-decode -m "$work/good" --prompt-ids 1 -n 2 --warmup-tokens 0 --repeats 1 -o json 2>&1 >/dev/null | grep -q "loaded .* in"'
+expect_ok csv_columns_unique '[ -z "$("$moex" bench-decode -m "$work/good" --prompt-ids 1 -n 2 --warmup-tokens 0 --repeats 1 -o csv 2>/dev/null | head -1 | tr , "\n" | sort | uniq -d)" ]'
+d1=$("$moex" tokenize "$work/good" --decode 1,2,3 2>&1)
+d2=$("$moex" tokenize "$work/good" --decode "1 2 3" 2>&1)
+d3=$("$moex" tokenize "$work/good" --decode "1, 2, 3" 2>&1)
+expect_ok decode_commas_and_spaces '[ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d1" = "$d3" ]'
+out=$("$moex" generate -m "$work/short_context" --prompt-ids 1,2,3 -n 20 --ignore-eos 2>"$work/err"); rc=$?
+expect_ok stops_at_context_limit '[ $rc -eq 0 ] && grep -q "stopped at the context limit after 6 of 20 tokens" "$work/err" && [ $(wc -w <<<"$out") -eq 6 ]'
+"$moex" generate -m "$work/good" --prompt-ids 1,2 -n 4 --temp 0.9 >/dev/null 2>"$work/err"
+seed=$(sed -n "s/.*sampling seed \([0-9]*\).*/\1/p" "$work/err")
+expect_ok sampling_names_its_seed '[ -n "$seed" ]'
+a=$("$moex" generate -m "$work/good" --prompt-ids 1,2 -n 6 --temp 0.9 --seed "$seed" --ignore-eos 2>/dev/null)
+b=$("$moex" generate -m "$work/good" --prompt-ids 1,2 -n 6 --temp 0.9 --seed "$seed" --ignore-eos 2>/dev/null)
+expect_ok seed_repeats_a_run '[ -n "$a" ] && [ "$a" = "$b" ]'
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
