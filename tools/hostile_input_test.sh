@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Hostile input to the `moex` command, as a table: each row is a description, the exit code
+# wanted (2: a clean error; never >= 128, a crash), a regex stderr must match (the flag, field,
+# variable or file named) and a command, run under `timeout 20` so that a hang fails too.
+# Then the output writers: a full disk or a kill during make-model leaves no directory under
+# the final name, and a later --reuse rebuilds it. Usage: hostile_input_test.sh MOEX_EXE
+set -u
+moex="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0 rows=0
+
+# row DESCRIPTION RC REGEX CMD...
+row() {
+  local desc="$1" want_rc="$2" want_re="$3"
+  shift 3
+  local err rc
+  rows=$((rows + 1))
+  err=$(timeout 20 "$@" 2>&1 >/dev/null </dev/null)
+  rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! grep -qE -- "$want_re" <<<"$err"; then
+    echo "FAIL $desc: exit $rc (wanted $want_rc), stderr: $(head -c 300 <<<"$err")"
+    echo "     wanted stderr matching /$want_re/; command: $*"
+    fails=$((fails + 1))
+  else
+    echo "ok   $desc: $(head -1 <<<"$err" | head -c 150)"
+  fi
+}
+check() {  # check DESCRIPTION SHELL-CONDITION
+  if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+
+"$moex" make-model --preset tiny-qwen3-moe --out "$work/good" -q >/dev/null 2>&1 ||
+  { echo "make-model failed"; exit 1; }
+variant() {  # variant NAME PYTHON-STATEMENTS-ON-j: a copy of good/ with config.json edited
+  cp -r "$work/good" "$work/$1"
+  python3 - "$work/$1/config.json" "$2" <<'PY'
+import json, sys
+p, code = sys.argv[1], sys.argv[2]
+j = json.load(open(p))
+exec(code)
+json.dump(j, open(p, "w"))
+PY
+}
+variant heads_huge 'j["num_attention_heads"] = 4 + 2**58'
+variant layers_huge 'j["num_hidden_layers"] = 1000000000'
+variant eos_huge 'j["eos_token_id"] = 4294967301'
+variant max_pos_zero 'j["max_position_embeddings"] = 0'
+variant max_pos_negative 'j["max_position_embeddings"] = -1'
+variant short_context 'j["max_position_embeddings"] = 8'
+cp -r "$work/good" "$work/fifo" && rm "$work/fifo/config.json" && mkfifo "$work/fifo/config.json"
+cp -r "$work/good" "$work/zero" && ln -sf /dev/zero "$work/zero/config.json"
+ln -s "$work/loop_b" "$work/loop_a" && ln -s "$work/loop_a" "$work/loop_b"
+# A safetensors header length field 1-5 bytes short of the real header.
+for k in 1 3 5; do
+  cp -r "$work/good" "$work/short$k"
+  python3 - "$work/short$k/model.safetensors" "$k" <<'PY'
+import struct, sys
+p, k = sys.argv[1], int(sys.argv[2])
+with open(p, "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    f.seek(0)
+    f.write(struct.pack("<Q", n - k))
+PY
+done
+touch "$work/plain_file"
+fake="$here/testdata_fake_bench_decode.sh"
+mkdir -p "$work/narrow"
+FAKE_COUNTER="$work/counter" FAKE_FAULT=none "$moex" sweep -m "$work/narrow" --repeats 1 -n 50 \
+  --bench-exe "$fake" --out "$work/resume.csv" >/dev/null 2>&1
+
+m="$moex"
+g=("$m" generate --prompt-ids 1,2,3 -n 2)
+echo "== the command line"
+row "mistyped subcommand suggests the real one" 2 "did you mean 'generate'" "$m" genrate
+row "unknown option" 2 "--frobnicate" "$m" inspect "$work/good" --frobnicate
+echo "== --threads (bounded; a refused thread is an error, not an abort)"
+row "generate --threads 0" 2 "--threads" "${g[@]}" -m "$work/good" --threads 0
+row "generate --threads 5000" 2 "--threads" "${g[@]}" -m "$work/good" --threads 5000
+row "bench-decode --threads 5000" 2 "--threads" "$m" bench-decode -m "$work/good" --prompt-ids 1 --threads 5000
+row "bench-moe --threads 5000" 2 "--threads" "$m" bench-moe --preset qwen3-30b-a3b --threads 5000
+row "tune --threads 5000" 2 "--threads" "$m" tune --quick --threads 5000 --out "$work/cal.json"
+row "make-model --threads 0" 2 "--threads" "$m" make-model --preset tiny-qwen3-moe --threads 0 --out "$work/t0"
+row "sweep --threads 5000" 2 "--threads" "$m" sweep -m "$work/narrow" --threads 5000 --out "$work/t.csv"
+row "threads the system refuses (ulimit -v)" 2 "thread|Resource temporarily unavailable" \
+  bash -c 'ulimit -v 3000000; exec "$0" make-model --preset tiny-qwen3-moe --threads 1024 --out "$1" -q' \
+  "$m" "$work/refused"
+echo "== empty values and list-valued flags"
+row "tune --dffs ''" 2 "--dffs" "$m" tune --quick --dffs "" --out "$work/cal.json"
+row "tune --dffs 256,,512" 2 "--dffs" "$m" tune --quick --dffs 256,,512 --out "$work/cal.json"
+row "tune --bits ''" 2 "--bits" "$m" tune --quick --bits "" --out "$work/cal.json"
+row "tune --isa ''" 2 "--isa" "$m" tune --quick --isa "" --out "$work/cal.json"
+row "tune --threads ''" 2 "--threads" "$m" tune --quick --threads "" --out "$work/cal.json"
+row "bench-moe --threads ''" 2 "--threads" "$m" bench-moe --preset qwen3-30b-a3b --threads ""
+row "bench-moe --shape 2048,,8,2" 2 "--shape" "$m" bench-moe --shape 2048,,8,2
+row "sweep -m ''" 2 "-m" "$m" sweep -m "" --out "$work/e.csv"
+row "sweep -m a,,b" 2 "-m.*empty item" "$m" sweep -m "$work/narrow,,$work/narrow" --out "$work/e.csv"
+row "generate --prompt-ids ''" 2 "--prompt-ids" "$m" generate -m "$work/good" --prompt-ids ""
+row "tokenize --decode 1,,2" 2 "--decode" "$m" tokenize "$work/good" --decode 1,,2
+row "tokenize --decode ''" 2 "--decode" "$m" tokenize "$work/good" --decode ""
+echo "== settings named when malformed"
+row "inspect with MOEX_FUSED_MOE=maybe" 2 "MOEX_FUSED_MOE" env MOEX_FUSED_MOE=maybe "$m" inspect "$work/good"
+row "inspect with MOEX_FUSED_MOE_MAX_DFF=abc" 2 "MOEX_FUSED_MOE_MAX_DFF" \
+  env MOEX_FUSED_MOE_MAX_DFF=abc "$m" inspect "$work/good"
+row "tokenize with nothing to do" 2 "nothing to do" "$m" tokenize "$work/good"
+row "tokenize -f DIR" 2 "$work/good|--file|directory" "$m" tokenize "$work/good" -f "$work/good"
+row "tokenize --decode -1" 2 "--decode" "$m" tokenize "$work/good" --decode -1
+row "bench-decode --fused sometimes" 2 "--fused" "$m" bench-decode -m "$work/good" --prompt-ids 1 --fused sometimes
+row "tune -o xml" 2 "-o" "$m" tune --quick -o xml --out "$work/cal.json"
+row "make-model --preset typo" 2 "did you mean 'tiny-qwen3-moe'" "$m" make-model --preset tiny-qwen3-mo --out "$work/typo"
+row "make-model --out is a file" 2 "plain_file.*not a directory" \
+  "$m" make-model --preset tiny-qwen3-moe --out "$work/plain_file"
+row "sweep --resume with another -n" 2 "-n: the runs so far were measured with 50" \
+  env FAKE_COUNTER="$work/counter" FAKE_FAULT=none "$m" sweep -m "$work/narrow" --repeats 2 -n 60 \
+  --bench-exe "$fake" --out "$work/resume.csv" --resume
+row "sweep --resume with another --warmup-tokens" 2 "--warmup-tokens" \
+  env FAKE_COUNTER="$work/counter" FAKE_FAULT=none "$m" sweep -m "$work/narrow" --repeats 2 -n 50 \
+  --warmup-tokens 3 --bench-exe "$fake" --out "$work/resume.csv" --resume
+echo "== hostile checkpoints"
+row "config.json is a FIFO" 2 "config.json" "${g[@]}" -m "$work/fifo"
+row "config.json links to /dev/zero" 2 "config.json" "${g[@]}" -m "$work/zero"
+row "inspect: config.json is a FIFO" 2 "config.json" "$m" inspect "$work/fifo"
+row "model dir is a symlink loop" 2 "loop_a" "${g[@]}" -m "$work/loop_a"
+row "inspect: model dir is a symlink loop" 2 "loop_a" "$m" inspect "$work/loop_a"
+row "num_attention_heads = 4 + 2^58" 2 "num_attention_heads" "${g[@]}" -m "$work/heads_huge"
+row "num_hidden_layers = 1000000000" 2 "num_hidden_layers" "${g[@]}" -m "$work/layers_huge"
+row "eos_token_id = 4294967301" 2 "eos_token_id" "${g[@]}" -m "$work/eos_huge"
+row "max_position_embeddings = 0" 2 "max_position_embeddings" "${g[@]}" -m "$work/max_pos_zero"
+row "max_position_embeddings = -1" 2 "max_position_embeddings" "${g[@]}" -m "$work/max_pos_negative"
+for k in 1 3 5; do
+  row "safetensors header length $k bytes short" 2 "model.safetensors" "${g[@]}" -m "$work/short$k"
+done
+row "prompt longer than the context" 2 "longer than the model's context" \
+  "$m" generate -m "$work/short_context" --prompt-ids 1,2,3,4,5,6,7,8,9,10 -n 1
+
+echo "== make-model output is complete or absent"
+# A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG) is a clean error;
+# the same limit with the default SIGXFSZ kills the process mid-write, as Ctrl-C would.
+row "make-model on a full disk" 2 "make-model|File too large" \
+  bash -c 'trap "" XFSZ; ulimit -f 256; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
+  "$m" "$work/full"
+check "a failed make-model leaves no directory" '[ ! -e "$work/full" ]'
+check "a failed make-model leaves no temporary" '[ -z "$(ls -d "$work"/full.tmp-* 2>/dev/null)" ]'
+(timeout 20 bash -c 'ulimit -f 256; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
+  "$m" "$work/killed") >/dev/null 2>&1
+check "a killed make-model leaves no directory under the final name" '[ ! -e "$work/killed" ]'
+cp -r "$work/good" "$work/half" && truncate -s 1000 "$work/half/model.safetensors"
+out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --reuse 2>&1)
+check "--reuse rebuilds a truncated checkpoint" 'grep -q "incomplete" <<<"$out" && [ "$(stat -c %s "$work/half/model.safetensors")" = "$(stat -c %s "$work/good/model.safetensors")" ]'
+out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/killed" --reuse 2>&1)
+check "--reuse after a kill builds it and removes the dead temporary" '[ -f "$work/killed/config.json" ] && [ -z "$(ls -d "$work"/killed.tmp-* 2>/dev/null)" ]'
+out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --reuse 2>&1)
+check "--reuse keeps a complete checkpoint" 'grep -q "^kept" <<<"$out"'
+
+echo "$fails failure(s) over $rows table rows and the checks"
+[ "$fails" -eq 0 ]
