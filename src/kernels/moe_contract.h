@@ -34,10 +34,16 @@ struct QuantWeightsView {
 };
 
 // The expert FFN of one MoE layer. gate is unused (w == nullptr) for kSquaredReLU.
-// up/gate: [E][Dff][Din]; down: [E][Din][Dff].
+// up/gate: [E][Dff][Din]; down: [E][Din][Dff]. Optional per-expert linear biases (OLMoE's
+// mlp_bias, as mlx-lm's SwitchLinear(bias=True)): f32 [E][Dff] for gate and up, [E][Din] for
+// down, added to each projection's output before the activation / the score multiply.
 struct MoeExpertsView {
   QuantWeightsView gate, up, down;
   Activation act = Activation::kSwiGLU;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  bool has_biases() const { return gate_bias || up_bias || down_bias; }
   int64_t din() const { return up.k; }
   int64_t dff() const { return up.n; }
 };

@@ -25,6 +25,11 @@ FusedWorkspace& workspace() {
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// v[i] += bias[i]: one f32 addition per value, as the fallback path does after gather_qmm.
+inline void add_row_bias(float* v, const float* bias, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] += bias[i];
+}
+
 }  // namespace
 
 void moe_decode_fused(const FusedDecodeArgs& a) {
@@ -55,6 +60,8 @@ void moe_decode_fused(const FusedDecodeArgs& a) {
       const int64_t e = a.expert_ids[k];
       if (has_gate) k_gate.dot_rows({&ex.gate, e, f0, f1, xg, g});
       k_up.dot_rows({&ex.up, e, f0, f1, xu, u});
+      if (has_gate && ex.gate_bias) add_row_bias(g, ex.gate_bias + e * dff + f0, f1 - f0);
+      if (ex.up_bias) add_row_bias(u, ex.up_bias + e * dff + f0, f1 - f0);
       act_fn(ex.act, g, u, a.act + k * dff + f0, f1 - f0);
       i += f1 - f0;
     }
@@ -70,6 +77,7 @@ void moe_decode_fused(const FusedDecodeArgs& a) {
     for (int64_t k = 0; k < top_k; ++k) {
       float* p = a.partials + k * din;
       k_down.dot_rows({&ex.down, a.expert_ids[k], h0, h1, acts.at(k), p + h0});
+      if (ex.down_bias) add_row_bias(p + h0, ex.down_bias + a.expert_ids[k] * din + h0, h1 - h0);
       const float s = a.scores[k];
       for (int64_t h = h0; h < h1; ++h) p[h] *= s;
     }

@@ -13,8 +13,8 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 # then prefill + 32 greedy steps in moex (fused on, then off) and in mlx-lm on the same ids.
 # f32 checkpoints make mlx-lm compute in float32, so 1e-3 normalized RMS is meaningful.
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
-foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-qwen2-moe tiny-phimoe tiny-llama4
-               tiny-lfm2-moe)
+foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
+               tiny-llama4 tiny-lfm2-moe)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}

@@ -93,6 +93,10 @@ std::vector<ModelPreset> make_presets() {
   p.layers = 2, p.heads = 4, p.kv_heads = 4, p.head_dim = 64, p.description = "tiny OLMoE";
   tiny(p);
 
+  p.name = "tiny-olmoe-bias", p.expert_linear_bias = true;
+  p.description = "tiny OLMoE with mlp_bias (biases on every expert projection)";
+  tiny(p);
+
   p = {};
   p.name = "tiny-qwen2-moe", p.model_type = "qwen2_moe", p.moe_dff = 128, p.experts = 8;
   p.top_k = 4, p.shared_dff = 512, p.layers = 2, p.heads = 4, p.kv_heads = 4, p.head_dim = 64;

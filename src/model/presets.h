@@ -29,6 +29,7 @@ struct ModelPreset {
   std::vector<int64_t> attention_layers;   // hybrid models: attention layer indices (others
                                            // are short-conv); empty = every layer attends
   bool tie_embeddings = false;
+  bool expert_linear_bias = false;         // OLMoE mlp_bias: biases on every expert projection
   std::string description;                 // one line for --list-presets
 };
 

@@ -78,6 +78,17 @@ void gather(const QuantWeightsView& w, const float* x, int64_t x_rows, const int
   kernels::gather_qmm(a);
 }
 
+// out[i][:] += bias[rhs[i]][:] (mlx-lm SwitchLinear: the bias of each pair's expert), when the
+// layer has that bias.
+void add_expert_bias(float* out, const float* bias, const int32_t* rhs, int64_t pairs, int64_t n) {
+  if (!bias) return;
+  for (int64_t i = 0; i < pairs; ++i) {
+    const float* b = bias + int64_t(rhs[i]) * n;
+    float* o = out + i * n;
+    for (int64_t j = 0; j < n; ++j) o[j] += b[j];
+  }
+}
+
 }  // namespace
 
 float* MoeWorkspace::floats(int i, int64_t n) {
@@ -223,10 +234,12 @@ void MoeBlock::run_fallback(const MoeExpertsView& ex, const MoeBlockCall& call, 
 
   float* up_out = ws.floats(kUpOut, pairs * dff);
   gather(ex.up, x, x_rows, x_index, rhs, pairs, up_out);
+  add_expert_bias(up_out, ex.up_bias, rhs, pairs, dff);
   float* gate_out = nullptr;
   if (ex.act != kernels::Activation::kSquaredReLU) {
     gate_out = ws.floats(kGateOut, pairs * dff);
     gather(ex.gate, x, x_rows, x_index, rhs, pairs, gate_out);
+    add_expert_bias(gate_out, ex.gate_bias, rhs, pairs, dff);
   }
   kernels::ActivationArgs act;
   act.act = ex.act;
@@ -239,6 +252,7 @@ void MoeBlock::run_fallback(const MoeExpertsView& ex, const MoeBlockCall& call, 
 
   float* y = ws.floats(kDownOut, pairs * din);
   gather(ex.down, up_out, pairs, nullptr, rhs, pairs, y);
+  add_expert_bias(y, ex.down_bias, rhs, pairs, din);
   if (sorted) {  // scatter back to (token, k) order
     float* unsorted = ws.floats(kUnsorted, pairs * din);
     parallel_for(pairs, [&](int64_t lo, int64_t hi) {

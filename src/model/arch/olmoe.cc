@@ -74,6 +74,7 @@ class OlmoeFamily final : public Family {
     j["clip_qkv"] = nullptr;
     j["tie_word_embeddings"] = p.tie_embeddings;
     j["hidden_act"] = "silu";
+    j["mlp_bias"] = p.expert_linear_bias;
     return j;
   }
 };

@@ -75,6 +75,14 @@ MoeWeights bind_moe(const ModelConfig& c, WeightBinder& b, const LayerPlan& l) {
   m.experts.up = proj(n.experts_up, n.hf_expert_up, dff, c.hidden);
   m.experts.down = proj(n.experts_down, n.hf_expert_down, c.hidden, dff);
   m.experts.act = kernels::Activation::kSwiGLU;
+  if (p.expert_linear_bias) {
+    if (!m.stacked_in_checkpoint)
+      fail(n.experts_up, ": per-expert checkpoints with expert biases are not stacked here yet;",
+           " convert with mlx_lm.convert (it stacks them)");
+    m.gate_bias = b.tensor(n.experts_gate + ".bias", {p.num_experts, dff});
+    m.up_bias = b.tensor(n.experts_up + ".bias", {p.num_experts, dff});
+    m.down_bias = b.tensor(n.experts_down + ".bias", {p.num_experts, c.hidden});
+  }
   if (p.shared_dff > 0) {
     m.has_shared = true;
     m.shared = bind_mlp(c, b, n.shared_gate, n.shared_up, n.shared_down, p.shared_dff);

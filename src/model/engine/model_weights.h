@@ -36,6 +36,9 @@ struct MoeWeights {
   MlpWeights shared;
   ops::Linear shared_gate;           // Qwen2-MoE: Linear(H, 1), sigmoid-gated
   std::vector<float> expert_bias;    // LFM2: selection bias [E]
+  // OLMoE mlp_bias: per-expert linear biases in f32, [E][Dff] (gate, up) and [E][H] (down);
+  // empty without. MoeFfn points the kernel view at them.
+  ops::FloatVec gate_bias, up_bias, down_bias;
 };
 
 struct LayerWeights {

@@ -53,6 +53,9 @@ MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
                const moe::MoePolicy& policy)
     : cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)) {
   layer_views_.experts = w.experts;
+  layer_views_.experts.gate_bias = w.gate_bias.data();
+  layer_views_.experts.up_bias = w.up_bias.data();
+  layer_views_.experts.down_bias = w.down_bias.data();
   // Per-expert checkpoints were stacked at load: the kernels always see 3-D stacks.
   layer_views_.stacked = true;
   if (w.has_shared) {

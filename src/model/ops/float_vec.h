@@ -14,7 +14,8 @@ class FloatVec {
   FloatVec() = default;
   // Views data when it is already f32, else converts (data must outlive a view).
   FloatVec(const void* data, DType dtype, int64_t n) : size_(n) {
-    if (dtype == DType::F32) {
+    // A view needs 4-byte alignment (safetensors data need not have it): otherwise a copy.
+    if (dtype == DType::F32 && reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
       view_ = static_cast<const float*>(data);
     } else {
       owned_.resize(size_t(n));
