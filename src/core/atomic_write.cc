@@ -42,6 +42,13 @@ bool is_stale_temp(const std::string& name, const std::string& prefix) {
   return pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
 }
 
+// What open/mkdir would give under the process umask (mkstemp and mkdtemp give 0600/0700).
+mode_t umasked(mode_t mode) {
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mode & ~mask;
+}
+
 void write_all(int fd, std::string_view data) {
   size_t off = 0;
   while (off < data.size()) {
@@ -63,7 +70,7 @@ void write_file_atomic(const std::string& path, std::string_view data, const std
   const char* step = "write to";
   int err = 0;
   try {
-    ::fchmod(fd, 0644);
+    ::fchmod(fd, umasked(0666));
     write_all(fd, data);
     step = "fsync";
     if (::fsync(fd) != 0) err = errno;
@@ -111,6 +118,7 @@ std::string make_temp_sibling_dir(const std::string& path, const std::string& wh
   if (!::mkdtemp(tmp.data()))
     fail(what, " ", path, ": cannot create a temporary directory in ", parent, ": ",
          std::strerror(errno));
+  ::chmod(tmp.c_str(), umasked(0777));
   return tmp;
 }
 

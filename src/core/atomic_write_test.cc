@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +52,16 @@ TEST(AtomicWrite, WritesAndReplacesWithoutLeavingTemporaries) {
   write_file_atomic(p, "", "test file");
   EXPECT_EQ(slurp(p), "");
   EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicWrite, PermissionsFollowTheUmaskNotTheTemporary) {
+  testing::TempDir d;
+  const mode_t old = ::umask(022);
+  write_file_atomic(d.file("f"), "x", "test file");
+  const std::string tmp = make_temp_sibling_dir(d.file("dir"), "test directory");
+  ::umask(old);
+  EXPECT_EQ(fs::status(d.file("f")).permissions(), fs::perms(0644));
+  EXPECT_EQ(fs::status(tmp).permissions(), fs::perms(0755));
 }
 
 TEST(AtomicWrite, FullDiskKeepsTheOldFileAndRemovesTheTemporary) {
