@@ -73,17 +73,17 @@ void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer
     tok::require_object(gen, gen_path.string());
     if (const Json* e = tok::optional_field(gen, "eos_token_id")) {
       const std::string ew = tok::field_path(where, "eos_token_id");
-      std::vector<int32_t> ids;
+      // Range-checked as read: a cast first turned 4294967301 (2^32 + 5) into id 5.
+      std::vector<int64_t> ids;
       if (e->is_array()) {
-        for (size_t i = 0; i < e->size(); ++i) {
-          ids.push_back(static_cast<int32_t>(tok::as_int((*e)[i], tok::index_path(ew, i))));
-        }
+        for (size_t i = 0; i < e->size(); ++i) ids.push_back(tok::as_int((*e)[i], tok::index_path(ew, i)));
       } else {
-        ids.push_back(static_cast<int32_t>(tok::as_int(*e, ew)));
+        ids.push_back(tok::as_int(*e, ew));
       }
-      for (int32_t id : ids) {
+      for (int64_t id : ids) {
         if (id < 0 || id >= im.vocab_size) fail(ew, ": id ", id, " is outside the vocabulary");
-        if (std::find(im.eos.begin(), im.eos.end(), id) == im.eos.end()) im.eos.push_back(id);
+        const int32_t id32 = static_cast<int32_t>(id);
+        if (std::find(im.eos.begin(), im.eos.end(), id32) == im.eos.end()) im.eos.push_back(id32);
       }
     }
   }

@@ -250,6 +250,16 @@ TEST(TokenizerLoad, SpecialTokensFromConfigs) {
   EXPECT_EQ(Tokenizer::load(dir + "/tokenizer.json").bos_id(), 1);
 }
 
+// An eos id past int32 must not wrap into a valid id (4294967301 used to become 5).
+TEST(TokenizerLoad, GenerationConfigEosOutsideInt32IsRejected) {
+  const std::string dir = write_tokenizer(
+      "bigeos", sp_json(), R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>"})");
+  tok_test::write_text(std::filesystem::path(dir) / "generation_config.json",
+                       R"({"eos_token_id": 4294967301})");
+  const std::string msg = load_error(dir);
+  EXPECT_NE(msg.find("eos_token_id: id 4294967301 is outside the vocabulary"), std::string::npos) << msg;
+}
+
 TEST(TokenizerLoad, AddBosFromConfigWhenThereIsNoPostProcessor) {
   const std::string dir = write_tokenizer(
       "addbos", sp_json("", R"(, "post_processor": null)"),
