@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/isa.h"
@@ -335,7 +334,8 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--warmup-tokens", f->warmup, "decode steps of the warm-up pass (default 20)")
       ->type_name("INT");
   sub.add_option("--repeats", f->repeats, "measured passes per arm (default 3)")->type_name("INT");
-  sub.add_option("--fused", f->fused, "auto, on, off, or both (interleaved off/on arms; default auto)");
+  sub.add_option("--fused", f->fused,
+                 "auto, on, off, or both (interleaved off/on arms; default auto)");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")

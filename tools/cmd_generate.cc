@@ -6,10 +6,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/atomic_write.h"
 #include "core/error.h"
@@ -126,7 +125,8 @@ int run_generate(const GenerateFlags& f) {
   if (stream) std::cout << stream->flush();
   std::cout << std::endl;
   if (context_full)
-    std::fprintf(stderr, "generate: stopped at the context limit after %zu of %lld tokens "
+    std::fprintf(stderr,
+                 "generate: stopped at the context limit after %zu of %lld tokens "
                  "(prompt %lld + generated = max_position_embeddings %lld in %s)\n",
                  generated.size(), (long long)n, (long long)prompt_tokens,
                  (long long)cfg.max_position, cfg.source.c_str());

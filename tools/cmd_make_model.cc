@@ -65,8 +65,10 @@ bool reusable(const std::string& dir, const nlohmann::json& config) {
   }
   std::ifstream in(fs::path(dir) / "config.json", std::ios::binary);
   if (nlohmann::json::parse(in, nullptr, false) != config) {
-    std::fprintf(stderr, "make-model: %s holds a different model (config.json differs); writing "
-                 "it again\n", dir.c_str());
+    std::fprintf(stderr,
+                 "make-model: %s holds a different model (config.json differs); writing "
+                 "it again\n",
+                 dir.c_str());
     return false;
   }
   return true;

@@ -190,8 +190,10 @@ int run_sweep(const SweepOptions& o) {
     if (const auto why = harness::invalid_reason(r); why && invalid++ == 0)
       first = str_cat(r.model, " ", harness::arm_name(r.arm), " run ", r.run, ": ", *why);
   if (invalid > 0) {
-    std::fprintf(stderr, "sweep: %d of %zu runs failed or are invalid (first: %s); their models "
-                 "have no ratio\n", invalid, runs.size(), first.c_str());
+    std::fprintf(stderr,
+                 "sweep: %d of %zu runs failed or are invalid (first: %s); their models "
+                 "have no ratio\n",
+                 invalid, runs.size(), first.c_str());
     return 1;
   }
   return 0;
@@ -199,23 +201,30 @@ int run_sweep(const SweepOptions& o) {
 
 std::function<int()> setup(CLI::App& sub) {
   auto o = std::make_shared<SweepOptions>();
-  sub.add_option("-m,--models", o->models, "checkpoint directories or preset names, comma-separated")
+  sub.add_option("-m,--models", o->models,
+                 "checkpoint directories or preset names, comma-separated")
       ->type_name("LIST")
       ->required();
-  sub.add_option("--layers", o->layers, "layer count for presets (fit memory; default: the preset's)")
+  sub.add_option("--layers", o->layers,
+                 "layer count for presets (fit memory; default: the preset's)")
       ->check(CLI::Range(1, 1000));
   sub.add_option("-p,--prompt", o->prompt, "prompt")->capture_default_str();
-  sub.add_option("-n", o->n, "decode tokens per run")->check(CLI::Range(1, 100000))->capture_default_str();
+  sub.add_option("-n", o->n, "decode tokens per run")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   sub.add_option("--warmup-tokens", o->warmup, "warm-up tokens per run")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  sub.add_option("--repeats", o->repeats, "runs per arm")->check(CLI::Range(1, 1000))->capture_default_str();
+  sub.add_option("--repeats", o->repeats, "runs per arm")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   sub.add_option("--threads", o->threads, "threads per run (default: all cores)")
       ->check(CLI::Range(1, kMaxThreads));
   sub.add_option("--out", o->out, "raw CSV (appended run by run; settings in OUT.settings.json)")
       ->type_name("FILE")
       ->capture_default_str();
-  sub.add_flag("--resume", o->resume, "skip runs already in --out (same -n, -p, --warmup-tokens, --threads)");
+  sub.add_flag("--resume", o->resume,
+               "skip runs already in --out (same -n, -p, --warmup-tokens, --threads)");
   sub.add_option("--models-dir", o->models_dir, "where preset checkpoints are built")
       ->type_name("DIR")
       ->capture_default_str();

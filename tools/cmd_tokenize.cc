@@ -43,7 +43,8 @@ std::vector<int32_t> parse_decode_ids(const std::string& s) {
     for (std::string w; words >> w; ++n)
       ids.push_back(int32_t(parse_int_strict(w, "--decode", 0, INT32_MAX)));
     if (n == 0 && commas)
-      fail("--decode: '", s, "' has an empty item; expected token ids separated by commas or spaces");
+      fail("--decode: '", s,
+           "' has an empty item; expected token ids separated by commas or spaces");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -11,7 +11,8 @@
 namespace moex::tools {
 
 // setup(sub) adds options to the CLI11 subcommand and returns the function that runs it
-// (returning the process exit code). moex::Error thrown by it exits with code 2.
+// (returning the process exit code). Any exception thrown by it (moex::Error for bad input)
+// ends as "moex: error: ..." with exit code 2 (main.cc).
 using CommandSetup = std::function<std::function<int()>(CLI::App& sub)>;
 
 struct CommandInfo {

@@ -33,8 +33,8 @@ bool reject_unknown_command(int argc, char** argv) {
   const std::string near = moex::tools::nearest_word(given, names);
   std::string all;
   for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-  std::fprintf(stderr, "moex: error: unknown command '%s'%s; the commands are: %s\n",
-               given.c_str(), near.empty() ? "" : (std::string("; did you mean '") + near + "'?").c_str(),
+  std::fprintf(stderr, "moex: error: unknown command '%s'%s; the commands are: %s\n", given.c_str(),
+               near.empty() ? "" : (std::string("; did you mean '") + near + "'?").c_str(),
                all.c_str());
   return true;
 }

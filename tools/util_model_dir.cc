@@ -112,7 +112,8 @@ std::string checkpoint_incomplete_reason(const std::string& dir) {
     if (!j.contains("weight_map") || !j["weight_map"].is_object() || j["weight_map"].empty())
       return str_cat(index.string(), " has no weight_map");
     for (const auto& [tensor, file] : j["weight_map"].items()) {
-      if (!file.is_string()) return str_cat(index.string(), ": weight_map[", tensor, "] is not a file name");
+      if (!file.is_string())
+        return str_cat(index.string(), ": weight_map[", tensor, "] is not a file name");
       shards.insert(file.get<std::string>());
     }
   } else {

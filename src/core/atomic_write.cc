@@ -106,7 +106,8 @@ std::string make_temp_sibling_dir(const std::string& path, const std::string& wh
   const std::string parent = parent_of(path);
   std::error_code ec;
   fs::create_directories(parent, ec);
-  if (ec) fail(what, " ", path, ": cannot create the parent directory ", parent, ": ", ec.message());
+  if (ec)
+    fail(what, " ", path, ": cannot create the parent directory ", parent, ": ", ec.message());
   const std::string prefix = fs::path(path).filename().string() + ".tmp-";
   for (const auto& e : fs::directory_iterator(parent, ec)) {
     if (is_stale_temp(e.path().filename().string(), prefix)) {

@@ -30,13 +30,14 @@ std::string settings_path_for(const std::string& csv_path) {
   const std::string ext = ".csv";
   const bool has_ext = csv_path.size() > ext.size() &&
                        csv_path.compare(csv_path.size() - ext.size(), ext.size(), ext) == 0;
-  return (has_ext ? csv_path.substr(0, csv_path.size() - ext.size()) : csv_path) +
-         ".settings.json";
+  return (has_ext ? csv_path.substr(0, csv_path.size() - ext.size()) : csv_path) + ".settings.json";
 }
 
 std::string settings_to_json(const SweepSettings& s) {
-  const json j = {{"format", kFormat},         {"prompt", s.prompt},
-                  {"n", s.n},                  {"warmup_tokens", s.warmup_tokens},
+  const json j = {{"format", kFormat},
+                  {"prompt", s.prompt},
+                  {"n", s.n},
+                  {"warmup_tokens", s.warmup_tokens},
                   {"threads", s.threads}};
   return j.dump(2) + "\n";
 }
@@ -80,9 +81,10 @@ std::optional<std::string> settings_mismatch(const SweepSettings& recorded,
   if (recorded.warmup_tokens != now.warmup_tokens)
     return differ("--warmup-tokens", recorded.warmup_tokens, now.warmup_tokens);
   if (recorded.threads != now.threads)
-    return differ("--threads", recorded.threads == 0 ? std::string("all cores")
-                                                     : std::to_string(recorded.threads),
-                  now.threads == 0 ? std::string("all cores") : std::to_string(now.threads));
+    return differ(
+        "--threads",
+        recorded.threads == 0 ? std::string("all cores") : std::to_string(recorded.threads),
+        now.threads == 0 ? std::string("all cores") : std::to_string(now.threads));
   if (recorded.prompt != now.prompt)
     return differ("-p", "'" + recorded.prompt + "'", "'" + now.prompt + "'");
   return std::nullopt;
@@ -92,8 +94,8 @@ std::optional<std::string> rows_mismatch(const std::vector<SweepRun>& rows,
                                          const SweepSettings& now) {
   for (const SweepRun& r : rows) {
     if (r.requested_tokens != now.n)
-      return str_cat("-n: run ", r.run, " of ", r.model, " (", arm_name(r.arm), ") was measured with ",
-                     r.requested_tokens, ", this sweep asks for ", now.n);
+      return str_cat("-n: run ", r.run, " of ", r.model, " (", arm_name(r.arm),
+                     ") was measured with ", r.requested_tokens, ", this sweep asks for ", now.n);
     if (now.threads > 0 && r.threads > 0 && r.threads != now.threads)
       return str_cat("--threads: run ", r.run, " of ", r.model, " (", arm_name(r.arm),
                      ") ran with ", r.threads, ", this sweep asks for ", now.threads);

@@ -39,10 +39,11 @@ TEST(SweepSettings, RoundTripsThroughTheFile) {
 }
 
 TEST(SweepSettings, MalformedFilesNameTheFileAndField) {
-  for (const char* bad : {"", "[1]", "{\"format\": \"x\"}",
-                          "{\"format\": \"moex-sweep-settings-1\", \"prompt\": \"p\"}",
-                          "{\"format\": \"moex-sweep-settings-1\", \"prompt\": \"p\", \"n\": \"50\","
-                          " \"warmup_tokens\": 2, \"threads\": 0}"}) {
+  for (const char* bad :
+       {"", "[1]", "{\"format\": \"x\"}",
+        "{\"format\": \"moex-sweep-settings-1\", \"prompt\": \"p\"}",
+        "{\"format\": \"moex-sweep-settings-1\", \"prompt\": \"p\", \"n\": \"50\","
+        " \"warmup_tokens\": 2, \"threads\": 0}"}) {
     try {
       parse_settings(bad, "x.settings.json");
       ADD_FAILURE() << "accepted " << bad;
