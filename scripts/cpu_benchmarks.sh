@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CPU measurements behind docs/benchmark_results/ and keeps every raw output:
 # bench-moe on the four shapes of the goal, bench-decode on the full qwen3-30b-a3b checkpoint,
-# the model-level sweep over the seed's models (layer-reduced) and `moex tune`.
+# the model-level sweep over the prior system's models (layer-reduced) and `moex tune`.
 # usage: scripts/cpu_benchmarks.sh OUT_DIR [steps...]   steps: moe decode sweep tune (default all)
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -189,7 +189,7 @@ if [ "${MOEX_GPU_CHECK_TUNE:-1}" != 0 ]; then
 fi
 
 run_step copy_probe 60 "$bench" copy
-# Shapes of the BRIEF's model table (4-bit, group 64, SwiGLU): qwen3-30b-a3b, olmoe, qwen1.5,
+# Shapes of the model table of docs/background.md §4 (4-bit, group 64, SwiGLU): qwen3-30b-a3b, olmoe, qwen1.5,
 # lfm2-8b, phi-3.5-moe, llama-4-scout, mixtral-8x7b; then other bit widths at the qwen3 shape.
 bench_shapes=(
   "--din 2048 --dff 768 --top-k 8"

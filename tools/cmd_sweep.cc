@@ -1,4 +1,4 @@
-// `moex sweep`: the model-level Dff sweep (the seed's harness, made honest). For each model
+// `moex sweep`: the model-level Dff sweep (the prior system's harness, made honest). For each model
 // the fallback and fused arms run as separate `moex bench-decode` processes, interleaved
 // A, B, A, B; every finished run is appended to the raw CSV at once (fsync), --resume skips
 // recorded runs (refusing other measurement settings), the summary never computes a ratio
@@ -59,7 +59,7 @@ std::string model_dir_for(const std::string& m, const SweepOptions& o, const std
 }
 
 // Reads every weight file once so that no arm's first run pays for disk reads the other arm's
-// runs do not (the seed's noise was partly this: a cold run against warm ones). Returns GB read.
+// runs do not (the prior system's noise was partly this: a cold run against warm ones). Returns GB read.
 double warm_page_cache(const std::string& dir) {
   std::vector<char> buf(size_t(8) << 20);
   double gb = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plants the seed's sweep faults through a fake bench-decode and checks `moex sweep` reports
+# Plants the prior system's sweep faults through a fake bench-decode and checks `moex sweep` reports
 # them as INVALID (exit code 1), that a killed sweep resumes without losing or repeating a run,
 # that --resume refuses other measurement settings, and that a half-built preset checkpoint
 # is rebuilt instead of failing every run.

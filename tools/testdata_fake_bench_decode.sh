@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A stand-in for `moex bench-decode` used by sweep_fault_test.sh to plant the seed system's
+# A stand-in for `moex bench-decode` used by sweep_fault_test.sh to plant the prior system's (docs/background.md §2)
 # faults. FAKE_FAULT: none | no_switch (fallback arm still runs fused) | early_eos (decodes
 # fewer tokens) | kill_parent_at=N (kills the sweep on the N-th call) | crash_wide (fails on
 # the model named wide, as on a half-built checkpoint). FAKE_COUNTER: a file counting calls.

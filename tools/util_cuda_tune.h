@@ -23,7 +23,7 @@ struct CudaTuneArgs {
   ReportFormat format = ReportFormat::kMarkdown;
 };
 
-// cuda::default_dff_grid() (256 .. 16384, the BRIEF's model Dffs included); throws
+// cuda::default_dff_grid() (256 .. 16384, the Dffs of docs/background.md §4 included); throws
 // kBuiltWithoutCuda without CUDA.
 std::vector<int64_t> cuda_default_dff_grid();
 

@@ -1,4 +1,4 @@
-// Strict parsing: every malformed form the seed system silently accepted is an error.
+// Strict parsing: every malformed form the prior system (docs/background.md §2) silently accepted is an error.
 #include "core/strict_parse.h"
 
 #include <gtest/gtest.h>

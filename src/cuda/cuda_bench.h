@@ -71,7 +71,7 @@ BenchProbeResult probe_moe(const BenchMoeShape& shape, const BenchMoeOptions& op
 // Median bandwidth of device-to-device cudaMemcpyAsync of `bytes`, counting read + write.
 double measure_copy_bandwidth_gbps(int64_t bytes, int repeats);
 
-// 256 .. 16384, including the Dff of the BRIEF's model table (768 .. 14336).
+// 256 .. 16384, including the Dff of the model table of docs/background.md §4 (768 .. 14336).
 std::vector<int64_t> default_dff_grid();
 
 struct DffSweepPoint {

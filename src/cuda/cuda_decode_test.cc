@@ -25,7 +25,7 @@ using testing::DecodeCase;
 using testing::GuardedOutput;
 using testing::nrms;
 
-constexpr double kDenseGate = 5e-4;     // BRIEF section 2: fused vs all-f32 dense reference
+constexpr double kDenseGate = 5e-4;     // docs/background.md §2: fused vs all-f32 dense reference
 constexpr double kFallbackGate = 5e-3;  // fused vs fallback ("f16 jitter class")
 
 // GPU vs CPU scalar: the same f32 arithmetic up to summation order and libm ulps, so the

@@ -1,6 +1,6 @@
 // The crossover of a fused/fallback speed-ratio curve over Dff (ratio > 1: fused faster):
 // where the ratio first falls from >= 1 to < 1, by linear interpolation between the two
-// neighbouring points (the seed's method). Shared by the sweep summary and `moex tune`.
+// neighbouring points (the prior system's method). Shared by the sweep summary and `moex tune`.
 #pragma once
 
 #include <cstddef>

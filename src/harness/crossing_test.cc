@@ -7,7 +7,7 @@ namespace moex::harness {
 namespace {
 
 TEST(RatioCrossing, InterpolatesTheFirstDownwardStep) {
-  // The seed's GB10 figures: phi (6400, 1.036) -> scout (8192, 0.985).
+  // The prior system's GB10 figures: phi (6400, 1.036) -> scout (8192, 0.985).
   const std::vector<RatioPoint> pts = {{1792, 1.142}, {6400, 1.036}, {8192, 0.985}, {14336, 0.983}};
   size_t at = 99;
   const auto x = first_ratio_crossing(pts, &at);

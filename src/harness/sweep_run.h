@@ -1,5 +1,5 @@
 // One measured run of a sweep arm (a bench-decode pass in its own process), its CSV form,
-// and the validity rules that keep the seed system's faults out of every summary.
+// and the validity rules that keep the prior system's (docs/background.md §2) faults out of every summary.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Run validity (the seed's faults: early EOS, an arm that does not switch paths) and the
+// Run validity (the prior system's faults: early EOS, an arm that does not switch paths) and the
 // durable CSV (a killed sweep loses no finished run).
 #include "harness/sweep_run.h"
 
@@ -41,7 +41,7 @@ TEST(SweepRun, ValidityRules) {
   EXPECT_FALSE(invalid_reason(good(Arm::kFused, 1, 10)));
   EXPECT_FALSE(invalid_reason(good(Arm::kFallback, 1, 10)));
   auto early = good(Arm::kFused, 1, 10);
-  early.generated_tokens = 37;  // the seed's bench stopped at EOS
+  early.generated_tokens = 37;  // the prior system's bench stopped at EOS
   EXPECT_NE(invalid_reason(early)->find("generated 37 tokens, expected 100"), std::string::npos);
   auto no_switch = good(Arm::kFallback, 1, 10);
   no_switch.fused_calls = 10;  // a family whose fused path ignores the cap

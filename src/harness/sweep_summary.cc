@@ -1,4 +1,4 @@
-// Sweep summary, crossover by linear interpolation (the seed's method) and cap verdict.
+// Sweep summary, crossover by linear interpolation (the prior system's method) and cap verdict.
 #include "harness/sweep_summary.h"
 
 #include <algorithm>

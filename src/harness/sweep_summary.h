@@ -1,4 +1,4 @@
-// Turns raw sweep runs into the per-model summary (the seed's columns plus spreads and a
+// Turns raw sweep runs into the per-model summary (the prior system's columns plus spreads and a
 // bootstrap interval), the crossover Dff where fused/fallback crosses 1.0, and the verdict
 // on a cap. A model with any invalid run gets no ratio: it is reported INVALID with reasons.
 #pragma once

@@ -1,4 +1,4 @@
-// Summary, crossover and verdict, checked on the seed's own GB10 figures (BRIEF section 2).
+// Summary, crossover and verdict, checked on the prior system's own GB10 figures (docs/background.md §2).
 #include "harness/sweep_summary.h"
 
 #include <gtest/gtest.h>

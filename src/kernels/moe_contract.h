@@ -1,6 +1,6 @@
 // The contracts of the MoE expert kernels shared by every backend (scalar reference, AVX2,
 // AVX-512, CUDA): views of stacked quantized expert weights and the Args of the two decode
-// paths. BRIEF section 1 defines the computation:
+// paths. docs/background.md §1 defines the computation:
 //   out = sum_k score_k * down_k( act( gate_k(x), up_k(x) ) )
 #pragma once
 
@@ -48,7 +48,7 @@ struct MoeExpertsView {
   int64_t dff() const { return up.n; }
 };
 
-// Fused decode path, one token: stage A then stage B (BRIEF section 1).
+// Fused decode path, one token: stage A then stage B (docs/background.md §1).
 struct FusedDecodeArgs {
   const MoeExpertsView* experts = nullptr;
   const float* x = nullptr;            // [Din]

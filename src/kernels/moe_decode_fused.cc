@@ -1,4 +1,4 @@
-// The fused decode-MoE path on CPU (BRIEF section 1): stage A over all (expert, Dff row) pairs,
+// The fused decode-MoE path on CPU (docs/background.md §1): stage A over all (expert, Dff row) pairs,
 // stage B over all (expert, Din row) pairs with the f32 K-sum, one parallel region each. Each
 // output value is produced by exactly one kernel call whose arithmetic does not depend on the
 // split, so the result is bit-identical for any thread count.

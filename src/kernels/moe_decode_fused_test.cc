@@ -21,7 +21,7 @@ namespace {
 using testing::ExpertsSpec;
 using testing::make_random_experts;
 
-constexpr double kDenseGate = 5e-4;     // BRIEF section 2: fused vs all-f32 dense reference
+constexpr double kDenseGate = 5e-4;     // docs/background.md §2: fused vs all-f32 dense reference
 constexpr double kFallbackGate = 5e-3;  // fused vs fallback ("f16 jitter class")
 
 struct Case {

@@ -2,7 +2,7 @@
 """Reference test for `moex make-model`: every tiny preset's checkpoint loads with mlx_lm.load
 (strict: every tensor present, no extra ones, shapes as the mlx-lm model expects), produces
 finite, token-dependent logits, routes tokens across experts like a trained model would
-(BRIEF section 5), and its tokenizer loads in transformers with the config's eos id.
+(docs/background.md §5), and its tokenizer loads in transformers with the config's eos id.
 
 usage: model_reference_test.py --moex BIN --work DIR [--preset NAME ...] [--report]
 """

@@ -1,4 +1,4 @@
-// The synthetic-model presets: the real shapes of BRIEF section 4 (Hugging Face configs of
+// The synthetic-model presets: the real shapes of docs/background.md §4 (Hugging Face configs of
 // the public checkpoints) and tiny models of the same structure for tests (a few MB each;
 // Dff a multiple of 128 so that every group size divides every input width).
 #include "model/presets.h"

@@ -1,4 +1,4 @@
-// Synthetic-model presets: the real shapes of BRIEF section 4 (and tiny versions for tests),
+// Synthetic-model presets: the real shapes of docs/background.md §4 (and tiny versions for tests),
 // used by `moex make-model`, `moex bench-moe --preset` and the sweep.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Synthetic weights for `moex make-model`: deterministic values from a counter-based RNG
 // (the value of element i of tensor T depends only on seed, T's name and i, so generation is
 // parallel and independent of chunking), scaled like a trained model so that the synthetic
-// model routes like a real one (BRIEF section 5): projection weights std 0.02, norm weights
+// model routes like a real one (docs/background.md §5): projection weights std 0.02, norm weights
 // ~1, router weights std 1/sqrt(hidden) (router logits ~N(0,1) for normalized inputs, so
 // tokens spread across experts). Writing streams module by module in row chunks through
 // io::ShardedCheckpointWriter; memory stays near one chunk plus one module's scales/biases.

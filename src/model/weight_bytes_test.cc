@@ -74,7 +74,7 @@ TEST(WeightBytes, SharedExpertCountsFullyAndPerExpertLayoutLikeStacked) {
 }
 
 TEST(WeightBytes, FullQwen3ShapeIsAbout1p7GBPerToken) {
-  // BRIEF section 5: about 1.76 GB read per token at 4.5 bits per weight (llama.cpp).
+  // docs/background.md §5: about 1.76 GB read per token at 4.5 bits per weight (llama.cpp).
   const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("qwen3-30b-a3b"), 0, {}, DType::BF16);
   const WeightBytes b = compute_weight_bytes(plan.config, plan.tensors);
   EXPECT_GT(b.per_token, int64_t(1.5e9));

@@ -23,7 +23,7 @@ Backend parse_backend(std::string_view s, std::string_view what);  // throws Err
 
 // Why the fused path declined. Only conditions the fused kernels really cannot handle: the
 // kernels run every bit width 2..8 for each projection independently, each projection with
-// its own group size, and every activation, so the seed's "gate/up bits in {4,8}", "gate and
+// its own group size, and every activation, so the prior system's "gate/up bits in {4,8}", "gate and
 // up bits differ" and "6-bit down with Dff % 16" conditions are gone.
 enum class DeclineReason {
   kNotSingleToken,          // M != 1: the fused kernel is single-token decode
@@ -50,7 +50,7 @@ const char* setting_source_name(SettingSource s);  // "flag", "env", "calibratio
 // CUDA: moex's own kernels on an H200 (docs/benchmark_results/cuda-h200-moe-block.md,
 // 2026-11-29; raw data benchmarks/cuda-h200-2026-11-29-v2/sweep.csv): first crossings at
 // Dff ~3260 (Din 4096, top-2) and ~11440 (Din 2048, top-8); the smallest, rounded down to a
-// multiple of 256. (The seed's 8192 came from a GB10 with MLX's kernels, BRIEF section 2.)
+// multiple of 256. (The prior system's 8192 came from a GB10 with MLX's kernels, docs/background.md §2.)
 inline constexpr int64_t kCudaDefaultMaxDff = 3072;
 // CPU: the 2-core AVX-512 development machine (docs/benchmark_results/cpu-moe-2026-11-29.md;
 // raw data benchmarks/cpu-2026-11-29/): `moex tune` found no Dff in 256..16384 where fused is

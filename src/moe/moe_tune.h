@@ -6,7 +6,7 @@
 //   per shape, over its Dff points in increasing order (ratio = fallback_us / fused_us,
 //   > 1: fused faster),
 //   - a first step from ratio >= 1 to ratio < 1: the crossover by linear interpolation between
-//     the two points (harness::first_ratio_crossing, the seed's method); shape cap = floor;
+//     the two points (harness::first_ratio_crossing, the prior system's method); shape cap = floor;
 //   - ratio >= 1 at every Dff ("no crossover: fused wins everywhere"): the largest grid Dff;
 //   - ratio < 1 at every Dff ("fused loses everywhere"): the smallest grid Dff - 1 (>= 1);
 //   - ratio < 1 only below some Dff and >= 1 from there on (a cap, an upper bound, cannot

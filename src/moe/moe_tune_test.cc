@@ -30,7 +30,7 @@ void add_shape(std::vector<CalibrationPoint>& g, int64_t hidden, int64_t top_k, 
 
 TEST(TuneCap, CrossoverByInterpolationAndSmallestShapeWins) {
   std::vector<CalibrationPoint> g;
-  // The seed's GB10 curve: crossover 6400 + 0.036 * 1792 / 0.051 = 7664.9.
+  // The prior system's GB10 curve: crossover 6400 + 0.036 * 1792 / 0.051 = 7664.9.
   add_shape(g, 4096, 2, 4, {{1792, 1.142}, {6400, 1.036}, {8192, 0.985}, {14336, 0.983}});
   // A shape crossing earlier, listed out of Dff order: 1024 + 0.1 * 1024 / 0.2 = 1536.
   add_shape(g, 2048, 8, 4, {{4096, 0.7}, {1024, 1.1}, {2048, 0.9}, {512, 1.3}});

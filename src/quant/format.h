@@ -1,4 +1,4 @@
-// The MLX affine quantization format (BRIEF section 3): valid bits / group sizes, packed
+// The MLX affine quantization format (docs/background.md §3): valid bits / group sizes, packed
 // row sizes, and extraction of one quantized value. For every width (2,3,4,5,6,8) a packed
 // row is one little-endian, least-significant-bit-first bit stream: element i occupies bits
 // [bits*i, bits*(i+1)). For 2/4/8 bits this is identical to MLX's "element i in word

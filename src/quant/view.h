@@ -1,4 +1,4 @@
-// One affine-quantized 2-D matrix [rows][k] in the MLX layout (BRIEF section 3): a borrowed
+// One affine-quantized 2-D matrix [rows][k] in the MLX layout (docs/background.md §3): a borrowed
 // view (QuantMatrixView, the same fields as kernels::QuantWeightsView minus the expert axis)
 // and an owning container (QuantizedMatrix) as produced by quant::quantize.
 #pragma once

@@ -106,7 +106,7 @@ TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
   for (int32_t t : kPrompt) l = e->decode(t);
   const std::vector<float> step(l, l + e->vocab());
   // Same math, different MoE path (fallback for the batch, fused per token) and different
-  // row grouping: the BRIEF's fused-vs-fallback class (normalized RMS < 5e-3) bounds it;
+  // row grouping: the fused-vs-fallback class of docs/background.md §2 (normalized RMS < 5e-3) bounds it;
   // in practice it is far below.
   EXPECT_LT(nrms(batch, step), 5e-3);
   EXPECT_EQ(e->position(), int64_t(kPrompt.size()));
