@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <random>
@@ -21,15 +22,45 @@
 #include "quant/format.h"
 
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-// Counts heap allocations so the test can assert that warm decode calls make none.
+// Counts heap allocations so the test can assert that warm decode calls make none. Every
+// form of operator new and delete is replaced, all on malloc/free, so that no allocation
+// from a library form meets a replaced delete (ASan reports that as alloc-dealloc-mismatch).
 static std::atomic<long> g_allocs{0};
-void* operator new(size_t n) {
+static void* counted_alloc(size_t n, size_t align) noexcept {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  if (n == 0) n = 1;
+  if (align <= alignof(std::max_align_t)) return std::malloc(n);
+  void* p = nullptr;
+  return ::posix_memalign(&p, align, n) == 0 ? p : nullptr;
+}
+static void* counted_alloc_or_throw(size_t n, size_t align) {
+  if (void* p = counted_alloc(n, align)) return p;
   throw std::bad_alloc();
 }
+void* operator new(size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new[](size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new(size_t n, std::align_val_t a) { return counted_alloc_or_throw(n, size_t(a)); }
+void* operator new[](size_t n, std::align_val_t a) { return counted_alloc_or_throw(n, size_t(a)); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, size_t(a));
+}
+void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, size_t(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace moex::moe {
 namespace {

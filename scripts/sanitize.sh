@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Checked builds of the unit tests (CLI error tests included): build-asan (ASan + UBSan, -O1 -g,
+# a finding fails the test) and build-assert (-D_GLIBCXX_ASSERTIONS), each built and run with
+# `ctest -L unit`. Usage: scripts/sanitize.sh [asan] [assert]  (default: both). JOBS=n for -j.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs="${JOBS:-$(nproc)}"
+kinds=("$@")
+[ ${#kinds[@]} -eq 0 ] && kinds=(asan assert)
+
+# A leak, an ASan error or a UBSan finding ends the process with a non-zero status.
+asan_default="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+asan_default+=":detect_stack_use_after_return=1:check_initialization_order=1"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-$asan_default}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# Targets whose outputs the `unit` tests run: the arguments of their add_test lines that lie
+# inside the build dir (read from CTestTestfile.cmake: ctest -N omits unbuilt executables).
+unit_test_targets() {
+  python3 - "$1" <<'PY'
+import os, re, sys
+build = os.path.abspath(sys.argv[1])
+names = set()
+for root, _, files in os.walk(build):
+    if "CTestTestfile.cmake" not in files:
+        continue
+    text = open(os.path.join(root, "CTestTestfile.cmake")).read()
+    props = re.findall(r'set_tests_properties\(\[=\[(.+?)\]=\] PROPERTIES .*?LABELS "([^"]*)"',
+                       text)
+    unit = {n for n, labels in props if "unit" in labels.split(";")}
+    for name, args in re.findall(r'add_test\(\[=\[(.+?)\]=\] (.*)\)', text):
+        if name in unit:
+            paths = re.findall(r'"([^"]*)"', args)
+            names |= {os.path.basename(a) for a in paths if a.startswith(build + "/")}
+print(" ".join(sorted(names)))
+PY
+}
+
+run_kind() {
+  local kind="$1" dir args
+  case "$kind" in
+    asan)
+      dir=build-asan
+      args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
+            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DMOEX_SANITIZE=address,undefined) ;;
+    assert)
+      dir=build-assert
+      args=(-DCMAKE_BUILD_TYPE=Release -DMOEX_GLIBCXX_ASSERTIONS=ON) ;;
+    *) echo "sanitize: unknown build '$kind'; expected asan or assert" >&2; return 2 ;;
+  esac
+  echo "== sanitize: $kind ($dir) =="
+  local t0=$SECONDS
+  cmake -S . -B "$dir" -DMOEX_CUDA=OFF "${args[@]}" >/dev/null
+  # Only what the unit tests run (test executables, the moex tool), not benchmarks.
+  local targets
+  targets="$(unit_test_targets "$dir")"
+  cmake --build "$dir" -j"$jobs" --target $targets
+  local t1=$SECONDS
+  local rc=0
+  ctest --test-dir "$dir" -L unit --output-on-failure -j"$jobs" || rc=$?
+  echo "== sanitize: $kind: build $((t1 - t0)) s, tests $((SECONDS - t1)) s, ctest exit $rc =="
+  return $rc
+}
+
+status=0
+for k in "${kinds[@]}"; do run_kind "$k" || status=1; done
+exit $status
