@@ -1,5 +1,5 @@
 // Fuzz target: tokenizer.json through Tokenizer::load, then encode / decode / stream-decode.
-// Input: tokenizer.json [NUL text to encode [NUL tokenizer_config.json]], split at NULs.
+// Input: tokenizer.json [NUL text [NUL tokenizer_config.json [NUL generation_config.json]]].
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,15 +39,19 @@ void exercise(const moex::Tokenizer& tok, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::vector<std::string_view> parts = moex::fuzz::split_at_nul(data, size, 3);
+  const std::vector<std::string_view> parts = moex::fuzz::split_at_nul(data, size, 4);
   const std::string& dir = moex::fuzz::scratch_dir();
   const std::string json_path = dir + "/tokenizer.json";
-  const std::string config_path = dir + "/tokenizer_config.json";
   moex::fuzz::write_file(json_path, parts[0]);
-  if (parts.size() > 2)
-    moex::fuzz::write_file(config_path, parts[2]);
-  else
-    moex::fuzz::remove_file(config_path);
+  // The companion files exist only when the input carries them.
+  const char* companions[] = {"tokenizer_config.json", "generation_config.json"};
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string path = dir + "/" + companions[i];
+    if (parts.size() > i + 2)
+      moex::fuzz::write_file(path, parts[i + 2]);
+    else
+      moex::fuzz::remove_file(path);
+  }
   try {
     const moex::Tokenizer tok = moex::Tokenizer::load(json_path);
     exercise(tok, parts.size() > 1 ? parts[1] : kDefaultText);

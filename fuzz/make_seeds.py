@@ -2,9 +2,11 @@
 """Seed corpora for the fuzz targets, from the tiny presets of `moex make-model`.
 
 Usage: make_seeds.py MOEX_BINARY OUT_DIR. Writes OUT_DIR/<target>/<name> for every target:
-config.json files, tokenizer inputs (tokenizer.json NUL text NUL tokenizer_config.json),
-safetensors files whose headers keep the real names, dtypes and metadata but with every
-dimension clipped to 2 (so a seed stays a few KB), and shard indexes naming real tensors.
+config.json files, tokenizer inputs (tokenizer.json NUL text NUL tokenizer_config.json NUL
+generation_config.json), safetensors files whose headers keep the real names, dtypes and
+metadata but with every dimension clipped to 2 (so a seed stays a few KB), and shard indexes
+naming real tensors. The presets share one byte-level tokenizer, so small SentencePiece-style,
+Metaspace and split-behaviour tokenizers are built here too, to seed the other components.
 """
 import json
 import os
@@ -74,6 +76,113 @@ def index_seed(names):
                        "weight_map": {n: files[i % 2] for i, n in enumerate(names)}}, indent=2)
 
 
+def trimmed_byte_level(tok_text, keep=300):
+    """The preset tokenizer with its vocabulary cut to ids < keep (and the merges among them)."""
+    j = json.loads(tok_text)
+    vocab = {t: i for t, i in j["model"]["vocab"].items() if i < keep}
+    merges = []
+    for m in j["model"].get("merges", []):
+        a, b = m.split(" ") if isinstance(m, str) else m
+        if a in vocab and b in vocab and a + b in vocab:
+            merges.append(m)
+    j["model"]["vocab"], j["model"]["merges"] = vocab, merges
+    for i, t in enumerate(j.get("added_tokens", [])):
+        t["id"] = keep + i
+    return json.dumps(j, ensure_ascii=False)
+
+
+SP = "\u2581"
+
+
+def sentencepiece_tokenizer():
+    """Mixtral-like: Prepend/Replace normalizer, byte fallback, a TemplateProcessing BOS."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in (0x0A, 0x20, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for piece in [SP, "h", "e", "l", "o", "w", "r", "d", SP + "h", "el", SP + "hel", "lo",
+                  SP + "hello", "or", SP + "w", SP + "wor", "ld", SP + "world"]:
+        vocab[piece] = len(vocab)
+    merges = [f"{SP} h", "e l", f"{SP}h el", "l o", f"{SP}hel lo", "o r", f"{SP} w",
+              f"{SP}w or", "l d", f"{SP}wor ld"]
+    special = [{"id": i, "content": c, "special": True, "normalized": False, "lstrip": False,
+                "rstrip": False, "single_word": False} for c, i in list(vocab.items())[:3]]
+    return {
+        "version": "1.0", "added_tokens": special,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": SP},
+            {"type": "Replace", "pattern": {"String": " "}, "content": SP}]},
+        "pre_tokenizer": None,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SP}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "fuse_unk": True,
+                  "byte_fallback": True, "vocab": vocab, "merges": merges}}
+
+
+def metaspace_tokenizer():
+    """Metaspace pre-tokenizer and decoder, added tokens with lstrip/rstrip/single_word."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = {c: i for i, c in enumerate(letters)}
+    for extra in [SP, " ", "[", "]", "M", "A", "S", "K", "<", ">", "/", SP + "a", "ab"]:
+        vocab[extra] = len(vocab)
+    n = len(vocab)
+    added = [
+        {"id": n, "content": "[MASK]", "lstrip": True, "rstrip": True, "normalized": False,
+         "special": False, "single_word": False},
+        {"id": n + 1, "content": "xy", "single_word": True, "normalized": True, "special": True,
+         "lstrip": False, "rstrip": False},
+        {"id": n + 2, "content": "</s>", "normalized": False, "special": True,
+         "single_word": False, "lstrip": False, "rstrip": False}]
+    meta = {"type": "Metaspace", "replacement": SP, "prepend_scheme": "first", "split": True}
+    return {"version": "1.0", "normalizer": {"type": "NFC"}, "post_processor": None,
+            "pre_tokenizer": meta, "decoder": dict(meta), "added_tokens": added,
+            "model": {"type": "BPE", "merges": [f"{SP} a", "a b"], "vocab": vocab}}
+
+
+def split_tokenizer(tok_text):
+    """The trimmed byte-level tokenizer behind every Split behaviour, Digits and Roberta."""
+    j = json.loads(trimmed_byte_level(tok_text))
+    stages = [{"type": "Split", "pattern": {"String": s}, "behavior": b, "invert": inv}
+              for s, b, inv in [(",", "Removed", False), ("-", "MergedWithPrevious", False),
+                                (".", "MergedWithNext", False), ("  ", "Contiguous", True)]]
+    stages += [{"type": "Split", "pattern": {"Regex": "\\s+|\\p{P}"}, "behavior": "Isolated"},
+               {"type": "Digits", "individual_digits": True},
+               {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                "use_regex": True}]
+    j["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": stages}
+    j["normalizer"] = None
+    first, last = j["added_tokens"][0]["content"], j["added_tokens"][-1]["content"]
+    j["post_processor"] = {"type": "RobertaProcessing", "sep": [last, j["added_tokens"][-1]["id"]],
+                           "cls": [first, j["added_tokens"][0]["id"]], "trim_offsets": True,
+                           "add_prefix_space": True}
+    return json.dumps(j, ensure_ascii=False)
+
+
+def handmade_tokenizer_seeds(tok_text, out_dir):
+    generation = json.dumps({"eos_token_id": [2, 1], "bos_token_id": 1})
+    sp_config = json.dumps({"bos_token": "<s>", "eos_token": {"content": "</s>"},
+                            "add_bos_token": True, "add_eos_token": True,
+                            "added_tokens_decoder": {"40": {"content": "<extra>", "special": True}}})
+    seeds = {
+        "sentencepiece": (json.dumps(sentencepiece_tokenizer()), sp_config, generation),
+        "metaspace": (json.dumps(metaspace_tokenizer()), json.dumps({"eos_token": "</s>"}), None),
+        "split-behaviours": (split_tokenizer(tok_text), None, None),
+        "byte-level-small": (trimmed_byte_level(tok_text), None, json.dumps({"eos_token_id": 5})),
+    }
+    for name, (tok, cfg, gen) in seeds.items():
+        for i, text in enumerate(TEXTS):
+            parts = [tok, text] + ([cfg or "{}", gen] if gen else [cfg] if cfg else [])
+            write(out_dir, "fuzz_tokenizer", f"{name}-{i}", "\0".join(parts))
+
+
 def preset_seeds(moex, preset, extra, tag, out_dir, rng):
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m")
@@ -104,6 +213,9 @@ def main():
     rng = random.Random(0)
     for preset in tiny_presets(moex):
         preset_seeds(moex, preset, [], preset, out_dir, rng)
+    first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]
+    with open(os.path.join(out_dir, "fuzz_tokenizer", first), "rb") as f:
+        handmade_tokenizer_seeds(f.read().split(b"\0")[0].decode(), out_dir)
     # Other quantizations and float dtypes change the config's and the header's contents.
     preset_seeds(moex, "tiny-qwen3-moe", ["--bits", "0", "--dtype", "f32"], "tiny-qwen3-moe-f32", out_dir, rng)
     preset_seeds(moex, "tiny-mixtral", ["--bits", "8", "--group-size", "32", "--dtype", "f16",
