@@ -11,7 +11,7 @@
 
 namespace {
 
-// Two shards of F32 tensors, the names the seed indexes use; headers padded to 8 bytes.
+// Two shards of F32 tensors, the names the starting indexes use; headers padded to 8 bytes.
 struct Shard {
   const char* file;
   const char* header;

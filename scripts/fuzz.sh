@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) into build-fuzz, replays
-# fuzz/regressions/<target>/, then fuzzes each target for SECONDS (default 600) from seeds made
+# fuzz/regressions/<target>/, then fuzzes each target for SECONDS (default 600) from inputs made
 # from the tiny presets. Exit 1 on any crash, leak, timeout, OOM or broken invariant.
 # Usage: scripts/fuzz.sh [seconds-per-target] [target ...]   (JOBS=n for the build's -j)
 set -euo pipefail
@@ -14,7 +14,7 @@ targets=("$@")
 jobs="${JOBS:-$(nproc)}"
 dir=build-fuzz
 
-# Largest input per target: above the biggest seed, small enough to keep executions fast.
+# Largest input per target: above the biggest starting input, small enough to keep executions fast.
 max_len_of() {
   case "$1" in
     fuzz_safetensors) echo 32768 ;;
@@ -49,15 +49,15 @@ cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMOE
 cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
 echo "== fuzz: build took $((SECONDS - t0)) s =="
 
-# Seeds: the tiny presets written by `moex make-model` (a Release build's, or built here).
+# Starting inputs: the tiny presets written by `moex make-model` (a Release build's, or built here).
 moex_bin="${MOEX_BIN:-build/tools/moex}"
 if [ ! -x "$moex_bin" ]; then
-  echo "fuzz: no $moex_bin; building the moex tool in $dir for the seeds"
+  echo "fuzz: no $moex_bin; building the moex tool in $dir for the starting inputs"
   cmake --build "$dir" -j"$jobs" --target moex
   moex_bin="$dir/tools/moex"
 fi
-rm -rf "$dir/seeds"
-ASAN_OPTIONS=detect_leaks=0 python3 fuzz/make_seeds.py "$moex_bin" "$dir/seeds"
+rm -rf "$dir/initial"
+ASAN_OPTIONS=detect_leaks=0 python3 fuzz/make_corpus.py "$moex_bin" "$dir/initial"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -89,7 +89,7 @@ for t in "${targets[@]}"; do
 
   echo "== fuzz: $t: ${secs} s =="
   rc=0
-  "$bin" "${flags[@]}" -max_total_time="$secs" "$corpus" "$dir/seeds/$t" >"$log" 2>&1 || rc=$?
+  "$bin" "${flags[@]}" -max_total_time="$secs" "$corpus" "$dir/initial/$t" >"$log" 2>&1 || rc=$?
   execs="$(grep 'stat::number_of_executed_units:' "$log" | tail -1 | awk '{print $2}')"
   rate="$(grep 'stat::average_exec_per_sec:' "$log" | tail -1 | awk '{print $2}')"
   cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')"

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Seed corpora for the fuzz targets, from the tiny presets of `moex make-model`.
+"""Starting corpora for the fuzz targets, from the tiny presets of `moex make-model`.
 
-Usage: make_seeds.py MOEX_BINARY OUT_DIR. Writes OUT_DIR/<target>/<name> for every target:
+Usage: make_corpus.py MOEX_BINARY OUT_DIR. Writes OUT_DIR/<target>/<name> for every target:
 config.json files, tokenizer inputs (tokenizer.json NUL text NUL tokenizer_config.json NUL
 generation_config.json), safetensors files whose headers keep the real names, dtypes and
-metadata but with every dimension clipped to 2 (so a seed stays a few KB), and shard indexes
+metadata but with every dimension clipped to 2 (so an input stays a few KB), and shard indexes
 naming real tensors. The presets share one byte-level tokenizer, so small SentencePiece-style,
-Metaspace and split-behaviour tokenizers are built here too, to seed the other components.
+Metaspace and split-behaviour tokenizers are built here too, to reach the other components.
 """
 import json
 import os
@@ -67,10 +67,11 @@ def small_safetensors(header, rng):
         offset += n
     text = json.dumps(out, separators=(",", ":"))
     text += " " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text.encode() + bytes(rng.randrange(256) for _ in range(offset))
+    data = bytes(rng.randrange(256) for _ in range(offset))
+    return struct.pack("<Q", len(text)) + text.encode() + data
 
 
-def index_seed(names):
+def shard_index(names):
     files = sorted(HARNESS_SHARDS)
     return json.dumps({"metadata": {"total_size": 72},
                        "weight_map": {n: files[i % 2] for i, n in enumerate(names)}}, indent=2)
@@ -117,7 +118,8 @@ def sentencepiece_tokenizer():
             "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
                        {"Sequence": {"id": "A", "type_id": 0}}],
             "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                     {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}}],
             "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
         "decoder": {"type": "Sequence", "decoders": [
             {"type": "Replace", "pattern": {"String": SP}, "content": " "},
@@ -166,28 +168,29 @@ def split_tokenizer(tok_text):
     return json.dumps(j, ensure_ascii=False)
 
 
-def handmade_tokenizer_seeds(tok_text, out_dir):
+def handmade_tokenizers(tok_text, out_dir):
     generation = json.dumps({"eos_token_id": [2, 1], "bos_token_id": 1})
     sp_config = json.dumps({"bos_token": "<s>", "eos_token": {"content": "</s>"},
                             "add_bos_token": True, "add_eos_token": True,
-                            "added_tokens_decoder": {"40": {"content": "<extra>", "special": True}}})
-    seeds = {
+                            "added_tokens_decoder": {
+                                "40": {"content": "<extra>", "special": True}}})
+    inputs = {
         "sentencepiece": (json.dumps(sentencepiece_tokenizer()), sp_config, generation),
         "metaspace": (json.dumps(metaspace_tokenizer()), json.dumps({"eos_token": "</s>"}), None),
         "split-behaviours": (split_tokenizer(tok_text), None, None),
         "byte-level-small": (trimmed_byte_level(tok_text), None, json.dumps({"eos_token_id": 5})),
     }
-    for name, (tok, cfg, gen) in seeds.items():
+    for name, (tok, cfg, gen) in inputs.items():
         for i, text in enumerate(TEXTS):
             parts = [tok, text] + ([cfg or "{}", gen] if gen else [cfg] if cfg else [])
             write(out_dir, "fuzz_tokenizer", f"{name}-{i}", "\0".join(parts))
 
 
-def preset_seeds(moex, preset, extra, tag, out_dir, rng):
+def preset_inputs(moex, preset, extra, tag, out_dir, rng):
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m")
-        subprocess.run([moex, "make-model", "--preset", preset, "--out", model, "-q", "--threads", "1"]
-                       + extra, check=True, capture_output=True)
+        cmd = [moex, "make-model", "--preset", preset, "--out", model, "-q", "--threads", "1"]
+        subprocess.run(cmd + extra, check=True, capture_output=True)
         with open(os.path.join(model, "config.json")) as f:
             write(out_dir, "fuzz_model_config", f"{tag}.json", f.read())
         with open(os.path.join(model, "tokenizer.json")) as f:
@@ -203,7 +206,7 @@ def preset_seeds(moex, preset, extra, tag, out_dir, rng):
             header = read_header(os.path.join(model, s))
             names += [k for k in header if k != "__metadata__"]
             write(out_dir, "fuzz_safetensors", f"{tag}-{s}", small_safetensors(header, rng))
-        write(out_dir, "fuzz_checkpoint_index", f"{tag}.json", index_seed(sorted(names)))
+        write(out_dir, "fuzz_checkpoint_index", f"{tag}.json", shard_index(sorted(names)))
 
 
 def main():
@@ -212,13 +215,14 @@ def main():
     moex, out_dir = sys.argv[1], sys.argv[2]
     rng = random.Random(0)
     for preset in tiny_presets(moex):
-        preset_seeds(moex, preset, [], preset, out_dir, rng)
+        preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]
     with open(os.path.join(out_dir, "fuzz_tokenizer", first), "rb") as f:
-        handmade_tokenizer_seeds(f.read().split(b"\0")[0].decode(), out_dir)
+        handmade_tokenizers(f.read().split(b"\0")[0].decode(), out_dir)
     # Other quantizations and float dtypes change the config's and the header's contents.
-    preset_seeds(moex, "tiny-qwen3-moe", ["--bits", "0", "--dtype", "f32"], "tiny-qwen3-moe-f32", out_dir, rng)
-    preset_seeds(moex, "tiny-mixtral", ["--bits", "8", "--group-size", "32", "--dtype", "f16",
+    preset_inputs(moex, "tiny-qwen3-moe", ["--bits", "0", "--dtype", "f32"], "tiny-qwen3-moe-f32",
+                  out_dir, rng)
+    preset_inputs(moex, "tiny-mixtral", ["--bits", "8", "--group-size", "32", "--dtype", "f16",
                                         "--router-bits", "0"], "tiny-mixtral-q8", out_dir, rng)
     # The index the harness's shards satisfy exactly.
     valid = {"metadata": {"total_size": 72},
@@ -227,7 +231,7 @@ def main():
     for target in sorted(os.listdir(out_dir)):
         files = os.listdir(os.path.join(out_dir, target))
         size = sum(os.path.getsize(os.path.join(out_dir, target, f)) for f in files)
-        print(f"seeds: {target}: {len(files)} files, {size} bytes")
+        print(f"corpus: {target}: {len(files)} files, {size} bytes")
 
 
 if __name__ == "__main__":
