@@ -1,4 +1,4 @@
-// MoeBlock: fused vs fallback (normalized RMS < 5e-3, the seed's f16-jitter gate), both vs an
+// MoeBlock: fused vs fallback (normalized RMS < 5e-3, the prior system's f16-jitter gate, docs/background.md §2), both vs an
 // f64 dense reference built from the dequantized weights, prefill (M = 8 unsorted, M = 40
 // sorted by expert) vs a per-token loop, llama4 input scaling, shared experts, path counters,
 // and no allocation per decode call once the workspace is warm.
