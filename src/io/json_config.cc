@@ -3,10 +3,10 @@
 
 #include <cmath>
 #include <limits>
-#include <unordered_set>
 
 #include "core/error.h"
 #include "core/file_read.h"
+#include "core/json_text.h"
 
 namespace moex::io {
 
@@ -55,76 +55,8 @@ const char* json_kind(const json& v) {
   }
 }
 
-namespace {
-
-// A first, DOM-free pass over the text: rejects nesting deeper than kMaxJsonDepth and duplicate
-// keys. (nlohmann's callback parser does the same checks in one pass but is quadratic in the
-// number of objects inside one object: a 200,000-tensor safetensors header took minutes.)
-class StrictJsonCheck final : public nlohmann::json_sax<json> {
- public:
-  explicit StrictJsonCheck(const std::string& file) : file_(file) {}
-  const std::string& error() const { return error_; }
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    open_keys_.emplace_back();
-    return enter();
-  }
-  bool key(string_t& k) override {
-    if (open_keys_.back().insert(k).second) return true;
-    error_ = str_cat(file_, ": duplicate JSON key '", k, "' (at nesting depth ", depth_,
-                     "); expected every key of an object to be unique");
-    return false;
-  }
-  bool end_object() override {
-    open_keys_.pop_back();
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override { return enter(); }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    error_ = str_cat(file_, ": invalid JSON (", e.what(), ")");
-    return false;
-  }
-
- private:
-  bool enter() {
-    if (++depth_ <= kMaxJsonDepth) return true;
-    error_ = str_cat(file_, ": JSON nesting deeper than ", kMaxJsonDepth,
-                     " levels; expected a shallow document");
-    return false;
-  }
-
-  const std::string& file_;
-  std::string error_;
-  int depth_ = 0;
-  std::vector<std::unordered_set<std::string>> open_keys_;  // one set per open object
-};
-
-}  // namespace
-
 json parse_json_text(std::string_view text, const std::string& file) {
-  // nlohmann takes a NUL byte for the end of the input and would ignore what follows.
-  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
-    fail(file, ": NUL byte at offset ", nul, "; expected JSON text");
-  StrictJsonCheck check(file);
-  if (!json::sax_parse(text.begin(), text.end(), &check))
-    fail(check.error().empty() ? str_cat(file, ": invalid JSON") : check.error());
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    fail(file, ": invalid JSON (", e.what(), ")");
-  }
+  return parse_json_text_strict(text, file, {kMaxJsonDepth, true});
 }
 
 json read_json_file(const std::string& path) {

@@ -3,6 +3,7 @@
 #include "tokenizer/json_fields.h"
 
 #include "core/file_read.h"
+#include "core/json_text.h"
 #include "tokenizer/utf8.h"
 
 namespace moex::tok {
@@ -16,62 +17,9 @@ std::string single_char_field(const Json& obj, const char* key, const std::strin
   return s;
 }
 
-namespace {
-
-// A first pass that builds nothing and stops at the first container opened past
-// kMaxJsonDepth. (nlohmann's callback parser could count depth while building, but it rescans
-// the enclosing container at the end of every object: 50,000 added tokens took 70 s.)
-class DepthCheck final : public nlohmann::json_sax<Json> {
- public:
-  bool too_deep() const { return too_deep_; }
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool start_object(std::size_t) override { return open(); }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool end_array() override { return close(); }
-  // Syntax errors are left to the real parse, whose exception says where.
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  bool open() {
-    too_deep_ = ++depth_ > kMaxJsonDepth;
-    return !too_deep_;
-  }
-  bool close() {
-    --depth_;
-    return true;
-  }
-  int depth_ = 0;
-  bool too_deep_ = false;
-};
-
-}  // namespace
-
 Json parse_json_text(std::string_view text, const std::string& file) {
-  // nlohmann takes a NUL byte for the end of the input and would ignore what follows.
-  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
-    fail(file, ": NUL byte at offset ", nul, "; expected JSON text");
-  // nlohmann's parser keeps its own stack, but what walks the result recursively does not.
-  DepthCheck depth;
-  Json::sax_parse(text.begin(), text.end(), &depth);
-  if (depth.too_deep())
-    fail(file, ": JSON nesting deeper than ", kMaxJsonDepth,
-         " levels; expected a shallow document");
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::exception& e) {
-    fail(file, ": invalid JSON: ", e.what());
-  }
+  // Depth only: what walks the result recursively has no stack of its own.
+  return parse_json_text_strict(text, file, {kMaxJsonDepth, false});
 }
 
 Json read_json_file(const std::string& path, int64_t max_bytes) {
