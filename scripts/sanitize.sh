@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checked builds of the unit tests (CLI error tests included): build-asan (ASan + UBSan, -O1 -g,
-# a finding fails the test) and build-assert (-D_GLIBCXX_ASSERTIONS), each built and run with
-# `ctest -L unit`. Usage: scripts/sanitize.sh [asan] [assert]  (default: both). JOBS=n for -j.
+# a finding fails the test; libstdc++ assertions too) and build-assert (Release with
+# -D_GLIBCXX_ASSERTIONS), each built and run with `ctest -L unit`.
+# Usage: scripts/sanitize.sh [asan] [assert]  (default: both). JOBS=n for -j.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,7 +44,8 @@ run_kind() {
     asan)
       dir=build-asan
       args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
-            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DMOEX_SANITIZE=address,undefined) ;;
+            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DMOEX_SANITIZE=address,undefined
+            -DMOEX_GLIBCXX_ASSERTIONS=ON) ;;
     assert)
       dir=build-assert
       args=(-DCMAKE_BUILD_TYPE=Release -DMOEX_GLIBCXX_ASSERTIONS=ON) ;;
