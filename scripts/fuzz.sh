@@ -73,16 +73,25 @@ for t in "${targets[@]}"; do
   flags=(-max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 -dict=fuzz/dicts/json.dict
          -artifact_prefix="$art/" -print_final_stats=1)
 
-  # Inputs that once failed: each must now pass.
+  # Inputs that once failed: each must now pass (one run per file names every failing one).
   mapfile -t regress < <(find "fuzz/regressions/$t" -type f ! -name '*.md' 2>/dev/null | sort)
   replay="no regressions"
   if [ ${#regress[@]} -gt 0 ]; then
     echo "== fuzz: $t: replaying ${#regress[@]} regression input(s) =="
-    if "$bin" "${flags[@]}" "${regress[@]}" >"$dir/logs/$t.replay.log" 2>&1; then
+    failing=()
+    for r in "${regress[@]}"; do
+      rlog="$dir/logs/$t.replay.$(basename "$r").log"
+      if ! "$bin" "${flags[@]}" "$r" >"$rlog" 2>&1; then
+        failing+=("$(basename "$r")")
+        echo "fuzz: $t: regression $r FAILS:"
+        grep -E "invariant broken|ERROR:|runtime error|terminate called|#[0-9]+ .* in moex::" \
+          "$rlog" | head -20 || true
+      fi
+    done
+    if [ ${#failing[@]} -eq 0 ]; then
       replay="${#regress[@]} regressions pass"
     else
-      replay="REGRESSION FAILS (see $dir/logs/$t.replay.log)"
-      tail -40 "$dir/logs/$t.replay.log"
+      replay="${#failing[@]}/${#regress[@]} REGRESSIONS FAIL (${failing[*]})"
       status=1
     fi
   fi
@@ -90,9 +99,10 @@ for t in "${targets[@]}"; do
   echo "== fuzz: $t: ${secs} s =="
   rc=0
   "$bin" "${flags[@]}" -max_total_time="$secs" "$corpus" "$dir/initial/$t" >"$log" 2>&1 || rc=$?
-  execs="$(grep 'stat::number_of_executed_units:' "$log" | tail -1 | awk '{print $2}')"
-  rate="$(grep 'stat::average_exec_per_sec:' "$log" | tail -1 | awk '{print $2}')"
-  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')"
+  # (A run that dies while loading its corpus prints none of these.)
+  execs="$(grep 'stat::number_of_executed_units:' "$log" | tail -1 | awk '{print $2}' || true)"
+  rate="$(grep 'stat::average_exec_per_sec:' "$log" | tail -1 | awk '{print $2}' || true)"
+  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}' || true)"
   mapfile -t found < <(find "$art" -type f \( -name 'crash-*' -o -name 'leak-*' \
                          -o -name 'timeout-*' -o -name 'oom-*' \) | sort)
   line="$t: ${execs:-?} executions (${rate:-?}/s), coverage ${cov:-?}"
