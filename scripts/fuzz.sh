@@ -25,21 +25,26 @@ max_len_of() {
   esac
 }
 
-# libFuzzer's runtime ships with clang (Debian: libclang-rt-<v>-dev).
-if ! command -v clang++ >/dev/null; then
-  echo "fuzz: installing clang (libFuzzer comes with its runtime)"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang
-fi
+# What the build needs beyond scripts/setup.sh, from Debian: clang, libFuzzer's runtime
+# (libclang-rt-<v>-dev) and LLVM's OpenMP (libomp-<v>-dev); each installed only if missing.
+apt_install() {
+  echo "fuzz: installing $*"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
+links() {  # links() FLAGS...: a trivial fuzz target links with these flags
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }' |
+    clang++ -x c++ - "$@" -o /tmp/moex_fuzz_probe.$$ 2>/dev/null
+  local rc=$?
+  rm -f /tmp/moex_fuzz_probe.$$
+  return $rc
+}
+command -v clang++ >/dev/null || apt_install clang
 clang_major="$(clang++ -dumpversion | cut -d. -f1)"
-if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }' |
-    clang++ -x c++ -fsanitize=fuzzer - -o /tmp/moex_fuzz_probe.$$ 2>/dev/null; then
-  echo "fuzz: installing libclang-rt-${clang_major}-dev (the libFuzzer runtime)"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "libclang-rt-${clang_major}-dev"
-fi
-rm -f /tmp/moex_fuzz_probe.$$
+links -fsanitize=fuzzer || apt_install "libclang-rt-${clang_major}-dev"
+links -fsanitize=fuzzer -fopenmp || apt_install "libomp-${clang_major}-dev"
 
 echo "== fuzz: build ($dir, clang $(clang++ -dumpversion)) =="
 t0=$SECONDS
