@@ -55,7 +55,34 @@ TEST(StreamDecoder, SentencePieceLeadingSpaceIsKept) {
   StreamDecoder sd(t, true);
   std::string all;
   for (int32_t id : ids) all += sd.step(id);
+  // The trailing byte tokens of é stay held back (a later byte could still turn their whole
+  // run into U+FFFD, as decode() does) until flush().
+  EXPECT_EQ(all, "abc abc ");
+  all += sd.flush();
   EXPECT_EQ(all, "abc abc \xC3\xA9");
+}
+
+// The fuzzer's findings: with a ByteFallback decoder, a byte run that turns invalid later
+// (é then 0xAC; € then 0xAC: a valid run that a later byte makes invalid) must stream
+// exactly as decode() gives it, U+FFFD for every byte of the run.
+TEST(StreamDecoder, ByteRunThatTurnsInvalidStreamsAsDecode) {
+  const Tokenizer t = Tokenizer::load(tok_test::write_tokenizer("sp2", tok_test::sp_json()));
+  auto id = [&](const char* piece) {
+    const auto v = t.token_to_id(piece);
+    EXPECT_TRUE(v.has_value()) << piece;
+    return v ? *v : 0;
+  };
+  const std::vector<std::vector<int32_t>> cases = {
+      {id("a"), id("<0xC3>"), id("<0xA9>"), id("<0xAC>")},
+      {id("<0xE2>"), id("<0x82>"), id("<0xAC>"), id("<0xAC>"), id("b")},
+  };
+  for (const auto& ids : cases) {
+    StreamDecoder sd(t, false);
+    std::string all;
+    for (int32_t i : ids) all += sd.step(i);
+    all += sd.flush();
+    EXPECT_EQ(all, t.decode(ids, false));
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // moex::Tokenizer encode / decode and StreamDecoder (loading is in tokenizer_load.cc).
 #include "tokenizer/tokenizer.h"
 
+#include <optional>
+
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
@@ -129,7 +131,12 @@ std::string StreamDecoder::step(int32_t id) {
   std::string text = tok_.decode(ids_, skip_special_);
   const bool grew = text.size() > prefix_text_.size();
   const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
-  if (!grew || incomplete) return std::string();
+  // A run of byte tokens (<0xAB>) decodes as a whole: one invalid byte arriving later turns
+  // the entire run into U+FFFD, so no part of an open run is final yet.
+  const std::optional<std::string> piece = tok_.id_to_token(id);
+  const bool byte_token = piece && piece->size() == 6 && piece->compare(0, 3, "<0x") == 0 &&
+                          (*piece)[5] == '>';
+  if (!grew || incomplete || byte_token) return std::string();
   std::string fresh;
   if (text.compare(0, prefix_text_.size(), prefix_text_) == 0) {
     fresh = text.substr(prefix_text_.size());
