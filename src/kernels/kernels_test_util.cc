@@ -2,6 +2,7 @@
 #include "kernels/kernels_test_util.h"
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "quant/format.h"
@@ -130,6 +131,89 @@ std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x,
       out[size_t(h)] += double(scores[k]) * dot_d(dequant_row(ex.down, ids[k], h), act.data());
   }
   return std::vector<float>(out.begin(), out.end());
+}
+
+double activation_error_bound(Activation act, double g, double u) {
+  const double want = activation_reference(act, g, u);
+  const double z = act == Activation::kGeGLU
+                       ? 2.0 * std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)
+                       : 0.0;
+  return 1e-6 * (1.0 + 0.5 * std::fabs(z)) * (std::fabs(want) + 1e-6 * std::fabs(u));
+}
+
+std::vector<double> dense_moe_error_bound(const MoeExpertsView& ex, const float* x,
+                                          const int32_t* ids, const float* scores, int top_k) {
+  constexpr double kHalfUlp = 0x1p-24;  // f32 unit roundoff
+  const Isa isa = active_isa();
+  const int64_t din = ex.din(), dff = ex.dff();
+  const bool has_gate = ex.act != Activation::kSquaredReLU;
+  const QdotKernel& k_up = qdot_kernel(isa, ex.up.bits);
+  const QdotKernel& k_gate = qdot_kernel(isa, has_gate ? ex.gate.bits : ex.up.bits);
+  const QdotKernel& k_down = qdot_kernel(isa, ex.down.bits);
+  std::vector<double> bound(size_t(din), 0.0), out(size_t(din), 0.0), sum_abs_p(size_t(din), 0.0);
+  std::vector<float> act(static_cast<size_t>(dff));
+  std::vector<double> err_a(static_cast<size_t>(dff));
+  for (int k = 0; k < top_k; ++k) {
+    const int64_t e = ids[k];
+    for (int64_t f = 0; f < dff; ++f) {
+      const double u = dot_d(dequant_row(ex.up, e, f), x);
+      const double eu = qdot_error_bound(k_up, ex.up, e, f, x);
+      const double g = has_gate ? dot_d(dequant_row(ex.gate, e, f), x) : 0.0;
+      const double eg = has_gate ? qdot_error_bound(k_gate, ex.gate, e, f, x) : 0.0;
+      const double a = activation_reference(ex.act, g, u);
+      double moved = 0.0;
+      for (double dg : {-eg, eg})
+        for (double du : {-eu, eu})
+          moved = std::fmax(moved, std::fabs(activation_reference(ex.act, g + dg, u + du) - a));
+      act[size_t(f)] = float(a);
+      err_a[size_t(f)] =
+          2.0 * moved + activation_error_bound(ex.act, g, u) + kHalfUlp * std::fabs(a);
+    }
+    const double s = std::fabs(double(scores[k]));
+    for (int64_t h = 0; h < din; ++h) {
+      const std::vector<float> w = dequant_row(ex.down, e, h);
+      double propagated = 0.0;
+      for (int64_t f = 0; f < dff; ++f)
+        propagated += std::fabs(double(w[size_t(f)])) * err_a[size_t(f)];
+      const double y = dot_d(w, act.data());
+      bound[size_t(h)] += s * (propagated + qdot_error_bound(k_down, ex.down, e, h, act.data()));
+      sum_abs_p[size_t(h)] += s * std::fabs(y);
+      out[size_t(h)] += double(scores[k]) * y;
+    }
+  }
+  for (int64_t h = 0; h < din; ++h)
+    bound[size_t(h)] +=
+        double(top_k) * kHalfUlp * sum_abs_p[size_t(h)] + kHalfUlp * std::fabs(out[size_t(h)]);
+  return bound;
+}
+
+BitDiff bit_diff(const float* a, const float* b, int64_t n) {
+  BitDiff d;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::memcmp(a + i, b + i, sizeof(float)) == 0) continue;
+    if (d.count++ == 0) d.first = i;
+    d.max_abs = std::fmax(d.max_abs, std::fabs(double(a[i]) - double(b[i])));
+  }
+  return d;
+}
+
+std::string IsaLevel::name() const {
+  return std::string(isa_name(isa)) + (isa == Isa::kAvx512 && !vbmi ? "_novbmi" : "");
+}
+
+void IsaLevel::set() const {
+  set_active_isa(isa);
+  set_avx512_vbmi_enabled(vbmi);
+}
+
+std::vector<IsaLevel> isa_levels() {
+  const bool has_vbmi = detect_cpu_features().avx512vbmi;
+  std::vector<IsaLevel> v;
+  for (Isa isa : supported_isas()) {
+    v.push_back({isa, has_vbmi});
+    if (isa == Isa::kAvx512 && has_vbmi) v.push_back({isa, false});
+  }
+  return v;
 }
 
 void fallback_moe(const MoeExpertsView& ex, const float* x, const int32_t* ids, const float* scores,

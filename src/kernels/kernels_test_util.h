@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/isa.h"
@@ -51,6 +52,41 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
 std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x, const int32_t* ids,
                                        const float* scores, int top_k);
 
+// Per-output bound on |kernel path - dense_moe_reference| for the row kernels and activation of
+// the active ISA, propagated through the computation from the data (no fitted constant):
+// gate/up rows err_u, err_g = qdot_error_bound (the kernels' own bound against the same f32
+// dequantized dots); act moves by at most twice the largest change over the corners of
+// [g +- err_g] x [u +- err_u] (first order: the corners carry the largest linear change; 2
+// covers the curvature over a box of relative size ~1e-6) plus activation_error_bound; a down
+// row then errs by sum_f |w_hf| * err_a_f + qdot_error_bound(down row, act); the score products
+// and the ordered f32 K-sum add K * 2^-24 * sum_k |s_k y_kh| (Higham's gamma_K), and the
+// reference's own rounding to f32 2^-24 |out_h|.
+std::vector<double> dense_moe_error_bound(const MoeExpertsView& ex, const float* x,
+                                          const int32_t* ids, const float* scores, int top_k);
+
+// Bound on |act kernel(g, u) - activation_reference(g, u)| (elementwise_test's measured form: a
+// few f32 roundings in exp, the division and the products, ~8 ulp, plus GeGLU's argument z
+// rounded in f32, which moves sigmoid(z) by ~|z| ulp).
+double activation_error_bound(Activation act, double g, double u);
+
+// Where two float arrays differ bit for bit: how many values, the first index, the largest
+// |a - b| (0 / -1 / 0 when identical).
+struct BitDiff {
+  int64_t count = 0, first = -1;
+  double max_abs = 0;
+};
+BitDiff bit_diff(const float* a, const float* b, int64_t n);
+
+// The instruction-set levels this CPU runs: each of supported_isas(), and AVX-512 once more
+// with VBMI switched off where the CPU has it (the Cascade Lake kernels). set() makes it active.
+struct IsaLevel {
+  Isa isa;
+  bool vbmi;
+  std::string name() const;  // "scalar", "avx2", "avx512", "avx512_novbmi"
+  void set() const;
+};
+std::vector<IsaLevel> isa_levels();
+
 // The fallback path as MLX runs it: gather_qmm(gate), gather_qmm(up), apply_activation,
 // gather_qmm(down), weighted_sum, each writing its intermediate (buffers reused across calls).
 struct FallbackBuffers {
@@ -67,12 +103,14 @@ double nrms(const float* a, const float* b, int64_t n);
 // sigmoid form): the oracle of the activation kernels and of dense_moe_reference.
 double activation_reference(Activation act, double g, double u);
 
-// Restores the active instruction set and thread count when a test scope ends.
+// Restores the active instruction set, VBMI switch and thread count when a test scope ends.
 struct IsaGuard {
   Isa saved = active_isa();
+  bool vbmi = avx512_vbmi_active();
   int threads = num_threads();
   ~IsaGuard() {
     set_active_isa(saved);
+    set_avx512_vbmi_enabled(vbmi);
     set_num_threads(threads);
   }
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -219,6 +220,10 @@ MoeBenchResult run_moe_bench(const MoeBenchArgs& args) {
   call.out = out_ref.data();
   fallback_blocks[0].run(call, ws, nullptr);
   res.fused_vs_fallback_nrms = nrms(out, out_ref);
+  for (size_t h = 0; h < nd_; ++h)
+    res.fused_vs_fallback_max_abs =
+        std::max(res.fused_vs_fallback_max_abs, std::fabs(double(out[h]) - double(out_ref[h])));
+  res.fused_equals_fallback = std::memcmp(out.data(), out_ref.data(), nd_ * sizeof(float)) == 0;
   call.out = out.data();
 
   // One pass = every layer once, fresh random routing per call.

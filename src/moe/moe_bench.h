@@ -57,7 +57,12 @@ struct MoeBenchResult {
   ArmTiming read_only;
   uint64_t read_checksum = 0;  // of the read-only arm's bytes (keeps its loads alive)
   double ratio = 0;                      // fallback median / fused median (> 1: fused faster)
-  double fused_vs_fallback_nrms = 0;     // both paths on the same call
+  // Both paths on the same call. On CPU they run the same row kernels, activation code and f32
+  // additions, so anything but bit equality is a bug: bench-moe and tune warn with the max
+  // |difference| (src/kernels/README.md, Determinism).
+  double fused_vs_fallback_nrms = 0;
+  double fused_vs_fallback_max_abs = 0;  // largest |fused - fallback| over the output
+  bool fused_equals_fallback = false;    // bit for bit (memcmp)
   int64_t usage_min = 0, usage_max = 0;  // expert selections per (layer, expert), both arms
   double usage_expected = 0;
   std::string fused_counters, fallback_counters;  // PathCounters::summary() of each arm
