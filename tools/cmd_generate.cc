@@ -33,7 +33,7 @@ namespace eng = moex::model::engine;
 struct GenerateFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_ids, n, temp, top_k, top_p, min_p, seed, fused,
-      max_dff, threads, isa, dump_logits;
+      max_dff, threads, isa, dump_logits, prefill_chunk;
   bool verbose = false, ignore_eos = false;
 };
 
@@ -63,7 +63,11 @@ int run_generate(const GenerateFlags& f) {
   const int64_t context =
       cfg.max_position > 0 ? std::min(prompt_tokens + n, cfg.max_position) : prompt_tokens + n;
   const LoadProgress load("generate", f.model);
-  auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, f.max_dff, context));
+  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context);
+  if (f.prefill_chunk)
+    options.prefill_chunk =
+        parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
+  auto engine = eng::Engine::open(f.model, options);
   load.done();
 
   std::optional<Tokenizer> tok;
@@ -142,7 +146,11 @@ int run_generate(const GenerateFlags& f) {
   std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
                generated.size(), (long long)decode_steps, decode_time,
                decode_steps ? double(decode_steps) / decode_time : 0.0);
-  std::fprintf(stderr, "peak memory: %s resident\n", eng::format_bytes(peak_rss_bytes()).c_str());
+  std::fprintf(stderr, "peak memory: %s resident (weights %s mapped, KV cache %s, scratch %s)\n",
+               eng::format_bytes(peak_rss_bytes()).c_str(),
+               eng::format_bytes(int64_t(engine->file_bytes())).c_str(),
+               eng::format_bytes(engine->kv_cache_bytes()).c_str(),
+               eng::format_bytes(engine->scratch_bytes()).c_str());
   if (f.verbose) std::fprintf(stderr, "%s\n", engine->counters().report().c_str());
   return 0;
 }
@@ -173,6 +181,9 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+  sub.add_option("--prefill-chunk", f->prefill_chunk,
+                 "prompt tokens per prefill batch, 1-65536 (default 512): bounds prefill memory")
+      ->type_name("INT");
   sub.add_option("--dump-logits", f->dump_logits,
                  "write each step's logits (f32) to this file and the token ids to FILE.json")
       ->group("");  // for the reference tests

@@ -101,6 +101,13 @@ int32_t* MoeWorkspace::ints(int i, int64_t n) {
   return i_[i].data();
 }
 
+int64_t MoeWorkspace::bytes() const {
+  int64_t total = 0;
+  for (const auto& v : f_) total += int64_t(v.capacity() * sizeof(float));
+  for (const auto& v : i_) total += int64_t(v.capacity() * sizeof(int32_t));
+  return total;
+}
+
 MoeBlock::MoeBlock(const MoeLayer& layer, const MoePolicy& policy)
     : layer_(layer), policy_(policy) {
   check_experts(layer.experts, "routed experts");

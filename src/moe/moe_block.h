@@ -44,6 +44,8 @@ class MoeWorkspace {
   // Grows buffer slot `i` to hold n elements; returns its data.
   float* floats(int i, int64_t n);
   int32_t* ints(int i, int64_t n);
+  // Bytes its buffers hold now.
+  int64_t bytes() const;
 
  private:
   std::vector<float> f_[kFloatSlots];

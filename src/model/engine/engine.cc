@@ -97,6 +97,10 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
                              : std::min<int64_t>(cfg_.max_position > 0 ? cfg_.max_position
                                                                        : kDefaultContext,
                                                  kDefaultContext);
+  if (opt.prefill_chunk < 0 || opt.prefill_chunk > kMaxPrefillChunk)
+    fail("prefill chunk must be 1..", kMaxPrefillChunk, " tokens (0: the default ",
+         kDefaultPrefillChunk, "), got ", opt.prefill_chunk);
+  prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
   caches_.reserve(size_t(cfg_.num_layers));
   moe_.resize(size_t(cfg_.num_layers));
   conv_.resize(size_t(cfg_.num_layers));
@@ -241,7 +245,7 @@ void Engine::ffn_layer(int64_t layer, int64_t n) {
   if (cfg_.layers[size_t(layer)].ffn == FfnKind::kDense)
     dense_mlp(w_.layers[size_t(layer)].dense, xn_.data(), n, mix_.data());
   else
-    moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_);
+    moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_, moe_scratch_);
 }
 
 const float* Engine::forward(const int32_t* tokens, int64_t n) {
@@ -252,8 +256,26 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
-  ensure_rows(n);
   DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
+  int64_t last_rows = 0;
+  for (int64_t done = 0; done < n; done += last_rows) {
+    last_rows = std::min(prefill_chunk_, n - done);
+    run_rows(tokens + done, last_rows, clock);
+  }
+  const int64_t H = cfg_.hidden;
+  float* last = xn_.data();
+  norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
+  clock.lap(DecodeOp::kNormsResidual);
+  ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+  clock.lap(DecodeOp::kLmHead);
+  if (profiling_ && n == 1) ++profile_.steps;
+  return logits_.data();
+}
+
+// Runs n consecutive tokens through every layer at pos_ and advances pos_; h_ holds their
+// final hidden states.
+void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
+  ensure_rows(n);
   const int64_t H = cfg_.hidden;
   for (int64_t i = 0; i < n; ++i) ops::embedding_row(w_.embed, tokens[i], h_.data() + i * H);
   clock.lap(DecodeOp::kEmbedding);
@@ -263,7 +285,7 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
     norm(lw.input_norm, h_.data(), xn_.data(), n);
     clock.lap(DecodeOp::kNormsResidual);
     if (conv_[size_t(l)]) {
-      conv_[size_t(l)]->forward(xn_.data(), n, mix_.data());
+      conv_[size_t(l)]->forward(xn_.data(), n, mix_.data(), conv_scratch_);
       clock.lap(DecodeOp::kShortConv);
     } else {
       attention_layer(l, n, clock);
@@ -276,13 +298,6 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
     for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
   }
   pos_ += n;
-  float* last = xn_.data();
-  norm(w_.final_norm, h_.data() + (n - 1) * H, last, 1);
-  clock.lap(DecodeOp::kNormsResidual);
-  ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
-  clock.lap(DecodeOp::kLmHead);
-  if (profiling_ && n == 1) ++profile_.steps;
-  return logits_.data();
 }
 
 std::vector<Engine::LayerDecision> Engine::decode_decisions() const {
@@ -299,5 +314,23 @@ const kernels::MoeExpertsView* Engine::first_moe_experts() const {
 }
 
 int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_; }
+
+int64_t Engine::kv_cache_bytes() const {
+  int64_t total = 0;
+  for (const ops::KvCache& c : caches_)
+    total += 2 * c.kv_heads() * c.capacity() * c.head_dim() * int64_t(sizeof(float));
+  return total;
+}
+
+int64_t Engine::scratch_bytes() const {
+  int64_t total = moe_scratch_.block.bytes();
+  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
+  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores, &moe_scratch_.shared_out,
+                        &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y, &h_, &xn_,
+                        &q_, &k_, &v_, &att_, &mix_, &gate_, &up_})
+    add(*v);
+  add(moe_scratch_.ids);
+  return total;
+}
 
 }  // namespace moex::model::engine

@@ -36,8 +36,14 @@ struct EngineOptions {
   // Fault every weight page in at open (io::SafetensorsFile::populate), as llama.cpp maps
   // with MAP_POPULATE: decoding then never waits on the disk for an expert it meets late.
   bool populate = true;
+  // A prompt runs in chunks of at most this many tokens, so the activations and the MoE
+  // scratch stay bounded however long it is (mlx-lm's prefill_step_size plays this role).
+  // Results do not depend on it: every op computes each row on its own.
+  int64_t prefill_chunk = 0;  // 0: kDefaultPrefillChunk; otherwise 1..kMaxPrefillChunk
 };
 inline constexpr int64_t kDefaultContext = 4096;
+inline constexpr int64_t kDefaultPrefillChunk = 512;
+inline constexpr int64_t kMaxPrefillChunk = 65536;
 
 class Engine {
  public:
@@ -46,9 +52,10 @@ class Engine {
   static std::unique_ptr<Engine> open(const std::string& dir, const EngineOptions& options);
   ~Engine();
 
-  // Runs tokens[0..n) at the current position (n > 1: one prefill batch, the fallback path
-  // for the MoE layers) and returns the logits [vocab] of the last one, valid until the next
-  // call. Throws moex::Error for a token id outside the vocabulary or a full context.
+  // Runs tokens[0..n) at the current position (n > 1: prefill, in chunks of at most
+  // prefill_chunk() tokens, the MoE layers choosing their path per chunk) and returns the
+  // logits [vocab] of the last one, valid until the next call. Throws moex::Error for a token
+  // id outside the vocabulary or a full context (before running any token).
   const float* forward(const int32_t* tokens, int64_t n);
   const float* prefill(const std::vector<int32_t>& tokens) {
     return forward(tokens.data(), int64_t(tokens.size()));
@@ -62,6 +69,14 @@ class Engine {
   void set_fused_settings(const moe::FusedSettings& settings);
   int64_t position() const { return pos_; }
   int64_t context() const { return context_; }
+  int64_t prefill_chunk() const { return prefill_chunk_; }
+  // Bytes of activations and scratch this instance holds now (not weights or KV caches): the
+  // prefill memory that chunking bounds, independent of the number of layers.
+  int64_t scratch_bytes() const;
+  // Bytes of the KV caches (allocated for the whole context at open).
+  int64_t kv_cache_bytes() const;
+  // Bytes of the checkpoint's files (the weights mapped from them).
+  uint64_t file_bytes() const { return file_bytes_; }
   int64_t vocab() const { return cfg_.vocab; }
   const ModelConfig& config() const { return cfg_; }
   const std::string& dir() const { return dir_; }
@@ -103,6 +118,7 @@ class Engine {
   Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt);
 
   void ensure_rows(int64_t n);
+  void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);  // one chunk
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope);
@@ -124,12 +140,15 @@ class Engine {
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   moe::PathCounters counters_;
-  int64_t pos_ = 0, context_ = 0, rows_ = 0;
+  int64_t pos_ = 0, context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
   bool profiling_ = false;
   DecodeProfile profile_;
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
 
-  // Activations for up to rows_ tokens.
+  // Scratch shared by all layers (one engine runs on one thread at a time), and the
+  // activations for up to rows_ tokens (at most one prefill chunk).
+  MoeFfnScratch moe_scratch_;
+  ShortConvScratch conv_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
 };
 

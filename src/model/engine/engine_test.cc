@@ -19,6 +19,7 @@
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/checkpoint_plan.h"
+#include "model/engine/engine_test_util.h"
 #include "model/engine/run_setup.h"
 #include "model/presets.h"
 #include "model/synth_weights.h"
@@ -36,20 +37,11 @@ class Tmp : public moex::testing::TempDir {
 
 std::string make_tiny(const Tmp& tmp, const std::string& preset, const std::string& name,
                       DType dtype = DType::F32) {
-  const ModelPreset* p = find_preset(preset);
-  EXPECT_NE(p, nullptr) << preset;
-  SynthArgs args;
-  args.out_dir = tmp.file(name);
-  write_synthetic_checkpoint(plan_preset_checkpoint(*p, 0, SynthQuant{}, dtype), args);
-  return args.out_dir;
+  return test::write_tiny_preset(preset, tmp.file(name), 0, dtype);
 }
 
-nlohmann::json read_config(const std::string& dir) {
-  return nlohmann::json::parse(std::ifstream(dir + "/config.json"));
-}
-void write_config(const std::string& dir, const nlohmann::json& j) {
-  std::ofstream(dir + "/config.json") << j.dump(1);
-}
+using test::read_config;
+using test::write_config;
 
 double nrms(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;
@@ -65,13 +57,7 @@ std::vector<float> run(Engine& e, const std::vector<int32_t>& ids) {
   return std::vector<float>(l, l + e.vocab());
 }
 
-EngineOptions opts(const char* fused) {
-  EngineOptions o;
-  moe::RawFusedSettings raw;
-  raw.flag_fused = fused;
-  o.fused = moe::resolve_fused_settings(raw);
-  return o;
-}
+EngineOptions opts(const char* fused) { return test::options_for_fused(fused); }
 
 void expect_error(const std::function<void()>& f, std::initializer_list<const char*> parts) {
   try {

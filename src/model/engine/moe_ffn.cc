@@ -93,26 +93,28 @@ std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) con
   return block_->shared_decision(tokens);
 }
 
-void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& counters) {
+void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
+                     MoeFfnScratch& s) {
   const int64_t e = cfg_.moe.num_experts, k = cfg_.moe.top_k, h = cfg_.hidden;
-  logits_.resize(size_t(n * e));
-  ids_.resize(size_t(n * k));
-  scores_.resize(size_t(n * k));
-  ops::linear({.lin = &w_.router, .x = x, .rows = n, .out = logits_.data()});
-  router_.route(logits_.data(), n, ids_.data(), scores_.data());
+  // Grow only: resize() never shrinks capacity, so a decode step after a prefill reuses it.
+  if (s.logits.size() < size_t(n * e)) s.logits.resize(size_t(n * e));
+  if (s.ids.size() < size_t(n * k)) s.ids.resize(size_t(n * k));
+  if (s.scores.size() < size_t(n * k)) s.scores.resize(size_t(n * k));
+  ops::linear({.lin = &w_.router, .x = x, .rows = n, .out = s.logits.data()});
+  router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
   moe::MoeBlockCall call;
   call.x = x;
   call.tokens = n;
-  call.expert_ids = ids_.data();
-  call.scores = scores_.data();
+  call.expert_ids = s.ids.data();
+  call.scores = s.scores.data();
   call.top_k = int(k);
   call.scores_scale_input = !router_.config().scores_scale_output();
   call.out = out;
-  block_->run(call, ws_, &counters);
+  block_->run(call, s.block, &counters);
   if (w_.has_shared && !shared_in_block_) {
-    sh_.resize(size_t(n * h));
-    float_shared_expert(x, n, sh_.data());
-    for (int64_t i = 0; i < n * h; ++i) out[i] += sh_[size_t(i)];
+    if (s.shared_out.size() < size_t(n * h)) s.shared_out.resize(size_t(n * h));
+    float_shared_expert(x, n, s.shared_out.data());
+    for (int64_t i = 0; i < n * h; ++i) out[i] += s.shared_out[size_t(i)];
   }
 }
 

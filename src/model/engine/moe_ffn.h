@@ -22,12 +22,21 @@ namespace moex::model::engine {
 // file). Throws moex::Error for a family/router the library does not provide.
 moe::RouterConfig router_config_for(const ModelConfig& cfg, const MoeWeights& w);
 
+// Scratch of MoeFfn::forward, shared by every MoE layer of one engine (one engine runs on one
+// thread at a time): it grows to the largest call (a prefill chunk) once, not once per layer.
+struct MoeFfnScratch {
+  moe::MoeWorkspace block;
+  std::vector<float> logits, scores, shared_out;
+  std::vector<int32_t> ids;
+};
+
 class MoeFfn {
  public:
   MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const moe::MoePolicy& policy);
 
   // x [n][H] -> out [n][H] (overwritten).
-  void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters);
+  void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
+               MoeFfnScratch& scratch);
   // The policy's decision for `tokens` tokens (routed experts; and the shared expert's).
   moe::DispatchDecision decision(int64_t tokens) const { return block_->decision(tokens); }
   std::optional<moe::DispatchDecision> shared_decision(int64_t tokens) const;
@@ -49,9 +58,6 @@ class MoeFfn {
   ops::FloatVec shared_gate_f32_;
   bool shared_in_block_ = false;  // quantized shared expert: run by the MoeBlock
   std::unique_ptr<moe::MoeBlock> block_;
-  moe::MoeWorkspace ws_;
-  std::vector<float> logits_, scores_, sh_;
-  std::vector<int32_t> ids_;
 };
 
 }  // namespace moex::model::engine

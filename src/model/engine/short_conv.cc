@@ -12,35 +12,41 @@ ShortConv::ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel)
 
 void ShortConv::reset() { std::fill(state_.begin(), state_.end(), 0.f); }
 
-void ShortConv::forward(const float* x, int64_t n, float* out) {
+void ShortConv::forward(const float* x, int64_t n, float* out, ShortConvScratch& scratch) {
   const int64_t H = hidden_, L = kernel_, keep = L - 1;
-  bcx_.resize(size_t(n * 3 * H));
-  padded_.resize(size_t((keep + n) * H));
-  y_.resize(size_t(n * H));
-  ops::linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx_.data()});
+  auto grow = [](std::vector<float>& v, int64_t size) {
+    if (v.size() < size_t(size)) v.resize(size_t(size));
+  };
+  grow(scratch.bcx, n * 3 * H);
+  grow(scratch.padded, (keep + n) * H);
+  grow(scratch.y, n * H);
+  std::vector<float>& bcx = scratch.bcx;
+  std::vector<float>& padded = scratch.padded;
+  std::vector<float>& ys = scratch.y;
+  ops::linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
   // padded = [state; B * x]
-  std::copy(state_.begin(), state_.end(), padded_.begin());
+  std::copy(state_.begin(), state_.end(), padded.begin());
   for (int64_t t = 0; t < n; ++t) {
-    const float* b = bcx_.data() + t * 3 * H;
+    const float* b = bcx.data() + t * 3 * H;
     const float* xx = b + 2 * H;
-    float* p = padded_.data() + (keep + t) * H;
+    float* p = padded.data() + (keep + t) * H;
     for (int64_t c = 0; c < H; ++c) p[c] = b[c] * xx[c];
   }
   // y[t][c] = C[t][c] * (sum_j w[c][j] * padded[t + j][c] + bias[c])
   const float* wc = w_.conv.data();
   const float* bias = w_.bias.empty() ? nullptr : w_.bias.data();
   for (int64_t t = 0; t < n; ++t) {
-    const float* cgate = bcx_.data() + t * 3 * H + H;
-    float* y = y_.data() + t * H;
+    const float* cgate = bcx.data() + t * 3 * H + H;
+    float* y = ys.data() + t * H;
     for (int64_t c = 0; c < H; ++c) {
       float s = 0.f;
-      for (int64_t j = 0; j < L; ++j) s += wc[c * L + j] * padded_[size_t((t + j) * H + c)];
+      for (int64_t j = 0; j < L; ++j) s += wc[c * L + j] * padded[size_t((t + j) * H + c)];
       if (bias) s += bias[c];
       y[c] = cgate[c] * s;
     }
   }
-  std::copy(padded_.begin() + n * H, padded_.begin() + (n + keep) * H, state_.begin());
-  ops::linear({.lin = &w_.out_proj, .x = y_.data(), .rows = n, .out = out});
+  std::copy(padded.begin() + n * H, padded.begin() + (n + keep) * H, state_.begin());
+  ops::linear({.lin = &w_.out_proj, .x = ys.data(), .rows = n, .out = out});
 }
 
 }  // namespace moex::model::engine

@@ -18,18 +18,22 @@ struct ShortConvWeights {
   ops::FloatVec bias;    // [H] or empty
 };
 
+// Scratch of ShortConv::forward, shared by every short-conv layer of one engine.
+struct ShortConvScratch {
+  std::vector<float> bcx, padded, y;
+};
+
 class ShortConv {
  public:
   ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel);
   // x [n][H] (consecutive positions) -> out [n][H]; advances the state by n positions.
-  void forward(const float* x, int64_t n, float* out);
+  void forward(const float* x, int64_t n, float* out, ShortConvScratch& scratch);
   void reset();
 
  private:
   const ShortConvWeights& w_;
   int64_t hidden_, kernel_;
   std::vector<float> state_;  // [(kernel-1)][H], oldest first
-  std::vector<float> bcx_, padded_, y_;
 };
 
 }  // namespace moex::model::engine

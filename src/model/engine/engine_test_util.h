@@ -1,0 +1,51 @@
+// Helpers of the engine tests: tiny synthetic checkpoints written by the model library's
+// make-model code, engine options from a --fused value, and logits as a vector.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/checkpoint_plan.h"
+#include "model/engine/engine.h"
+#include "model/presets.h"
+#include "model/synth_weights.h"
+#include "moe/dispatch_policy.h"
+
+namespace moex::model::engine::test {
+
+// Writes preset `preset` (num_layers 0: the preset's) as an f32 checkpoint into out_dir.
+inline std::string write_tiny_preset(const std::string& preset, const std::string& out_dir,
+                                     int64_t num_layers = 0, DType dtype = DType::F32) {
+  const ModelPreset* p = find_preset(preset);
+  EXPECT_NE(p, nullptr) << preset;
+  SynthArgs args;
+  args.out_dir = out_dir;
+  write_synthetic_checkpoint(plan_preset_checkpoint(*p, num_layers, SynthQuant{}, dtype), args);
+  return args.out_dir;
+}
+
+inline nlohmann::json read_config(const std::string& dir) {
+  return nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+}
+inline void write_config(const std::string& dir, const nlohmann::json& j) {
+  std::ofstream(dir + "/config.json") << j.dump(1);
+}
+
+inline EngineOptions options_for_fused(const char* fused) {
+  EngineOptions o;
+  moe::RawFusedSettings raw;
+  raw.flag_fused = fused;
+  o.fused = moe::resolve_fused_settings(raw);
+  return o;
+}
+
+inline std::vector<float> logits_of(const float* logits, const Engine& e) {
+  return std::vector<float>(logits, logits + e.vocab());
+}
+
+}  // namespace moex::model::engine::test
