@@ -1,8 +1,6 @@
 // moex::Tokenizer encode / decode and StreamDecoder (loading is in tokenizer_load.cc).
 #include "tokenizer/tokenizer.h"
 
-#include <optional>
-
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
@@ -131,17 +129,20 @@ std::string StreamDecoder::step(int32_t id) {
   std::string text = tok_.decode(ids_, skip_special_);
   const bool grew = text.size() > prefix_text_.size();
   const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
-  // A run of byte tokens (<0xAB>) decodes as a whole: one invalid byte arriving later turns
-  // the entire run into U+FFFD, so no part of an open run is final yet.
-  const std::optional<std::string> piece = tok_.id_to_token(id);
-  const bool byte_token = piece && piece->size() == 6 && piece->compare(0, 3, "<0x") == 0 &&
-                          (*piece)[5] == '>';
-  if (!grew || incomplete || byte_token) return std::string();
+  if (!grew || incomplete) return std::string();
   std::string fresh;
   if (text.compare(0, prefix_text_.size(), prefix_text_) == 0) {
     fresh = text.substr(prefix_text_.size());
   } else {
-    fresh = text;  // the window no longer extends its prefix (not expected); resync
+    // A later byte token turned an emitted byte run invalid (with ByteFallback the whole run
+    // then decodes as U+FFFD): text already emitted is neither retracted nor repeated; what
+    // follows the common part, from a character boundary, is new.
+    size_t common = 0;
+    while (common < text.size() && common < prefix_text_.size() &&
+           text[common] == prefix_text_[common])
+      ++common;
+    while (common > 0 && (static_cast<unsigned char>(text[common]) & 0xC0) == 0x80) --common;
+    fresh = text.substr(common);
   }
   // Keep the ids after the old prefix as the next window; its first ones are context.
   const size_t new_prefix_len = ids_.size() - prefix_len_;
