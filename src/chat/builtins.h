@@ -1,0 +1,55 @@
+// What templates call by name: filters (|f), tests (is t), attributes and methods of values
+// (str, dict, list methods as jinja2's immutable sandbox allows them), and the globals.
+#pragma once
+
+#include <string>
+
+#include "chat/value.h"
+
+namespace moex::chat {
+
+// Work counted against the limits of limits.h during one render.
+struct Budget {
+  int64_t steps = 0;       // loop iterations and items walked by filters
+  size_t bytes_built = 0;  // string bytes built
+  void step(int64_t n = 1);
+  void built(size_t n);
+};
+
+// Throws RenderError when a string or list about to be built would pass kMaxOutputBytes or
+// kMaxListItems.
+void check_string_size(size_t n);
+void check_list_size(size_t n);
+
+Value apply_filter(const std::string& name, const Value& input, CallArgs& args, Budget& budget);
+bool apply_test(const std::string& name, const Value& input, CallArgs& args);
+bool has_test(const std::string& name);
+
+// obj.name and obj[key] as jinja2's sandbox resolves them (attribute first for `.`, item
+// first for `[]`); missing gives Undefined, an unsafe (mutating) method an unsafe Undefined.
+Value get_attr(const Value& obj, const std::string& name);
+Value get_item(const Value& obj, const Value& key);
+Value slice_value(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+// The items a for loop or a filter walks: list items, dict keys, string characters;
+// Undefined is empty; anything else a TypeError.
+std::vector<Value> iterate(const Value& v);
+// len(): strings in code points.
+int64_t length_of(const Value& v);
+// `item in container`.
+bool contains(const Value& container, const Value& item);
+// The binary operators + - * / // % ** (~ is string concatenation, done by the evaluator).
+Value binary_op(const std::string& op, const Value& a, const Value& b);
+
+// markupsafe's escape: & < > " ' as HTML entities.
+std::string html_escape(const std::string& s);
+
+// str.format(*args, **kwargs) and str % args.
+std::string py_format(const std::string& fmt, const CallArgs& args);
+std::string percent_format(const std::string& fmt, const Value& args);
+
+// The globals of transformers' environment: range, namespace, dict, raise_exception,
+// strftime_now, cycler, joiner.
+void add_globals(Value* dict);
+
+}  // namespace moex::chat
