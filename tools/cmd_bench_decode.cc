@@ -39,7 +39,8 @@ constexpr const char* kDefaultPrompt = "Hello, how are you today?";
 struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
-  std::optional<std::string> prompt_ids, n, warmup, repeats, fused, max_dff, threads, isa;
+  std::optional<std::string> prompt_ids, n, warmup, repeats, fused, max_dff, threads, isa,
+      backend;
   std::string output = "md";
 };
 
@@ -164,10 +165,10 @@ int run_bench(const BenchFlags& f) {
   for (const auto& a : arm_names) {
     Arm arm;
     arm.name = a;
-    arm.settings = eng::engine_options(a, f.max_dff, context).fused;
+    arm.settings = eng::engine_options(a, f.max_dff, context, f.backend).fused;
     arms.push_back(std::move(arm));
   }
-  eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context);
+  eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context, f.backend);
   const LoadProgress load("bench-decode", f.model);
   auto engine = eng::Engine::open(f.model, opt);
   load.done();
@@ -214,9 +215,10 @@ int run_bench(const BenchFlags& f) {
                   {"group_size", ex ? ex->up.group_size : 0}, {"layers", cfg.num_layers},
                   {"moe_layers", cfg.num_moe_layers()},
                   {"active_weight_bytes_per_token", active}};
-    j["host"] = {{"backend", "cpu"}, {"isa", isa_name(active_isa())}, {"threads", num_threads()},
-                 {"cpu_model", cpu_model_name()}, {"moex_commit", moex_commit()}, {"date", date},
-                 {"default_cap", moe::backend_default_max_dff(moe::Backend::kCpu)}};
+    j["host"] = {{"backend", moe::backend_name(opt.backend)}, {"isa", isa_name(active_isa())},
+                 {"threads", num_threads()}, {"cpu_model", cpu_model_name()},
+                 {"moex_commit", moex_commit()}, {"date", date},
+                 {"default_cap", moe::backend_default_max_dff(opt.backend)}};
     j["settings"] = {{"prompt", prompt.from_text ? f.prompt : ""}, {"prompt_tokens", prompt.ids.size()},
                      {"n", n}, {"warmup_tokens", warmup}, {"repeats", repeats}, {"fused", fused},
                      {"eos_ignored", true}};
@@ -268,7 +270,8 @@ int run_bench(const BenchFlags& f) {
                 {"cpu_model", text_cell(cpu_model_name())},
                 {"threads", integer_cell(num_threads())},
                 {"isa", text_cell(isa_name(active_isa()))},
-                {"default_cap", integer_cell(moe::backend_default_max_dff(moe::Backend::kCpu))},
+                {"backend", text_cell(moe::backend_name(opt.backend))},
+                {"default_cap", integer_cell(moe::backend_default_max_dff(opt.backend))},
                 {"date", text_cell(date)},
                 {"peak_rss_mib", number_cell(double(peak) / double(1 << 20), 1)},
                 {"weights_resident_at_open", number_cell(resident, 3)},
@@ -341,6 +344,9 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+  sub.add_option("--backend", f->backend,
+                 "where the MoE layers run: cpu (default) or cuda (experts on the device, the "
+                 "rest of the step on the host)");
   sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
       ->capture_default_str();
   return [f] { return run_bench(*f); };

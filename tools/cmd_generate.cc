@@ -33,7 +33,7 @@ namespace eng = moex::model::engine;
 struct GenerateFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_ids, n, temp, top_k, top_p, min_p, seed, fused,
-      max_dff, threads, isa, dump_logits, prefill_chunk;
+      max_dff, threads, isa, dump_logits, prefill_chunk, backend;
   bool verbose = false, ignore_eos = false;
 };
 
@@ -63,7 +63,7 @@ int run_generate(const GenerateFlags& f) {
   const int64_t context =
       cfg.max_position > 0 ? std::min(prompt_tokens + n, cfg.max_position) : prompt_tokens + n;
   const LoadProgress load("generate", f.model);
-  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context);
+  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
   if (f.prefill_chunk)
     options.prefill_chunk =
         parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
@@ -181,6 +181,9 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+  sub.add_option("--backend", f->backend,
+                 "where the MoE layers run: cpu (default) or cuda (experts on the device, the "
+                 "rest of the step on the host)");
   sub.add_option("--prefill-chunk", f->prefill_chunk,
                  "prompt tokens per prefill batch, 1-65536 (default 512): bounds prefill memory")
       ->type_name("INT");

@@ -1,12 +1,10 @@
-// MoeBlock: routed experts through the fused decode kernel or the gather_qmm fallback (each
-// op writing its intermediate, as MLX runs SwitchGLU), plus the optional shared expert.
+// MoeBlock: validation, the dispatch decision per call, the llama4 input scaling and the
+// shared expert's composition; the routed paths run on the policy's MoeBackend.
 #include "moe/moe_block.h"
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 
 #include "core/error.h"
-#include "core/parallel.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
 #include "moe/router.h"
@@ -16,22 +14,6 @@ namespace {
 
 using kernels::MoeExpertsView;
 using kernels::QuantWeightsView;
-
-// Workspace buffer slots.
-enum FloatSlot {
-  kGateOut,
-  kUpOut,
-  kDownOut,
-  kUnsorted,
-  kScaledX,
-  kOnes,
-  kSharedOut,
-  kSharedGate,
-  kNumFloatSlots
-};
-enum IntSlot { kLhs, kRhs, kOrder, kCounts, kZeros, kNumIntSlots };
-static_assert(kNumFloatSlots == MoeWorkspace::kFloatSlots &&
-              kNumIntSlots == MoeWorkspace::kIntSlots);
 
 void check_view(const QuantWeightsView& w, const char* what) {
   if (!w.w || !w.scales || !w.biases)
@@ -48,7 +30,8 @@ void check_experts(const MoeExpertsView& ex, const char* what) {
 }
 
 DispatchInputs inputs_for(const MoeExpertsView& ex, bool stacked, int64_t tokens,
-                          const MoePolicy& p) {
+                          const MoePolicy& p, const MoeBackend& backend,
+                          const PreparedExperts& prepared) {
   DispatchInputs in;
   in.tokens = tokens;
   in.dff = ex.dff();
@@ -58,8 +41,8 @@ DispatchInputs inputs_for(const MoeExpertsView& ex, bool stacked, int64_t tokens
   if (ex.act != kernels::Activation::kSquaredReLU) in.gate = projection_quant_of(ex.gate);
   in.stacked = stacked;
   in.act = ex.act;
-  in.backend = p.backend;
-  in.backend_has_fused_kernel = p.backend_has_fused_kernel;
+  in.backend = backend.kind();
+  in.backend_has_fused_kernel = backend.has_fused_kernel(prepared);
   in.settings = p.settings;
   in.calibration = p.calibration;
   return in;
@@ -76,17 +59,6 @@ void gather(const QuantWeightsView& w, const float* x, int64_t x_rows, const int
   a.batch = batch;
   a.out = out;
   kernels::gather_qmm(a);
-}
-
-// out[i][:] += bias[rhs[i]][:] (mlx-lm SwitchLinear: the bias of each pair's expert), when the
-// layer has that bias.
-void add_expert_bias(float* out, const float* bias, const int32_t* rhs, int64_t pairs, int64_t n) {
-  if (!bias) return;
-  for (int64_t i = 0; i < pairs; ++i) {
-    const float* b = bias + int64_t(rhs[i]) * n;
-    float* o = out + i * n;
-    for (int64_t j = 0; j < n; ++j) o[j] += b[j];
-  }
 }
 
 }  // namespace
@@ -109,9 +81,9 @@ int64_t MoeWorkspace::bytes() const {
 }
 
 MoeBlock::MoeBlock(const MoeLayer& layer, const MoePolicy& policy)
-    : layer_(layer), policy_(policy) {
+    : layer_(layer), policy_(policy),
+      backend_(policy.backend ? *policy.backend : cpu_moe_backend()) {
   check_experts(layer.experts, "routed experts");
-  decode_ = decide_path(inputs_for(layer.experts, layer.stacked, 1, policy));
   if (const SharedExpert* sh = layer.shared) {
     check_experts(sh->mlp, "shared expert");
     if (sh->mlp.up.experts != 1) fail("MoE layer: shared expert must be a 1-expert stack");
@@ -126,18 +98,41 @@ MoeBlock::MoeBlock(const MoeLayer& layer, const MoePolicy& policy)
         fail("MoE layer: shared expert sigmoid gate must be 1 x 1 x ", layer.experts.din(),
              ", got ", g->experts, " x ", g->n, " x ", g->k);
     }
-    shared_decode_ = decide_path(inputs_for(sh->mlp, true, 1, policy));
   }
+  routed_ = backend_.prepare(layer.experts, "routed experts");
+  if (layer.shared) shared_ = backend_.prepare(layer.shared->mlp, "shared expert");
+  set_policy(policy);
+}
+
+void MoeBlock::set_policy(const MoePolicy& policy) {
+  if (policy.backend && policy.backend != &backend_)
+    fail("MoE block: set_policy with another backend (", backend_name(policy.backend->kind()),
+         ") than the block was prepared for (", backend_name(backend_.kind()), ")");
+  policy_ = policy;
+  decode_ = decide(*routed_, layer_.stacked, 1);
+  if (shared_) shared_decode_ = decide(*shared_, true, 1);
+}
+
+DispatchDecision MoeBlock::decide(const PreparedExperts& ex, bool stacked, int64_t tokens) const {
+  return decide_path(inputs_for(ex.host(), stacked, tokens, policy_, backend_, ex));
 }
 
 DispatchDecision MoeBlock::decision(int64_t tokens) const {
   if (tokens == 1) return decode_;
-  return decide_path(inputs_for(layer_.experts, layer_.stacked, tokens, policy_));
+  return decide(*routed_, layer_.stacked, tokens);
 }
 
 DispatchDecision MoeBlock::shared_decision(int64_t tokens) const {
-  if (tokens == 1 || !layer_.shared) return shared_decode_;
-  return decide_path(inputs_for(layer_.shared->mlp, true, tokens, policy_));
+  if (tokens == 1 || !shared_) return shared_decode_;
+  return decide(*shared_, true, tokens);
+}
+
+void MoeBlock::run_path(const DispatchDecision& d, const PreparedExperts& ex, const RoutedCall& c,
+                        MoeWorkspace& ws) const {
+  if (d.path == Path::kFused)
+    backend_.fused(ex, c, ws);
+  else
+    backend_.fallback(ex, c, ws);
 }
 
 void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const {
@@ -157,137 +152,31 @@ void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* cou
   if (m != 1) prefill = decision(m);
   const DispatchDecision& d = m == 1 ? decode_ : prefill;
   if (counters) counters->record(d, ExpertSite::kRouted);
-  if (d.path == Path::kFused) {
-    const float* x = call.x;
-    const float* scores = call.scores;
-    if (call.scores_scale_input) {  // top_k == 1: expert(x * s), output weight 1
-      float* xs = ws.floats(kScaledX, din);
-      for (int64_t h = 0; h < din; ++h) xs[h] = call.x[h] * call.scores[0];
-      float* one = ws.floats(kOnes, 1);
-      one[0] = 1.f;
-      x = xs;
-      scores = one;
-    }
-    run_fused(ex, x, call.expert_ids, scores, int(k), ws, call.out);
-  } else {
-    run_fallback(ex, call, call.expert_ids, call.scores, ws, call.out);
+  RoutedCall c{.x = call.x, .tokens = m, .expert_ids = call.expert_ids, .scores = call.scores,
+               .top_k = int(k), .out = call.out};
+  if (call.scores_scale_input) {  // top_k == 1: expert(x * s), output weight 1
+    float* xs = ws.floats(kSlotScaledX, m * din);
+    for (int64_t t = 0; t < m; ++t)
+      for (int64_t h = 0; h < din; ++h) xs[t * din + h] = call.x[t * din + h] * call.scores[t];
+    float* ones = ws.floats(kSlotOnes, m);
+    std::fill(ones, ones + m, 1.f);
+    c.x = xs;
+    c.scores = ones;
   }
+  run_path(d, *routed_, c, ws);
   if (layer_.shared) run_shared(call, ws, counters);
 }
 
-void MoeBlock::run_fused(const MoeExpertsView& ex, const float* x, const int32_t* ids,
-                         const float* scores, int top_k, MoeWorkspace& ws, float* out) const {
-  kernels::FusedDecodeArgs a;
-  a.experts = &ex;
-  a.x = x;
-  a.expert_ids = ids;
-  a.scores = scores;
-  a.top_k = top_k;
-  a.act = ws.floats(kGateOut, top_k * ex.dff());
-  a.partials = ws.floats(kUpOut, top_k * ex.din());
-  a.out = out;
-  kernels::moe_decode_fused(a);
-}
-
-// mlx-lm SwitchGLU: (sort pairs by expert) -> gather_qmm up, gate -> activation ->
-// gather_qmm down -> (unsort) -> score-weighted sum over k.
-void MoeBlock::run_fallback(const MoeExpertsView& ex, const MoeBlockCall& call, const int32_t* ids,
-                            const float* scores, MoeWorkspace& ws, float* out) const {
-  const int64_t m = call.tokens, k = call.top_k, pairs = m * k;
-  const int64_t din = ex.din(), dff = ex.dff(), experts = ex.up.experts;
-  const bool sorted = pairs >= kSortPairsThreshold;
-  int32_t* lhs = ws.ints(kLhs, pairs);
-  const int32_t* rhs = ids;
-  int32_t* order = nullptr;
-  if (sorted) {
-    // Stable counting sort of the pairs by expert: the order of MLX's argsort (stable, ties by
-    // position). order[i] = the pair at sorted position i.
-    int32_t* counts = ws.ints(kCounts, experts + 1);
-    std::fill(counts, counts + experts + 1, 0);
-    for (int64_t p = 0; p < pairs; ++p) ++counts[ids[p] + 1];
-    for (int64_t e = 0; e < experts; ++e) counts[e + 1] += counts[e];
-    order = ws.ints(kOrder, pairs);
-    for (int64_t p = 0; p < pairs; ++p) order[counts[ids[p]]++] = int32_t(p);
-    int32_t* rhs_sorted = ws.ints(kRhs, pairs);
-    for (int64_t i = 0; i < pairs; ++i) {
-      rhs_sorted[i] = ids[order[i]];
-      lhs[i] = int32_t(order[i] / k);
-    }
-    rhs = rhs_sorted;
-  } else {
-    for (int64_t p = 0; p < pairs; ++p) lhs[p] = int32_t(p / k);
-  }
-
-  // The gathered input: x rows by token, or (llama4) one scaled copy per pair.
-  const float* x = call.x;
-  int64_t x_rows = m;
-  const int32_t* x_index = lhs;
-  const float* sum_scores = scores;
-  if (call.scores_scale_input) {
-    float* xs = ws.floats(kScaledX, pairs * din);
-    for (int64_t i = 0; i < pairs; ++i) {
-      const int64_t p = sorted ? order[i] : i;
-      const float s = scores[p];
-      const float* xr = call.x + (p / k) * din;
-      for (int64_t h = 0; h < din; ++h) xs[i * din + h] = xr[h] * s;
-    }
-    x = xs;
-    x_rows = pairs;
-    x_index = nullptr;
-    float* ones = ws.floats(kOnes, pairs);
-    std::fill(ones, ones + pairs, 1.f);
-    sum_scores = ones;
-  }
-
-  float* up_out = ws.floats(kUpOut, pairs * dff);
-  gather(ex.up, x, x_rows, x_index, rhs, pairs, up_out);
-  add_expert_bias(up_out, ex.up_bias, rhs, pairs, dff);
-  float* gate_out = nullptr;
-  if (ex.act != kernels::Activation::kSquaredReLU) {
-    gate_out = ws.floats(kGateOut, pairs * dff);
-    gather(ex.gate, x, x_rows, x_index, rhs, pairs, gate_out);
-    add_expert_bias(gate_out, ex.gate_bias, rhs, pairs, dff);
-  }
-  kernels::ActivationArgs act;
-  act.act = ex.act;
-  act.gate = gate_out;
-  act.up = up_out;
-  act.rows = pairs;
-  act.n = dff;
-  act.out = up_out;
-  kernels::apply_activation(act);
-
-  float* y = ws.floats(kDownOut, pairs * din);
-  gather(ex.down, up_out, pairs, nullptr, rhs, pairs, y);
-  add_expert_bias(y, ex.down_bias, rhs, pairs, din);
-  if (sorted) {  // scatter back to (token, k) order
-    float* unsorted = ws.floats(kUnsorted, pairs * din);
-    parallel_for(pairs, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        std::memcpy(unsorted + int64_t(order[i]) * din, y + i * din, size_t(din) * sizeof(float));
-    });
-    y = unsorted;
-  }
-  kernels::WeightedSumArgs ws_args;
-  ws_args.y = y;
-  ws_args.scores = sum_scores;
-  ws_args.tokens = m;
-  ws_args.top_k = int(k);
-  ws_args.n = din;
-  ws_args.out = out;
-  kernels::weighted_sum(ws_args);
-}
-
-// out[m] += g_m * shared(x[m]), g_m = sigmoid(gate . x[m]) or 1.
+// out[m] += g_m * shared(x[m]), g_m = sigmoid(gate . x[m]) or 1: the shared expert runs as a
+// 1-expert layer on the block's backend with g as its score.
 void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
                           PathCounters* counters) const {
   const SharedExpert& sh = *layer_.shared;
-  const MoeExpertsView& mlp = sh.mlp;
-  const int64_t m = call.tokens, din = mlp.din(), dff = mlp.dff();
-  int32_t* zeros = ws.ints(kZeros, m);
+  const int64_t m = call.tokens, din = sh.mlp.din();
+  int32_t* zeros = ws.ints(kSlotZeros, m);
   std::fill(zeros, zeros + m, 0);
 
-  float* g = ws.floats(kSharedGate, m);
+  float* g = ws.floats(kSlotSharedGate, m);
   if (sh.sigmoid_gate) {
     for (int64_t t = 0; t < m; ++t) {
       float dot = 0.f;
@@ -295,6 +184,7 @@ void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
       g[t] = router_sigmoid(dot);
     }
   } else if (sh.sigmoid_gate_quant) {
+    // One row of Din: computed on the host from the host view (a few microseconds).
     gather(*sh.sigmoid_gate_quant, call.x, m, nullptr, zeros, m, g);
     for (int64_t t = 0; t < m; ++t) g[t] = router_sigmoid(g[t]);
   } else {
@@ -305,30 +195,11 @@ void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
   if (m != 1) prefill = shared_decision(m);
   const DispatchDecision& d = m == 1 ? shared_decode_ : prefill;
   if (counters) counters->record(d, ExpertSite::kShared);
-  float* y = ws.floats(kSharedOut, m * din);
-  if (d.path == Path::kFused) {
-    run_fused(mlp, call.x, zeros, g, 1, ws, y);
-    for (int64_t h = 0; h < din; ++h) call.out[h] += y[h];
-    return;
-  }
-  float* up_out = ws.floats(kUpOut, m * dff);
-  gather(mlp.up, call.x, m, nullptr, zeros, m, up_out);
-  float* gate_out = nullptr;
-  if (mlp.act != kernels::Activation::kSquaredReLU) {
-    gate_out = ws.floats(kGateOut, m * dff);
-    gather(mlp.gate, call.x, m, nullptr, zeros, m, gate_out);
-  }
-  kernels::ActivationArgs act;
-  act.act = mlp.act;
-  act.gate = gate_out;
-  act.up = up_out;
-  act.rows = m;
-  act.n = dff;
-  act.out = up_out;
-  kernels::apply_activation(act);
-  gather(mlp.down, up_out, m, nullptr, zeros, m, y);
-  for (int64_t t = 0; t < m; ++t)
-    for (int64_t h = 0; h < din; ++h) call.out[t * din + h] += g[t] * y[t * din + h];
+  float* y = ws.floats(kSlotSharedOut, m * din);
+  run_path(d, *shared_, {.x = call.x, .tokens = m, .expert_ids = zeros, .scores = g, .top_k = 1,
+                         .out = y},
+           ws);
+  for (int64_t i = 0; i < m * din; ++i) call.out[i] += y[i];
 }
 
 }  // namespace moex::moe

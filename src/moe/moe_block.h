@@ -1,22 +1,24 @@
 // The MoE block of one layer: routed experts (fused decode kernel or the gather_qmm
 // fallback, as decide_path() says, recorded in the caller's PathCounters) plus an optional
-// shared expert (plain or sigmoid-gated). x [M][Din] f32 -> out [M][Din] f32.
+// shared expert (plain or sigmoid-gated), both run by the policy's MoeBackend (moe_backend.h).
+// x [M][Din] f32 -> out [M][Din] f32, host memory.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
-#include <vector>
 
 #include "kernels/moe_contract.h"
 #include "moe/dispatch_policy.h"
+#include "moe/moe_backend.h"
+#include "moe/moe_workspace.h"
 #include "moe/path_counters.h"
 
 namespace moex::moe {
 
 // Everything decide_path needs besides the layer's shape (one per model instance).
 struct MoePolicy {
-  Backend backend = Backend::kCpu;
-  bool backend_has_fused_kernel = true;
+  const MoeBackend* backend = nullptr;  // nullptr: cpu_moe_backend(); must outlive the block
   FusedSettings settings;
   std::optional<CalibratedCap> calibration;
 };
@@ -36,22 +38,6 @@ struct MoeLayer {
   const SharedExpert* shared = nullptr;  // optional, must outlive the block
 };
 
-// Scratch for one block call, grown on demand and reused: after the first call of a given
-// shape, further calls allocate nothing. One workspace per thread running blocks.
-class MoeWorkspace {
- public:
-  static constexpr int kFloatSlots = 8, kIntSlots = 5;
-  // Grows buffer slot `i` to hold n elements; returns its data.
-  float* floats(int i, int64_t n);
-  int32_t* ints(int i, int64_t n);
-  // Bytes its buffers hold now.
-  int64_t bytes() const;
-
- private:
-  std::vector<float> f_[kFloatSlots];
-  std::vector<int32_t> i_[kIntSlots];
-};
-
 struct MoeBlockCall {
   const float* x = nullptr;             // [tokens][Din]
   int64_t tokens = 0;                   // M
@@ -67,8 +53,12 @@ struct MoeBlockCall {
 class MoeBlock {
  public:
   // Validates the views (matching shapes, kernel preconditions; throws Error naming what is
-  // wrong) and decides the decode (M = 1) paths once.
+  // wrong), hands the experts to the policy's backend (prepare: a device upload on CUDA) and
+  // decides the decode (M = 1) paths once.
   MoeBlock(const MoeLayer& layer, const MoePolicy& policy);
+  // New fused settings and calibration (bench-decode's arms): the decisions are taken again,
+  // the prepared experts kept. The backend must be the one the block was built with.
+  void set_policy(const MoePolicy& policy);
 
   // Runs one call; records the routed (and shared) decision in `counters` if non-null.
   void run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
@@ -78,20 +68,20 @@ class MoeBlock {
   DispatchDecision decision(int64_t tokens) const;
   DispatchDecision shared_decision(int64_t tokens) const;
   const MoeLayer& layer() const { return layer_; }
+  const MoeBackend& backend() const { return backend_; }
 
-  // mlx-lm's SwitchGLU sorts (token, expert) pairs by expert when there are at least this
-  // many (indices.size >= 64), and unsorts the result.
-  static constexpr int64_t kSortPairsThreshold = 64;
+  static constexpr int64_t kSortPairsThreshold = MoeBackend::kSortPairsThreshold;
 
  private:
-  void run_fused(const kernels::MoeExpertsView& ex, const float* x, const int32_t* ids,
-                 const float* scores, int top_k, MoeWorkspace& ws, float* out) const;
-  void run_fallback(const kernels::MoeExpertsView& ex, const MoeBlockCall& call, const int32_t* ids,
-                    const float* scores, MoeWorkspace& ws, float* out) const;
+  DispatchDecision decide(const PreparedExperts& ex, bool stacked, int64_t tokens) const;
+  void run_path(const DispatchDecision& d, const PreparedExperts& ex, const RoutedCall& c,
+                MoeWorkspace& ws) const;
   void run_shared(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
 
   MoeLayer layer_;
   MoePolicy policy_;
+  const MoeBackend& backend_;
+  std::unique_ptr<PreparedExperts> routed_, shared_;
   DispatchDecision decode_, shared_decode_;
 };
 

@@ -81,8 +81,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   resident_at_open_ = file_bytes_ ? resident_bytes / double(file_bytes_) : 1.0;
   if (opt.populate)
     for (const auto& f : ckpt_.files()) f->populate();
-  policy_.backend = moe::Backend::kCpu;
-  policy_.backend_has_fused_kernel = true;
+  // The MoE layers run on the chosen backend (its capability is a policy input); the rest of
+  // the step runs on the host CPU until the whole-model ops have a device implementation.
+  policy_.backend = &moe::moe_backend(opt.backend);
   policy_.settings = opt.fused;
   policy_.calibration = opt.calibration;
   const std::string config_path = dir_ + "/config.json";

@@ -32,6 +32,7 @@ struct EngineOptions {
   // max_position_embeddings is an Error.
   int64_t context = 0;
   moe::FusedSettings fused;  // resolved --fused / --max-dff / environment
+  moe::Backend backend = moe::Backend::kCpu;  // where the MoE layers run (--backend)
   std::optional<moe::CalibratedCap> calibration;
   // Fault every weight page in at open (io::SafetensorsFile::populate), as llama.cpp maps
   // with MAP_POPULATE: decoding then never waits on the disk for an expert it meets late.

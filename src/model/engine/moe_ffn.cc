@@ -85,7 +85,10 @@ MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
 }
 
 void MoeFfn::set_policy(const moe::MoePolicy& policy) {
-  block_ = std::make_unique<moe::MoeBlock>(layer_views_, policy);
+  if (block_)
+    block_->set_policy(policy);  // the experts stay where the backend put them
+  else
+    block_ = std::make_unique<moe::MoeBlock>(layer_views_, policy);
 }
 
 std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) const {

@@ -11,6 +11,7 @@
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
 #include "moe/calibration.h"
+#include "moe/moe_backend.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moex::model::engine {
@@ -52,13 +53,15 @@ void apply_threads_and_isa(const std::optional<std::string>& threads,
 }
 
 EngineOptions engine_options(const std::optional<std::string>& fused,
-                             const std::optional<std::string>& max_dff, int64_t context) {
+                             const std::optional<std::string>& max_dff, int64_t context,
+                             const std::optional<std::string>& backend) {
   moe::RawFusedSettings raw;
   raw.flag_fused = fused;
   raw.flag_max_dff = max_dff;
   EngineOptions o;
   o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
-  o.calibration = moe::load_calibrated_cap(moe::host_cpu_calibration_key());
+  if (backend) o.backend = moe::parse_backend(*backend, "--backend");
+  o.calibration = moe::load_calibrated_cap(moe::moe_backend(o.backend).calibration_key());
   o.context = context;
   return o;
 }

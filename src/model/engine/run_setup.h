@@ -22,9 +22,11 @@ void apply_threads_and_isa(const std::optional<std::string>& threads,
                            const std::optional<std::string>& isa);
 
 // --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
-// plus this host's calibrated cap if a calibration file exists.
+// --backend (cpu|cuda, default cpu; Error when CUDA is not built in or has no device), plus
+// the calibrated cap of that backend's key (MoeBackend::calibration_key) if a file has one.
 EngineOptions engine_options(const std::optional<std::string>& fused,
-                             const std::optional<std::string>& max_dff, int64_t context);
+                             const std::optional<std::string>& max_dff, int64_t context,
+                             const std::optional<std::string>& backend = std::nullopt);
 
 struct Prompt {
   std::vector<int32_t> ids;
