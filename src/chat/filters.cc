@@ -5,6 +5,7 @@
 
 #include "chat/builtins.h"
 #include "chat/filters_impl.h"
+#include "chat/methods.h"
 #include "chat/py_text.h"
 #include "chat/utf8_text.h"
 
@@ -263,7 +264,16 @@ Value scalar_filter(const std::string& name, const Value& in, CallArgs& a, bool*
     }
     return Value(percent_format(fmt, Value::list(a.pos, true)));
   }
-  if (name == "attr") return done(get_attr(in, py_str(a.take(0, "name"))));
+  if (name == "attr") {  // getattr only: a dict's keys are not attributes
+    const std::string attr = py_str(a.take(0, "name"));
+    if (in.is_dict() && !in.is_namespace()) {
+      Value m = bound_method(in, attr);
+      return done(m.is_undefined() && !m.unsafe_undefined()
+                      ? Value::undefined("'dict object' has no attribute '" + attr + "'")
+                      : m);
+    }
+    return done(get_attr(in, attr));
+  }
   *found = false;
   return Value();
 }
@@ -274,7 +284,7 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args, 
   if (found) return v;
   v = sequence_filter(name, input, args, budget, &found);
   if (found) return v;
-  throw RenderError("TemplateAssertionError: no filter named '" + name + "'");
+  throw RenderError("TemplateRuntimeError: No filter named '" + name + "' found.");
 }
 
 }  // namespace moex::chat

@@ -113,7 +113,12 @@ std::string unescape(std::string_view s) {
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+// Names are Python identifiers; any non-ASCII byte is taken as part of one (jinja2 allows
+// Unicode identifiers), ASCII follows [a-zA-Z_][a-zA-Z0-9_]*.
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 class Lexer {

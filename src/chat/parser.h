@@ -54,6 +54,7 @@ class Parser {
   ExprPtr parse_filter(ExprPtr node, bool start_inline);
   ExprPtr parse_test(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
+  ExprPtr parse_call(ExprPtr callee);
   void parse_call_args(Expr* call);
   ExprPtr parse_list();
   ExprPtr parse_dict();

@@ -9,14 +9,21 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
     if (is_op(".") || is_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(ExprKind::kCall, cur());
-      call->args.push_back(std::move(node));
-      parse_call_args(call.get());
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
   }
+}
+
+// A call is located where its callee starts (raise_exception(...) points at the name).
+ExprPtr Parser::parse_call(ExprPtr callee) {
+  auto call = make(ExprKind::kCall, cur());
+  call->line = callee->line;
+  call->col = callee->col;
+  call->args.push_back(std::move(callee));
+  parse_call_args(call.get());
+  return call;
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr node) {
@@ -26,10 +33,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
     } else if (is_name("is")) {
       node = parse_test(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(ExprKind::kCall, cur());
-      call->args.push_back(std::move(node));
-      parse_call_args(call.get());
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

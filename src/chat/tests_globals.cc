@@ -73,7 +73,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a) {
   }
   if (name == "filter") return a.finish(name), v.is_string() && has_filter(v.str());
   if (name == "test") return a.finish(name), v.is_string() && has_test(v.str());
-  throw RenderError("TemplateAssertionError: no test named '" + name + "'");
+  throw RenderError("TemplateRuntimeError: No test named '" + name + "' found.");
 }
 
 namespace {
