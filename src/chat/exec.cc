@@ -34,7 +34,7 @@ std::vector<Value> unpack(const Value& v, size_t n) {
 }  // namespace
 
 Renderer::Renderer(const std::string& origin, Value globals) : origin_(origin) {
-  scope_ = std::make_shared<Scope>();
+  scope_ = root_ = std::make_shared<Scope>();
   for (const auto& [k, v] : globals.dict_obj().entries)
     if (k.is_string()) scope_->set(k.str(), v);
 }
@@ -106,9 +106,9 @@ Flow Renderer::exec(const Node& n) {
         scope_->set(n.text, make_macro(n));
         return Flow::kNormal;
       case NodeKind::kCallBlock: {
-        const std::shared_ptr<Scope> closure = scope_;
-        Value caller = Value::callable(
-            "caller", [this, &n, closure](CallArgs& a) { return call_macro(n, closure, a); });
+        Value caller = Value::callable("caller", [this, &n, closure = weak_scope()](CallArgs& a) {
+          return call_macro(n, closure_or_root(closure), a);
+        });
         Value callee = eval(*n.expr->args[0]);
         if (callee.is_undefined()) callee.fail_undefined();
         if (!callee.is_callable())
@@ -229,10 +229,20 @@ void Renderer::exec_set(const Node& n) {
   ns->dict_obj().set(Value(n.ns_attr), std::move(v));
 }
 
+// Macros hold their defining scope weakly: the scope holds the macro, so a strong reference
+// would be a cycle that outlives the render. A macro called after its scope is gone (stored in
+// a namespace and called after its loop ended) sees the template's top-level scope instead.
+std::weak_ptr<Scope> Renderer::weak_scope() const { return scope_; }
+
+std::shared_ptr<Scope> Renderer::closure_or_root(const std::weak_ptr<Scope>& closure) const {
+  std::shared_ptr<Scope> s = closure.lock();
+  return s ? s : root_;
+}
+
 Value Renderer::make_macro(const Node& n) {
-  const std::shared_ptr<Scope> closure = scope_;
-  return Value::callable(n.text,
-                         [this, &n, closure](CallArgs& a) { return call_macro(n, closure, a); });
+  return Value::callable(n.text, [this, &n, closure = weak_scope()](CallArgs& a) {
+    return call_macro(n, closure_or_root(closure), a);
+  });
 }
 
 Value Renderer::call_macro(const Node& def, const std::shared_ptr<Scope>& closure, CallArgs& args) {

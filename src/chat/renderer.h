@@ -40,12 +40,14 @@ class Renderer {
   void exec_set(const Node& n);
   void assign(const Node& n, const Value& v);
   Value make_macro(const Node& n);
+  std::weak_ptr<Scope> weak_scope() const;
+  std::shared_ptr<Scope> closure_or_root(const std::weak_ptr<Scope>& closure) const;
   Value call_macro(const Node& def, const std::shared_ptr<Scope>& closure, CallArgs& args);
   std::string capture(const Body& body, std::shared_ptr<Scope> scope);
   void write(const std::string& s);
 
   const std::string& origin_;
-  std::shared_ptr<Scope> scope_;
+  std::shared_ptr<Scope> scope_, root_;
   std::string* out_ = nullptr;
   int call_depth_ = 0;
   Budget budget_;
