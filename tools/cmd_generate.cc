@@ -4,6 +4,7 @@
 // decision and the path counters.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
+#include "model/generation_config.h"
 #include "model/ops/sampling.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -37,6 +39,33 @@ struct GenerateFlags {
   bool verbose = false, ignore_eos = false;
 };
 
+// generation_config.json's sampling values for the fields no flag set, as transformers
+// applies them (only with do_sample: true); returns what -v says about it ("" if nothing).
+std::string apply_generation_defaults(const model::GenerationConfig& g, const GenerateFlags& f,
+                                      model::ops::SamplerArgs& sa) {
+  if (g.source.empty() || !(g.temperature || g.top_p || g.top_k)) return "";
+  if (!g.do_sample)
+    return g.source + ": sampling values ignored (do_sample is not true): greedy unless flags say";
+  std::string used;
+  auto note = [&](const char* name, const std::string& v) {
+    used += str_cat(used.empty() ? "" : ", ", name, " ", v);
+  };
+  if (g.temperature && !f.temp) {
+    sa.temperature = *g.temperature;
+    note("temperature", str_cat(*g.temperature));
+  }
+  if (g.top_p && !f.top_p) {
+    sa.top_p = *g.top_p;
+    note("top_p", str_cat(*g.top_p));
+  }
+  if (g.top_k && !f.top_k) {
+    sa.top_k = *g.top_k;
+    note("top_k", str_cat(*g.top_k));
+  }
+  if (used.empty()) return g.source + ": sampling values all overridden by flags";
+  return str_cat("sampling defaults from ", g.source, ": ", used, " (flags override each)");
+}
+
 int run_generate(const GenerateFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
@@ -46,6 +75,9 @@ int run_generate(const GenerateFlags& f) {
   if (f.top_k) sa.top_k = parse_int_strict(*f.top_k, "--top-k", 0, INT32_MAX);
   if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");
   if (f.min_p) sa.min_p = parse_double_strict(*f.min_p, "--min-p");
+  const model::ModelConfig cfg = model::load_model_config(f.model);
+  const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
+  const std::string sampling_note = apply_generation_defaults(gen, f, sa);
   // Without --seed every run samples differently, as mlx-lm and llama.cpp do; the seed is
   // printed so that a run can be repeated.
   sa.seed = f.seed ? uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX)) : random_seed();
@@ -53,8 +85,6 @@ int run_generate(const GenerateFlags& f) {
   if (!f.seed && (f.verbose || !sampler.greedy()))
     std::fprintf(stderr, "generate: sampling seed %llu (pass --seed %llu to repeat this run)\n",
                  (unsigned long long)sa.seed, (unsigned long long)sa.seed);
-
-  const model::ModelConfig cfg = model::load_model_config(f.model);
   const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
   // The prompt must fit the context; the continuation stops at its limit (as llama.cpp and
   // mlx-lm do) instead of -n being refused up front.
@@ -70,11 +100,13 @@ int run_generate(const GenerateFlags& f) {
   auto engine = eng::Engine::open(f.model, options);
   load.done();
 
+  // The tokenizer gives end-of-sequence ids however the prompt arrived (ids too, as mlx-lm
+  // always loads it); its text is printed only for a text prompt.
   std::optional<Tokenizer> tok;
-  if (prompt.from_text) tok = Tokenizer::load(f.model);
-  std::vector<int64_t> eos(cfg.eos_token_ids);
-  if (tok)
-    for (int32_t e : tok->eos_ids()) eos.push_back(e);
+  if (prompt.from_text || std::filesystem::exists(f.model + "/tokenizer.json"))
+    tok = Tokenizer::load(f.model);
+  const std::vector<int64_t> eos =
+      model::stop_token_ids(cfg, gen, tok ? tok->eos_ids() : std::vector<int32_t>{});
 
   if (f.verbose) {
     std::fprintf(stderr, "model %s: %s, %lld layers, %lld MoE layers; threads %d, isa %s\n",
@@ -87,6 +119,12 @@ int run_generate(const GenerateFlags& f) {
         std::fprintf(stderr, "  layer %lld decode: shared expert %s\n", (long long)d.layer,
                      d.shared->explanation().c_str());
     }
+    std::string stops;
+    for (int64_t e : eos) stops += (stops.empty() ? "" : ", ") + std::to_string(e);
+    std::fprintf(stderr, "  stop at token ids [%s] (%s%s)\n", stops.c_str(),
+                 gen.eos_token_ids.empty() ? "config.json" : "generation_config.json",
+                 tok ? " + tokenizer" : "");
+    if (!sampling_note.empty()) std::fprintf(stderr, "  %s\n", sampling_note.c_str());
     if (prompt.ids.size() > 1)
       std::fprintf(stderr, "  prefill: %zu tokens in one batch, MoE layers on the fallback path "
                    "(not_single_token)\n", prompt.ids.size());
@@ -98,7 +136,7 @@ int run_generate(const GenerateFlags& f) {
     if (!dump) fail("--dump-logits: cannot write ", *f.dump_logits);
   }
   std::optional<StreamDecoder> stream;
-  if (tok) stream.emplace(*tok);
+  if (prompt.from_text) stream.emplace(*tok);
 
   const double t0 = now_seconds();
   const float* logits = engine->prefill(prompt.ids);

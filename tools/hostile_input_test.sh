@@ -75,6 +75,12 @@ g=("$m" generate --prompt-ids 1,2,3 -n 2)
 echo "== the command line"
 row "mistyped subcommand suggests the real one" 2 "did you mean 'generate'" "$m" genrate
 row "unknown option" 2 "--frobnicate" "$m" inspect "$work/good" --frobnicate
+row "a preset name as -m says how to make it" 2 "is a preset name.*make-model --preset tiny-mixtral" "${g[@]}" -m tiny-mixtral
+gen_bad="$work/gen_bad"; cp -r "$work/good" "$gen_bad"
+echo '{"eos_token_id": [1, 99999999]}' > "$gen_bad/generation_config.json"
+row "generation_config.json eos id outside the vocabulary" 2 "generation_config.json.*eos_token_id" "${g[@]}" -m "$gen_bad"
+echo '{"do_sample": true, "top_p": 7}' > "$gen_bad/generation_config.json"
+row "generation_config.json top_p out of range" 2 "generation_config.json.*top_p" "${g[@]}" -m "$gen_bad"
 echo "== --threads (bounded; a refused thread is an error, not an abort)"
 row "generate --threads 0" 2 "--threads" "${g[@]}" -m "$work/good" --threads 0
 row "generate --threads 5000" 2 "--threads" "${g[@]}" -m "$work/good" --threads 5000

@@ -2,8 +2,12 @@
 // config.json entry points (parse / load / preset config).
 #include "model/family_registry.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "core/error.h"
 #include "io/json_config.h"
+#include "model/presets.h"
 
 namespace moex::model {
 
@@ -42,6 +46,11 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
 }
 
 ModelConfig load_model_config(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec) && !ec && find_preset(dir) != nullptr)
+    fail("model directory ", dir, " does not exist; '", dir,
+         "' is a preset name: write it first with `moex make-model --preset ", dir,
+         " --out DIR` and pass -m DIR (`moex sweep -m` builds presets itself)");
   const std::string file = dir + "/config.json";
   return parse_model_config(io::read_json_file(file), file);
 }

@@ -1,6 +1,6 @@
 // moex::Tokenizer: text <-> token ids with the same results as the model's own tokenizer
 // (Hugging Face tokenizer.json, byte-level BPE and SentencePiece-style BPE), plus the
-// special tokens of tokenizer_config.json / generation_config.json.
+// special tokens of tokenizer_config.json.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,8 @@ namespace moex {
 class Tokenizer {
  public:
   // dir_or_file: a checkpoint directory holding tokenizer.json (and optionally
-  // tokenizer_config.json, generation_config.json), or a tokenizer.json path (the config
-  // files are then looked for beside it). Throws moex::Error naming the file and field.
+  // tokenizer_config.json), or a tokenizer.json path (the config file is then looked for
+  // beside it). Throws moex::Error naming the file and field.
   static Tokenizer load(const std::string& dir_or_file);
 
   // Token ids of text. add_special adds what the post_processor puts around the text
@@ -28,7 +28,8 @@ class Tokenizer {
   // Ids that name no token are skipped, as the reference does.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 
-  // End-of-sequence ids: tokenizer_config eos_token, then generation_config eos_token_id(s).
+  // End-of-sequence ids: tokenizer_config's eos_token (as transformers' eos_token_id). The
+  // model's stop rule adds config.json's or generation_config.json's (model::stop_token_ids).
   std::vector<int32_t> eos_ids() const;
   // tokenizer_config bos_token, if set.
   std::optional<int32_t> bos_id() const;

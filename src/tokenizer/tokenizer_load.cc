@@ -1,5 +1,6 @@
-// Tokenizer::load: reads tokenizer.json (+ tokenizer_config.json, generation_config.json)
-// and builds the pipeline; every malformed or unsupported field is a moex::Error naming it.
+// Tokenizer::load: reads tokenizer.json (+ tokenizer_config.json) and builds the pipeline;
+// every malformed or unsupported field is a moex::Error naming it. (generation_config.json's
+// end-of-turn ids belong to the model's stop rule: model/generation_config.h.)
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -63,27 +64,6 @@ void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer
       if (im.affixes.prefix.empty() && im.affixes.suffix.empty()) {
         if (add_bos && im.bos) im.affixes.prefix.push_back(*im.bos);
         if (add_eos && !im.eos.empty()) im.affixes.suffix.push_back(im.eos[0]);
-      }
-    }
-  }
-  const fs::path gen_path = dir / "generation_config.json";
-  if (path_kind(gen_path) != PathKind::kMissing) {
-    const Json gen = tok::read_json_file(gen_path.string());
-    const std::string where = gen_path.string() + ": ";
-    tok::require_object(gen, gen_path.string());
-    if (const Json* e = tok::optional_field(gen, "eos_token_id")) {
-      const std::string ew = tok::field_path(where, "eos_token_id");
-      // Range-checked as read: a cast first turned 4294967301 (2^32 + 5) into id 5.
-      std::vector<int64_t> ids;
-      if (e->is_array()) {
-        for (size_t i = 0; i < e->size(); ++i) ids.push_back(tok::as_int((*e)[i], tok::index_path(ew, i)));
-      } else {
-        ids.push_back(tok::as_int(*e, ew));
-      }
-      for (int64_t id : ids) {
-        if (id < 0 || id >= im.vocab_size) fail(ew, ": id ", id, " is outside the vocabulary");
-        const int32_t id32 = static_cast<int32_t>(id);
-        if (std::find(im.eos.begin(), im.eos.end(), id32) == im.eos.end()) im.eos.push_back(id32);
       }
     }
   }
