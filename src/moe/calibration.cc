@@ -243,8 +243,10 @@ std::optional<CalibratedCap> load_calibrated_cap(const CalibrationKey& key) {
   const CalibrationMatch m = find_calibration(file, key);
   if (!m.entry) return std::nullopt;
   const CalibrationEntry& e = *m.entry;
-  return CalibratedCap{e.cap, str_cat(path, " (", e.hardware, ", ", e.threads, " threads, ", e.isa,
-                                      ", ", e.date, m.exact ? "" : "; " + m.why, ")")};
+  return CalibratedCap{e.cap,
+                       str_cat(path, " (", e.hardware, ", ", e.threads, " threads, ", e.isa, ", ",
+                               e.date, m.exact ? "" : "; " + m.why, ")"),
+                       e.moex_commit, m.exact};
 }
 
 CalibrationKey host_cpu_calibration_key() {

@@ -64,6 +64,8 @@ const char* setting_source_name(SettingSource s) {
       return "calibration";
     case SettingSource::kBackendDefault:
       return "default";
+    case SettingSource::kMeasurement:
+      return "measurement";
   }
   return "?";
 }
@@ -199,12 +201,15 @@ std::string DispatchDecision::explanation() const {
       cap_from = str_cat("calibration ", cap_origin);
       break;
     case CapSource::kBackendDefault:
+    case CapSource::kMeasurement:
       cap_from = "backend default";
       break;
   }
-  const std::string mode_from = mode_source == SettingSource::kFlag  ? "flag --fused"
-                                : mode_source == SettingSource::kEnv ? str_cat("env ", kEnvFusedMoe)
-                                                                     : "default";
+  const std::string mode_from =
+      mode_source == SettingSource::kFlag          ? "flag --fused"
+      : mode_source == SettingSource::kEnv         ? str_cat("env ", kEnvFusedMoe)
+      : mode_source == SettingSource::kMeasurement ? std::string("the policy's online measurement")
+                                                   : "default";
   if (path == Path::kFused) {
     if (cap_ignored)
       return str_cat("fused (mode on from ", mode_from, "; cap ", cap, " from ", cap_from,

@@ -42,9 +42,11 @@ enum class FusedMode { kAuto, kOn, kOff };
 const char* fused_mode_name(FusedMode m);  // "auto", "on", "off"
 
 // Where a setting came from, highest precedence first.
-enum class SettingSource { kFlag, kEnv, kCalibration, kBackendDefault };
+enum class SettingSource { kFlag, kEnv, kCalibration, kBackendDefault, kMeasurement };
 using CapSource = SettingSource;
-const char* setting_source_name(SettingSource s);  // "flag", "env", "calibration", "default"
+// "flag", "env", "calibration", "default", "measurement" (the engine's online measurement,
+// moe/online_measure.h, forcing each path in turn)
+const char* setting_source_name(SettingSource s);
 
 // Backend defaults of the Dff cap.
 // CUDA: moex's own kernels on an H200 (docs/benchmark_results/cuda-h200-moe-block.md,
@@ -99,6 +101,8 @@ struct ProjectionQuant {
 struct CalibratedCap {
   int64_t cap = 0;
   std::string origin;  // "<file> (<hardware>, <date>)", shown in explanations
+  std::string moex_commit;  // of the entry ("" when not from a file): another one is stale
+  bool exact = true;        // the entry's key equals the lookup's (calibration.h)
 };
 
 struct DispatchInputs {

@@ -1,0 +1,124 @@
+// OnlineMeasurement: ABBA path schedule, per-shape step totals, moex tune's judgement.
+#include "moe/online_measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "core/error.h"
+#include "core/strict_parse.h"
+
+namespace moex::moe {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double spread(const std::vector<double>& v) {
+  const double m = median(v);
+  return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m
+               : 0;
+}
+
+std::string fmt(double x, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+}  // namespace
+
+bool measurement_enabled_by_environment() {
+  const std::optional<std::string> v = env_value(kEnvFusedMoeMeasure);
+  return v ? parse_bool_switch(*v, kEnvFusedMoeMeasure) : true;
+}
+
+OnlineMeasurement::OnlineMeasurement(MeasureTime time) : time_(std::move(time)) {}
+
+Path OnlineMeasurement::path_for_step() const {
+  if (!recording()) return Path::kFused;
+  // ABBA: F B B F F B B F ... so that a drift over the window weighs on both paths alike.
+  const int i = step_ - kMeasureWarmupSteps;
+  return (i % 4 == 0 || i % 4 == 3) ? Path::kFused : Path::kFallback;
+}
+
+void OnlineMeasurement::record(const MeasureShape& shape, double measured_seconds) {
+  if (!recording()) return;
+  const Path p = path_for_step();
+  const double s = time_ ? time_(p, measured_seconds) : measured_seconds;
+  auto it = std::find_if(series_.begin(), series_.end(),
+                         [&](const Series& x) { return x.shape == shape; });
+  if (it == series_.end()) {
+    series_.push_back({shape, {}, {}, 0, 0, false});
+    it = series_.end() - 1;
+  }
+  (p == Path::kFused ? it->step_fused : it->step_fallback) += s;
+  it->touched = true;
+}
+
+bool OnlineMeasurement::end_step() {
+  if (done()) return false;
+  if (recording()) {
+    const bool fused = path_for_step() == Path::kFused;
+    for (Series& x : series_) {
+      if (!x.touched) continue;
+      (fused ? x.fused : x.fallback).push_back(fused ? x.step_fused : x.step_fallback);
+      x.step_fused = x.step_fallback = 0;
+      x.touched = false;
+    }
+  }
+  ++step_;
+  return done();
+}
+
+std::vector<TunePoint> OnlineMeasurement::points() const {
+  std::vector<TunePoint> out;
+  for (const Series& x : series_) {
+    if (x.fused.empty() || x.fallback.empty()) continue;
+    TunePoint p;
+    const double f = median(x.fused), b = median(x.fallback);
+    p.point = {x.shape.din, x.shape.dff, x.shape.top_k, x.shape.bits, f * 1e6, b * 1e6,
+               f > 0 ? b / f : 1.0};
+    p.fused_spread = spread(x.fused);
+    p.fallback_spread = spread(x.fallback);
+    out.push_back(p);
+  }
+  return out;
+}
+
+HostCap OnlineMeasurement::host_cap(Backend backend) const {
+  const std::vector<TunePoint> pts = points();
+  if (pts.empty()) fail("online measurement: no MoE layer call was timed");
+  HostCap h = derive_host_cap_with_ties(pts);
+  const bool fused_everywhere = std::all_of(h.shapes.begin(), h.shapes.end(), [](auto& c) {
+    return c.kind == CrossoverKind::kFusedWinsEverywhere;
+  });
+  if (fused_everywhere && h.cap < backend_default_max_dff(backend)) {
+    h.cap = backend_default_max_dff(backend);
+    h.text = str_cat("cap ", h.cap, " (the backend default): fused wins or ties (within noise) ",
+                     "at every measured shape");
+  }
+  return h;
+}
+
+std::vector<std::string> OnlineMeasurement::report() const {
+  std::vector<std::string> lines;
+  for (const TunePoint& p : points()) {
+    const CalibrationPoint& c = p.point;
+    const bool tie = within_noise(p);
+    const char* verdict = tie ? "tie within noise: fused" : c.ratio >= 1 ? "fused" : "fallback";
+    lines.push_back(str_cat("Dff ", c.dff, " (Din ", c.hidden, ", top-", c.top_k, ", ", c.bits,
+                            " bits): fused ", fmt(1 / c.ratio, 3), "x the time of the fallback (fused ",
+                            fmt(c.fused_us / 1e3, 3), " ms, fallback ", fmt(c.fallback_us / 1e3, 3),
+                            " ms per step, n=", kMeasureStepsPerPath, " each, spread ",
+                            fmt(100 * p.fused_spread, 1), "% / ", fmt(100 * p.fallback_spread, 1),
+                            "%): ", verdict));
+  }
+  return lines;
+}
+
+}  // namespace moex::moe

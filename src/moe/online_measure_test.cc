@@ -1,0 +1,104 @@
+// OnlineMeasurement with a fake time source (fault injection): the schedule (warm-up, then
+// ABBA), the judgement per shape (slower, faster, equal within noise) and the cap it gives.
+#include "moe/online_measure.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace moex::moe {
+namespace {
+
+const MeasureShape kQwen{2048, 768, 8, 4};
+const MeasureShape kWide{2048, 1408, 4, 4};
+
+// Runs the whole window with `layers` calls per step per shape; fused/fallback take the
+// given seconds, times (1 + jitter) alternating in sign from step to step.
+OnlineMeasurement run(double fused_s, double fallback_s, double jitter,
+                      std::vector<MeasureShape> shapes = {kQwen}, int layers = 3) {
+  int call = 0;
+  OnlineMeasurement m([&](Path p, double) {
+    const double j = (call++ / layers) % 2 ? 1 + jitter : 1 - jitter;
+    return (p == Path::kFused ? fused_s : fallback_s) * j;
+  });
+  while (!m.done()) {
+    for (const MeasureShape& s : shapes)
+      for (int l = 0; l < layers; ++l) m.record(s, 0.0);
+    m.end_step();
+  }
+  return m;
+}
+
+TEST(OnlineMeasurement, WarmupThenAbbaOverABoundedWindow) {
+  OnlineMeasurement m;
+  std::string order;
+  int steps = 0;
+  while (!m.done()) {
+    order += m.recording() ? (m.path_for_step() == Path::kFused ? 'F' : 'B') : 'w';
+    m.end_step();
+    ++steps;
+  }
+  EXPECT_EQ(order, "wwFBBFFBBFFBBF");
+  EXPECT_EQ(steps, OnlineMeasurement::total_steps());
+  EXPECT_EQ(m.path_for_step(), Path::kFused);  // after the window: back to the policy's path
+  EXPECT_FALSE(m.end_step());
+}
+
+TEST(OnlineMeasurement, FusedSlowerBeyondNoiseGivesACapBelowItsDff) {
+  const OnlineMeasurement m = run(1.10e-3, 1.00e-3, 0.01);
+  const HostCap h = m.host_cap(Backend::kCpu);
+  EXPECT_EQ(h.cap, 767);
+  ASSERT_EQ(m.points().size(), 1u);
+  EXPECT_NEAR(m.points()[0].point.ratio, 1.0 / 1.1, 1e-9);
+  EXPECT_NE(m.report()[0].find(": fallback"), std::string::npos) << m.report()[0];
+}
+
+TEST(OnlineMeasurement, FusedFasterKeepsTheBackendDefault) {
+  const HostCap h = run(0.90e-3, 1.00e-3, 0.01).host_cap(Backend::kCpu);
+  EXPECT_EQ(h.cap, backend_default_max_dff(Backend::kCpu));
+}
+
+TEST(OnlineMeasurement, EqualWithinNoiseIsATieAndGoesToFused) {
+  // fused 2% slower, but each path's steps spread by 10%: noise cannot say.
+  const OnlineMeasurement m = run(1.02e-3, 1.00e-3, 0.05);
+  EXPECT_EQ(m.host_cap(Backend::kCpu).cap, backend_default_max_dff(Backend::kCpu));
+  EXPECT_NE(m.report()[0].find("tie within noise: fused"), std::string::npos) << m.report()[0];
+}
+
+TEST(OnlineMeasurement, EachShapeIsJudgedAndTheSmallestCapWins) {
+  int call = 0;
+  // Shape kQwen: fused slower; kWide: fused faster.
+  OnlineMeasurement m([&](Path p, double) {
+    const bool qwen = (call++ % 2) == 0;
+    return p == Path::kFused ? (qwen ? 1.2e-3 : 0.8e-3) : 1.0e-3;
+  });
+  while (!m.done()) {
+    m.record(kQwen, 0);
+    m.record(kWide, 0);
+    m.end_step();
+  }
+  ASSERT_EQ(m.points().size(), 2u);
+  EXPECT_EQ(m.host_cap(Backend::kCpu).cap, 767);
+}
+
+TEST(OnlineMeasurement, NothingTimedIsAnError) {
+  OnlineMeasurement m;
+  while (!m.done()) m.end_step();
+  EXPECT_THROW(m.host_cap(Backend::kCpu), Error);
+}
+
+TEST(OnlineMeasurement, EnvironmentSwitchIsStrict) {
+  ::setenv(kEnvFusedMoeMeasure, "0", 1);
+  EXPECT_FALSE(measurement_enabled_by_environment());
+  ::setenv(kEnvFusedMoeMeasure, "yes", 1);
+  EXPECT_TRUE(measurement_enabled_by_environment());
+  ::setenv(kEnvFusedMoeMeasure, "maybe", 1);
+  EXPECT_THROW(measurement_enabled_by_environment(), Error);
+  ::unsetenv(kEnvFusedMoeMeasure);
+  EXPECT_TRUE(measurement_enabled_by_environment());
+}
+
+}  // namespace
+}  // namespace moex::moe
