@@ -225,7 +225,8 @@ TEST(DispatchPolicy, PrecedenceTable) {
     DispatchInputs in = fusable();
     in.backend = c.backend;
     in.settings = resolve_fused_settings(c.raw);
-    if (c.calibration) in.calibration = CalibratedCap{*c.calibration, "test.json (x, y)"};
+    if (c.calibration)
+      in.calibration = CalibratedCap{*c.calibration, "test.json (x, y)", "", true};
     const DispatchDecision d = decide_path(in);
     EXPECT_EQ(d.cap, c.cap) << c.name;
     EXPECT_EQ(d.cap_source, c.source) << c.name;
@@ -252,7 +253,7 @@ TEST(DispatchPolicy, ModeAndCapSourcesAreReported) {
   EXPECT_EQ(on.path, Path::kFused);
   EXPECT_TRUE(on.cap_ignored);
   EXPECT_NE(on.explanation().find("ignored"), std::string::npos) << on.explanation();
-  in.calibration = CalibratedCap{600, "cal.json (cpu0, 2026-01-01T00:00:00Z)"};
+  in.calibration = CalibratedCap{600, "cal.json (cpu0, 2026-01-01T00:00:00Z)", "", true};
   in.settings = {};
   EXPECT_NE(decide_path(in).explanation().find("cal.json"), std::string::npos);
 }

@@ -48,18 +48,6 @@ DispatchInputs inputs_for(const MoeExpertsView& ex, bool stacked, int64_t tokens
   return in;
 }
 
-void gather(const QuantWeightsView& w, const float* x, int64_t x_rows, const int32_t* lhs,
-            const int32_t* rhs, int64_t batch, float* out) {
-  kernels::GatherQmmArgs a;
-  a.x = x;
-  a.x_rows = x_rows;
-  a.w = &w;
-  a.lhs_indices = lhs;
-  a.rhs_indices = rhs;
-  a.batch = batch;
-  a.out = out;
-  kernels::gather_qmm(a);
-}
 
 }  // namespace
 
@@ -185,7 +173,8 @@ void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
     }
   } else if (sh.sigmoid_gate_quant) {
     // One row of Din: computed on the host from the host view (a few microseconds).
-    gather(*sh.sigmoid_gate_quant, call.x, m, nullptr, zeros, m, g);
+    kernels::gather_qmm({.x = call.x, .x_rows = m, .w = sh.sigmoid_gate_quant,
+                         .rhs_indices = zeros, .batch = m, .out = g});
     for (int64_t t = 0; t < m; ++t) g[t] = router_sigmoid(g[t]);
   } else {
     std::fill(g, g + m, 1.f);

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <vector>
 
 #include "cuda/device.h"
+#include "kernels/kernels_test_util.h"
 #include "moe/moe_block.h"
 #include "moe/synthetic_experts.h"
 
@@ -17,14 +17,6 @@ namespace {
 // The CUDA decode tests' gate for device vs host results (f32 sums in another order).
 constexpr double kDeviceGate = 5e-3;
 
-double nrms(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 std::vector<float> run(const MoeBlock& block, const std::vector<float>& x, int64_t m,
                        const std::vector<int32_t>& ids, const std::vector<float>& scores, int k) {
@@ -67,7 +59,9 @@ TEST(CudaMoeBackend, MatchesTheCpuBackendOnBothPaths) {
       const MoeBlock cpu(MoeLayer{se.view()}, p);
       p.backend = &cuda_moe_backend();
       const MoeBlock gpu(MoeLayer{se.view()}, p);
-      EXPECT_LT(nrms(run(gpu, x, m, ids, scores, k), run(cpu, x, m, ids, scores, k)), kDeviceGate)
+      const std::vector<float> dev = run(gpu, x, m, ids, scores, k);
+      const std::vector<float> host = run(cpu, x, m, ids, scores, k);
+      EXPECT_LT(kernels::testing::nrms(dev.data(), host.data(), int64_t(dev.size())), kDeviceGate)
           << "tokens " << m << " --fused " << mode;
     }
   }
