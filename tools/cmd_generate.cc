@@ -1,7 +1,7 @@
-// `moex generate`: runs a model on a prompt (text through the model's tokenizer, or token
-// ids) and streams the sampled continuation, up to -n tokens, EOS or the model's context
-// limit; prints prompt and decode speed, peak memory and, with -v, each MoE layer's dispatch
-// decision and the path counters.
+// `moex generate`: runs a model on a prompt (text through the model's tokenizer, with --chat
+// as one user turn of its chat template, or token ids) and streams the sampled continuation,
+// up to -n tokens, EOS or the model's context limit; prints prompt and decode speed, peak
+// memory and, with -v, each MoE layer's dispatch decision and the path counters.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -24,8 +24,10 @@
 #include "model/ops/sampling.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/util_chat_prompt.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
+#include "tools/util_sampling.h"
 
 namespace moex::tools {
 namespace {
@@ -34,58 +36,41 @@ namespace eng = moex::model::engine;
 
 struct GenerateFlags {
   std::string model;
-  std::optional<std::string> prompt, prompt_ids, n, temp, top_k, top_p, min_p, seed, fused,
-      max_dff, threads, isa, dump_logits, prefill_chunk, backend;
-  bool verbose = false, ignore_eos = false;
+  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, isa,
+      dump_logits, prefill_chunk, backend;
+  SamplingFlags sampling;
+  bool verbose = false, ignore_eos = false, chat = false;
 };
 
-// generation_config.json's sampling values for the fields no flag set, as transformers
-// applies them (only with do_sample: true); returns what -v says about it ("" if nothing).
-std::string apply_generation_defaults(const model::GenerationConfig& g, const GenerateFlags& f,
-                                      model::ops::SamplerArgs& sa) {
-  if (g.source.empty() || !(g.temperature || g.top_p || g.top_k)) return "";
-  if (!g.do_sample)
-    return g.source + ": sampling values ignored (do_sample is not true): greedy unless flags say";
-  std::string used;
-  auto note = [&](const char* name, const std::string& v) {
-    used += str_cat(used.empty() ? "" : ", ", name, " ", v);
-  };
-  if (g.temperature && !f.temp) {
-    sa.temperature = *g.temperature;
-    note("temperature", str_cat(*g.temperature));
-  }
-  if (g.top_p && !f.top_p) {
-    sa.top_p = *g.top_p;
-    note("top_p", str_cat(*g.top_p));
-  }
-  if (g.top_k && !f.top_k) {
-    sa.top_k = *g.top_k;
-    note("top_k", str_cat(*g.top_k));
-  }
-  if (used.empty()) return g.source + ": sampling values all overridden by flags";
-  return str_cat("sampling defaults from ", g.source, ": ", used, " (flags override each)");
+// --chat: -p (and --system) as a conversation through DIR's chat template, as mlx_lm.generate
+// does; the template's origin goes to *origin for -v.
+eng::Prompt chat_prompt(const GenerateFlags& f, std::string* origin) {
+  if (f.prompt_ids) fail("--chat renders -p text; it does not take --prompt-ids");
+  if (!f.prompt) fail("--chat needs the user's message as -p TEXT");
+  const ChatPrompt cp(f.model, Tokenizer::load(f.model));
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (f.system) messages.push_back(chat_message("system", *f.system));
+  messages.push_back(chat_message("user", *f.prompt));
+  *origin = cp.origin();
+  eng::Prompt p{cp.ids(messages), true};
+  if (p.ids.empty()) fail(cp.origin(), ": the chat template rendered an empty prompt");
+  return p;
 }
 
 int run_generate(const GenerateFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
-  model::ops::SamplerArgs sa;
-  if (f.temp) sa.temperature = parse_double_strict(*f.temp, "--temp");
-  if (f.top_k) sa.top_k = parse_int_strict(*f.top_k, "--top-k", 0, INT32_MAX);
-  if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");
-  if (f.min_p) sa.min_p = parse_double_strict(*f.min_p, "--min-p");
+  if (f.system && !f.chat) fail("--system is a turn of the chat template: it needs --chat");
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
-  const std::string sampling_note = apply_generation_defaults(gen, f, sa);
-  // Without --seed every run samples differently, as mlx-lm and llama.cpp do; the seed is
-  // printed so that a run can be repeated.
-  sa.seed = f.seed ? uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX)) : random_seed();
-  model::ops::Sampler sampler(sa);
-  if (!f.seed && (f.verbose || !sampler.greedy()))
-    std::fprintf(stderr, "generate: sampling seed %llu (pass --seed %llu to repeat this run)\n",
-                 (unsigned long long)sa.seed, (unsigned long long)sa.seed);
-  const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
+  const SamplingSetup sampling = sampling_setup(f.sampling, gen);
+  const std::string& sampling_note = sampling.defaults_note;
+  model::ops::Sampler sampler(sampling.args);
+  note_random_seed("generate", sampling, sampler.greedy(), f.verbose);
+  std::string template_origin;
+  const eng::Prompt prompt = f.chat ? chat_prompt(f, &template_origin)
+                                    : eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
   // The prompt must fit the context; the continuation stops at its limit (as llama.cpp and
   // mlx-lm do) instead of -n being refused up front.
   const int64_t prompt_tokens = int64_t(prompt.ids.size());
@@ -125,6 +110,9 @@ int run_generate(const GenerateFlags& f) {
                  gen.eos_token_ids.empty() ? "config.json" : "generation_config.json",
                  tok ? " + tokenizer" : "");
     if (!sampling_note.empty()) std::fprintf(stderr, "  %s\n", sampling_note.c_str());
+    if (f.chat)
+      std::fprintf(stderr, "  chat template %s: prompt of %zu tokens\n", template_origin.c_str(),
+                   prompt.ids.size());
     if (prompt.ids.size() > 1)
       std::fprintf(stderr, "  prefill: %zu tokens in one batch, MoE layers on the fallback path "
                    "(not_single_token)\n", prompt.ids.size());
@@ -204,15 +192,12 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("-n,--max-tokens", f->n,
                  "most tokens to generate (default 128); stops at EOS and at the context limit")
       ->type_name("INT");
-  sub.add_option("--temp", f->temp, "sampling temperature (0: greedy, the default)")
-      ->type_name("FLOAT");
-  sub.add_option("--top-k", f->top_k, "keep the k most likely tokens (0: off)")->type_name("INT");
-  sub.add_option("--top-p", f->top_p, "nucleus sampling mass in (0, 1] (1: off)")
-      ->type_name("FLOAT");
-  sub.add_option("--min-p", f->min_p, "drop tokens below min_p * p_max (0: off)")
-      ->type_name("FLOAT");
-  sub.add_option("--seed", f->seed, "random seed for sampling (default: a random one, printed)")
-      ->type_name("INT");
+  sub.add_flag("--chat", f->chat,
+               "render -p as a user turn of DIR's chat template (ending in the assistant's "
+               "header), as mlx_lm.generate does");
+  sub.add_option("--system", f->system, "a system turn before -p (with --chat)")
+      ->type_name("TEXT");
+  add_sampling_options(sub, f->sampling);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

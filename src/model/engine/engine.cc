@@ -148,6 +148,25 @@ void Engine::reset() {
   pos_ = 0;
 }
 
+bool Engine::can_truncate() const {
+  return std::none_of(conv_.begin(), conv_.end(), [](const auto& c) { return bool(c); });
+}
+
+bool Engine::truncate(int64_t position) {
+  if (position < 0 || position > pos_)
+    fail("truncate: position ", position, " outside the ", pos_, " tokens held");
+  if (position == pos_) return true;
+  if (position == 0) {
+    reset();
+    return true;
+  }
+  // A short-conv layer's state mixes the last kernel-1 positions; the older ones are gone.
+  if (!can_truncate()) return false;
+  for (auto& c : caches_) c.truncate(position);
+  pos_ = position;
+  return true;
+}
+
 void Engine::set_fused_settings(const moe::FusedSettings& settings) {
   policy_.settings = settings;
   for (auto& m : moe_)

@@ -65,6 +65,13 @@ class Engine {
 
   // Back to position 0 (KV caches cleared); path counters are kept.
   void reset();
+  // Back to `position` (0..position()), keeping the first `position` tokens' KV entries, so
+  // that a prompt sharing them continues from there. Models with short-conv layers (LFM2)
+  // keep a recurrent state that cannot be rewound: there it returns false and changes
+  // nothing unless position is 0 or position() (the caller resets and re-prefills).
+  bool truncate(int64_t position);
+  // Whether truncate() works for every position (no short-conv layers).
+  bool can_truncate() const;
   // Changes the fused-path settings of every MoE layer (bench-decode's interleaved arms run
   // on one model instance).
   void set_fused_settings(const moe::FusedSettings& settings);

@@ -1,0 +1,51 @@
+// EngineSession: prefix reuse over one engine's KV caches (see session.h).
+#include "model/engine/session.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace moex::model::engine {
+
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return int64_t(i);
+}
+
+int64_t reusable_prefix(const std::vector<int32_t>& held, const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) return 0;
+  return std::min(common_prefix(held, prompt), int64_t(prompt.size()) - 1);
+}
+
+EngineSession::Prefill EngineSession::prefill(const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) fail("prefill: empty prompt");
+  Prefill r;
+  r.reused = reusable_prefix(ids_, prompt);
+  if (!engine_.truncate(r.reused)) {
+    // Short-conv layers cannot rewind their recurrent state: start over.
+    engine_.reset();
+    r.reused = 0;
+    r.rebuilt = true;
+  }
+  ids_.resize(size_t(r.reused));
+  const std::vector<int32_t> rest(prompt.begin() + r.reused, prompt.end());
+  r.logits = engine_.prefill(rest);  // throws before running anything when it does not fit
+  ids_.insert(ids_.end(), rest.begin(), rest.end());
+  r.prefilled = int64_t(rest.size());
+  return r;
+}
+
+const float* EngineSession::decode(int32_t token) {
+  const float* logits = engine_.decode(token);
+  ids_.push_back(token);
+  return logits;
+}
+
+void EngineSession::reset() {
+  engine_.reset();
+  ids_.clear();
+}
+
+}  // namespace moex::model::engine

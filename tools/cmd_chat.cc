@@ -1,0 +1,260 @@
+// `moex chat`: a conversation on stdin/stdout through the model's chat template. Each turn
+// renders the whole conversation and runs only the tokens after those the engine already
+// holds (EngineSession); /reset starts over, /exit or EOF quits, Ctrl-C stops an answer.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/atomic_write.h"
+#include "core/error.h"
+#include "core/strict_parse.h"
+#include "core/sysinfo.h"
+#include "model/engine/engine.h"
+#include "model/engine/run_setup.h"
+#include "model/engine/session.h"
+#include "model/family_registry.h"
+#include "model/generation_config.h"
+#include "model/ops/sampling.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/command.h"
+#include "tools/util_chat_prompt.h"
+#include "tools/util_flags.h"
+#include "tools/util_progress.h"
+#include "tools/util_sampling.h"
+
+namespace moex::tools {
+namespace {
+
+namespace eng = moex::model::engine;
+
+struct ChatFlags {
+  std::string model;
+  std::optional<std::string> system, n, threads, fused, backend, context, dump_turns;
+  SamplingFlags sampling;
+  bool verbose = false;
+};
+
+// Set by SIGINT while an answer runs; checked between tokens.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// While alive, Ctrl-C stops the answer instead of the program; outside it (at the prompt)
+// SIGINT keeps its default action and quits.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted.store(false);
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ = {};
+};
+
+enum class Stop { kStopToken, kMaxTokens, kContext, kInterrupted };
+const char* stop_name(Stop s) {
+  switch (s) {
+    case Stop::kStopToken: return "stop_token";
+    case Stop::kMaxTokens: return "max_tokens";
+    case Stop::kContext: return "context";
+    case Stop::kInterrupted: return "interrupted";
+  }
+  return "";
+}
+
+struct Answer {
+  std::vector<int32_t> ids;  // as sampled, the stop token included
+  std::string text;          // without the stop token's text
+  Stop stop = Stop::kMaxTokens;
+  int64_t decode_steps = 0;
+};
+
+struct AnswerArgs {
+  eng::EngineSession* session = nullptr;
+  const float* logits = nullptr;  // after the prompt
+  model::ops::Sampler* sampler = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  const std::vector<int64_t>* stop_ids = nullptr;
+  int64_t max_tokens = 0;
+};
+
+// Samples until a stop id, max_tokens, the end of the context or Ctrl-C, streaming the text.
+Answer generate_answer(const AnswerArgs& a) {
+  Answer r;
+  StreamDecoder stream(*a.tokenizer);
+  const float* logits = a.logits;
+  eng::Engine& e = a.session->engine();
+  auto emit = [&](const std::string& s) {
+    r.text += s;
+    std::cout << s << std::flush;
+  };
+  for (;;) {
+    const int32_t t = int32_t(a.sampler->sample(logits, e.vocab()));
+    r.ids.push_back(t);
+    if (std::find(a.stop_ids->begin(), a.stop_ids->end(), t) != a.stop_ids->end()) {
+      r.stop = Stop::kStopToken;
+      break;
+    }
+    emit(stream.step(t));
+    if (int64_t(r.ids.size()) == a.max_tokens) break;
+    if (g_interrupted.load()) {
+      r.stop = Stop::kInterrupted;
+      break;
+    }
+    if (e.position() >= e.context()) {
+      r.stop = Stop::kContext;
+      break;
+    }
+    logits = a.session->decode(t);
+    ++r.decode_steps;
+  }
+  emit(stream.flush());
+  return r;
+}
+
+std::string trim_line_end(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+
+int run_chat(const ChatFlags& f) {
+  if (f.threads) parse_threads_flag(*f.threads);
+  eng::apply_threads_and_isa(f.threads, std::nullopt);
+  const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 512;
+  const int64_t context = f.context ? parse_int_strict(*f.context, "--context", 2, INT32_MAX) : 0;
+  const model::ModelConfig cfg = model::load_model_config(f.model);
+  const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
+  const SamplingSetup sampling = sampling_setup(f.sampling, gen);
+  model::ops::Sampler sampler(sampling.args);
+  note_random_seed("chat", sampling, sampler.greedy(), f.verbose);
+  const Tokenizer tok = Tokenizer::load(f.model);
+  const ChatPrompt prompt(f.model, tok);
+  const std::vector<int64_t> stops = model::stop_token_ids(cfg, gen, tok.eos_ids());
+
+  const LoadProgress load("chat", f.model);
+  auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, std::nullopt, context,
+                                                               f.backend));
+  load.done();
+  // LFM2's short-conv layers cannot be truncated: the session then resets and re-runs the
+  // whole conversation whenever it is rendered differently from what the engine holds.
+  eng::EngineSession session(*engine);
+  if (f.verbose) {
+    std::fprintf(stderr, "chat: template %s; context %lld tokens; %s\n", prompt.origin().c_str(),
+                 (long long)engine->context(),
+                 engine->can_truncate() ? "the KV cache is truncated to the common prefix"
+                                        : "short-conv layers: a changed prefix re-runs it all");
+    if (!sampling.defaults_note.empty())
+      std::fprintf(stderr, "  %s\n", sampling.defaults_note.c_str());
+  }
+
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  auto start_conversation = [&] {
+    messages = nlohmann::ordered_json::array();
+    if (f.system) messages.push_back(chat_message("system", *f.system));
+  };
+  start_conversation();
+  nlohmann::json dump = nlohmann::json::array();
+  const bool tty = isatty(STDIN_FILENO);
+  std::string line;
+  for (;;) {
+    if (tty) std::cout << "> " << std::flush;
+    if (!std::getline(std::cin, line)) break;
+    line = trim_line_end(line);
+    if (line == "/exit") break;
+    if (line == "/reset") {
+      start_conversation();
+      session.reset();
+      std::fprintf(stderr, "chat: conversation cleared\n");
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back(chat_message("user", line));
+    const std::vector<int32_t> ids = prompt.ids(messages);
+    // The prompt and at least the position of one answer token must fit.
+    if (int64_t(ids.size()) >= engine->context()) {
+      messages.erase(messages.end() - 1);
+      std::fprintf(stderr,
+                   "chat: the conversation is full (%zu prompt tokens, context %lld); /reset "
+                   "to start a new one\n",
+                   ids.size(), (long long)engine->context());
+      continue;
+    }
+    Answer a;
+    eng::EngineSession::Prefill p;
+    double t_prefill = 0, t_decode = 0;
+    {
+      InterruptScope interrupts;
+      const double t0 = now_seconds();
+      p = session.prefill(ids);
+      t_prefill = now_seconds() - t0;
+      a = generate_answer({.session = &session, .logits = p.logits, .sampler = &sampler,
+                           .tokenizer = &tok, .stop_ids = &stops, .max_tokens = n});
+      t_decode = now_seconds() - t0 - t_prefill;
+    }
+    std::cout << std::endl;
+    if (a.stop == Stop::kInterrupted) std::fprintf(stderr, "chat: answer stopped (Ctrl-C)\n");
+    if (a.stop == Stop::kContext)
+      std::fprintf(stderr, "chat: answer stopped at the context limit (%lld tokens); /reset to "
+                   "start a new conversation\n", (long long)engine->context());
+    messages.push_back(chat_message("assistant", a.text));
+    if (f.verbose)
+      std::fprintf(stderr,
+                   "chat: turn %zu: prompt %zu tokens (%lld kept, %lld run%s, %.3f s); answer "
+                   "%zu tokens (%.2f tokens/s, %s)\n",
+                   dump.size() + 1, ids.size(), (long long)p.reused, (long long)p.prefilled,
+                   p.rebuilt ? ", engine reset" : "", t_prefill, a.ids.size(),
+                   a.decode_steps ? double(a.decode_steps) / t_decode : 0.0, stop_name(a.stop));
+    dump.push_back({{"user", line}, {"prompt_ids", ids}, {"reused", p.reused},
+                    {"prefilled", p.prefilled}, {"rebuilt", p.rebuilt}, {"generated_ids", a.ids},
+                    {"answer", a.text}, {"stop", stop_name(a.stop)}});
+    if (f.dump_turns) write_file_atomic(*f.dump_turns, dump.dump() + "\n", "--dump-turns");
+  }
+  if (tty) std::cout << std::endl;
+  return 0;
+}
+
+CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
+  auto f = std::make_shared<ChatFlags>();
+  sub.footer("Type a message and Enter. /reset clears the conversation, /exit or end of input "
+             "quits; Ctrl-C stops an answer (at the prompt it quits).");
+  sub.add_option("-m,--model", f->model, "model directory (config.json, safetensors, tokenizer "
+                 "and chat template)")
+      ->type_name("DIR")
+      ->required();
+  sub.add_option("--system", f->system, "system turn at the start of every conversation")
+      ->type_name("TEXT");
+  sub.add_option("-n,--max-tokens", f->n, "most tokens per answer (default 512)")
+      ->type_name("INT");
+  add_sampling_options(sub, f->sampling);
+  sub.add_option("--context", f->context,
+                 "KV cache capacity in tokens (default: max_position_embeddings, at most 4096)")
+      ->type_name("INT");
+  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
+      ->type_name("INT");
+  sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
+  sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
+  sub.add_option("--dump-turns", f->dump_turns,
+                 "write each turn's prompt ids, reused and run counts and answer ids as JSON")
+      ->group("");  // for the reference tests
+  sub.add_flag("-v,--verbose", f->verbose, "print each turn's token counts and speed");
+  return [f] { return run_chat(*f); };
+};
+
+MOEX_REGISTER_COMMAND(chat, "chat", "chat with a model through its chat template", chat_setup);
+
+}  // namespace
+}  // namespace moex::tools
