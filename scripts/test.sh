@@ -5,4 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+# The tests' runs write the policy's measurements to a calibration file of their own, never
+# the user's (~/.cache/moex/calibration.json).
+export XDG_CACHE_HOME="$PWD/build/test-cache"
+unset MOEX_CALIBRATION
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"

@@ -206,6 +206,22 @@ int run_bench(const BenchFlags& f) {
   const std::string date = utc_date_time();
   double ratio = 0;
   if (arms.size() == 2) ratio = harness::median(arms[1].tps()) / harness::median(arms[0].tps());
+  // With both arms: what the auto policy (flags, environment, calibration, default; no
+  // measurement) picks for the first MoE layer, and whether that is the faster arm here.
+  std::string auto_pick, auto_note;
+  if (arms.size() == 2 && ex) {
+    engine->set_fused_settings(eng::engine_options("auto", f.max_dff, context, f.backend).fused);
+    const eng::Engine::LayerDecision d = engine->decode_decisions().at(0);
+    auto_pick = d.routed.path == moe::Path::kFused ? "on" : "off";
+    const std::string faster = ratio >= 1 ? "on" : "off";
+    auto_note = str_cat("the auto policy picks the ", auto_pick == "on" ? "fused" : "fallback",
+                        " path (", d.routed.explanation(), "); the faster arm in this run was ",
+                        faster, " (ratio ", ratio, "): the policy's pick was the ",
+                        auto_pick == faster ? "faster" : "slower", " one");
+  }
+  std::vector<std::string> measure_notes;
+  for (const std::string& line : engine->policy_measurement_report())
+    measure_notes.push_back("policy measured on this host during warm-up: " + line);
 
   if (fmt == ReportFormat::kJson) {
     json j;
@@ -246,6 +262,8 @@ int run_bench(const BenchFlags& f) {
                            {"profile", prof}});
     }
     if (arms.size() == 2) j["fused_over_fallback"] = ratio;
+    if (!auto_pick.empty()) j["auto_policy"] = {{"arm", auto_pick}, {"note", auto_note}};
+    if (!measure_notes.empty()) j["policy_measurement"] = measure_notes;
     j["peak_rss_bytes"] = peak;
     j["weights_resident_at_open"] = resident;
     j["weights_pmd_mapped_fraction"] = pmd;
@@ -320,6 +338,8 @@ int run_bench(const BenchFlags& f) {
     }
     if (arms.size() == 2)
       rep.notes.push_back(str_cat("fused/fallback decode ratio (medians): ", ratio));
+    if (!auto_note.empty()) rep.notes.push_back(auto_note);
+    for (const std::string& m : measure_notes) rep.notes.push_back(m);
     rep.notes.push_back(str_cat("peak resident memory: ", eng::format_bytes(peak)));
   }
   std::cout << render_report(rep, fmt);

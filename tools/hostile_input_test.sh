@@ -75,6 +75,7 @@ g=("$m" generate --prompt-ids 1,2,3 -n 2)
 echo "== the command line"
 row "mistyped subcommand suggests the real one" 2 "did you mean 'generate'" "$m" genrate
 row "unknown option" 2 "--frobnicate" "$m" inspect "$work/good" --frobnicate
+row "MOEX_FUSED_MOE_MEASURE malformed" 2 "MOEX_FUSED_MOE_MEASURE" env MOEX_FUSED_MOE_MEASURE=maybe "${g[@]}" -m "$work/good"
 row "a preset name as -m says how to make it" 2 "is a preset name.*make-model --preset tiny-mixtral" "${g[@]}" -m tiny-mixtral
 gen_bad="$work/gen_bad"; cp -r "$work/good" "$gen_bad"
 echo '{"eos_token_id": [1, 99999999]}' > "$gen_bad/generation_config.json"

@@ -122,6 +122,10 @@ struct MoeParams {
   int64_t top_k = 0;
   int64_t expert_dff = 0;
   RouterKind router = RouterKind::kSoftmaxTopkRenorm;
+  // Which expert wins a tie at the top-k boundary, as the family's mlx-lm file selects:
+  // argpartition(v, kth=-k)[-k:] keeps the higher index (Qwen3-MoE, LFM2-MoE),
+  // argpartition(-v, kth=k-1)[:k] the lower one (the others).
+  bool topk_ties_to_higher_index = false;
   bool renormalize = true;            // kSigmoidBiasRenorm: norm_topk_prob
   bool use_expert_bias = false;       // LFM2
   double routed_scaling_factor = 1.0; // LFM2

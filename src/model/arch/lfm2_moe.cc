@@ -42,6 +42,7 @@ class Lfm2MoeFamily final : public Family {
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     c.moe.router = RouterKind::kSigmoidBiasRenorm;
+    c.moe.topk_ties_to_higher_index = true;  // mlx-lm lfm2_moe: argpartition(scores, kth=-k)
     c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
     c.moe.use_expert_bias = io::get_bool(j, "use_expert_bias", f);
     c.moe.routed_scaling_factor = io::get_double_or(j, "routed_scaling_factor", 1.0, f);

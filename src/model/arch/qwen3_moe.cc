@@ -41,6 +41,7 @@ class Qwen3MoeFamily final : public Family {
     const bool renorm = io::get_bool(j, "norm_topk_prob", f);
     c.moe.router = renorm ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
     c.moe.renormalize = renorm;
+    c.moe.topk_ties_to_higher_index = true;  // mlx-lm qwen3_moe: argpartition(gates, kth=-k)
     const int64_t step = arch::get_size(j, "decoder_sparse_step", limits::kMaxLayers, f);
     const std::vector<int64_t> mlp_only =
         io::has_field(j, "mlp_only_layers") ? io::get_int_array(j, "mlp_only_layers", f)

@@ -9,6 +9,9 @@
 
 #include "core/error.h"
 #include "core/huge_pages.h"
+#include "core/sysinfo.h"
+#include "moe/calibration.h"
+#include "moe/moe_tune.h"
 #include "model/family_registry.h"
 #include "model/model_checkpoint.h"
 #include "model/ops/linear.h"
@@ -117,6 +120,25 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (plan.ffn == FfnKind::kMoe)
       moe_[size_t(i)] = std::make_unique<MoeFfn>(cfg_, w_.layers[size_t(i)].moe, i, policy_);
   }
+  user_settings_ = policy_.settings;
+  layer_shapes_.resize(size_t(cfg_.num_layers));
+  bool any_moe = false;
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    if (!moe_[size_t(i)]) continue;
+    const kernels::MoeExpertsView& ex = w_.layers[size_t(i)].moe.experts;
+    layer_shapes_[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
+    any_moe = true;
+  }
+  // Measure when nothing trustworthy decides: plain auto, no cap from flag or environment,
+  // no calibration entry of this moex commit for exactly this key. CPU only: there the two
+  // paths give the same bits, so measuring changes no output.
+  const bool plain_auto =
+      policy_.settings.mode == moe::FusedMode::kAuto && !policy_.settings.max_dff;
+  const bool trusted = policy_.calibration && policy_.calibration->exact &&
+                       policy_.calibration->moex_commit == moex_commit();
+  if (opt.measure_policy && any_moe && plain_auto && !trusted &&
+      policy_.backend->kind() == moe::Backend::kCpu)
+    measure_ = std::make_unique<moe::OnlineMeasurement>(opt.measure_time);
   logits_.resize(size_t(cfg_.vocab));
 
   auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
@@ -168,9 +190,51 @@ bool Engine::truncate(int64_t position) {
 }
 
 void Engine::set_fused_settings(const moe::FusedSettings& settings) {
-  policy_.settings = settings;
+  user_settings_ = settings;
+  if (settings.mode != moe::FusedMode::kAuto || settings.max_dff) measure_.reset();
+  apply_settings(settings);
+}
+
+void Engine::apply_settings(const moe::FusedSettings& s) {
+  policy_.settings = s;
   for (auto& m : moe_)
     if (m) m->set_policy(policy_);
+}
+
+// While recording, every MoE layer runs the step's path (mode on/off from the measurement).
+void Engine::start_measurement_step() {
+  moe::FusedSettings s = user_settings_;
+  if (measure_->recording()) {
+    s.mode = measure_->path_for_step() == moe::Path::kFused ? moe::FusedMode::kOn
+                                                             : moe::FusedMode::kOff;
+    s.mode_source = moe::SettingSource::kMeasurement;
+  }
+  if (s.mode != policy_.settings.mode || s.mode_source != policy_.settings.mode_source)
+    apply_settings(s);
+}
+
+void Engine::finish_measurement() {
+  const moe::Backend kind = policy_.backend->kind();
+  const moe::HostCap cap = measure_->host_cap(kind);
+  measure_report_ = measure_->report();
+  const std::string date = utc_date_time();
+  policy_.calibration = moe::CalibratedCap{
+      cap.cap, str_cat("measured on this host at ", date, ", ", cap.text), moex_commit(), true};
+  std::string saved;
+  const std::string path = moe::default_calibration_path();
+  const moe::CalibrationKey key = policy_.backend->calibration_key();
+  moe::TuneHost host{key.backend, key.hardware, key.threads, key.isa, moex_commit(), date};
+  try {
+    if (path.empty()) fail("neither MOEX_CALIBRATION, XDG_CACHE_HOME nor HOME is set");
+    moe::save_tune_entry(path, moe::make_tune_entry(host, cap, moe::calibration_points(measure_->points())));
+    saved = "saved to " + path;
+  } catch (const Error& e) {
+    saved = str_cat("not saved (", e.what(), ")");
+  }
+  measure_report_.push_back(str_cat("cap ", cap.cap, " for ", key.hardware, ", ", key.threads,
+                                    " threads, ", key.isa, "; ", saved));
+  measure_.reset();
+  apply_settings(user_settings_);
 }
 
 void Engine::ensure_rows(int64_t n) {
@@ -262,10 +326,14 @@ void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* ou
 }
 
 void Engine::ffn_layer(int64_t layer, int64_t n) {
-  if (cfg_.layers[size_t(layer)].ffn == FfnKind::kDense)
+  if (cfg_.layers[size_t(layer)].ffn == FfnKind::kDense) {
     dense_mlp(w_.layers[size_t(layer)].dense, xn_.data(), n, mix_.data());
-  else
-    moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_, moe_scratch_);
+    return;
+  }
+  const bool timed = measure_ && n == 1 && measure_->recording();
+  const double t0 = timed ? now_seconds() : 0;
+  moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_, moe_scratch_);
+  if (timed) measure_->record(layer_shapes_[size_t(layer)], now_seconds() - t0);
 }
 
 const float* Engine::forward(const int32_t* tokens, int64_t n) {
@@ -277,6 +345,8 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
   DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
+  const bool measuring = measure_ && n == 1;
+  if (measuring) start_measurement_step();
   int64_t last_rows = 0;
   for (int64_t done = 0; done < n; done += last_rows) {
     last_rows = std::min(prefill_chunk_, n - done);
@@ -289,6 +359,7 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
   ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
   clock.lap(DecodeOp::kLmHead);
   if (profiling_ && n == 1) ++profile_.steps;
+  if (measuring && measure_->end_step()) finish_measurement();
   return logits_.data();
 }
 

@@ -22,6 +22,7 @@
 #include "model/ops/attention.h"
 #include "model/ops/rope.h"
 #include "moe/dispatch_policy.h"
+#include "moe/online_measure.h"
 #include "moe/path_counters.h"
 
 namespace moex::model::engine {
@@ -41,6 +42,13 @@ struct EngineOptions {
   // scratch stay bounded however long it is (mlx-lm's prefill_step_size plays this role).
   // Results do not depend on it: every op computes each row on its own.
   int64_t prefill_chunk = 0;  // 0: kDefaultPrefillChunk; otherwise 1..kMaxPrefillChunk
+  // The policy's online measurement (moe/online_measure.h): with --fused auto, no cap from a
+  // flag or variable, the CPU backend and no calibration entry for this host's key (or one of
+  // another moex commit or an inexact match), the first decode steps time both paths, apply
+  // the cap they give and record it in the calibration file. Off unless asked for (the
+  // tools ask, unless MOEX_FUSED_MOE_MEASURE=0).
+  bool measure_policy = false;
+  moe::MeasureTime measure_time;  // tests: a model of the paths' times (empty: real time)
 };
 inline constexpr int64_t kDefaultContext = 4096;
 inline constexpr int64_t kDefaultPrefillChunk = 512;
@@ -74,7 +82,12 @@ class Engine {
   bool can_truncate() const;
   // Changes the fused-path settings of every MoE layer (bench-decode's interleaved arms run
   // on one model instance).
+  // It also ends an online measurement unless the settings are plain auto.
   void set_fused_settings(const moe::FusedSettings& settings);
+  // The online measurement: true while its decode steps run; its outcome, one line per shape
+  // and one for the cap and where it was saved (empty when none ran or it is not done).
+  bool measuring_policy() const { return measure_ != nullptr; }
+  const std::vector<std::string>& policy_measurement_report() const { return measure_report_; }
   int64_t position() const { return pos_; }
   int64_t context() const { return context_; }
   int64_t prefill_chunk() const { return prefill_chunk_; }
@@ -127,6 +140,9 @@ class Engine {
 
   void ensure_rows(int64_t n);
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);  // one chunk
+  void apply_settings(const moe::FusedSettings& s);  // to every MoE layer
+  void start_measurement_step();
+  void finish_measurement();
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope);
@@ -148,6 +164,10 @@ class Engine {
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   moe::PathCounters counters_;
+  moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
+  std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
+  std::vector<moe::MeasureShape> layer_shapes_;      // per layer (MoE layers only)
+  std::vector<std::string> measure_report_;
   int64_t pos_ = 0, context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
   bool profiling_ = false;
   DecodeProfile profile_;

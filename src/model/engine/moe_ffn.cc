@@ -10,25 +10,32 @@
 namespace moex::model::engine {
 
 moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
-  const int64_t e = c.moe.num_experts, k = c.moe.top_k;
+  // Everything family-specific is in ModelConfig::moe, filled by the family's arch file.
+  moe::RouterConfig r;
+  r.num_experts = c.moe.num_experts;
+  r.top_k = c.moe.top_k;
+  r.ties = c.moe.topk_ties_to_higher_index ? moe::TopKTies::kHigherIndexWins
+                                           : moe::TopKTies::kLowerIndexWins;
   switch (c.moe.router) {
     case RouterKind::kSoftmaxTopkRenorm:
-    case RouterKind::kSoftmaxTopkNoRenorm: {
-      const bool renorm = c.moe.router == RouterKind::kSoftmaxTopkRenorm;
-      if (c.family == "qwen3_moe") return moe::qwen3_moe_router(e, k, renorm);
-      if (c.family == "olmoe") return moe::olmoe_router(e, k, renorm);
-      if (c.family == "qwen2_moe" && !renorm) return moe::qwen2_moe_router(e, k);
-      break;
-    }
-    case RouterKind::kTopkSoftmax: return moe::mixtral_router(e, k);
-    case RouterKind::kSparseMixer: return moe::phimoe_router(e, k, float(c.moe.jitter_eps));
+    case RouterKind::kSoftmaxTopkNoRenorm:
+      r.rule = moe::RoutingRule::kSoftmaxTopK;
+      r.renormalize = c.moe.router == RouterKind::kSoftmaxTopkRenorm;
+      return r;
+    case RouterKind::kTopkSoftmax: r.rule = moe::RoutingRule::kTopKSoftmax; return r;
+    case RouterKind::kSparseMixer:
+      r.rule = moe::RoutingRule::kSparseMixer;
+      r.jitter_eps = float(c.moe.jitter_eps);
+      return r;
     case RouterKind::kSigmoidBiasRenorm:
-      return moe::lfm2_moe_router(e, k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
-                                  w.expert_bias);
-    case RouterKind::kLlama4Top1Sigmoid: return moe::llama4_router(e, k);
+      r.rule = moe::RoutingRule::kSigmoidBiasTopK;
+      r.renormalize = c.moe.renormalize;
+      r.routed_scaling = float(c.moe.routed_scaling_factor);
+      r.expert_bias = w.expert_bias;
+      return r;
+    case RouterKind::kLlama4Top1Sigmoid: r.rule = moe::RoutingRule::kSigmoidTop1ScalesInput; return r;
   }
-  fail(c.source, ": family ", c.family, " with router ", router_kind_name(c.moe.router),
-       " has no routing rule in the moe library");
+  fail(c.source, ": router ", router_kind_name(c.moe.router), " has no routing rule in the moe library");
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include "core/sysinfo.h"
 #include "moe/calibration.h"
 #include "moe/moe_backend.h"
+#include "moe/online_measure.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moex::model::engine {
@@ -62,6 +63,7 @@ EngineOptions engine_options(const std::optional<std::string>& fused,
   o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
   if (backend) o.backend = moe::parse_backend(*backend, "--backend");
   o.calibration = moe::load_calibrated_cap(moe::moe_backend(o.backend).calibration_key());
+  o.measure_policy = moe::measurement_enabled_by_environment();
   o.context = context;
   return o;
 }
