@@ -177,7 +177,14 @@ int run_generate(const GenerateFlags& f) {
                eng::format_bytes(int64_t(engine->file_bytes())).c_str(),
                eng::format_bytes(engine->kv_cache_bytes()).c_str(),
                eng::format_bytes(engine->scratch_bytes()).c_str());
-  if (f.verbose) std::fprintf(stderr, "%s\n", engine->counters().report().c_str());
+  if (f.verbose) {
+    for (const std::string& line : engine->policy_measurement_report())
+      std::fprintf(stderr, "dispatch policy measured on this host: %s\n", line.c_str());
+    if (engine->measuring_policy())
+      std::fprintf(stderr, "dispatch policy: the online measurement needs %d decode steps; this "
+                   "run stopped before (nothing recorded)\n", moe::OnlineMeasurement::total_steps());
+    std::fprintf(stderr, "%s\n", engine->counters().report().c_str());
+  }
   return 0;
 }
 
