@@ -2,11 +2,19 @@
 // (str, dict, list methods as jinja2's immutable sandbox allows them), and the globals.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "chat/value.h"
 
 namespace moex::chat {
+
+// Whether `name` is one of `names` (the tables of supported filters and methods).
+inline bool in_list(const std::string& name, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
 
 // Work counted against the limits of limits.h during one render.
 struct Budget {

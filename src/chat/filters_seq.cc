@@ -11,12 +11,6 @@ namespace moex::chat {
 
 namespace {
 
-bool in_list(const std::string& name, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (name == n) return true;
-  return false;
-}
-
 Value lower_if_str(const Value& v, bool case_sensitive) {
   return !case_sensitive && v.is_string() ? Value(str_lower(v.str())) : v;
 }

@@ -12,12 +12,6 @@ namespace moex::chat {
 
 namespace {
 
-bool in_list(const std::string& name, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (name == n) return true;
-  return false;
-}
-
 std::string want_str(const Value& v, const char* fn) {
   if (v.is_string()) return v.str();
   if (v.is_undefined()) v.fail_undefined();
