@@ -181,6 +181,10 @@ int run_sweep(const SweepOptions& o) {
                 harness::judge_cap(summary, cross, cap).text.c_str());
   else
     std::printf("verdict: none (no run reported the default cap; pass --cap)\n");
+  if (cap > 0)
+    for (const auto& s : summary)
+      if (const std::string line = harness::auto_pick_line(s, cap); !line.empty())
+        std::printf("auto policy: %s\n", line.c_str());
   std::printf("raw runs: %s (%d measured now, %d resumed)\nsummary: %s\n", o.out.c_str(), finished,
               skipped, summary_path.c_str());
   // A failed or invalid run leaves its model without a ratio: the sweep did not do its job.

@@ -21,6 +21,10 @@ check "clean sweep wrote its summary" '[ -s "$work/clean.summary.csv" ]'
 check "clean sweep has 12 raw rows" '[ $(($(wc -l < "$work/clean.csv") - 1)) -eq 12 ]'
 check "clean sweep reports a crossover" 'grep -q "crossover: Dff" <<<"$out"'
 check "clean sweep verdict is computed" 'grep -q "verdict vs cap 4096: re-tune to" <<<"$out"'
+check "sweep says auto runs fused on narrow, the faster arm" \
+  'grep -q "auto policy: narrow (Dff 768): auto with cap 4096 runs fused; .*: the faster arm" <<<"$out"'
+check "sweep says auto runs the fallback on wide, the faster arm" \
+  'grep -q "auto policy: wide (Dff 14336): auto with cap 4096 runs the fallback; .*: the faster arm" <<<"$out"'
 check "no INVALID in a clean sweep" '! grep -q INVALID <<<"$out"'
 
 # 2. A family whose fallback arm still runs fused (no cap check): INVALID, no ratio.

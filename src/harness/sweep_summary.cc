@@ -228,4 +228,21 @@ static Verdict judge_valid_points(const std::vector<ModelSummary>& s, const Cros
   return v;
 }
 
+std::string auto_pick_line(const ModelSummary& s, int64_t cap) {
+  if (!s.ratio) return "";
+  const bool fused = s.dff <= cap;
+  std::string verdict;
+  if (s.ratio_ci.lo > 1 || s.ratio_ci.hi < 1) {
+    const bool fused_faster = s.ratio_ci.lo > 1;
+    verdict = fused == fused_faster ? "the faster arm" : "the slower arm";
+  } else {
+    verdict = "within noise of the other";
+  }
+  std::ostringstream o;
+  o << s.model << " (Dff " << s.dff << "): auto with cap " << cap << " runs "
+    << (fused ? "fused" : "the fallback") << "; measured fused/fallback " << *s.ratio << " [95% "
+    << s.ratio_ci.lo << ", " << s.ratio_ci.hi << "]: " << verdict;
+  return o.str();
+}
+
 }  // namespace moex::harness

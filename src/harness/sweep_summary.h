@@ -48,4 +48,9 @@ struct Verdict {
 };
 Verdict judge_cap(const std::vector<ModelSummary>& s, const Crossover& c, int64_t current_cap);
 
+// For one model: the arm `--fused auto` with `cap` runs (fused iff Dff <= cap) and whether
+// that was the faster arm in the measured data ("the faster arm", "the slower arm" when the
+// ratio's 95% interval excludes 1, "within noise" otherwise); "" for a model without a ratio.
+std::string auto_pick_line(const ModelSummary& s, int64_t cap);
+
 }  // namespace moex::harness

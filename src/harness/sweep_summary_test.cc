@@ -128,3 +128,36 @@ TEST(SweepSummary, NoCrossingVerdicts) {
 
 }  // namespace
 }  // namespace moex::harness
+
+namespace moex::harness {
+namespace {
+
+ModelSummary with_ratio(int64_t dff, double ratio, double lo, double hi) {
+  ModelSummary s;
+  s.model = "m";
+  s.dff = dff;
+  s.ratio = ratio;
+  s.ratio_ci = {lo, hi};
+  return s;
+}
+
+// Which arm auto runs, and whether the interval says it was the faster one.
+TEST(SweepSummary, AutoPickLineSaysWhetherThePickWasTheFasterArm) {
+  EXPECT_NE(auto_pick_line(with_ratio(768, 1.1, 1.05, 1.15), 4096).find("runs fused; "),
+            std::string::npos);
+  EXPECT_NE(auto_pick_line(with_ratio(768, 1.1, 1.05, 1.15), 4096).find("the faster arm"),
+            std::string::npos);
+  EXPECT_NE(auto_pick_line(with_ratio(768, 0.9, 0.85, 0.95), 4096).find("the slower arm"),
+            std::string::npos);
+  EXPECT_NE(auto_pick_line(with_ratio(8192, 0.9, 0.85, 0.95), 4096).find("runs the fallback"),
+            std::string::npos);
+  EXPECT_NE(auto_pick_line(with_ratio(8192, 0.9, 0.85, 0.95), 4096).find("the faster arm"),
+            std::string::npos);
+  EXPECT_NE(auto_pick_line(with_ratio(768, 0.99, 0.9, 1.1), 4096).find("within noise"),
+            std::string::npos);
+  ModelSummary invalid;
+  EXPECT_EQ(auto_pick_line(invalid, 4096), "");
+}
+
+}  // namespace
+}  // namespace moex::harness
