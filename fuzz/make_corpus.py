@@ -209,11 +209,47 @@ def preset_inputs(moex, preset, extra, tag, out_dir, rng):
         write(out_dir, "fuzz_checkpoint_index", f"{tag}.json", shard_index(sorted(names)))
 
 
+# Hand-written chat templates covering what real ones use; the corpus scripts/setup.sh
+# caches (real templates of many families) is added when present.
+CHAT_TEMPLATES = {
+    "chatml": "{%- for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] "
+              "+ '<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+              "{{ '<|im_start|>assistant\\n' }}{%- endif %}",
+    "namespace-macro": "{% set ns = namespace(sys='', n=0) %}{% macro turn(r, c) -%}[{{ r|upper }}]"
+                       " {{ c|trim }}{%- endmacro %}{% for m in messages if m.role != 'tool' %}"
+                       "{% if loop.first and m.role == 'system' %}{% set ns.sys = m.content %}"
+                       "{% else %}{{ turn(m.role, m.content) }}{% set ns.n = ns.n + 1 %}{% endif %}"
+                       "{% else %}empty{% endfor %}{{ ns.sys ~ ns.n }}{{ bos_token }}",
+    "tools-json": "{% if tools %}{{ tools|tojson(indent=2) }}{% endif %}{% for m in messages %}"
+                  "{% for c in m.tool_calls|default([]) %}{{ c.function.name }}"
+                  "({{ c.function.arguments|tojson }}){% endfor %}{{ m.content[:5] ~ m.content[-3:]"
+                  " }}{% endfor %}{{ raise_exception('no') if messages|length > 99 }}",
+    "filters": "{{ messages|map(attribute='role')|join(',') }}{{ messages|selectattr('role',"
+               "'equalto','user')|list|length }}{{ 'a b c'.split()|reverse|join }}"
+               "{{ range(3)|sum }}{% set x %}block{% endset %}{{ x|length }}",
+}
+
+
+def chat_template_inputs(out_dir):
+    context = json.dumps({"add_generation_prompt": True, "enable_thinking": False,
+                          "tools": [{"type": "function", "function": {"name": "f",
+                                     "parameters": {"type": "object"}}}]})
+    for name, text in CHAT_TEMPLATES.items():
+        write(out_dir, "fuzz_chat_template", name, text + "\0" + context)
+    corpus = os.path.join(os.path.dirname(__file__), "..", ".cache", "chat-templates")
+    for root, _, files in os.walk(corpus):
+        for f in sorted(files):
+            if f.endswith(".jinja"):
+                with open(os.path.join(root, f), encoding="utf-8") as t:
+                    write(out_dir, "fuzz_chat_template", f, t.read() + "\0" + context)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     moex, out_dir = sys.argv[1], sys.argv[2]
     rng = random.Random(0)
+    chat_template_inputs(out_dir)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 secs="${1:-600}"
 shift || true
-all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer)
+all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer
+             fuzz_chat_template)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs="${JOBS:-$(nproc)}"
@@ -21,7 +22,15 @@ max_len_of() {
     fuzz_checkpoint_index) echo 32768 ;;
     fuzz_model_config) echo 16384 ;;
     fuzz_tokenizer) echo 65536 ;;
+    fuzz_chat_template) echo 32768 ;;
     *) echo 4096 ;;
+  esac
+}
+# Token dictionary per target: JSON for the file parsers, Jinja for the templates.
+dict_of() {
+  case "$1" in
+    fuzz_chat_template) echo fuzz/dicts/jinja.dict ;;
+    *) echo fuzz/dicts/json.dict ;;
   esac
 }
 
@@ -75,7 +84,7 @@ for t in "${targets[@]}"; do
   log="$dir/logs/$t.log"
   mkdir -p "$art" "$corpus" "$dir/logs"
   rm -f "$art"/*
-  flags=(-max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 -dict=fuzz/dicts/json.dict
+  flags=(-max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 -dict="$(dict_of "$t")"
          -artifact_prefix="$art/" -print_final_stats=1)
 
   # Inputs that once failed: each must now pass (one run per file names every failing one).
