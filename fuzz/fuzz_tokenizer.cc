@@ -40,8 +40,14 @@ bool byte_runs_valid(const moex::Tokenizer& tok, const std::vector<int32_t>& ids
   return true;
 }
 
-// StreamDecoder's contract: its outputs are valid UTF-8 and, where the byte runs are valid,
-// concatenate to decode(ids).
+// A Strip decoder after Fuse cuts spaces from the start of whatever text it decodes, so a
+// stream (which decodes windows) cuts them at window starts too: Hugging Face's DecodeStream
+// does the same (fuzz/regressions/fuzz_tokenizer/stream_decoder_strip_at_window_start: its
+// stream gives "wh ed" where decode() gives "wh  ed"). Equality is not asked of those.
+bool g_strip_decoder = false;
+
+// StreamDecoder's contract: its outputs are valid UTF-8 and, where the byte runs are valid
+// (and no Strip decoder sees the window starts), concatenate to decode(ids).
 void check_stream(const moex::Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special,
                   const char* what) {
   moex::StreamDecoder stream(tok, skip_special);
@@ -52,7 +58,7 @@ void check_stream(const moex::Tokenizer& tok, const std::vector<int32_t>& ids, b
   if (moex::tok::is_valid_utf8(decoded) && !moex::tok::is_valid_utf8(streamed))
     moex::fuzz::invariant_failed(
         "tokenizer", std::string("StreamDecoder output is not valid UTF-8 on ") + what);
-  if (byte_runs_valid(tok, ids) && streamed != decoded)
+  if (!g_strip_decoder && byte_runs_valid(tok, ids) && streamed != decoded)
     moex::fuzz::invariant_failed(
         "tokenizer", std::string("StreamDecoder output differs from decode() on ") + what);
 }
@@ -96,6 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     else
       moex::fuzz::remove_file(path);
   }
+  g_strip_decoder = parts[0].find("\"Strip\"") != std::string_view::npos;
   try {
     const moex::Tokenizer tok = moex::Tokenizer::load(json_path);
     exercise(tok, parts.size() > 1 ? parts[1] : kDefaultText);
