@@ -114,8 +114,9 @@ int run_generate(const GenerateFlags& f) {
       std::fprintf(stderr, "  chat template %s: prompt of %zu tokens\n", template_origin.c_str(),
                    prompt.ids.size());
     if (prompt.ids.size() > 1)
-      std::fprintf(stderr, "  prefill: %zu tokens in one batch, MoE layers on the fallback path "
-                   "(not_single_token)\n", prompt.ids.size());
+      std::fprintf(stderr, "  prefill: %zu tokens in batches of at most %lld, MoE layers on the "
+                   "fallback path (not_single_token)\n", prompt.ids.size(),
+                   (long long)engine->prefill_chunk());
   }
 
   std::ofstream dump;

@@ -1,6 +1,6 @@
 // The decode engine: one forward pass, written once, driven by the family's ModelConfig and
-// layer plan. Weights are memory-mapped views of the checkpoint; a prompt runs as one batch
-// (prefill), then one token per call (decode). Each Engine is one model instance with its
+// layer plan. Weights are memory-mapped views of the checkpoint; a prompt runs in batches of
+// at most prefill_chunk tokens (prefill), then one token per call (decode). Each Engine is one model instance with its
 // own KV caches and MoE path counters.
 #pragma once
 
