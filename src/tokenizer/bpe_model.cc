@@ -96,6 +96,13 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const Json& j, const std::string& 
     m->vocab_[it.key()] = static_cast<int32_t>(id);
     max_id = std::max(max_id, id);
   }
+  // Ids index a table, so they must be nearly dense (every real tokenizer's are 0..n-1); a
+  // sparse id such as 300000000 would otherwise allocate gigabytes of empty entries.
+  const int64_t id_limit = static_cast<int64_t>(vocab.size()) + kMaxVocabIdGap;
+  if (max_id >= id_limit) {
+    fail(vw, ": id ", max_id, " leaves more than ", kMaxVocabIdGap, " unused ids above the ",
+         vocab.size(), " entries (expected ids below ", id_limit, ")");
+  }
   m->id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
   std::vector<bool> has(m->id_to_token_.size(), false);
   for (const auto& [tok, id] : m->vocab_) {

@@ -44,6 +44,10 @@ class MergeTable {
 
 class BpeModel {
  public:
+  // How many unused ids model.vocab may leave between its entries: ids stay below
+  // entries + kMaxVocabIdGap, so the id table stays a few tens of megabytes at most.
+  static constexpr int64_t kMaxVocabIdGap = int64_t{1} << 20;
+
   // Parses the "model" object; `where` names it (e.g. "tokenizer.json: model").
   static std::unique_ptr<BpeModel> from_json(const Json& j, const std::string& where);
 

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/testing/fifo_probe.h"
+#include "tokenizer/bpe_model.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
@@ -35,6 +36,8 @@ TEST(TokenizerLoad, MalformedFilesNameTheField) {
   expect_error("novocab", R"({"model": {"type": "BPE", "merges": []}})", "model.vocab: missing");
   expect_error("badid", R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})",
                "model.vocab[\"a\"]: expected an integer");
+  expect_error("sparseid", R"({"model": {"type": "BPE", "vocab": {"a": 300000000}, "merges": []}})",
+               "model.vocab: id 300000000 leaves more than 1048576 unused ids above the 1 entries");
   expect_error("badmerge", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})",
                "model.merges[0]: token \"b\" is not in model.vocab");
   expect_error("merge3", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a a a"]}})",
@@ -62,6 +65,18 @@ TEST(TokenizerLoad, MalformedFilesNameTheField) {
   expect_error("cfgtype", sp_json(), "tokenizer_config.json: eos_token: expected a string",
                R"({"eos_token": 7})");
   EXPECT_NE(load_error("/nonexistent/dir").find("tokenizer file not found"), std::string::npos);
+}
+
+// Ids may leave up to kMaxVocabIdGap unused ids (the table stays bounded); one more fails.
+TEST(TokenizerLoad, VocabIdGapBoundIsExact) {
+  const int64_t last_ok = 1 + tok::BpeModel::kMaxVocabIdGap - 1;
+  const auto vocab = [](int64_t id) {
+    return R"({"model": {"type": "BPE", "vocab": {"a": )" + std::to_string(id) +
+           R"(}, "merges": []}})";
+  };
+  EXPECT_EQ(load_error(write_tokenizer("gap_ok", vocab(last_ok))), "");
+  EXPECT_NE(load_error(write_tokenizer("gap_over", vocab(last_ok + 1))).find("unused ids"),
+            std::string::npos);
 }
 
 // `levels` Sequences (each holding its one child under `list_key`) around `leaf`, as text.
