@@ -105,21 +105,17 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     fail("prefill chunk must be 1..", kMaxPrefillChunk, " tokens (0: the default ",
          kDefaultPrefillChunk, "), got ", opt.prefill_chunk);
   prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
-  caches_.reserve(size_t(cfg_.num_layers));
   moe_.resize(size_t(cfg_.num_layers));
   conv_.resize(size_t(cfg_.num_layers));
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
-    if (plan.mixer == MixerKind::kAttention) {
-      caches_.emplace_back(cfg_.kv_heads, cfg_.head_dim, context_);
-    } else {
-      caches_.emplace_back();  // unused
+    if (plan.mixer != MixerKind::kAttention)
       conv_[size_t(i)] = std::make_unique<ShortConv>(w_.layers[size_t(i)].conv, cfg_.hidden,
                                                      cfg_.conv_kernel);
-    }
     if (plan.ffn == FfnKind::kMoe)
       moe_[size_t(i)] = std::make_unique<MoeFfn>(cfg_, w_.layers[size_t(i)].moe, i, policy_);
   }
+  own_ = new_sequence();
   user_settings_ = policy_.settings;
   layer_shapes_.resize(size_t(cfg_.num_layers));
   bool any_moe = false;
@@ -163,30 +159,21 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
 
 Engine::~Engine() = default;
 
-void Engine::reset() {
-  for (auto& c : caches_) c.clear();
-  for (auto& c : conv_)
-    if (c) c->reset();
-  pos_ = 0;
-}
-
-bool Engine::can_truncate() const {
-  return std::none_of(conv_.begin(), conv_.end(), [](const auto& c) { return bool(c); });
-}
-
-bool Engine::truncate(int64_t position) {
-  if (position < 0 || position > pos_)
-    fail("truncate: position ", position, " outside the ", pos_, " tokens held");
-  if (position == pos_) return true;
-  if (position == 0) {
-    reset();
-    return true;
+std::unique_ptr<Sequence> Engine::new_sequence() const {
+  auto seq = std::make_unique<Sequence>();
+  seq->owner_ = this;
+  seq->context_ = context_;
+  seq->caches_.resize(size_t(cfg_.num_layers));
+  seq->conv_state_.resize(size_t(cfg_.num_layers));
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    if (conv_[size_t(i)]) {
+      seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
+      ++seq->conv_state_layers_;
+    } else {
+      seq->caches_[size_t(i)] = ops::KvCache(cfg_.kv_heads, cfg_.head_dim, context_);
+    }
   }
-  // A short-conv layer's state mixes the last kernel-1 positions; the older ones are gone.
-  if (!can_truncate()) return false;
-  for (auto& c : caches_) c.truncate(position);
-  pos_ = position;
-  return true;
+  return seq;
 }
 
 void Engine::set_fused_settings(const moe::FusedSettings& settings) {
@@ -266,17 +253,18 @@ void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows
 
 // q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,
 // LFM2); per head without weights after RoPE (Llama-4).
-void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope) {
+void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q, float* k,
+                     int64_t n, bool after_rope) {
   if (!plan.qk_norm || cfg_.qk_norm == QkNormKind::kNone) return;
   const bool late = cfg_.qk_norm == QkNormKind::kPerHeadNoWeight;
   if (late != after_rope) return;
   const float eps = float(cfg_.qk_norm_eps);
   const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
   const int64_t hd = cfg_.head_dim;
-  ops::rms_norm({.x = q_.data(), .out = q_.data(), .weight = late ? nullptr : a.q_norm.data(),
+  ops::rms_norm({.x = q, .out = q, .weight = late ? nullptr : a.q_norm.data(),
                  .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.q_dim(),
                  .eps = eps});
-  ops::rms_norm({.x = k_.data(), .out = k_.data(), .weight = late ? nullptr : a.k_norm.data(),
+  ops::rms_norm({.x = k, .out = k, .weight = late ? nullptr : a.k_norm.data(),
                  .rows = per_head ? n * cfg_.kv_heads : n, .dim = per_head ? hd : cfg_.kv_dim(),
                  .eps = eps});
 }
@@ -284,36 +272,48 @@ void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n
 void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
-  const int64_t hd = cfg_.head_dim;
   const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
   float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
   ops::linear_same_input(qkv, qkv_out, 3, xn_.data(), n);
   clock.lap(DecodeOp::kAttentionProjections);
-  qk_norm(plan, a, n, false);
+  qk_norm(plan, a, q_.data(), k_.data(), n, false);
+  for (const Segment& s : segments_) attention_segment(layer, s);
+  clock.lap(DecodeOp::kAttentionCore);
+  ops::linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
+  clock.lap(DecodeOp::kAttentionProjections);
+}
+
+// One sequence's rows: RoPE at their positions, the late q/k norm, Llama-4's temperature,
+// then its KV cache and attention.
+void Engine::attention_segment(int64_t layer, const Segment& s) {
+  const LayerPlan& plan = cfg_.layers[size_t(layer)];
+  const AttentionWeights& a = w_.layers[size_t(layer)].attn;
+  const int64_t hd = cfg_.head_dim, n = s.rows;
+  float* q = q_.data() + s.row0 * cfg_.q_dim();
+  float* k = k_.data() + s.row0 * cfg_.kv_dim();
+  const float* v = v_.data() + s.row0 * cfg_.kv_dim();
   if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
-    rope_.apply_rows(q_.data(), n, cfg_.heads, hd, pos_);
-    rope_.apply_rows(k_.data(), n, cfg_.kv_heads, hd, pos_);
+    rope_.apply_rows(q, n, cfg_.heads, hd, s.pos0);
+    rope_.apply_rows(k, n, cfg_.kv_heads, hd, s.pos0);
   }
-  qk_norm(plan, a, n, true);
+  qk_norm(plan, a, q, k, n, true);
   if (plan.attn_temperature) {
     // Llama-4 NoPE layers: q *= log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1.
     const float floor_scale = float(cfg_.attn_temperature_floor_scale);
     const float attn_scale = float(cfg_.attn_temperature_scale);
     for (int64_t r = 0; r < n; ++r) {
-      const float t = std::log(std::floor(float(pos_ + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
-      float* q = q_.data() + r * cfg_.q_dim();
-      for (int64_t i = 0; i < cfg_.q_dim(); ++i) q[i] *= t;
+      const float t =
+          std::log(std::floor(float(s.pos0 + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
+      float* qr = q + r * cfg_.q_dim();
+      for (int64_t i = 0; i < cfg_.q_dim(); ++i) qr[i] *= t;
     }
   }
-  ops::KvCache& cache = caches_[size_t(layer)];
-  cache.append(k_.data(), v_.data(), n);
+  ops::KvCache& cache = s.seq->caches_[size_t(layer)];
+  cache.append(k, v, n);
   const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
-  ops::attention({.q = q_.data(), .cache = &cache, .rows = n, .pos0 = pos_, .heads = cfg_.heads,
-                  .scale = scale, .out = att_.data(),
+  ops::attention({.q = q, .cache = &cache, .rows = n, .pos0 = s.pos0, .heads = cfg_.heads,
+                  .scale = scale, .out = att_.data() + s.row0 * cfg_.q_dim(),
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
-  clock.lap(DecodeOp::kAttentionCore);
-  ops::linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
-  clock.lap(DecodeOp::kAttentionProjections);
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
@@ -336,20 +336,35 @@ void Engine::ffn_layer(int64_t layer, int64_t n) {
   if (timed) measure_->record(layer_shapes_[size_t(layer)], now_seconds() - t0);
 }
 
-const float* Engine::forward(const int32_t* tokens, int64_t n) {
-  if (n <= 0) fail("forward: no tokens to run");
-  if (pos_ + n > context_)
-    fail("context length exceeded: position ", pos_, " + ", n, " tokens > context ", context_,
-         " (model ", dir_, ")");
+void Engine::check_tokens(const int32_t* tokens, int64_t n) const {
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
+}
+
+// A single-token step is what the online measurement times and the profile counts.
+void Engine::begin_step(int64_t n) {
+  if (measure_ && n == 1) start_measurement_step();
+}
+
+void Engine::end_step(int64_t n) {
+  if (profiling_ && n == 1) ++profile_.steps;
+  if (measure_ && n == 1 && measure_->end_step()) finish_measurement();
+}
+
+const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
+  if (seq.owner_ != this) fail("forward: the sequence belongs to another engine");
+  if (n <= 0) fail("forward: no tokens to run");
+  if (seq.pos_ + n > context_)
+    fail("context length exceeded: position ", seq.pos_, " + ", n, " tokens > context ",
+         context_, " (model ", dir_, ")");
+  check_tokens(tokens, n);
   DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
-  const bool measuring = measure_ && n == 1;
-  if (measuring) start_measurement_step();
+  begin_step(n);
   int64_t last_rows = 0;
   for (int64_t done = 0; done < n; done += last_rows) {
     last_rows = std::min(prefill_chunk_, n - done);
+    segments_.assign(1, Segment{&seq, 0, last_rows, seq.pos_});
     run_rows(tokens + done, last_rows, clock);
   }
   const int64_t H = cfg_.hidden;
@@ -358,13 +373,49 @@ const float* Engine::forward(const int32_t* tokens, int64_t n) {
   clock.lap(DecodeOp::kNormsResidual);
   ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
   clock.lap(DecodeOp::kLmHead);
-  if (profiling_ && n == 1) ++profile_.steps;
-  if (measuring && measure_->end_step()) finish_measurement();
+  end_step(n);
   return logits_.data();
 }
 
-// Runs n consecutive tokens through every layer at pos_ and advances pos_; h_ holds their
-// final hidden states.
+const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
+  if (n <= 0) fail("decode_batch: no sequences to run");
+  batch_seen_.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    const Sequence* s = seqs[i];
+    if (s == nullptr || s->owner_ != this)
+      fail("decode_batch: row ", i, ": the sequence belongs to another engine");
+    if (s->pos_ + 1 > context_)
+      fail("context length exceeded: row ", i, " at position ", s->pos_, " + 1 token > context ",
+           context_, " (model ", dir_, ")");
+    batch_seen_.push_back(s);
+  }
+  std::sort(batch_seen_.begin(), batch_seen_.end());
+  if (std::adjacent_find(batch_seen_.begin(), batch_seen_.end()) != batch_seen_.end())
+    fail("decode_batch: a sequence appears twice in one step");
+  check_tokens(tokens, n);
+  DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
+  begin_step(n);
+  const int64_t V = cfg_.vocab;
+  if (logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
+  for (int64_t done = 0; done < n;) {
+    const int64_t rows = std::min(prefill_chunk_, n - done);
+    segments_.clear();
+    for (int64_t r = 0; r < rows; ++r)
+      segments_.push_back({seqs[done + r], r, 1, seqs[done + r]->pos_});
+    run_rows(tokens + done, rows, clock);
+    norm(w_.final_norm, h_.data(), xn_.data(), rows);
+    clock.lap(DecodeOp::kNormsResidual);
+    ops::linear(
+        {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
+    clock.lap(DecodeOp::kLmHead);
+    done += rows;
+  }
+  end_step(n);
+  return logits_.data();
+}
+
+// Runs the rows of segments_ (n in all) through every layer and advances their sequences;
+// h_ holds their final hidden states.
 void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   ensure_rows(n);
   const int64_t H = cfg_.hidden;
@@ -375,8 +426,10 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
     const bool dense = cfg_.layers[size_t(l)].ffn == FfnKind::kDense;
     norm(lw.input_norm, h_.data(), xn_.data(), n);
     clock.lap(DecodeOp::kNormsResidual);
-    if (conv_[size_t(l)]) {
-      conv_[size_t(l)]->forward(xn_.data(), n, mix_.data(), conv_scratch_);
+    if (const ShortConv* conv = conv_[size_t(l)].get()) {
+      for (const Segment& s : segments_)
+        conv->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
+                      s.seq->conv_state_[size_t(l)].data(), conv_scratch_);
       clock.lap(DecodeOp::kShortConv);
     } else {
       attention_layer(l, n, clock);
@@ -388,7 +441,7 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
     clock.lap(dense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
     for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
   }
-  pos_ += n;
+  for (const Segment& s : segments_) s.seq->pos_ += s.rows;
 }
 
 std::vector<Engine::LayerDecision> Engine::decode_decisions() const {
@@ -405,13 +458,6 @@ const kernels::MoeExpertsView* Engine::first_moe_experts() const {
 }
 
 int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_; }
-
-int64_t Engine::kv_cache_bytes() const {
-  int64_t total = 0;
-  for (const ops::KvCache& c : caches_)
-    total += 2 * c.kv_heads() * c.capacity() * c.head_dim() * int64_t(sizeof(float));
-  return total;
-}
 
 int64_t Engine::scratch_bytes() const {
   int64_t total = moe_scratch_.block.bytes();

@@ -1,7 +1,8 @@
 // The decode engine: one forward pass, written once, driven by the family's ModelConfig and
 // layer plan. Weights are memory-mapped views of the checkpoint; a prompt runs in batches of
-// at most prefill_chunk tokens (prefill), then one token per call (decode). Each Engine is one model instance with its
-// own KV caches and MoE path counters.
+// at most prefill_chunk tokens (prefill), then one token per call (decode). Each Engine is one
+// model instance with its MoE path counters and its own Sequence (KV caches, position);
+// further sequences (new_sequence) decode together in one step (decode_batch).
 #pragma once
 
 #include <array>
@@ -15,6 +16,7 @@
 #include "model/engine/decode_profile.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
+#include "model/engine/sequence.h"
 #include "model/weight_bytes.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
@@ -65,21 +67,33 @@ class Engine {
   // prefill_chunk() tokens, the MoE layers choosing their path per chunk) and returns the
   // logits [vocab] of the last one, valid until the next call. Throws moex::Error for a token
   // id outside the vocabulary or a full context (before running any token).
-  const float* forward(const int32_t* tokens, int64_t n);
+  const float* forward(const int32_t* tokens, int64_t n) { return forward(*own_, tokens, n); }
   const float* prefill(const std::vector<int32_t>& tokens) {
     return forward(tokens.data(), int64_t(tokens.size()));
   }
   const float* decode(int32_t token) { return forward(&token, 1); }
+  // The same on another sequence of this engine.
+  const float* forward(Sequence& seq, const int32_t* tokens, int64_t n);
 
-  // Back to position 0 (KV caches cleared); path counters are kept.
-  void reset();
+  // A new sequence at position 0 with this engine's context (its KV caches allocated).
+  std::unique_ptr<Sequence> new_sequence() const;
+  // One decode step of n sequences together: row i runs tokens[i] at seqs[i]'s position and
+  // advances it. The rows share every weight read (the MoE layers run all n rows in one
+  // call, grouped by expert); attention runs per sequence. Each row's logits equal those of
+  // forward(*seqs[i], &tokens[i], 1) bit for bit. Returns logits [n][vocab], valid until the
+  // next call. moex::Error (before running anything) for a sequence of another engine, one
+  // given twice, a full context or a token outside the vocabulary.
+  const float* decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+
+  // The engine's own sequence: back to position 0 (path counters are kept).
+  void reset() { own_->reset(); }
   // Back to `position` (0..position()), keeping the first `position` tokens' KV entries, so
   // that a prompt sharing them continues from there. Models with short-conv layers (LFM2)
   // keep a recurrent state that cannot be rewound: there it returns false and changes
   // nothing unless position is 0 or position() (the caller resets and re-prefills).
-  bool truncate(int64_t position);
+  bool truncate(int64_t position) { return own_->truncate(position); }
   // Whether truncate() works for every position (no short-conv layers).
-  bool can_truncate() const;
+  bool can_truncate() const { return own_->can_truncate(); }
   // Changes the fused-path settings of every MoE layer (bench-decode's interleaved arms run
   // on one model instance).
   // It also ends an online measurement unless the settings are plain auto.
@@ -88,14 +102,14 @@ class Engine {
   // and one for the cap and where it was saved (empty when none ran or it is not done).
   bool measuring_policy() const { return measure_ != nullptr; }
   const std::vector<std::string>& policy_measurement_report() const { return measure_report_; }
-  int64_t position() const { return pos_; }
+  int64_t position() const { return own_->position(); }
   int64_t context() const { return context_; }
   int64_t prefill_chunk() const { return prefill_chunk_; }
   // Bytes of activations and scratch this instance holds now (not weights or KV caches): the
   // prefill memory that chunking bounds, independent of the number of layers.
   int64_t scratch_bytes() const;
-  // Bytes of the KV caches (allocated for the whole context at open).
-  int64_t kv_cache_bytes() const;
+  // Bytes of the own sequence's KV caches (allocated for the whole context at open).
+  int64_t kv_cache_bytes() const { return own_->kv_cache_bytes(); }
   // Bytes of the checkpoint's files (the weights mapped from them).
   uint64_t file_bytes() const { return file_bytes_; }
   int64_t vocab() const { return cfg_.vocab; }
@@ -138,14 +152,25 @@ class Engine {
  private:
   Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt);
 
+  // Rows [row0, row0 + rows) of a chunk: consecutive positions of one sequence from pos0.
+  struct Segment {
+    Sequence* seq = nullptr;
+    int64_t row0 = 0, rows = 0, pos0 = 0;
+  };
+  void check_tokens(const int32_t* tokens, int64_t n) const;
+  void begin_step(int64_t n);
+  void end_step(int64_t n);
   void ensure_rows(int64_t n);
-  void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);  // one chunk
+  // One chunk of n rows made of `segments`; advances each segment's sequence.
+  void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);
   void apply_settings(const moe::FusedSettings& s);  // to every MoE layer
   void start_measurement_step();
   void finish_measurement();
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
-  void qk_norm(const LayerPlan& plan, const AttentionWeights& a, int64_t n, bool after_rope);
+  void attention_segment(int64_t layer, const Segment& s);  // q_, k_, v_ rows -> att_ rows
+  void qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q, float* k, int64_t n,
+               bool after_rope);
   void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
 
@@ -160,7 +185,6 @@ class Engine {
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
   ops::Rope rope_;
-  std::vector<ops::KvCache> caches_;
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   moe::PathCounters counters_;
@@ -168,7 +192,9 @@ class Engine {
   std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
   std::vector<moe::MeasureShape> layer_shapes_;      // per layer (MoE layers only)
   std::vector<std::string> measure_report_;
-  int64_t pos_ = 0, context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
+  std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
+  std::vector<Segment> segments_;   // of the chunk run_rows runs
+  int64_t context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
   bool profiling_ = false;
   DecodeProfile profile_;
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
@@ -178,6 +204,7 @@ class Engine {
   MoeFfnScratch moe_scratch_;
   ShortConvScratch conv_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
+  std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
 };
 
 }  // namespace moex::model::engine

@@ -6,13 +6,10 @@
 namespace moex::model::engine {
 
 ShortConv::ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel)
-    : w_(w), hidden_(hidden), kernel_(kernel) {
-  state_.assign(size_t((kernel - 1) * hidden), 0.f);
-}
+    : w_(w), hidden_(hidden), kernel_(kernel) {}
 
-void ShortConv::reset() { std::fill(state_.begin(), state_.end(), 0.f); }
-
-void ShortConv::forward(const float* x, int64_t n, float* out, ShortConvScratch& scratch) {
+void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
+                        ShortConvScratch& scratch) const {
   const int64_t H = hidden_, L = kernel_, keep = L - 1;
   auto grow = [](std::vector<float>& v, int64_t size) {
     if (v.size() < size_t(size)) v.resize(size_t(size));
@@ -25,7 +22,7 @@ void ShortConv::forward(const float* x, int64_t n, float* out, ShortConvScratch&
   std::vector<float>& ys = scratch.y;
   ops::linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
   // padded = [state; B * x]
-  std::copy(state_.begin(), state_.end(), padded.begin());
+  std::copy(state, state + keep * H, padded.begin());
   for (int64_t t = 0; t < n; ++t) {
     const float* b = bcx.data() + t * 3 * H;
     const float* xx = b + 2 * H;
@@ -45,7 +42,7 @@ void ShortConv::forward(const float* x, int64_t n, float* out, ShortConvScratch&
       y[c] = cgate[c] * s;
     }
   }
-  std::copy(padded.begin() + n * H, padded.begin() + (n + keep) * H, state_.begin());
+  std::copy(padded.begin() + n * H, padded.begin() + (n + keep) * H, state);
   ops::linear({.lin = &w_.out_proj, .x = ys.data(), .rows = n, .out = out});
 }
 

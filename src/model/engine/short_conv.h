@@ -26,14 +26,15 @@ struct ShortConvScratch {
 class ShortConv {
  public:
   ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel);
-  // x [n][H] (consecutive positions) -> out [n][H]; advances the state by n positions.
-  void forward(const float* x, int64_t n, float* out, ShortConvScratch& scratch);
-  void reset();
+  // x [n][H] (consecutive positions of one sequence) -> out [n][H]; advances that sequence's
+  // `state` ([(kernel-1)][H], oldest first; state_size() floats) by n positions.
+  void forward(const float* x, int64_t n, float* out, float* state,
+               ShortConvScratch& scratch) const;
+  int64_t state_size() const { return (kernel_ - 1) * hidden_; }
 
  private:
   const ShortConvWeights& w_;
   int64_t hidden_, kernel_;
-  std::vector<float> state_;  // [(kernel-1)][H], oldest first
 };
 
 }  // namespace moex::model::engine
