@@ -1,0 +1,286 @@
+// Scheduler: admission into slots (with the prompt cache), chunked prefill between decode
+// steps, batched decode, sampling, stop and length rules, cancellation.
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include "core/error.h"
+#include "model/engine/session.h"
+
+namespace moex::serve {
+
+namespace eng = model::engine;
+
+struct Scheduler::Slot {
+  std::unique_ptr<eng::Sequence> seq;
+  std::vector<int32_t> held;  // the ids seq holds (the prompt cache of the next request)
+  std::shared_ptr<RequestStream> stream;  // null: free
+  GenerationRequest request;
+  std::optional<model::ops::Sampler> sampler;
+  int64_t prefilled = 0;  // prompt tokens in seq (reused or run)
+  int64_t generated = 0;  // tokens delivered
+  int32_t next = 0;       // sampled and delivered, to run at the next decode step
+  int64_t admitted = 0;   // admission order: the oldest prefills first
+  bool decoding() const { return stream && prefilled == int64_t(request.prompt.size()); }
+};
+
+namespace {
+
+// The log-probability of `id` and the k most likely tokens under log_softmax(logits).
+void fill_logprobs(const float* logits, int64_t vocab, int k, GeneratedToken& t,
+                   std::vector<int32_t>& order) {
+  const float mx = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - mx);
+  const double lse = double(mx) + std::log(sum);
+  t.logprob = float(double(logits[t.id]) - lse);
+  t.top.clear();
+  if (k <= 0) return;
+  order.resize(size_t(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  const auto kk = std::min<int64_t>(k, vocab);
+  std::partial_sort(order.begin(), order.begin() + kk, order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (int64_t i = 0; i < kk; ++i)
+    t.top.push_back({order[size_t(i)], float(double(logits[order[size_t(i)]]) - lse)});
+}
+
+// The slot's request is over: tell its client, free the slot (its sequence and held ids stay
+// as the next request's prompt cache).
+void end_request(Finish f, std::shared_ptr<RequestStream>& stream, const std::string& error = {}) {
+  stream->finish(f, error);
+  stream.reset();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
+    : engine_(engine), opt_(std::move(options)) {
+  if (opt_.parallel < 1 || opt_.parallel > kMaxParallel)
+    fail("parallel: expected 1..", kMaxParallel, " slots, got ", opt_.parallel);
+  if (opt_.queue_limit < 0) fail("queue limit must be >= 0, got ", opt_.queue_limit);
+  for (int i = 0; i < opt_.parallel; ++i) {
+    auto s = std::make_unique<Slot>();
+    s->seq = engine_.new_sequence();
+    slots_.push_back(std::move(s));
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+Scheduler::Submitted Scheduler::submit(GenerationRequest r) {
+  const int64_t V = engine_.vocab(), C = engine_.context();
+  if (r.prompt.empty()) fail("prompt: no tokens");
+  for (size_t i = 0; i < r.prompt.size(); ++i)
+    if (r.prompt[i] < 0 || r.prompt[i] >= V)
+      fail("prompt: token id ", r.prompt[i], " at index ", i, " is outside the vocabulary [0, ",
+           V, ")");
+  if (int64_t(r.prompt.size()) >= C)
+    fail("prompt: ", r.prompt.size(), " tokens leave no room to generate in the context of ", C,
+         " tokens (--ctx-size)");
+  if (r.max_tokens < 1) fail("max_tokens: expected at least 1, got ", r.max_tokens);
+  if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs)
+    fail("top_logprobs: expected 0..", kMaxTopLogprobs, ", got ", r.top_logprobs);
+  model::ops::Sampler check(r.sampling);  // throws naming the sampling field
+  Submitted out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      out.refusal = "the server is shutting down";
+      return out;
+    }
+    if (int64_t(queue_.size()) >= opt_.queue_limit) {
+      ++stats_.rejected;
+      out.refusal = str_cat("all ", opt_.parallel, " slots are busy and ", queue_.size(),
+                            " requests are waiting (the queue limit)");
+      out.queue_full = true;
+      return out;
+    }
+    out.stream = std::make_shared<RequestStream>();
+    queue_.push_back({std::move(r), out.stream});
+    stats_.queued = int(queue_.size());
+  }
+  cv_.notify_all();
+  return out;
+}
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+// Each queued request goes to the free slot holding the longest prefix of its prompt.
+void Scheduler::admit_locked() {
+  while (!queue_.empty()) {
+    Pending& p = queue_.front();
+    if (p.stream->cancelled()) {
+      p.stream->finish(Finish::kCancelled);
+      ++stats_.cancelled;
+      queue_.pop_front();
+      continue;
+    }
+    Slot* best = nullptr;
+    int64_t best_keep = -1;
+    for (auto& s : slots_) {
+      if (s->stream) continue;
+      const int64_t keep = eng::reusable_prefix(s->held, p.request.prompt);
+      if (keep > best_keep) best = s.get(), best_keep = keep;
+    }
+    if (best == nullptr) break;
+    Slot& s = *best;
+    int64_t keep = best_keep;
+    if (!s.seq->truncate(keep)) {  // short-conv state: start over
+      s.seq->reset();
+      keep = 0;
+    }
+    s.held.resize(size_t(keep));
+    s.request = std::move(p.request);
+    s.stream = std::move(p.stream);
+    s.sampler.emplace(s.request.sampling);
+    s.prefilled = keep;
+    s.generated = 0;
+    s.admitted = admissions_++;
+    s.stream->set_prompt(int64_t(s.request.prompt.size()), keep);
+    stats_.cached_tokens += keep;
+    queue_.pop_front();
+  }
+  stats_.queued = int(queue_.size());
+  stats_.active = int(std::count_if(slots_.begin(), slots_.end(),
+                                    [](const auto& s) { return bool(s->stream); }));
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() ||
+               std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return bool(s->stream); });
+      });
+      if (stopping_) {
+        for (auto& s : slots_)
+          if (s->stream) s->stream->finish(Finish::kCancelled), s->stream.reset();
+        for (Pending& p : queue_) p.stream->finish(Finish::kCancelled);
+        queue_.clear();
+        stats_.active = stats_.queued = 0;
+        return;
+      }
+      admit_locked();
+    }
+    step();
+  }
+}
+
+void Scheduler::step() {
+  const int64_t V = engine_.vocab();
+  std::vector<int32_t> order;
+  int64_t completed = 0, cancelled = 0, prefill_tokens = 0, rows_run = 0;
+  // A sampled token: delivered, or the request ends (stop token, length, full context).
+  auto take = [&](Slot& s, const float* logits) {
+    GeneratedToken t;
+    try {
+      t.id = int32_t(s.sampler->sample(logits, V));
+    } catch (const Error& e) {
+      end_request(Finish::kError, s.stream, e.what());
+      ++completed;
+      return;
+    }
+    if (std::find(opt_.stop_ids.begin(), opt_.stop_ids.end(), t.id) != opt_.stop_ids.end()) {
+      end_request(Finish::kStop, s.stream);
+      ++completed;
+      return;
+    }
+    if (s.request.logprobs) fill_logprobs(logits, V, s.request.top_logprobs, t, order);
+    s.next = t.id;
+    s.stream->push(std::move(t));
+    ++s.generated;
+    if (s.generated >= s.request.max_tokens) {
+      end_request(Finish::kLength, s.stream);
+      ++completed;
+    } else if (s.seq->position() + 1 > s.seq->context()) {
+      end_request(Finish::kContext, s.stream);
+      ++completed;
+    }
+  };
+
+  for (auto& s : slots_) {
+    if (s->stream && s->stream->cancelled()) {
+      end_request(Finish::kCancelled, s->stream);
+      ++cancelled;
+    }
+  }
+  // One prefill chunk, for the oldest slot still prefilling.
+  Slot* pre = nullptr;
+  for (auto& s : slots_)
+    if (s->stream && !s->decoding() && (!pre || s->admitted < pre->admitted)) pre = s.get();
+  if (pre) {
+    const std::vector<int32_t>& prompt = pre->request.prompt;
+    const int64_t n = std::min(engine_.prefill_chunk(), int64_t(prompt.size()) - pre->prefilled);
+    try {
+      const float* logits = engine_.forward(*pre->seq, prompt.data() + pre->prefilled, n);
+      pre->held.insert(pre->held.end(), prompt.begin() + pre->prefilled,
+                       prompt.begin() + pre->prefilled + n);
+      pre->prefilled += n;
+      prefill_tokens += n;
+      if (pre->decoding()) take(*pre, logits);
+    } catch (const Error& e) {
+      pre->seq->reset();
+      pre->held.clear();
+      end_request(Finish::kError, pre->stream, e.what());
+      ++completed;
+    }
+  }
+  // One decode step over every slot that has a token to run (not the one that just sampled
+  // its first token: it joins at the next step).
+  std::vector<Slot*> rows;
+  std::vector<eng::Sequence*> seqs;
+  std::vector<int32_t> tokens;
+  for (auto& s : slots_) {
+    if (!s->decoding() || s.get() == pre) continue;
+    rows.push_back(s.get());
+    seqs.push_back(s->seq.get());
+    tokens.push_back(s->next);
+  }
+  if (!rows.empty()) {
+    try {
+      const float* logits = engine_.decode_batch(seqs.data(), tokens.data(), int64_t(rows.size()));
+      rows_run = int64_t(rows.size());
+      for (size_t r = 0; r < rows.size(); ++r) {
+        rows[r]->held.push_back(tokens[r]);
+        take(*rows[r], logits + int64_t(r) * V);
+      }
+    } catch (const Error& e) {
+      for (Slot* s : rows) {
+        s->seq->reset();
+        s->held.clear();
+        end_request(Finish::kError, s->stream, e.what());
+        ++completed;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rows_run) ++stats_.steps;
+  stats_.decoded_rows += rows_run;
+  stats_.prefill_tokens += prefill_tokens;
+  stats_.completed += completed;
+  stats_.cancelled += cancelled;
+  stats_.active = int(std::count_if(slots_.begin(), slots_.end(),
+                                    [](const auto& s) { return bool(s->stream); }));
+}
+
+}  // namespace moex::serve

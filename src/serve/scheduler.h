@@ -1,0 +1,153 @@
+// The server's decode loop: up to `parallel` sequences (slots) decode together on one engine,
+// each with its own KV cache (a model::engine::Sequence) and sampler. A request waits in a
+// bounded queue until a slot is free, joins at the next step (its prompt prefilled in chunks
+// between decode steps, so running streams keep decoding), and leaves when it stops. Every
+// decode step runs the tokens of all decoding slots through the model together: the MoE
+// layers group them by expert and read each selected expert once per step; attention runs
+// per sequence. A sequence's tokens do not depend on what it was batched with.
+//
+// Threads: one scheduler thread owns the engine. submit() and the RequestStream methods are
+// safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/engine/engine.h"
+#include "model/ops/sampling.h"
+
+namespace moex::serve {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, at least one
+  int64_t max_tokens = 0;       // >= 1: tokens to generate at most (stop token not counted)
+  model::ops::SamplerArgs sampling;
+  // When logprobs: every token carries its log-probability (log-softmax of the model's
+  // logits) and the top_logprobs (0..kMaxTopLogprobs) most likely alternatives.
+  bool logprobs = false;
+  int top_logprobs = 0;
+};
+inline constexpr int kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  float logprob = 0;               // when the request asked for logprobs
+  std::vector<TokenLogprob> top;   // most likely first, top_logprobs entries
+};
+
+enum class Finish {
+  kNone,       // still running
+  kStop,       // a stop token (end of turn) was sampled; it is not delivered
+  kLength,     // max_tokens generated
+  kContext,    // the sequence filled the context
+  kCancelled,  // RequestStream::cancel() or shutdown
+  kError,      // Event::error says what
+};
+const char* finish_name(Finish f);  // "stop", "length", "length", "cancelled", "error"
+
+// One request's output, read by the thread that submitted it.
+class RequestStream {
+ public:
+  struct Event {
+    std::vector<GeneratedToken> tokens;  // new since the last event, in order
+    Finish finish = Finish::kNone;       // set on the last event
+    std::string error;                   // when finish == kError
+    int64_t prompt_tokens = 0;           // set once the prompt ran
+    int64_t cached_tokens = 0;           // prompt tokens reused from the slot's last request
+  };
+  // Waits up to `timeout` for new tokens or the finish; false when nothing came. After the
+  // event with finish != kNone, next() returns that finish again at once.
+  bool next(Event& out, std::chrono::milliseconds timeout);
+  // Stops generating (client gone, a stop string matched): the slot is freed at the next
+  // step and a kCancelled finish follows unless the request finished first.
+  void cancel();
+  bool cancelled() const;
+
+  // Scheduler side.
+  void push(GeneratedToken t);
+  void set_prompt(int64_t prompt_tokens, int64_t cached_tokens);
+  void finish(Finish f, std::string error = {});
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<GeneratedToken> pending_;
+  Finish finish_ = Finish::kNone;
+  std::string error_;
+  int64_t prompt_tokens_ = 0, cached_tokens_ = 0;
+  bool cancelled_ = false;
+};
+
+struct SchedulerOptions {
+  int parallel = 1;         // slots decoding together (--parallel), 1..kMaxParallel
+  int64_t queue_limit = 64; // requests waiting for a slot beyond which submit() refuses
+  std::vector<int32_t> stop_ids;  // end-of-sequence ids (model/generation_config.h)
+};
+inline constexpr int kMaxParallel = 256;
+
+struct SchedulerStats {
+  int64_t steps = 0;          // decode steps run
+  int64_t decoded_rows = 0;   // tokens decoded over all steps (sum of batch sizes)
+  int64_t prefill_tokens = 0; // prompt tokens run (reused ones not counted)
+  int64_t cached_tokens = 0;  // prompt tokens reused from slots' previous requests
+  int64_t completed = 0, cancelled = 0, rejected = 0;
+  int active = 0, queued = 0;
+};
+
+class Scheduler {
+ public:
+  // The engine stays owned by the caller and must outlive the scheduler; only the scheduler
+  // thread touches it from here on. Throws moex::Error for options out of range.
+  Scheduler(model::engine::Engine& engine, SchedulerOptions options);
+  ~Scheduler();  // shutdown()
+
+  struct Submitted {
+    std::shared_ptr<RequestStream> stream;  // null when refused
+    std::string refusal;                    // why (queue full, shutting down)
+    bool queue_full = false;                // the refusal is the queue bound (HTTP 503)
+  };
+  // Queues a request. Throws moex::Error for a request the model cannot run (no prompt
+  // tokens, an id outside the vocabulary, a prompt that leaves no room in the context,
+  // max_tokens < 1, top_logprobs outside 0..kMaxTopLogprobs, bad sampler arguments): the
+  // message names the field.
+  Submitted submit(GenerationRequest request);
+  // Cancels every queued and running request and stops the thread; idempotent.
+  void shutdown();
+  SchedulerStats stats() const;
+  const model::engine::Engine& engine() const { return engine_; }
+
+ private:
+  struct Slot;
+  struct Pending {
+    GenerationRequest request;
+    std::shared_ptr<RequestStream> stream;
+  };
+  void run();
+  void admit_locked();  // queued requests into free slots
+  void step();          // one prefill chunk or decode step over the active slots
+
+  model::engine::Engine& engine_;
+  SchedulerOptions opt_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  int64_t admissions_ = 0;  // admission order of slots (the oldest prefills first)
+  std::thread thread_;
+};
+
+}  // namespace moex::serve

@@ -1,0 +1,296 @@
+// Scheduler: requests decoded together give the tokens each gives alone; stop, length and
+// context rules; the prompt cache; cancellation; the queue bound; logprobs; bad requests.
+#include "serve/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/testing/temp_dir.h"
+#include "model/engine/engine_test_util.h"
+
+namespace moex::serve {
+namespace {
+
+namespace eng = model::engine;
+
+std::vector<int32_t> prompt_of(int64_t n, int64_t seed, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((i * 37 + seed * 101 + 11) % vocab));
+  return ids;
+}
+
+// Greedy tokens of `prompt` on a fresh engine, one sequence, no stop ids.
+std::vector<int32_t> alone(const std::string& dir, const std::vector<int32_t>& prompt, int n) {
+  auto e = eng::Engine::open(dir, eng::test::options_for_fused("auto"));
+  model::ops::Sampler greedy({});
+  std::vector<int32_t> out;
+  const float* l = e->prefill(prompt);
+  for (int i = 0; i < n; ++i) {
+    out.push_back(int32_t(greedy.sample(l, e->vocab())));
+    if (i + 1 < n) l = e->decode(out.back());
+  }
+  return out;
+}
+
+struct Result {
+  std::vector<GeneratedToken> tokens;
+  Finish finish = Finish::kNone;
+  std::string error;
+  int64_t prompt_tokens = 0, cached_tokens = 0;
+};
+
+Result collect(RequestStream& s) {
+  Result r;
+  RequestStream::Event ev;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (r.finish == Finish::kNone) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "no finish within 120 s";
+      break;
+    }
+    if (!s.next(ev, std::chrono::milliseconds(100))) continue;
+    r.tokens.insert(r.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+    r.finish = ev.finish;
+    r.error = ev.error;
+    r.prompt_tokens = ev.prompt_tokens;
+    r.cached_tokens = ev.cached_tokens;
+  }
+  return r;
+}
+
+std::vector<int32_t> ids_of(const Result& r) {
+  std::vector<int32_t> ids;
+  for (const auto& t : r.tokens) ids.push_back(t.id);
+  return ids;
+}
+
+GenerationRequest request(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+class SchedulerFamilies : public ::testing::TestWithParam<const char*> {};
+
+// Six requests of different lengths on four slots: they queue, join and leave at different
+// steps, and each gets the tokens it gets alone; the steps really batched several rows.
+TEST_P(SchedulerFamilies, BatchedRequestsEqualEachAlone) {
+  moex::testing::TempDir tmp("moex_scheduler");
+  const std::string dir = eng::test::write_tiny_preset(GetParam(), tmp.file("m"));
+  auto e = eng::Engine::open(dir, eng::test::options_for_fused("auto"));
+  const int64_t V = e->vocab();
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int> lengths;
+  for (int q = 0; q < 6; ++q) {
+    prompts.push_back(prompt_of(3 + 5 * q, q, V));
+    lengths.push_back(4 + 3 * (q % 3));
+  }
+  SchedulerOptions o;
+  o.parallel = 4;
+  Scheduler sched(*e, o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int q = 0; q < 6; ++q) {
+    auto sub = sched.submit(request(prompts[size_t(q)], lengths[size_t(q)]));
+    ASSERT_TRUE(sub.stream) << sub.refusal;
+    streams.push_back(sub.stream);
+  }
+  for (int q = 0; q < 6; ++q) {
+    const Result r = collect(*streams[size_t(q)]);
+    EXPECT_EQ(r.finish, Finish::kLength) << q;
+    EXPECT_EQ(ids_of(r), alone(dir, prompts[size_t(q)], lengths[size_t(q)]))
+        << GetParam() << " request " << q;
+    EXPECT_EQ(r.prompt_tokens, int64_t(prompts[size_t(q)].size()));
+  }
+  const SchedulerStats st = sched.stats();
+  EXPECT_EQ(st.completed, 6);
+  EXPECT_GT(st.decoded_rows, st.steps) << "no step decoded two sequences together";
+  EXPECT_EQ(st.active, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SchedulerFamilies,
+                         ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-lfm2-moe"));
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = eng::test::write_tiny_preset("tiny-qwen3-moe", tmp_.file("m"));
+  }
+  std::unique_ptr<eng::Engine> open(int64_t context = 0) {
+    eng::EngineOptions o = eng::test::options_for_fused("auto");
+    o.context = context;
+    return eng::Engine::open(dir_, o);
+  }
+  moex::testing::TempDir tmp_{"moex_scheduler_unit"};
+  std::string dir_;
+};
+
+TEST_F(SchedulerTest, StopTokenEndsTheRequestUndelivered) {
+  auto e = open();
+  const auto prompt = prompt_of(6, 1, e->vocab());
+  const auto ref = alone(dir_, prompt, 6);
+  // The first greedy token that differs from the ones before it is the stop id.
+  size_t k = 1;
+  while (k < ref.size() && std::find(ref.begin(), ref.begin() + long(k), ref[k]) != ref.begin() + long(k)) ++k;
+  ASSERT_LT(k, ref.size()) << "the reference repeats itself";
+  SchedulerOptions o;
+  o.stop_ids = {ref[k]};
+  Scheduler sched(*e, o);
+  const Result r = collect(*sched.submit(request(prompt, 6)).stream);
+  EXPECT_EQ(r.finish, Finish::kStop);
+  EXPECT_EQ(ids_of(r), std::vector<int32_t>(ref.begin(), ref.begin() + long(k)));
+}
+
+TEST_F(SchedulerTest, FullContextEndsTheRequest) {
+  auto e = open(8);
+  Scheduler sched(*e, {});
+  const auto prompt = prompt_of(5, 2, e->vocab());
+  const Result r = collect(*sched.submit(request(prompt, 100)).stream);
+  // Positions 5, 6, 7 run the generated tokens 1..3; the 4th cannot run.
+  EXPECT_EQ(r.finish, Finish::kContext);
+  EXPECT_EQ(ids_of(r), alone(dir_, prompt, 4));
+  EXPECT_STREQ(finish_name(r.finish), "length");
+}
+
+TEST_F(SchedulerTest, PromptCacheReusesTheSharedPrefix) {
+  auto e = open();
+  Scheduler sched(*e, {});
+  const int64_t V = e->vocab();
+  std::vector<int32_t> first = prompt_of(12, 3, V);
+  const Result a = collect(*sched.submit(request(first, 3)).stream);
+  // A follow-up that extends the first prompt plus its answer, as a chat turn does.
+  std::vector<int32_t> second = first;
+  second.push_back(ids_of(a)[0]);
+  second.push_back(ids_of(a)[1]);
+  for (int32_t t : prompt_of(4, 9, V)) second.push_back(t);
+  const Result b = collect(*sched.submit(request(second, 5)).stream);
+  EXPECT_EQ(b.cached_tokens, 14);  // the first prompt and the two answer tokens that ran
+  EXPECT_EQ(ids_of(b), alone(dir_, second, 5));
+  EXPECT_EQ(sched.stats().cached_tokens, 14);
+}
+
+TEST_F(SchedulerTest, CancelFreesTheSlot) {
+  auto e = open();
+  Scheduler sched(*e, {});
+  const int64_t V = e->vocab();
+  auto s1 = sched.submit(request(prompt_of(4, 1, V), 1000)).stream;
+  auto s2 = sched.submit(request(prompt_of(4, 2, V), 3)).stream;  // waits for the one slot
+  RequestStream::Event ev;
+  while (!s1->next(ev, std::chrono::milliseconds(100))) {
+  }
+  s1->cancel();
+  const Result r1 = collect(*s1);
+  EXPECT_EQ(r1.finish, Finish::kCancelled);
+  EXPECT_LT(r1.tokens.size() + ev.tokens.size(), 1000u);
+  const Result r2 = collect(*s2);
+  EXPECT_EQ(r2.finish, Finish::kLength);
+  EXPECT_EQ(ids_of(r2), alone(dir_, prompt_of(4, 2, V), 3));
+  EXPECT_EQ(sched.stats().cancelled, 1);
+}
+
+TEST_F(SchedulerTest, QueueBeyondTheLimitIsRefused) {
+  auto e = open();
+  SchedulerOptions o;
+  o.queue_limit = 1;
+  Scheduler sched(*e, o);
+  const int64_t V = e->vocab();
+  std::vector<std::shared_ptr<RequestStream>> accepted;
+  int refused = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto sub = sched.submit(request(prompt_of(4, i, V), 50));
+    if (sub.stream) {
+      accepted.push_back(sub.stream);
+    } else {
+      EXPECT_TRUE(sub.queue_full);
+      EXPECT_NE(sub.refusal.find("queue limit"), std::string::npos) << sub.refusal;
+      ++refused;
+    }
+  }
+  // At most one running and one waiting at any time, so at least four are refused... unless
+  // the slot freed in between; with 50 tokens each, it cannot have.
+  EXPECT_GE(refused, 4);
+  for (auto& s : accepted) s->cancel();
+  for (auto& s : accepted) EXPECT_NE(collect(*s).finish, Finish::kNone);
+  EXPECT_EQ(sched.stats().rejected, refused);
+}
+
+TEST_F(SchedulerTest, LogprobsAreLogSoftmaxOfTheLogits) {
+  auto e = open();
+  const int64_t V = e->vocab();
+  const auto prompt = prompt_of(7, 4, V);
+  // The reference: log-softmax of the first token's logits.
+  auto ref_engine = open();
+  const float* l = ref_engine->prefill(prompt);
+  double mx = l[0];
+  for (int64_t i = 1; i < V; ++i) mx = std::max(mx, double(l[i]));
+  double sum = 0;
+  for (int64_t i = 0; i < V; ++i) sum += std::exp(double(l[i]) - mx);
+  std::vector<double> lp(static_cast<size_t>(V));
+  for (int64_t i = 0; i < V; ++i) lp[size_t(i)] = double(l[i]) - mx - std::log(sum);
+
+  Scheduler sched(*e, {});
+  GenerationRequest r = request(prompt, 2);
+  r.logprobs = true;
+  r.top_logprobs = 5;
+  const Result res = collect(*sched.submit(r).stream);
+  ASSERT_EQ(res.tokens.size(), 2u);
+  const GeneratedToken& t = res.tokens[0];
+  ASSERT_EQ(t.top.size(), 5u);
+  EXPECT_EQ(t.top[0].id, t.id);  // greedy picks the most likely
+  for (size_t i = 1; i < t.top.size(); ++i) EXPECT_LE(t.top[i].logprob, t.top[i - 1].logprob);
+  for (const TokenLogprob& a : t.top) EXPECT_NEAR(a.logprob, lp[size_t(a.id)], 1e-5);
+  EXPECT_NEAR(t.logprob, lp[size_t(t.id)], 1e-5);
+  EXPECT_TRUE(res.tokens[1].top.size() == 5u);
+}
+
+std::string submit_error(Scheduler& s, GenerationRequest r) {
+  try {
+    s.submit(std::move(r));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(SchedulerTest, BadRequestsNameTheField) {
+  auto e = open(16);
+  Scheduler sched(*e, {});
+  const int64_t V = e->vocab();
+  EXPECT_NE(submit_error(sched, request({}, 1)).find("prompt: no tokens"), std::string::npos);
+  EXPECT_NE(submit_error(sched, request({1, int32_t(V)}, 1)).find("outside the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(submit_error(sched, request(prompt_of(16, 0, V), 1)).find("no room"),
+            std::string::npos);
+  EXPECT_NE(submit_error(sched, request({1}, 0)).find("max_tokens"), std::string::npos);
+  GenerationRequest r = request({1}, 1);
+  r.top_logprobs = 21;
+  EXPECT_NE(submit_error(sched, r).find("top_logprobs"), std::string::npos);
+  r = request({1}, 1);
+  r.sampling.temperature = -1;
+  EXPECT_NE(submit_error(sched, r).find("--temp"), std::string::npos);  // the Sampler's check
+  SchedulerOptions bad;
+  bad.parallel = 0;
+  EXPECT_THROW(Scheduler(*e, bad), Error);
+}
+
+TEST_F(SchedulerTest, ShutdownCancelsEverything) {
+  auto e = open();
+  auto sched = std::make_unique<Scheduler>(*e, SchedulerOptions{});
+  auto s1 = sched->submit(request(prompt_of(4, 1, e->vocab()), 500)).stream;
+  auto s2 = sched->submit(request(prompt_of(4, 2, e->vocab()), 500)).stream;
+  sched->shutdown();
+  EXPECT_EQ(collect(*s1).finish, Finish::kCancelled);
+  EXPECT_EQ(collect(*s2).finish, Finish::kCancelled);
+  EXPECT_FALSE(sched->submit(request({1}, 1)).stream);
+}
+
+}  // namespace
+}  // namespace moex::serve
