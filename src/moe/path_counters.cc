@@ -21,7 +21,15 @@ void PathCounters::record(const DispatchDecision& d, ExpertSite site) {
   for (DeclineReason r : d.reasons) ++s.by_reason[size_t(r)];
 }
 
-void PathCounters::reset() { sites_ = {}; }
+void PathCounters::record_expert_reads(int64_t distinct, int64_t bytes) {
+  experts_read_ += distinct;
+  expert_bytes_read_ += bytes;
+}
+
+void PathCounters::reset() {
+  sites_ = {};
+  experts_read_ = expert_bytes_read_ = 0;
+}
 
 int64_t PathCounters::fused_calls(ExpertSite site) const { return sites_[size_t(site)].fused; }
 int64_t PathCounters::fallback_calls(ExpertSite site) const {

@@ -117,6 +117,35 @@ INSTANTIATE_TEST_SUITE_P(Families, DecodeBatch,
                                            "tiny-qwen2-moe", "tiny-phimoe", "tiny-llama4",
                                            "tiny-lfm2-moe"));
 
+// The counters record the union of the experts a step selected: two sequences in the same
+// state select the same experts, so decoding them together reads what one alone reads; two
+// different ones read at least that and at most twice it.
+TEST(DecodeBatch, ExpertReadsCountTheUnionOfTheStep) {
+  moex::testing::TempDir tmp("moex_decode_batch_reads");
+  const std::string dir = write_tiny_preset("tiny-qwen3-moe", tmp.file("m"));
+  auto e = Engine::open(dir, options_for_fused("auto"));
+  const int64_t V = e->vocab();
+  auto a = e->new_sequence(), b = e->new_sequence(), c = e->new_sequence();
+  const auto p = prompt_of(6, 0, V), q = prompt_of(9, 5, V);
+  e->forward(*a, p.data(), 6);
+  e->forward(*b, p.data(), 6);
+  e->forward(*c, q.data(), 9);
+  auto bytes_of_step = [&](std::vector<Sequence*> rows, std::vector<int32_t> tokens) {
+    const int64_t before = e->counters().routed_expert_bytes_read();
+    e->decode_batch(rows.data(), tokens.data(), int64_t(rows.size()));
+    return e->counters().routed_expert_bytes_read() - before;
+  };
+  const int64_t one = bytes_of_step({a.get()}, {7});
+  EXPECT_GT(one, 0);
+  auto a2 = e->new_sequence();
+  e->forward(*a2, p.data(), 6);
+  e->forward(*a2, std::vector<int32_t>{7}.data(), 1);  // a2 == a, b in a's former state
+  EXPECT_EQ(bytes_of_step({a.get(), a2.get()}, {9, 9}), one);
+  const int64_t mixed = bytes_of_step({b.get(), c.get()}, {7, 7});
+  EXPECT_GE(mixed, one);
+  EXPECT_LE(mixed, 2 * one);
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();

@@ -65,6 +65,10 @@ MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
   layer_views_.experts.down_bias = w.down_bias.data();
   // Per-expert checkpoints were stacked at load: the kernels always see 3-D stacks.
   layer_views_.stacked = true;
+  for (const kernels::QuantWeightsView* q : {&w.experts.gate, &w.experts.up, &w.experts.down})
+    if (q->w)
+      bytes_per_expert_ += q->n * q->row_bytes() +
+                           2 * q->n * q->groups_per_row() * int64_t(dtype_size(q->sb_dtype));
   if (w.has_shared) {
     const MlpWeights& s = w.shared;
     // The MoE kernels take affine-quantized projections only; a float shared expert runs
@@ -112,6 +116,14 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   if (s.scores.size() < size_t(n * k)) s.scores.resize(size_t(n * k));
   ops::linear({.lin = &w_.router, .x = x, .rows = n, .out = s.logits.data()});
   router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
+  s.expert_seen.assign(size_t(e), 0);
+  int64_t distinct = 0;
+  for (int64_t i = 0; i < n * k; ++i) {
+    uint8_t& seen = s.expert_seen[size_t(s.ids[size_t(i)])];
+    distinct += !seen;
+    seen = 1;
+  }
+  counters.record_expert_reads(distinct, distinct * bytes_per_expert_);
   moe::MoeBlockCall call;
   call.x = x;
   call.tokens = n;

@@ -28,6 +28,7 @@ struct MoeFfnScratch {
   moe::MoeWorkspace block;
   std::vector<float> logits, scores, shared_out;
   std::vector<int32_t> ids;
+  std::vector<uint8_t> expert_seen;  // [num_experts]: which experts a call selected
 };
 
 class MoeFfn {
@@ -43,8 +44,6 @@ class MoeFfn {
   int64_t layer() const { return layer_; }
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
-  // Weight bytes one decode token reads in this layer (router + top_k experts + shared).
-
  private:
   void float_shared_expert(const float* x, int64_t n, float* out);
 
@@ -57,6 +56,7 @@ class MoeFfn {
   kernels::QuantWeightsView shared_gate_quant_;
   ops::FloatVec shared_gate_f32_;
   bool shared_in_block_ = false;  // quantized shared expert: run by the MoeBlock
+  int64_t bytes_per_expert_ = 0;  // packed weights, scales and biases of one routed expert
   std::unique_ptr<moe::MoeBlock> block_;
 };
 
