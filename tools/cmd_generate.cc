@@ -22,9 +22,9 @@
 #include "model/family_registry.h"
 #include "model/generation_config.h"
 #include "model/ops/sampling.h"
+#include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
-#include "tools/util_chat_prompt.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
 #include "tools/util_sampling.h"
@@ -33,6 +33,8 @@ namespace moex::tools {
 namespace {
 
 namespace eng = moex::model::engine;
+using serve::ChatPrompt;
+using serve::chat_message;
 
 struct GenerateFlags {
   std::string model;

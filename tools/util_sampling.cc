@@ -29,22 +29,8 @@ std::string apply_generation_defaults(const model::GenerationConfig& g, const Sa
   if (g.source.empty() || !(g.temperature || g.top_p || g.top_k)) return "";
   if (!g.do_sample)
     return g.source + ": sampling values ignored (do_sample is not true): greedy unless flags say";
-  std::string used;
-  auto note = [&](const char* name, const std::string& v) {
-    used += str_cat(used.empty() ? "" : ", ", name, " ", v);
-  };
-  if (g.temperature && !f.temp) {
-    sa.temperature = *g.temperature;
-    note("temperature", str_cat(*g.temperature));
-  }
-  if (g.top_p && !f.top_p) {
-    sa.top_p = *g.top_p;
-    note("top_p", str_cat(*g.top_p));
-  }
-  if (g.top_k && !f.top_k) {
-    sa.top_k = *g.top_k;
-    note("top_k", str_cat(*g.top_k));
-  }
+  const std::string used = model::apply_sampling_defaults(
+      g, {.temperature = bool(f.temp), .top_p = bool(f.top_p), .top_k = bool(f.top_k)}, sa);
   if (used.empty()) return g.source + ": sampling values all overridden by flags";
   return str_cat("sampling defaults from ", g.source, ": ", used, " (flags override each)");
 }

@@ -50,4 +50,26 @@ std::vector<int64_t> stop_token_ids(const ModelConfig& cfg, const GenerationConf
   return ids;
 }
 
+std::string apply_sampling_defaults(const GenerationConfig& g, SamplingFieldsGiven given,
+                                    ops::SamplerArgs& args) {
+  if (!g.do_sample) return "";
+  std::string used;
+  auto note = [&](const char* name, const auto& v) {
+    used += str_cat(used.empty() ? "" : ", ", name, " ", v);
+  };
+  if (g.temperature && !given.temperature) {
+    args.temperature = *g.temperature;
+    note("temperature", *g.temperature);
+  }
+  if (g.top_p && !given.top_p) {
+    args.top_p = *g.top_p;
+    note("top_p", *g.top_p);
+  }
+  if (g.top_k && !given.top_k) {
+    args.top_k = *g.top_k;
+    note("top_k", *g.top_k);
+  }
+  return used;
+}
+
 }  // namespace moex::model

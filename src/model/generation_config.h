@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/model_config.h"
+#include "model/ops/sampling.h"
 
 namespace moex::model {
 
@@ -29,5 +30,15 @@ GenerationConfig load_generation_config(const std::string& dir, int64_t vocab);
 // tokenizer). Sorted, without duplicates.
 std::vector<int64_t> stop_token_ids(const ModelConfig& cfg, const GenerationConfig& gen,
                                     const std::vector<int32_t>& tokenizer_eos);
+
+// Which sampling fields the caller (flags, an API request) set itself.
+struct SamplingFieldsGiven {
+  bool temperature = false, top_p = false, top_k = false;
+};
+// generation_config.json's temperature, top_p and top_k into `args` for the fields not given,
+// as transformers applies them: only with do_sample: true. Returns what it applied, e.g.
+// "temperature 0.7, top_p 0.8" ("" when nothing). `generate`, `chat` and `serve` share it.
+std::string apply_sampling_defaults(const GenerationConfig& g, SamplingFieldsGiven given,
+                                    ops::SamplerArgs& args);
 
 }  // namespace moex::model

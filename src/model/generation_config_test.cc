@@ -77,5 +77,26 @@ TEST(GenerationConfig, BadValuesNameTheFileAndField) {
   }
 }
 
+TEST(GenerationConfig, SamplingDefaultsFillOnlyTheFieldsNotGivenAndOnlyWithDoSample) {
+  GenerationConfig g;
+  g.temperature = 0.7;
+  g.top_p = 0.8;
+  g.top_k = 20;
+  ops::SamplerArgs a;
+  a.temperature = 0.1;
+  EXPECT_EQ(apply_sampling_defaults(g, {.temperature = true}, a), "");  // do_sample false
+  EXPECT_EQ(a.temperature, 0.1);
+  EXPECT_EQ(a.top_k, 0);
+  g.do_sample = true;
+  EXPECT_EQ(apply_sampling_defaults(g, {.temperature = true}, a), "top_p 0.8, top_k 20");
+  EXPECT_EQ(a.temperature, 0.1);
+  EXPECT_DOUBLE_EQ(a.top_p, 0.8);
+  EXPECT_EQ(a.top_k, 20);
+  ops::SamplerArgs b;
+  EXPECT_EQ(apply_sampling_defaults(g, {.temperature = true, .top_p = true, .top_k = true}, b),
+            "");
+  EXPECT_EQ(b.temperature, 0.0);
+}
+
 }  // namespace
 }  // namespace moex::model

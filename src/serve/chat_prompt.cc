@@ -1,9 +1,9 @@
-// ChatPrompt: template + tokenizer (see util_chat_prompt.h).
-#include "tools/util_chat_prompt.h"
+// ChatPrompt: template + tokenizer (see chat_prompt.h).
+#include "serve/chat_prompt.h"
 
 #include "chat/template_files.h"
 
-namespace moex::tools {
+namespace moex::serve {
 
 namespace {
 
@@ -21,21 +21,24 @@ ChatPrompt::ChatPrompt(const chat::ChatTemplateSource& src, Tokenizer tokenizer)
       special_tokens_(src.special_tokens),
       tokenizer_(std::move(tokenizer)) {}
 
-std::string ChatPrompt::render(const nlohmann::ordered_json& messages) const {
+std::string ChatPrompt::render(const nlohmann::ordered_json& messages,
+                               const nlohmann::ordered_json& extra) const {
   chat::ChatTemplateArgs args;
   args.messages = messages;
   args.add_generation_prompt = true;
   args.special_tokens = special_tokens_;
+  args.extra = extra;
   return chat::apply_chat_template(template_, args);
 }
 
-std::vector<int32_t> ChatPrompt::ids(const nlohmann::ordered_json& messages) const {
+std::vector<int32_t> ChatPrompt::ids(const nlohmann::ordered_json& messages,
+                                     const nlohmann::ordered_json& extra) const {
   // The template writes the special tokens itself (bos included where it wants one).
-  return tokenizer_.encode(render(messages), /*add_special=*/false);
+  return tokenizer_.encode(render(messages, extra), /*add_special=*/false);
 }
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content) {
   return {{"role", role}, {"content", content}};
 }
 
-}  // namespace moex::tools
+}  // namespace moex::serve

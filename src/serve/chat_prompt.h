@@ -12,7 +12,7 @@
 #include "chat/template_files.h"
 #include "tokenizer/tokenizer.h"
 
-namespace moex::tools {
+namespace moex::serve {
 
 class ChatPrompt {
  public:
@@ -21,8 +21,13 @@ class ChatPrompt {
   ChatPrompt(const std::string& dir, Tokenizer tokenizer);
 
   // The prompt text of `messages` ([{role, content}, ...]) ending in the assistant's header.
-  std::string render(const nlohmann::ordered_json& messages) const;
-  std::vector<int32_t> ids(const nlohmann::ordered_json& messages) const;
+  // `extra`: more template variables (an API request's chat_template_kwargs, such as
+  // enable_thinking), as apply_chat_template's keyword arguments.
+  std::string render(const nlohmann::ordered_json& messages,
+                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+  std::vector<int32_t> ids(const nlohmann::ordered_json& messages,
+                           const nlohmann::ordered_json& extra = nlohmann::ordered_json::object())
+      const;
   const std::string& origin() const { return template_.origin(); }
 
  private:
@@ -34,4 +39,4 @@ class ChatPrompt {
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content);
 
-}  // namespace moex::tools
+}  // namespace moex::serve
