@@ -1,0 +1,50 @@
+// OpenAI request bodies (POST /v1/chat/completions and /v1/completions) parsed and validated
+// into a GenerationRequest plus what the response needs (stop strings, streaming, model name).
+// Every refusal is an ApiError (HTTP 400) naming the field; docs/serve.md lists the fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/generation_config.h"
+#include "serve/chat_prompt.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace moex::serve {
+
+enum class Api { kChat, kCompletion };
+
+// What parsing needs to know about the served model.
+struct ServedModel {
+  std::string name;                      // the id of /v1/models (the directory's name or --alias)
+  const Tokenizer* tokenizer = nullptr;  // null: completions take token-id prompts only
+  const ChatPrompt* chat = nullptr;      // null: no chat template, chat requests refused
+  model::GenerationConfig generation;    // sampling defaults (with do_sample: true)
+  int64_t context = 0;                   // positions one sequence holds
+  int64_t vocab = 0;
+};
+
+inline constexpr int kMaxStopStrings = 4;      // as OpenAI
+inline constexpr size_t kMaxStopBytes = 1024;  // per stop string
+
+struct ApiRequest {
+  Api api = Api::kChat;
+  std::string model;  // the request's `model` ("" when absent); echoed in responses
+  GenerationRequest generation;
+  bool max_tokens_given = false;  // else max_tokens is what the context leaves
+  std::vector<std::string> stop;  // stop strings, matched on the decoded text
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids extension)
+  bool tokens_as_ids = false;
+};
+
+// Parses a request body. Throws ApiError: malformed JSON, a body that is not an object, an
+// unknown or unsupported field, a wrong type or value, an empty prompt, or a prompt that
+// leaves no room in the context.
+ApiRequest parse_request(Api api, std::string_view body, const ServedModel& model);
+
+}  // namespace moex::serve
