@@ -1,0 +1,60 @@
+// One choice's output built from the scheduler's tokens: incremental detokenization
+// (StreamDecoder, special tokens skipped as vLLM and llama.cpp do), stop strings on the
+// decoded text, and each token's log-probabilities in the form the responses report them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "serve/scheduler.h"
+#include "serve/stop_matcher.h"
+#include "tokenizer/tokenizer.h"
+
+namespace moex::serve {
+
+struct LogprobToken {  // one token as logprobs report it
+  int32_t id = 0;
+  std::string text;  // the token alone, decoded (special tokens written out)
+  float logprob = 0;
+};
+
+struct LogprobEntry {             // a generated token with its alternatives
+  LogprobToken token;             // the generated token
+  std::vector<LogprobToken> top;  // most likely first
+  int64_t text_offset = 0;        // characters of completion text before this token
+};
+
+class CompletionText {
+ public:
+  CompletionText(const Tokenizer& tokenizer, std::vector<std::string> stops, bool logprobs);
+
+  struct Delta {
+    std::string text;                    // new text to emit (whole UTF-8 characters)
+    std::vector<LogprobEntry> logprobs;  // the tokens consumed now (when asked for)
+  };
+  // Consumes generated tokens in order. Once a stop string has matched, further tokens are
+  // ignored (they were generated before the cancellation took effect).
+  Delta add(const std::vector<GeneratedToken>& tokens);
+  // The end of generation: the text the detokenizer and the stop matcher still hold.
+  Delta finish();
+
+  bool stopped() const { return stop_.stopped(); }  // a stop string matched
+  // Tokens consumed: up to and including the one that completed a stop string.
+  int64_t tokens() const { return tokens_; }
+
+ private:
+  LogprobToken alternative(int32_t id, float logprob) const;
+
+  const Tokenizer& tok_;
+  StreamDecoder decoder_;
+  StopMatcher stop_;
+  bool logprobs_;
+  int64_t tokens_ = 0;
+  int64_t decoded_chars_ = 0;  // characters the decoder has produced
+};
+
+// Code points of valid UTF-8 text.
+int64_t utf8_chars(std::string_view s);
+
+}  // namespace moex::serve
