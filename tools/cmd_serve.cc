@@ -1,0 +1,227 @@
+// `moex serve`: an OpenAI-compatible HTTP server (chat and text completions, streaming, the
+// model list, health) over one engine whose scheduler decodes up to --parallel requests
+// together. SIGINT / SIGTERM stop accepting, cancel what runs and exit 0.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/strict_parse.h"
+#include "model/engine/engine.h"
+#include "model/engine/run_setup.h"
+#include "model/family_registry.h"
+#include "model/generation_config.h"
+#include "serve/chat_prompt.h"
+#include "serve/http_server.h"
+#include "serve/request.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/command.h"
+#include "tools/util_flags.h"
+#include "tools/util_progress.h"
+
+namespace moex::tools {
+namespace {
+
+namespace eng = moex::model::engine;
+
+struct ServeFlags {
+  std::string model;
+  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, fused,
+      max_dff, backend;
+  bool verbose = false;
+};
+
+// Requests waiting for a slot beyond the running ones; more are refused with 503.
+constexpr int64_t kQueueLimit = 64;
+
+// The served name: --alias, else the model directory's name.
+std::string model_name(const ServeFlags& f) {
+  if (f.alias) {
+    if (f.alias->empty()) fail("--alias: expected a name, got an empty string");
+    return *f.alias;
+  }
+  std::filesystem::path p = std::filesystem::absolute(f.model).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+std::optional<serve::ChatPrompt> load_chat_prompt(const std::string& dir, const Tokenizer& tok) {
+  try {
+    return serve::ChatPrompt(dir, tok);
+  } catch (const Error& e) {
+    std::fprintf(stderr,
+                 "moex serve: %s; /v1/chat/completions refuses requests (use "
+                 "/v1/completions)\n",
+                 e.what());
+    return std::nullopt;
+  }
+}
+
+// SIGINT and SIGTERM are blocked in every thread (set before any is started) and taken by
+// one thread with sigwait: the first shuts down, a second exits at once.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not death
+  }
+  void start(std::function<void()> on_signal) {
+    thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+      int sig = 0;
+      for (int n = 0;; ++n) {
+        if (sigwait(&set_, &sig) != 0 || done_.load()) return;
+        if (n > 0) {
+          std::fprintf(stderr, "moex serve: second signal, exiting now\n");
+          _exit(1);
+        }
+        std::fprintf(stderr, "moex serve: %s: shutting down\n",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        on_signal();
+      }
+    });
+  }
+  // Ends the thread (before what on_signal touches is destroyed).
+  void stop() {
+    if (!thread_.joinable()) return;
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGTERM);  // wakes sigwait
+    thread_.join();
+  }
+  ~SignalWatcher() { stop(); }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+int run_serve(const ServeFlags& f) {
+  SignalWatcher signals;
+  if (f.threads) parse_threads_flag(*f.threads);
+  eng::apply_threads_and_isa(f.threads, std::nullopt);
+  serve::HttpOptions http;
+  if (f.host) {
+    if (f.host->empty()) fail("--host: expected an address, got an empty string");
+    http.host = *f.host;
+  }
+  if (f.port) http.port = int(parse_int_strict(*f.port, "--port", 0, 65535));
+  const int parallel =
+      f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 1;
+  const int64_t context =
+      f.ctx_size ? parse_int_strict(*f.ctx_size, "--ctx-size", 2, INT32_MAX) : 0;
+  if (f.api_key) {
+    if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
+    http.api_key = *f.api_key;
+  }
+  const std::string name = model_name(f);
+
+  const model::ModelConfig cfg = model::load_model_config(f.model);
+  serve::ServedModel served;
+  served.name = name;
+  served.generation = model::load_generation_config(f.model, cfg.vocab);
+  served.vocab = cfg.vocab;
+  if (!std::filesystem::exists(f.model + "/tokenizer.json"))
+    fail(f.model, ": no tokenizer.json: moex serve answers in text and needs the tokenizer");
+  const Tokenizer tok = Tokenizer::load(f.model);
+  served.tokenizer = &tok;
+  const std::optional<serve::ChatPrompt> chat = load_chat_prompt(f.model, tok);
+  if (chat) served.chat = &*chat;
+  std::vector<int32_t> stop_ids;
+  for (int64_t id : model::stop_token_ids(cfg, served.generation, tok.eos_ids()))
+    stop_ids.push_back(int32_t(id));
+
+  const LoadProgress load("serve", f.model);
+  auto engine =
+      eng::Engine::open(f.model, eng::engine_options(f.fused, f.max_dff, context, f.backend));
+  load.done();
+  served.context = engine->context();
+  serve::Scheduler scheduler(
+      *engine, {.parallel = parallel, .queue_limit = kQueueLimit, .stop_ids = stop_ids});
+  http.parallel = parallel;
+  http.threads = parallel + int(kQueueLimit) + 4;  // every queued request holds a connection
+  http.verbose = f.verbose;
+  serve::HttpServer server(scheduler, served, http);
+  const int port = server.bind();
+  if (f.verbose) {
+    std::string stops;
+    for (int32_t id : stop_ids) stops += (stops.empty() ? "" : ", ") + std::to_string(id);
+    std::fprintf(stderr,
+                 "moex serve: model %s (%s), context %lld tokens per sequence, %d "
+                 "slot%s, stop at token ids [%s]\n",
+                 name.c_str(), cfg.family.c_str(), (long long)served.context, parallel,
+                 parallel == 1 ? "" : "s", stops.c_str());
+    if (chat) std::fprintf(stderr, "moex serve: chat template %s\n", chat->origin().c_str());
+    model::ops::SamplerArgs defaults;
+    const std::string used = model::apply_sampling_defaults(served.generation, {}, defaults);
+    if (!used.empty())
+      std::fprintf(stderr, "moex serve: sampling defaults from %s: %s (requests override each)\n",
+                   served.generation.source.c_str(), used.c_str());
+  }
+  const bool v6 = http.host.find(':') != std::string::npos;
+  std::fprintf(stderr, "moex serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "",
+               http.host.c_str(), v6 ? "]" : "", port);
+  signals.start([&] {
+    scheduler.shutdown();  // cancels what runs; new requests are refused
+    server.stop();         // returns once the handlers have answered
+  });
+  server.serve();
+  signals.stop();
+  scheduler.shutdown();
+  return 0;
+}
+
+CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
+  auto f = std::make_shared<ServeFlags>();
+  sub.footer(
+      "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+      "GET /health (README.md, docs/serve.md).");
+  sub.add_option("-m,--model", f->model,
+                 "model directory (config.json, safetensors, "
+                 "tokenizer.json; a chat template for /v1/chat/completions)")
+      ->type_name("DIR")
+      ->required();
+  sub.add_option("--host", f->host, "address to listen on (default 127.0.0.1)")->type_name("ADDR");
+  sub.add_option("--port", f->port, "TCP port (default 8080; 0: a free one, printed)")
+      ->type_name("INT");
+  sub.add_option("--parallel", f->parallel,
+                 "requests decoded together, 1-256 (default 1); more wait in a queue of 64")
+      ->type_name("INT");
+  sub.add_option("--ctx-size", f->ctx_size,
+                 "KV cache capacity per request in tokens, prompt and completion (default: "
+                 "max_position_embeddings, at most 4096)")
+      ->type_name("INT");
+  sub.add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' on every endpoint")
+      ->type_name("KEY");
+  sub.add_option("--alias", f->alias,
+                 "model name in /v1/models and responses (default: the "
+                 "directory's name)")
+      ->type_name("NAME");
+  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
+      ->type_name("INT");
+  sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
+  sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
+      ->type_name("INT");
+  sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
+  sub.add_flag("-v,--verbose", f->verbose, "print a line per request and the setup");
+  return [f] { return run_serve(*f); };
+};
+
+MOEX_REGISTER_COMMAND(serve, "serve", "OpenAI-compatible HTTP server (chat and completions)",
+                      serve_setup);
+
+}  // namespace
+}  // namespace moex::tools
