@@ -349,7 +349,7 @@ void Parser::finish() {
   if (g.prompt.empty()) bad_request(prompt_field, str_cat("'", prompt_field, "' has no tokens"));
   const int64_t n = int64_t(g.prompt.size());
   if (n >= served.context)
-    bad_request(prompt_field, str_cat("'", prompt_field, "' makes a prompt of ", n,
+    bad_request(prompt_field, str_cat("the prompt of '", prompt_field, "' has ", n,
                                       " tokens; this server's context holds ", served.context,
                                       " (--ctx-size), prompt and completion together"));
   g.logprobs = logprobs;
