@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake pkg-config git nlohmann-json3-dev libcli11-dev libgtest-dev
-      libgmock-dev libbenchmark-dev libpcre2-dev python3-venv)
+      libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating the Python venv for reference tests (.venv)"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib" 2>/dev/null; then
+if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib, openai" 2>/dev/null; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements-reference.txt
 fi

@@ -1,0 +1,6 @@
+# End-to-end test of `moex serve` with the official openai client (label `reference`: it runs
+# the .venv Python of scripts/setup.sh). Included by tools/CMakeLists.txt when serve is built.
+add_test(NAME serve_openai_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_openai_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_openai)
+set_tests_properties(serve_openai_test PROPERTIES LABELS reference TIMEOUT 600)
