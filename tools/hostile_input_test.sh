@@ -146,6 +146,24 @@ for k in 1 3 5; do
 done
 row "prompt longer than the context" 2 "longer than the model's context" \
   "$m" generate -m "$work/short_context" --prompt-ids 1,2,3,4,5,6,7,8,9,10 -n 1
+echo "== moex serve flags (each refused before anything listens)"
+if "$m" serve --help >/dev/null 2>&1; then
+  sv=("$m" serve -m "$work/good")
+  row "serve --port 70000" 2 "--port: 70000 is out of range" "${sv[@]}" --port 70000
+  row "serve --port abc" 2 "--port" "${sv[@]}" --port abc
+  sv+=(--port 0)
+  row "serve --parallel 0" 2 "--parallel" "${sv[@]}" --parallel 0
+  row "serve --parallel 257" 2 "--parallel" "${sv[@]}" --parallel 257
+  row "serve --ctx-size 1" 2 "--ctx-size" "${sv[@]}" --ctx-size 1
+  row "serve --api-key ''" 2 "--api-key" "${sv[@]}" --api-key ""
+  row "serve --alias ''" 2 "--alias" "${sv[@]}" --alias ""
+  row "serve --threads 0" 2 "--threads" "${sv[@]}" --threads 0
+  row "serve --host on no local address" 2 "cannot listen on 203.0.113.7" "${sv[@]}" --host 203.0.113.7
+  no_tok="$work/no_tok"; cp -r "$work/good" "$no_tok"; rm "$no_tok/tokenizer.json"
+  row "serve without tokenizer.json" 2 "no_tok.*tokenizer.json" "$m" serve -m "$no_tok" --port 0
+else
+  echo "skip moex serve flags: this moex was built without cpp-httplib (no serve command)"
+fi
 
 echo "== make-model output is complete or absent"
 # A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG) is a clean error;
