@@ -384,6 +384,12 @@ def body(a, d, work, tok, srv, strip_stop):
     except (ConnectionError, OSError) as e:
         check(False, f"a 9 MiB body: 413 expected, the connection failed ({e})")
 
+    form = json.dumps({"prompt": "a" * 10000, "max_tokens": 1}).encode()
+    status, _, raw = srv.http("POST", "/v1/completions", form,
+                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+    check(status == 413 and "application/json" in json.loads(raw)["error"]["message"],
+          f"a 10 KB body sent as a form (curl -d): 413 saying to send application/json")
+
     # Raw SSE framing.
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
     c.request("POST", "/v1/chat/completions", body=json.dumps(

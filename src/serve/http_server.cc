@@ -109,12 +109,21 @@ void HttpServer::Impl::routes() {
     res.set_content(json_text(j), "application/json");
   });
   // What httplib answers itself (no route: 404; body too large: 413) gets an error object too.
-  http.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+  // httplib reads a form-encoded body (curl -d without a Content-Type) as form fields, which
+  // it bounds to 8 KiB: that 413 says what to send instead.
+  const size_t max_body = opt.max_body_bytes;
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [max_body](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const bool form =
+            req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
         const std::string message =
-            res.status == 404   ? str_cat("no such endpoint: ", req.method, " ", req.path)
-            : res.status == 413 ? std::string("the request body is too large")
+            res.status == 404 ? str_cat("no such endpoint: ", req.method, " ", req.path)
+            : res.status == 413 && form
+                ? std::string(
+                      "a form-encoded body is limited to 8 KiB: send the JSON with "
+                      "'Content-Type: application/json'")
+            : res.status == 413 ? str_cat("the request body is larger than ", max_body, " bytes")
                                 : str_cat("HTTP ", res.status);
         set_error(res, res.status, error_type(res.status), "", message);
         return httplib::Server::HandlerResponse::Handled;
