@@ -4,3 +4,8 @@ add_test(NAME serve_openai_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_openai_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_openai)
 set_tests_properties(serve_openai_test PROPERTIES LABELS reference TIMEOUT 600)
+# The bounded load test: 64 requests from 8 clients on 4 slots, some disconnecting mid-stream.
+add_test(NAME serve_load_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_load_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_load)
+set_tests_properties(serve_load_test PROPERTIES LABELS "reference;slow" TIMEOUT 600)
