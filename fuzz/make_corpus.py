@@ -244,12 +244,38 @@ def chat_template_inputs(out_dir):
                     write(out_dir, "fuzz_chat_template", f, t.read() + "\0" + context)
 
 
+# Request bodies of POST /v1/chat/completions and /v1/completions, each with a text for the
+# stop-string check (pieces cut at 0x02).
+SERVE_REQUESTS = {
+    "chat": {"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                        {"role": "user", "content": "Hi <|im_end|> caf\u00e9"}],
+             "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+             "seed": 7, "stop": ["\n\n", "END"], "stream": True,
+             "stream_options": {"include_usage": True}, "logprobs": True, "top_logprobs": 3},
+    "chat-parts": {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                            {"type": "text", "text": "b"}]}],
+                   "max_completion_tokens": 4, "user": "u", "n": 1, "logit_bias": {},
+                   "frequency_penalty": 0, "tools": [], "tool_choice": "none",
+                   "response_format": {"type": "text"}, "chat_template_kwargs": {"x": True}},
+    "completion-text": {"prompt": "Once upon a time", "max_tokens": 8, "logprobs": 2,
+                        "stop": "\u00e9", "echo": False, "return_tokens_as_token_ids": True},
+    "completion-ids": {"prompt": [[1, 2, 3, 999]], "max_tokens": 1, "best_of": 1, "suffix": ""},
+}
+
+
+def serve_request_inputs(out_dir):
+    text = b"xa\x02b caf\xc3\x02\xa9 END\x02\n\nrest"  # "é" cut between its two bytes
+    for name, body in SERVE_REQUESTS.items():
+        write(out_dir, "fuzz_serve_request", name, json.dumps(body).encode() + b"\0" + text)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     moex, out_dir = sys.argv[1], sys.argv[2]
     rng = random.Random(0)
     chat_template_inputs(out_dir)
+    serve_request_inputs(out_dir)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

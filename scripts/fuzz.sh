@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 shift || true
 all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer
-             fuzz_chat_template)
+             fuzz_chat_template fuzz_serve_request)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs="${JOBS:-$(nproc)}"
@@ -23,6 +23,7 @@ max_len_of() {
     fuzz_model_config) echo 16384 ;;
     fuzz_tokenizer) echo 65536 ;;
     fuzz_chat_template) echo 32768 ;;
+    fuzz_serve_request) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }
