@@ -149,7 +149,7 @@ double plain_decode_tps(eng::Engine& e, int64_t prompt_tokens, int64_t n, uint64
 // The engine's batched step alone, without the scheduler or its threads: `streams`
 // sequences prefilled, then n decode_batch steps over all of them (greedy).
 double engine_batch_tps(eng::Engine& e, int64_t streams, int64_t prompt_tokens, int64_t n,
-                        uint64_t seed) {
+                        uint64_t seed, eng::DecodeProfile& profile) {
   std::vector<std::unique_ptr<eng::Sequence>> seqs;
   std::vector<eng::Sequence*> rows;
   std::vector<int32_t> tokens;
@@ -159,13 +159,18 @@ double engine_batch_tps(eng::Engine& e, int64_t streams, int64_t prompt_tokens, 
     const auto p = synthetic_prompt(prompt_tokens, e.vocab(), seed * 1000 + uint64_t(i));
     tokens.push_back(int32_t(model::ops::argmax(e.forward(*rows.back(), p.data(), int64_t(p.size())), e.vocab())));
   }
+  e.reset_profile();
+  e.set_profiling(true);  // two clock reads per op group and step
   const double t0 = now_seconds();
   for (int64_t step = 0; step < n; ++step) {
     const float* l = e.decode_batch(rows.data(), tokens.data(), streams);
     for (int64_t i = 0; i < streams; ++i)
       tokens[size_t(i)] = int32_t(model::ops::argmax(l + i * e.vocab(), e.vocab()));
   }
-  return double(streams * n) / std::max(now_seconds() - t0, 1e-12);
+  const double took = now_seconds() - t0;
+  e.set_profiling(false);
+  profile.add(e.profile());
+  return double(streams * n) / std::max(took, 1e-12);
 }
 
 double ms(double s) { return s * 1e3; }
@@ -197,13 +202,15 @@ int run(const Flags& f) {
   std::vector<Run> runs;
   std::vector<double> plain;
   std::vector<std::vector<double>> batch_only(streams.size());
+  std::vector<eng::DecodeProfile> batch_profile(streams.size());
   for (int64_t round = 1; round <= repeats; ++round) {
     plain.push_back(plain_decode_tps(*engine, prompt_tokens, n, uint64_t(round)));
     std::fprintf(stderr, "bench-serve: round %lld: engine alone %.2f tok/s\n", (long long)round,
                  plain.back());
     for (size_t ci = 0; ci < streams.size(); ++ci) {
       const int64_t c = streams[ci];
-      batch_only[ci].push_back(engine_batch_tps(*engine, c, prompt_tokens, n, uint64_t(round)));
+      batch_only[ci].push_back(
+          engine_batch_tps(*engine, c, prompt_tokens, n, uint64_t(round), batch_profile[ci]));
       runs.push_back(run_streams(*engine, c, prompt_tokens, n, round));
       std::fprintf(stderr, "bench-serve: round %lld: %lld streams %.2f tok/s aggregate\n",
                    (long long)round, (long long)c, runs.back().tps());
@@ -282,6 +289,17 @@ int run(const Flags& f) {
   rep.notes.push_back(
       "expert_mb: routed expert weights the MoE layers selected (distinct experts per layer "
       "call, each read once), per decode step and per generated token");
+  // Where a batched step's time goes, per stream count (decode_batch alone).
+  for (size_t ci = 0; ci < streams.size(); ++ci) {
+    const eng::DecodeProfile& p = batch_profile[ci];
+    if (p.steps == 0) continue;
+    std::string line = str_cat("decode_batch of ", streams[ci], " rows, ms per step:");
+    for (int op = 0; op < eng::kNumDecodeOps; ++op)
+      if (p.seconds[size_t(op)] > 0)
+        line += str_cat(" ", eng::decode_op_name(eng::DecodeOp(op)), " ",
+                        number_cell(1e3 * p.seconds[size_t(op)] / double(p.steps), 2).text);
+    rep.notes.push_back(line);
+  }
   std::cout << render_report(rep, fmt);
   return 0;
 }

@@ -26,7 +26,7 @@ const char* decode_op_name(DecodeOp op);  // "attention_projections", ...
 
 struct DecodeProfile {
   std::array<double, kNumDecodeOps> seconds{};
-  int64_t steps = 0;  // single-token forward passes timed
+  int64_t steps = 0;  // single-token forward passes and decode_batch steps timed
   void reset() { *this = DecodeProfile{}; }
   void add(const DecodeProfile& o);
   double total_seconds() const;

@@ -393,7 +393,8 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
   if (std::adjacent_find(batch_seen_.begin(), batch_seen_.end()) != batch_seen_.end())
     fail("decode_batch: a sequence appears twice in one step");
   check_tokens(tokens, n);
-  DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
+  // A batched step is profiled as one step whatever its rows (decode_profile.h).
+  DecodeOpClock clock(profiling_ ? &profile_ : nullptr);
   begin_step(n);
   const int64_t V = cfg_.vocab;
   if (logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
@@ -411,6 +412,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
     done += rows;
   }
   end_step(n);
+  if (profiling_ && n > 1) ++profile_.steps;  // end_step counts the single-row ones
   return logits_.data();
 }
 

@@ -138,8 +138,8 @@ class Engine {
   double weights_pmd_mapped_fraction() const;
   const ModelWeights& weights() const { return w_; }
 
-  // Decode profiling (decode_profile.h): while on, every single-token forward pass adds its
-  // time per op group to profile(). Off by default.
+  // Decode profiling (decode_profile.h): while on, every single-token forward pass and every
+  // decode_batch step adds its time per op group to profile() (one step each). Off by default.
   void set_profiling(bool on) { profiling_ = on; }
   const DecodeProfile& profile() const { return profile_; }
   void reset_profile() { profile_.reset(); }
