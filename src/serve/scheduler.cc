@@ -3,6 +3,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -195,7 +196,7 @@ void Scheduler::step() {
     GeneratedToken t;
     try {
       t.id = int32_t(s.sampler->sample(logits, V));
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       end_request(Finish::kError, s.stream, e.what());
       ++completed;
       return;
@@ -238,7 +239,7 @@ void Scheduler::step() {
       pre->prefilled += n;
       prefill_tokens += n;
       if (pre->decoding()) take(*pre, logits);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       pre->seq->reset();
       pre->held.clear();
       end_request(Finish::kError, pre->stream, e.what());
@@ -264,7 +265,7 @@ void Scheduler::step() {
         rows[r]->held.push_back(tokens[r]);
         take(*rows[r], logits + int64_t(r) * V);
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       for (Slot* s : rows) {
         s->seq->reset();
         s->held.clear();
