@@ -167,7 +167,7 @@ def main():
         rc = srv.stop()
     check(rc == 0, f"SIGTERM when idle: exit code 0 (got {rc})")
     secured(a, d, work)
-    shutdown_mid_stream(a, d, work)
+    long_requests(a, d, work)
     if failures:
         print(f"serve openai test: {failures} check(s) FAILED")
         sys.exit(1)
@@ -410,22 +410,6 @@ def body(a, d, work, tok, srv, strip_stop):
           all(p["object"] == "chat.completion.chunk" for p in parsed),
           "SSE: chat.completion.chunk objects, role first, finish_reason last")
 
-    # A client that disconnects cancels its request (streamed and whole).
-    before = srv.health()["requests_cancelled"]
-    sock = raw_request(srv.port, {"prompt": ids, "max_tokens": 3000, "stream": True,
-                                  "temperature": 0})
-    sock.recv(4096)  # the stream has begun
-    sock.close()
-    check(wait_for(lambda: (lambda h: h["requests_cancelled"] > before and h["slots_busy"] == 0)(
-        srv.health()), 10), "a streaming client that disconnects: its request is cancelled")
-    before = srv.health()["requests_cancelled"]
-    sock = raw_request(srv.port, {"prompt": ids, "max_tokens": 3000, "temperature": 0})
-    wait_for(lambda: srv.health()["slots_busy"] > 0, 10)
-    sock.close()
-    check(wait_for(lambda: (lambda h: h["requests_cancelled"] > before and h["slots_busy"] == 0)(
-        srv.health()), 10), "a waiting non-streaming client that disconnects: cancelled")
-
-
 def wait_for(pred, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -464,13 +448,45 @@ def raw_request(port, body):
     return sock
 
 
+# Requests that outlast every wait below (tens of seconds each): the timing-dependent checks
+# run on a copy of the model with a long context, so no request can finish on its own first.
+LONG_CONTEXT = 32768
+LONG = {"prompt": [1, 2, 3], "max_tokens": LONG_CONTEXT - 8, "temperature": 0}
+
+
+def long_model(d, work):
+    dl = work / "model_long"
+    shutil.copytree(d, dl)
+    cfg = json.loads((dl / "config.json").read_text())
+    cfg["max_position_embeddings"] = LONG_CONTEXT
+    (dl / "config.json").write_text(json.dumps(cfg))
+    return dl
+
+
+def disconnects(srv):
+    """A client that disconnects cancels its request, streamed and whole."""
+    before = srv.health()["requests_cancelled"]
+    sock = raw_request(srv.port, {**LONG, "stream": True})
+    sock.recv(4096)  # the stream has begun
+    sock.close()
+    check(wait_for(lambda: (lambda h: h["requests_cancelled"] > before and h["slots_busy"] == 0)(
+        srv.health()), 10), "a streaming client that disconnects: its request is cancelled")
+    before = srv.health()["requests_cancelled"]
+    sock = raw_request(srv.port, LONG)
+    wait_for(lambda: srv.health()["slots_busy"] > 0, 10)
+    time.sleep(0.3)
+    sock.close()
+    check(wait_for(lambda: (lambda h: h["requests_cancelled"] > before and h["slots_busy"] == 0)(
+        srv.health()), 10), "a waiting non-streaming client that disconnects: cancelled")
+
+
 def queue_full(srv):
     """One slot and 64 queued requests: the next one is refused with 503."""
-    long = {"prompt": [1, 2, 3], "max_tokens": 3000, "temperature": 0, "stream": True}
-    socks = [raw_request(srv.port, long) for _ in range(65)]
+    before = srv.health()["requests_cancelled"]
+    socks = [raw_request(srv.port, {**LONG, "stream": True}) for _ in range(65)]
     try:
         filled = wait_for(lambda: (lambda h: h["slots_busy"] == 1 and h["queued"] == 64)(
-            srv.health()), 60)
+            srv.health()), 30)
         check(filled, f"65 long requests on 1 slot: 1 running, 64 queued ({srv.health()})")
         if filled:
             expect_status("the 66th request (queue full)", lambda: srv.client().completions.create(
@@ -478,19 +494,20 @@ def queue_full(srv):
     finally:
         for s in socks:
             s.close()
-    check(wait_for(lambda: (lambda h: h["slots_busy"] == 0 and h["queued"] == 0)(srv.health()),
-                   30), "their clients gone, the slot and the queue are empty again")
+    check(wait_for(lambda: (lambda h: h["slots_busy"] == 0 and h["queued"] == 0 and
+                            h["requests_cancelled"] - before == 65)(srv.health()), 15),
+          f"their clients gone, all 65 are cancelled, queued ones too ({srv.health()})")
 
 
-def shutdown_mid_stream(a, d, work):
-    srv = Server(a.moex, d, work, "shutdown")
+def long_requests(a, d, work):
+    srv = Server(a.moex, long_model(d, work), work, "long", "--ctx-size", str(LONG_CONTEXT))
+    disconnects(srv)
     queue_full(srv)
     got = []
 
     def reader():
         try:
-            for ch in srv.client().completions.create(model="m", prompt=[1, 2, 3], stream=True,
-                                                      max_tokens=3000, temperature=0):
+            for ch in srv.client().completions.create(model="m", stream=True, **LONG):
                 got.append(ch)
         except Exception as e:  # the stream ends with an error event or a closed connection
             got.append(e)

@@ -3,6 +3,7 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,19 @@ const char* error_type(int status) {
   }
 }
 
+// httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the library was
+// built): a burst of connections while the decode threads hold the cores overflows it and
+// each extra client waits a SYN retransmit (1 s, measured). listen() again on the bound
+// socket raises it; the kernel caps it at net.core.somaxconn.
+constexpr int kListenBacklog = 512;
+
+class BacklogServer : public httplib::Server {
+ public:
+  void raise_backlog() {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, kListenBacklog);
+  }
+};
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -64,7 +78,7 @@ struct HttpServer::Impl {
   HttpOptions opt;
   CompletionContext completions;
   int64_t started = unix_now();
-  httplib::Server http;
+  BacklogServer http;
   std::mutex mu;
   std::condition_variable cv;
   bool serving = false, stopping = false, finished = false, stop_sent = false;
@@ -161,6 +175,7 @@ int HttpServer::bind() {
   if (port < 0)
     fail("moex serve: cannot listen on ", s.opt.host, ":", s.opt.port,
          " (address in use, not local, or not permitted)");
+  s.http.raise_backlog();
   return port;
 }
 
