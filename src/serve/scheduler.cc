@@ -98,8 +98,9 @@ Scheduler::Submitted Scheduler::submit(GenerationRequest r) {
     }
     if (int64_t(queue_.size()) >= opt_.queue_limit) {
       ++stats_.rejected;
-      out.refusal = str_cat("all ", opt_.parallel, " slots are busy and ", queue_.size(),
-                            " requests are waiting (the queue limit)");
+      out.refusal = str_cat(opt_.parallel == 1 ? "the one slot is" : "all slots are", " busy and ",
+                            queue_.size(), queue_.size() == 1 ? " request is" : " requests are",
+                            " waiting (the queue limit)");
       out.queue_full = true;
       return out;
     }
