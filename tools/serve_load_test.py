@@ -9,18 +9,15 @@ nothing is queued, and the server's resident memory is back at its idle level.
 
 usage: serve_load_test.py --moex BIN --work DIR
 """
-import argparse
-import json
 import os
 import queue
-import shutil
 import sys
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_openai_test import PRESET, TEMPLATE, Server, run  # noqa: E402
+from serve_openai_test import Server, setup  # noqa: E402
 
 REQUESTS, CLIENTS, SLOTS, DISTINCT = 64, 8, 4, 16
 failures = 0
@@ -90,16 +87,7 @@ def send(client, spec):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moex", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    work = Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    d = work / "model"
-    run([a.moex, "make-model", "--preset", PRESET, "--out", d, "-q"])
-    (d / "chat_template.jinja").write_text(TEMPLATE)
+    a, work, d = setup()
     srv = Server(a.moex, d, work, "load", "--parallel", str(SLOTS), "--ctx-size", "256")
     try:
         client = srv.client()

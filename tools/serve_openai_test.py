@@ -140,7 +140,9 @@ def stream_completion(client, **kw):
     return chunks, text, finish
 
 
-def main():
+def setup():
+    """--moex BIN --work DIR parsed; DIR emptied; DIR/model: the tiny checkpoint with the
+    ChatML template. Returns (args, work dir, model dir)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--moex", required=True)
     ap.add_argument("--work", required=True)
@@ -151,6 +153,11 @@ def main():
     d = work / "model"
     run([a.moex, "make-model", "--preset", PRESET, "--out", d, "-q"])
     (d / "chat_template.jinja").write_text(TEMPLATE)
+    return a, work, d
+
+
+def main():
+    a, work, d = setup()
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
     im_end = tok.token_to_id("<|im_end|>")
     eos = tok.token_to_id("<|endoftext|>")

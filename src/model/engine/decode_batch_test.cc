@@ -52,12 +52,7 @@ class DecodeBatch : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DecodeBatch, EachRowEqualsItsSequenceDecodedAlone) {
   moex::testing::TempDir tmp("moex_decode_batch");
-  const std::string dir = write_tiny_preset(GetParam(), tmp.file("m"));
-  if (std::string(GetParam()) == "tiny-llama4") {  // chunked-attention boundaries inside
-    nlohmann::json j = test::read_config(dir);
-    j["text_config"]["attention_chunk_size"] = 4;
-    test::write_config(dir, j);
-  }
+  const std::string dir = test::write_tiny_family(GetParam(), tmp.file("m"));
   for (const char* fused : {"on", "off"}) {
     // Alone: each sequence on a fresh engine, greedy, recording its logits per step.
     std::vector<std::vector<std::vector<float>>> alone(kSeqs);
@@ -112,10 +107,7 @@ TEST_P(DecodeBatch, EachRowEqualsItsSequenceDecodedAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DecodeBatch,
-                         ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe",
-                                           "tiny-qwen2-moe", "tiny-phimoe", "tiny-llama4",
-                                           "tiny-lfm2-moe"));
+INSTANTIATE_TEST_SUITE_P(Families, DecodeBatch, test::tiny_families());
 
 // The counters record the union of the experts a step selected: two sequences in the same
 // state select the same experts, so decoding them together reads what one alone reads; two

@@ -36,6 +36,24 @@ inline void write_config(const std::string& dir, const nlohmann::json& j) {
   std::ofstream(dir + "/config.json") << j.dump(1);
 }
 
+// The seven tiny families the engine tests run on, as a gtest parameter list.
+inline auto tiny_families() {
+  return ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe",
+                           "tiny-phimoe", "tiny-llama4", "tiny-lfm2-moe");
+}
+
+// write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked
+// attention's boundaries fall inside short prompts.
+inline std::string write_tiny_family(const std::string& preset, const std::string& out_dir) {
+  const std::string dir = write_tiny_preset(preset, out_dir);
+  if (preset == "tiny-llama4") {
+    nlohmann::json j = read_config(dir);
+    j["text_config"]["attention_chunk_size"] = 4;
+    write_config(dir, j);
+  }
+  return dir;
+}
+
 inline EngineOptions options_for_fused(const char* fused) {
   EngineOptions o;
   moe::RawFusedSettings raw;

@@ -48,12 +48,7 @@ class PrefillChunk : public ::testing::TestWithParam<const char*> {};
 // (the MoE layers take the fallback for every M > 1), so the results are bit-identical.
 TEST_P(PrefillChunk, ChunkedPrefillEqualsOneBatchBitForBit) {
   moex::testing::TempDir tmp("moex_prefill_chunk");
-  const std::string dir = write_tiny_preset(GetParam(), tmp.file("m"));
-  if (std::string(GetParam()) == "tiny-llama4") {  // chunk boundaries inside the prompt
-    nlohmann::json j = test::read_config(dir);
-    j["text_config"]["attention_chunk_size"] = 4;
-    test::write_config(dir, j);
-  }
+  const std::string dir = test::write_tiny_family(GetParam(), tmp.file("m"));
   for (const char* fused : {"on", "off"}) {
     const auto whole = run_with_chunk(dir, 0, fused, 37);
     for (int64_t chunk : {2, 5, 16}) {
@@ -65,10 +60,7 @@ TEST_P(PrefillChunk, ChunkedPrefillEqualsOneBatchBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, PrefillChunk,
-                         ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe",
-                                           "tiny-qwen2-moe", "tiny-phimoe", "tiny-llama4",
-                                           "tiny-lfm2-moe"));
+INSTANTIATE_TEST_SUITE_P(Families, PrefillChunk, test::tiny_families());
 
 // One scratch for all layers: after a long prompt, 2 and 8 layers hold the same bytes, and
 // chunking caps them below what one whole batch needs.
