@@ -168,7 +168,6 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     if (conv_[size_t(i)]) {
       seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
-      ++seq->conv_state_layers_;
     } else {
       seq->caches_[size_t(i)] = ops::KvCache(cfg_.kv_heads, cfg_.head_dim, context_);
     }
@@ -288,13 +287,13 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
 void Engine::attention_segment(int64_t layer, const Segment& s) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
-  const int64_t hd = cfg_.head_dim, n = s.rows;
+  const int64_t hd = cfg_.head_dim, n = s.rows, pos0 = s.seq->pos_;
   float* q = q_.data() + s.row0 * cfg_.q_dim();
   float* k = k_.data() + s.row0 * cfg_.kv_dim();
   const float* v = v_.data() + s.row0 * cfg_.kv_dim();
   if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
-    rope_.apply_rows(q, n, cfg_.heads, hd, s.pos0);
-    rope_.apply_rows(k, n, cfg_.kv_heads, hd, s.pos0);
+    rope_.apply_rows(q, n, cfg_.heads, hd, pos0);
+    rope_.apply_rows(k, n, cfg_.kv_heads, hd, pos0);
   }
   qk_norm(plan, a, q, k, n, true);
   if (plan.attn_temperature) {
@@ -303,7 +302,7 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
     const float attn_scale = float(cfg_.attn_temperature_scale);
     for (int64_t r = 0; r < n; ++r) {
       const float t =
-          std::log(std::floor(float(s.pos0 + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
+          std::log(std::floor(float(pos0 + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
       float* qr = q + r * cfg_.q_dim();
       for (int64_t i = 0; i < cfg_.q_dim(); ++i) qr[i] *= t;
     }
@@ -311,7 +310,7 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
   ops::KvCache& cache = s.seq->caches_[size_t(layer)];
   cache.append(k, v, n);
   const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
-  ops::attention({.q = q, .cache = &cache, .rows = n, .pos0 = s.pos0, .heads = cfg_.heads,
+  ops::attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
                   .scale = scale, .out = att_.data() + s.row0 * cfg_.q_dim(),
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
 }
@@ -342,13 +341,14 @@ void Engine::check_tokens(const int32_t* tokens, int64_t n) const {
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
 }
 
-// A single-token step is what the online measurement times and the profile counts.
+// A single-token step is what the online measurement times; `profiled`: the step's clock
+// added to the profile.
 void Engine::begin_step(int64_t n) {
   if (measure_ && n == 1) start_measurement_step();
 }
 
-void Engine::end_step(int64_t n) {
-  if (profiling_ && n == 1) ++profile_.steps;
+void Engine::end_step(int64_t n, bool profiled) {
+  if (profiled) ++profile_.steps;
   if (measure_ && n == 1 && measure_->end_step()) finish_measurement();
 }
 
@@ -359,12 +359,13 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
     fail("context length exceeded: position ", seq.pos_, " + ", n, " tokens > context ",
          context_, " (model ", dir_, ")");
   check_tokens(tokens, n);
-  DecodeOpClock clock(profiling_ && n == 1 ? &profile_ : nullptr);
+  const bool profiled = profiling_ && n == 1;  // prefill is not a decode step
+  DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(n);
   int64_t last_rows = 0;
   for (int64_t done = 0; done < n; done += last_rows) {
     last_rows = std::min(prefill_chunk_, n - done);
-    segments_.assign(1, Segment{&seq, 0, last_rows, seq.pos_});
+    segments_.assign(1, Segment{&seq, 0, last_rows});
     run_rows(tokens + done, last_rows, clock);
   }
   const int64_t H = cfg_.hidden;
@@ -373,7 +374,7 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
   clock.lap(DecodeOp::kNormsResidual);
   ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
   clock.lap(DecodeOp::kLmHead);
-  end_step(n);
+  end_step(n, profiled);
   return logits_.data();
 }
 
@@ -401,8 +402,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
   for (int64_t done = 0; done < n;) {
     const int64_t rows = std::min(prefill_chunk_, n - done);
     segments_.clear();
-    for (int64_t r = 0; r < rows; ++r)
-      segments_.push_back({seqs[done + r], r, 1, seqs[done + r]->pos_});
+    for (int64_t r = 0; r < rows; ++r) segments_.push_back({seqs[done + r], r, 1});
     run_rows(tokens + done, rows, clock);
     norm(w_.final_norm, h_.data(), xn_.data(), rows);
     clock.lap(DecodeOp::kNormsResidual);
@@ -411,8 +411,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
     clock.lap(DecodeOp::kLmHead);
     done += rows;
   }
-  end_step(n);
-  if (profiling_ && n > 1) ++profile_.steps;  // end_step counts the single-row ones
+  end_step(n, profiling_);
   return logits_.data();
 }
 

@@ -85,6 +85,8 @@ class Engine {
   // given twice, a full context or a token outside the vocabulary.
   const float* decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
 
+  // The engine's own sequence, what forward(tokens, n) runs on.
+  Sequence& sequence() { return *own_; }
   // The engine's own sequence: back to position 0 (path counters are kept).
   void reset() { own_->reset(); }
   // Back to `position` (0..position()), keeping the first `position` tokens' KV entries, so
@@ -152,14 +154,15 @@ class Engine {
  private:
   Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt);
 
-  // Rows [row0, row0 + rows) of a chunk: consecutive positions of one sequence from pos0.
+  // Rows [row0, row0 + rows) of a chunk: consecutive positions of one sequence, from its
+  // position (which run_rows advances only after the last layer).
   struct Segment {
     Sequence* seq = nullptr;
-    int64_t row0 = 0, rows = 0, pos0 = 0;
+    int64_t row0 = 0, rows = 0;
   };
   void check_tokens(const int32_t* tokens, int64_t n) const;
   void begin_step(int64_t n);
-  void end_step(int64_t n);
+  void end_step(int64_t n, bool profiled);
   void ensure_rows(int64_t n);
   // One chunk of n rows made of `segments`; advances each segment's sequence.
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);

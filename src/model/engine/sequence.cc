@@ -13,6 +13,11 @@ void Sequence::reset() {
   pos_ = 0;
 }
 
+bool Sequence::can_truncate() const {
+  return std::all_of(conv_state_.begin(), conv_state_.end(),
+                     [](const std::vector<float>& s) { return s.empty(); });
+}
+
 bool Sequence::truncate(int64_t position) {
   if (position < 0 || position > pos_)
     fail("truncate: position ", position, " outside the ", pos_, " tokens held");

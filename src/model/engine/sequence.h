@@ -19,7 +19,7 @@ class Sequence {
   void reset();
   // Whether truncate() works for every position: no short-conv layer, whose state mixes the
   // last kernel-1 positions and cannot be rewound.
-  bool can_truncate() const { return conv_state_layers_ == 0; }
+  bool can_truncate() const;
   // Back to `position` (0..position()), keeping the first `position` tokens' KV entries;
   // false (nothing changed) where can_truncate() is not and position is neither 0 nor
   // position(). moex::Error for a position outside 0..position().
@@ -31,7 +31,7 @@ class Sequence {
   friend class Engine;
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
   std::vector<std::vector<float>> conv_state_;  // per layer: [(kernel-1)][H], oldest first
-  int64_t conv_state_layers_ = 0;
+                                                // (empty for attention layers)
   int64_t pos_ = 0, context_ = 0;
   const void* owner_ = nullptr;  // the Engine that made it
 };
