@@ -145,12 +145,7 @@ void Scheduler::admit_locked() {
     }
     if (best == nullptr) break;
     Slot& s = *best;
-    int64_t keep = best_keep;
-    if (!s.seq->truncate(keep)) {  // short-conv state: start over
-      s.seq->reset();
-      keep = 0;
-    }
-    s.held.resize(size_t(keep));
+    const int64_t keep = eng::rewind_to(*s.seq, s.held, best_keep);
     s.request = std::move(p.request);
     s.stream = std::move(p.stream);
     s.sampler.emplace(s.request.sampling);
@@ -162,8 +157,12 @@ void Scheduler::admit_locked() {
     queue_.pop_front();
   }
   stats_.queued = int(queue_.size());
-  stats_.active = int(std::count_if(slots_.begin(), slots_.end(),
-                                    [](const auto& s) { return bool(s->stream); }));
+  stats_.active = active_slots();
+}
+
+int Scheduler::active_slots() const {
+  return int(std::count_if(slots_.begin(), slots_.end(),
+                           [](const auto& s) { return bool(s->stream); }));
 }
 
 void Scheduler::run() {
@@ -171,8 +170,7 @@ void Scheduler::run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || !queue_.empty() ||
-               std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return bool(s->stream); });
+        return stopping_ || !queue_.empty() || active_slots() > 0;
       });
       if (stopping_) {
         for (auto& s : slots_)
@@ -281,8 +279,7 @@ void Scheduler::step() {
   stats_.prefill_tokens += prefill_tokens;
   stats_.completed += completed;
   stats_.cancelled += cancelled;
-  stats_.active = int(std::count_if(slots_.begin(), slots_.end(),
-                                    [](const auto& s) { return bool(s->stream); }));
+  stats_.active = active_slots();
 }
 
 }  // namespace moex::serve

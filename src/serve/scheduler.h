@@ -126,7 +126,6 @@ class Scheduler {
   // Cancels every queued and running request and stops the thread; idempotent.
   void shutdown();
   SchedulerStats stats() const;
-  const model::engine::Engine& engine() const { return engine_; }
 
  private:
   struct Slot;
@@ -136,7 +135,8 @@ class Scheduler {
   };
   void run();
   void admit_locked();  // queued requests into free slots
-  void step();          // one prefill chunk or decode step over the active slots
+  void step();  // at most one prefill chunk, then one decode step over the decoding slots
+  int active_slots() const;  // slots holding a request
 
   model::engine::Engine& engine_;
   SchedulerOptions opt_;

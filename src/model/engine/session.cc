@@ -19,17 +19,22 @@ int64_t reusable_prefix(const std::vector<int32_t>& held, const std::vector<int3
   return std::min(common_prefix(held, prompt), int64_t(prompt.size()) - 1);
 }
 
+int64_t rewind_to(Sequence& seq, std::vector<int32_t>& held, int64_t keep) {
+  if (!seq.truncate(keep)) {
+    // Short-conv layers cannot rewind their recurrent state: start over.
+    seq.reset();
+    keep = 0;
+  }
+  held.resize(size_t(keep));
+  return keep;
+}
+
 EngineSession::Prefill EngineSession::prefill(const std::vector<int32_t>& prompt) {
   if (prompt.empty()) fail("prefill: empty prompt");
   Prefill r;
-  r.reused = reusable_prefix(ids_, prompt);
-  if (!engine_.truncate(r.reused)) {
-    // Short-conv layers cannot rewind their recurrent state: start over.
-    engine_.reset();
-    r.reused = 0;
-    r.rebuilt = true;
-  }
-  ids_.resize(size_t(r.reused));
+  const int64_t keep = reusable_prefix(ids_, prompt);
+  r.reused = rewind_to(engine_.sequence(), ids_, keep);
+  r.rebuilt = r.reused != keep;
   const std::vector<int32_t> rest(prompt.begin() + r.reused, prompt.end());
   r.logits = engine_.prefill(rest);  // throws before running anything when it does not fit
   ids_.insert(ids_.end(), rest.begin(), rest.end());

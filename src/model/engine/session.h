@@ -17,6 +17,11 @@ int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>&
 // again to give its logits). 0 for an empty prompt.
 int64_t reusable_prefix(const std::vector<int32_t>& held, const std::vector<int32_t>& prompt);
 
+// Rewinds `seq`, which holds the ids `held`, to its first `keep` positions (keep <= held
+// size), or to position 0 where it cannot rewind (short-conv layers); `held` shrinks to match.
+// Returns the positions kept: `keep`, or 0.
+int64_t rewind_to(Sequence& seq, std::vector<int32_t>& held, int64_t keep);
+
 class EngineSession {
  public:
   explicit EngineSession(Engine& engine) : engine_(engine) { engine_.reset(); }
