@@ -17,17 +17,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_openai_test import Server, setup  # noqa: E402
+import serve_openai_test as common  # noqa: E402
+from serve_openai_test import Server, check, setup  # noqa: E402
 
 REQUESTS, CLIENTS, SLOTS, DISTINCT = 64, 8, 4, 16
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(f"{'ok  ' if ok else 'FAIL'} {what}", flush=True)
-    failures += not ok
-    return ok
 
 
 def rss_kib(pid):
@@ -179,8 +172,8 @@ def main():
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM after the load: exit code 0 (got {rc})")
-    if failures:
-        print(f"serve load test: {failures} check(s) FAILED")
+    if common.failures:
+        print(f"serve load test: {common.failures} check(s) FAILED")
         sys.exit(1)
     print("serve load test: all checks passed")
 
