@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "quant/fp_codes.h"
 #include "quant/mlx_round.h"
 
 namespace moex::quant {
@@ -14,21 +15,52 @@ float dequantize_value(uint32_t q, float scale, float bias, DType sb_dtype) {
   return detail::mlx_round(p + bias, sb_dtype);
 }
 
+float fp_dequantize_value(float element, uint8_t scale_code, Mode mode, DType out_dtype) {
+  const float scale = mode == Mode::kNvfp4 ? e4m3_to_f32(scale_code) : e8m0_to_f32(scale_code);
+  return detail::mlx_round(element * detail::mlx_round(scale, out_dtype), out_dtype);
+}
+
 void check_view(const QuantMatrixView& v, std::string_view what) {
-  if (!is_valid_bits(v.bits))
-    fail(what, ": bits=", v.bits, " is not supported (expected 2, 3, 4, 5, 6 or 8)");
-  if (!is_valid_group_size(v.group_size))
-    fail(what, ": group_size=", v.group_size, " is not supported (expected 32, 64 or 128)");
+  if (is_fp_mode(v.mode)) {
+    if (const char* why = format_unsupported_reason(v.format()))
+      fail(what, ": ", why, " (got bits=", v.bits, " group_size=", v.group_size, " scales ",
+           dtype_name(v.sb_dtype), ")");
+  } else {
+    if (!is_valid_bits(v.bits))
+      fail(what, ": bits=", v.bits, " is not supported (expected 2, 3, 4, 5, 6 or 8)");
+    if (!is_valid_group_size(v.group_size))
+      fail(what, ": group_size=", v.group_size, " is not supported (expected 32, 64 or 128)");
+    if (!is_float_dtype(v.sb_dtype))
+      fail(what, ": scales/biases dtype ", dtype_name(v.sb_dtype), " is not F32, F16 or BF16");
+  }
   if (v.k <= 0 || v.k % v.group_size != 0)
     fail(what, ": k=", v.k, " must be a positive multiple of group_size=", v.group_size);
   if (v.rows < 0) fail(what, ": rows=", v.rows, " must be >= 0");
-  if (!is_float_dtype(v.sb_dtype))
-    fail(what, ": scales/biases dtype ", dtype_name(v.sb_dtype), " is not F32, F16 or BF16");
-  if (v.rows > 0 && (v.w == nullptr || v.scales == nullptr || v.biases == nullptr))
-    fail(what, ": packed weights, scales and biases must all be present");
+  if (v.rows > 0 && (v.w == nullptr || v.scales == nullptr))
+    fail(what, ": packed weights and scales must be present");
+  if (v.rows > 0 && v.mode == Mode::kAffine && v.biases == nullptr)
+    fail(what, ": affine biases must be present");
 }
 
+namespace {
+
+// Row r of an fp-mode view in out_dtype, each value widened to f32 (exact).
+void fp_dequantize_row(const QuantMatrixView& v, int64_t r, DType out_dtype, float* out) {
+  const uint8_t* row = v.row(r);
+  const uint8_t* codes = static_cast<const uint8_t*>(v.scales) + v.sb_offset(r);
+  for (int64_t i = 0; i < v.k; ++i) {
+    const float e = v.bits == 4 ? kE2m1Values[extract_q(row, i, 4)] : e4m3_to_f32(row[i]);
+    out[i] = fp_dequantize_value(e, codes[i / v.group_size], v.mode, out_dtype);
+  }
+}
+
+}  // namespace
+
 void dequantize_row(const QuantMatrixView& v, int64_t r, float* out) {
+  if (is_fp_mode(v.mode)) {
+    fp_dequantize_row(v, r, DType::F32, out);
+    return;
+  }
   const uint8_t* row = v.row(r);
   const int64_t g0 = v.sb_offset(r);
   const int64_t groups = v.groups_per_row();
@@ -47,7 +79,12 @@ void dequantize_row(const QuantMatrixView& v, int64_t r, void* out, DType out_dt
     return;
   }
   std::vector<float> tmp(size_t(v.k));
-  dequantize_row(v, r, tmp.data());
+  if (is_fp_mode(v.mode)) {
+    // MLX computes the fp modes in the output dtype itself (the scale is rounded to it first).
+    fp_dequantize_row(v, r, out_dtype, tmp.data());
+  } else {
+    dequantize_row(v, r, tmp.data());
+  }
   // Every value is exact in sb_dtype, so widening to f32 and rounding once to out_dtype is
   // MLX's astype (bf16 <-> f16 go through f32 there too).
   for (int64_t i = 0; i < v.k; ++i) detail::mlx_store(out, out_dtype, size_t(i), tmp[size_t(i)]);

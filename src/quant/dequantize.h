@@ -1,4 +1,4 @@
-// MLX affine dequantization w = scale * q + bias, bit-identical to mx.dequantize (mlx 0.32.4,
+// MLX dequantization, affine and fp modes. Affine: w = scale * q + bias, bit-identical to mx.dequantize (mlx 0.32.4,
 // CPU). MLX computes in the dtype of the scales: q is cast to that dtype (exact), then
 // p = round_sb(q * scale), w = round_sb(p + bias), each product/sum done in f32 and rounded
 // to nearest even (for F32 scales: two separate f32 operations, never a fused multiply-add).
@@ -13,6 +13,11 @@
 #include "quant/view.h"
 
 namespace moex::quant {
+
+// The fp modes (docs/quant_formats.md): element (the E2M1 or E4M3 value) times the group's
+// scale (E8M0 or, for nvfp4, E4M3 code), both in out_dtype as mx.dequantize(..., dtype=)
+// computes them: round(element * round(scale)), widened to f32.
+float fp_dequantize_value(float element, uint8_t scale_code, Mode mode, DType out_dtype);
 
 // One dequantized value as mx.dequantize computes it, returned widened to f32 (exact).
 // scale and bias are the stored values (already representable in sb_dtype).

@@ -1,16 +1,54 @@
-// The MLX affine quantization format (docs/background.md §3): valid bits / group sizes, packed
-// row sizes, and extraction of one quantized value. For every width (2,3,4,5,6,8) a packed
+// The MLX quantization formats (docs/quant_formats.md): the format value (mode, bits, group
+// size, scale dtype, whether biases exist), valid bits / group sizes, packed row sizes, and
+// extraction of one quantized value. For every width (2,3,4,5,6,8) a packed
 // row is one little-endian, least-significant-bit-first bit stream: element i occupies bits
 // [bits*i, bits*(i+1)). For 2/4/8 bits this is identical to MLX's "element i in word
 // i/(32/bits) at offset bits*(i%(32/bits))" on a little-endian machine.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/dtype.h"
 
 namespace moex::quant {
 
+// MLX's quantization modes. Affine: w = scale * q + bias per group (2-8 bits, groups of
+// 32/64/128, scales and biases in the model's float dtype). The microscaling float modes have
+// no biases and one 8-bit scale per group: mxfp4 (E2M1 values, E8M0 scales, group 32), mxfp8
+// (E4M3 values, E8M0 scales, group 32), nvfp4 (E2M1 values, E4M3 scales, group 16).
+enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4 };
+
+const char* mode_name(Mode m);  // MLX's spelling: "affine", "mxfp4", "mxfp8", "nvfp4"
+std::optional<Mode> mode_from_name(std::string_view name);
+constexpr bool is_fp_mode(Mode m) { return m != Mode::kAffine; }
+// The only bits / group size an fp mode allows (MLX's defaults are its only values).
+constexpr int fp_mode_bits(Mode m) { return m == Mode::kMxfp8 ? 8 : 4; }
+constexpr int fp_mode_group_size(Mode m) { return m == Mode::kNvfp4 ? 16 : 32; }
+
+// One quantized matrix's format: everything a kernel, a loader or a byte counter needs to
+// know besides the shape. scale_dtype is F32/F16/BF16 for affine and U8 (the raw E8M0 or
+// E4M3 code) for the fp modes.
+struct Format {
+  Mode mode = Mode::kAffine;
+  int bits = 4;
+  int group_size = 64;
+  DType scale_dtype = DType::BF16;
+
+  bool has_biases() const { return mode == Mode::kAffine; }
+  bool operator==(const Format&) const = default;
+  static Format affine(int bits, int group_size, DType scale_dtype) {
+    return {Mode::kAffine, bits, group_size, scale_dtype};
+  }
+  static Format fp(Mode m) { return {m, fp_mode_bits(m), fp_mode_group_size(m), DType::U8}; }
+};
+
+// nullptr when f is a format moex supports, else a static description of what is wrong.
+const char* format_unsupported_reason(const Format& f);
+
 inline constexpr int kValidBits[] = {2, 3, 4, 5, 6, 8};
-inline constexpr int kValidGroupSizes[] = {32, 64, 128};
+inline constexpr int kValidGroupSizes[] = {32, 64, 128};  // affine
 
 constexpr bool is_valid_bits(int bits) {
   for (int b : kValidBits)

@@ -2,6 +2,8 @@
 // (quant_reference_test.py). Raw little-endian arrays, no headers:
 //   quant_ref_tool quantize   DTYPE ROWS K BITS GROUP_SIZE INPUT_FILE OUT_PREFIX
 //   quant_ref_tool dequantize DTYPE ROWS K BITS GROUP_SIZE IN_PREFIX OUT_PREFIX
+// with an optional last argument MODE (affine, mxfp4, mxfp8, nvfp4; default affine). The fp
+// modes have U8 scale codes and no .biases file.
 // quantize reads [ROWS][K] of DTYPE (f32|f16|bf16) and writes OUT.packed (uint32),
 // OUT.scales, OUT.biases (DTYPE) and OUT.deq_f32 / .deq_f16 / .deq_bf16 (the dequantized
 // result in each output dtype). dequantize reads IN.packed/.scales/.biases and writes the
@@ -56,10 +58,14 @@ void write_dequantized(const moex::quant::QuantMatrixView& v, const std::string&
 }
 
 int run(int argc, char** argv) {
-  if (argc != 9) {
-    std::cerr << "usage: quant_ref_tool quantize|dequantize DTYPE ROWS K BITS GROUP_SIZE IN OUT\n";
+  if (argc != 9 && argc != 10) {
+    std::cerr << "usage: quant_ref_tool quantize|dequantize DTYPE ROWS K BITS GROUP_SIZE IN OUT"
+                 " [MODE]\n";
     return 2;
   }
+  const auto qmode = moex::quant::mode_from_name(argc == 10 ? argv[9] : "affine");
+  if (!qmode) moex::fail("MODE: \"", argv[9], "\" is not affine, mxfp4, mxfp8 or nvfp4");
+  const bool fp = moex::quant::is_fp_mode(*qmode);
   const std::string mode = argv[1];
   const DType dt = parse_dtype(argv[2]);
   const int64_t rows = moex::parse_int_strict(argv[3], "ROWS", 0, int64_t(1) << 24);
@@ -76,18 +82,20 @@ int run(int argc, char** argv) {
     a.k = k;
     a.bits = bits;
     a.group_size = gs;
+    a.mode = *qmode;
     const auto input = read_file(in, size_t(rows * k) * esz);
     a.data = input.data();
     const auto m = moex::quant::quantize(a);
     write_file(out + ".packed", m.packed.data(), m.packed.size() * 4);
     write_file(out + ".scales", m.scales.data(), m.scales.size());
-    write_file(out + ".biases", m.biases.data(), m.biases.size());
+    if (!fp) write_file(out + ".biases", m.biases.data(), m.biases.size());
     write_dequantized(m.view(), out);
     return 0;
   }
   if (mode == "dequantize") {
     moex::quant::QuantMatrixView v;
-    v.sb_dtype = dt;
+    v.sb_dtype = fp ? DType::U8 : dt;
+    v.mode = *qmode;
     v.k = k;
     v.bits = bits;
     v.group_size = gs;
@@ -95,11 +103,11 @@ int run(int argc, char** argv) {
     v.rows = rows;
     const size_t n_sb = size_t(rows * (k / gs));
     const auto packed = read_file(in + ".packed", size_t(rows * k * bits / 8));
-    const auto scales = read_file(in + ".scales", n_sb * esz);
-    const auto biases = read_file(in + ".biases", n_sb * esz);
+    const auto scales = read_file(in + ".scales", n_sb * (fp ? 1 : esz));
+    const auto biases = fp ? std::vector<uint8_t>() : read_file(in + ".biases", n_sb * esz);
     v.w = packed.data();
     v.scales = scales.data();
-    v.biases = biases.data();
+    v.biases = fp ? nullptr : biases.data();
     write_dequantized(v, out);
     return 0;
   }

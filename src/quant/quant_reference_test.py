@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Reference test: moex's MLX affine quantizer (quant_ref_tool) against mx.quantize and
-mx.dequantize (mlx CPU) for every bits x group size x dtype, bit for bit.
+"""Reference test: moex's MLX quantizer (quant_ref_tool) against mx.quantize and
+mx.dequantize (mlx CPU), bit for bit: affine for every bits x group size x dtype, and the fp
+modes mxfp4 / mxfp8 / nvfp4 for every dtype.
 
 For each of the 6 x 3 x 3 = 54 combinations one [rows][k] input is built from random rows
 and corner-case rows (all-negative, all-positive, constant and zero groups, huge and tiny
@@ -8,6 +9,8 @@ magnitudes, subnormals, signed zeros, exact .5 ties, outliers, dtype max finite)
 asserts identical packed words, scales and biases (quantize), and identical dequantized
 output for the default dtype and for dtype=float32/float16/bfloat16, with moex dequantizing
 MLX's own packed/scales/biases (so dequantize is checked even if quantize were wrong).
+The fp-mode inputs add rows of exact E2M1 / E4M3 rounding ties, group maxima just above and
+below 6 * 2^k and 448 * 2^k (where ceil(log2) of the scale changes), and E4M3 scale ties.
 Prints one summary line per combination; exits 1 on any mismatch.
 """
 import argparse
@@ -20,6 +23,7 @@ import numpy as np
 import mlx.core as mx
 
 BITS = [2, 3, 4, 5, 6, 8]
+FP_MODES = {"mxfp4": (4, 32), "mxfp8": (8, 32), "nvfp4": (4, 16)}  # bits, group size
 GROUP_SIZES = [32, 64, 128]
 DTYPES = {"f32": mx.float32, "f16": mx.float16, "bf16": mx.bfloat16}
 OUT_DTYPES = {"f32": mx.float32, "f16": mx.float16, "bf16": mx.bfloat16}
@@ -31,7 +35,36 @@ def max_finite(name):
             "bf16": 3.3895313892515355e38}[name]
 
 
-def build_input(dtype_name, bits, gs, seed):
+def fp_rows(mode, gs, rng):
+    """Rows aimed at the fp modes' rounding decisions."""
+    g = K // gs
+    rows = []
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
+    mids = (e2m1[1:] + e2m1[:-1]) / 2                     # exact E2M1 ties
+    e4m3 = np.array([2.0 ** e * (1 + m / 8) for e in range(-6, 9) for m in range(8)])
+    e4m3 = np.concatenate([[j * 2.0 ** -9 for j in range(8)], e4m3[e4m3 <= 448]])
+    mids8 = (e4m3[1:] + e4m3[:-1]) / 2                    # exact E4M3 ties
+    top = 6.0 if mode != "mxfp8" else 448.0
+    for k in (-3, 0, 2):
+        for tie in (mids, -mids) if mode != "mxfp8" else (mids8, -mids8):
+            def tied(i):
+                v = rng.choice(tie, size=gs) * 2.0 ** k
+                v[0] = top * 2.0 ** k                         # the group max sets scale 2^k
+                return v
+            rows.append(np.concatenate([tied(i) for i in range(g)]))
+    for k in range(-8, 9, 4):                             # max just above / below top * 2^k
+        for factor in (1 + 2 ** -23, 1 + 2 ** -10, 1 + 2 ** -7, 1 - 2 ** -8, 1 - 2 ** -11):
+            v = rng.normal(size=K) * 2.0 ** k
+            v[::gs] = top * 2.0 ** k * factor
+            rows.append(v)
+    if mode == "nvfp4":                                   # scales that tie on the E4M3 grid
+        v = rng.normal(size=K) * 0.1
+        v[::gs] = 6.0 * rng.choice(mids8[8:40], size=g)
+        rows.append(v)
+    return rows
+
+
+def build_input(dtype_name, bits, gs, seed, mode="affine"):
     """Rows of corner cases followed by random rows, as float64 before the dtype cast."""
     rng = np.random.default_rng(seed)
     n_bins = (1 << bits) - 1
@@ -88,6 +121,8 @@ def build_input(dtype_name, bits, gs, seed):
     rows.append(grouped(nonfinite))
     for _ in range(24):
         rows.append(rng.normal(size=K) * 10.0 ** rng.uniform(-3, 3))
+    if mode != "affine":
+        rows.extend(fp_rows(mode, gs, rng))
     x = np.stack(rows)
     with np.errstate(over="ignore"):
         x32 = x.astype(np.float32)
@@ -121,37 +156,47 @@ def run_tool(tool, args):
         raise RuntimeError(f"quant_ref_tool {' '.join(map(str, args))}: {r.stderr.strip()}")
 
 
-def check_combination(tool, tmp, dtype_name, bits, gs, seed):
-    x = build_input(dtype_name, bits, gs, seed)
+def check_combination(tool, tmp, dtype_name, bits, gs, seed, mode="affine"):
+    x = build_input(dtype_name, bits, gs, seed, mode)
     rows = x.shape[0]
-    q, s, b = mx.quantize(x, group_size=gs, bits=bits, stream=mx.cpu)
-    deq = {"native": mx.dequantize(q, s, b, group_size=gs, bits=bits, stream=mx.cpu)}
+    fp = mode != "affine"
+    if fp:
+        q, s = mx.quantize(x, group_size=gs, bits=bits, mode=mode, stream=mx.cpu)
+        b = None
+    else:
+        q, s, b = mx.quantize(x, group_size=gs, bits=bits, stream=mx.cpu)
+    kw = dict(group_size=gs, bits=bits, mode=mode, stream=mx.cpu)
+    deq = {"native": mx.dequantize(q, s, b, **kw)}
     for on, odt in OUT_DTYPES.items():
-        deq[on] = mx.dequantize(q, s, b, group_size=gs, bits=bits, dtype=odt, stream=mx.cpu)
-    mx.eval(q, s, b, *deq.values())
+        deq[on] = mx.dequantize(q, s, b, dtype=odt, **kw)
+    mx.eval(q, s, *([b] if b is not None else []), *deq.values())
+    native = {mx.float32: "f32", mx.float16: "f16", mx.bfloat16: "bf16"}[deq["native"].dtype]
 
     inp = os.path.join(tmp, "input")
     with open(inp, "wb") as f:
         f.write(raw_bytes(x))
     ours = os.path.join(tmp, "moex")
-    run_tool(tool, ["quantize", dtype_name, rows, K, bits, gs, inp, ours])
+    run_tool(tool, ["quantize", dtype_name, rows, K, bits, gs, inp, ours, mode])
     mlxp = os.path.join(tmp, "mlx")
     for ext, arr in ((".packed", q), (".scales", s), (".biases", b)):
+        if arr is None:
+            continue
         with open(mlxp + ext, "wb") as f:
             f.write(raw_bytes(arr))
     from_mlx = os.path.join(tmp, "from_mlx")
-    run_tool(tool, ["dequantize", dtype_name, rows, K, bits, gs, mlxp, from_mlx])
+    run_tool(tool, ["dequantize", dtype_name, rows, K, bits, gs, mlxp, from_mlx, mode])
 
     def read(path):
         with open(path, "rb") as f:
             return f.read()
 
     esz = 4 if dtype_name == "f32" else 2
+    nesz = 4 if native == "f32" else 2
     problems = [
         compare("packed", read(ours + ".packed"), raw_bytes(q), 4),
-        compare("scales", read(ours + ".scales"), raw_bytes(s), esz),
-        compare("biases", read(ours + ".biases"), raw_bytes(b), esz),
-        compare("deq(native)", read(from_mlx + ".deq_" + dtype_name), raw_bytes(deq["native"]), esz),
+        compare("scales", read(ours + ".scales"), raw_bytes(s), 1 if fp else esz),
+        None if fp else compare("biases", read(ours + ".biases"), raw_bytes(b), esz),
+        compare("deq(native)", read(from_mlx + ".deq_" + native), raw_bytes(deq["native"]), nesz),
     ]
     for on in OUT_DTYPES:
         oesz = 4 if on == "f32" else 2
@@ -163,8 +208,9 @@ def check_combination(tool, tmp, dtype_name, bits, gs, seed):
     problems = [p for p in problems if p]
     n = rows * K
     status = "OK" if not problems else "MISMATCH"
-    print(f"bits={bits} group_size={gs:3d} dtype={dtype_name:4s} rows={rows} k={K} "
-          f"values={n}: packed/scales/biases/dequantize(4 dtypes) {status}")
+    print(f"mode={mode:6s} bits={bits} group_size={gs:3d} dtype={dtype_name:4s} rows={rows} "
+          f"k={K} values={n}: packed/scales/{'' if fp else 'biases/'}dequantize(4 dtypes) "
+          f"{status}")
     for p in problems:
         print(f"    {p}")
     return not problems
@@ -186,6 +232,11 @@ def main():
                     seed = args.seed + 1000 * bits + gs + {"f32": 0, "f16": 1, "bf16": 2}[dtype_name]
                     if not check_combination(args.tool, tmp, dtype_name, bits, gs, seed):
                         failures += 1
+            for mode, (bits, gs) in FP_MODES.items():
+                total += 1
+                seed = args.seed + 7 * bits + gs + {"f32": 0, "f16": 1, "bf16": 2}[dtype_name]
+                if not check_combination(args.tool, tmp, dtype_name, bits, gs, seed, mode):
+                    failures += 1
     print(f"{total - failures}/{total} combinations bit-identical to mx.quantize/mx.dequantize")
     return 1 if failures else 0
 

@@ -89,10 +89,16 @@ struct BitWriter {
 }  // namespace
 
 void check_quantize_args(const QuantizeArgs& a) {
-  if (!is_valid_bits(a.bits))
+  if (is_fp_mode(a.mode)) {
+    if (a.bits != fp_mode_bits(a.mode) || a.group_size != fp_mode_group_size(a.mode))
+      fail("quantize: mode ", mode_name(a.mode), " needs bits=", fp_mode_bits(a.mode),
+           " and group_size=", fp_mode_group_size(a.mode), ", got bits=", a.bits,
+           " group_size=", a.group_size);
+  } else if (!is_valid_bits(a.bits)) {
     fail("quantize: bits=", a.bits, " is not supported (expected 2, 3, 4, 5, 6 or 8)");
-  if (!is_valid_group_size(a.group_size))
+  } else if (!is_valid_group_size(a.group_size)) {
     fail("quantize: group_size=", a.group_size, " is not supported (expected 32, 64 or 128)");
+  }
   if (a.k <= 0 || a.k % a.group_size != 0)
     fail("quantize: k=", a.k, " must be a positive multiple of group_size=", a.group_size);
   if (a.rows < 0) fail("quantize: rows=", a.rows, " must be >= 0");
@@ -105,6 +111,10 @@ void check_quantize_args(const QuantizeArgs& a) {
 
 void quantize_into(const QuantizeArgs& a, uint32_t* packed, void* scales, void* biases) {
   check_quantize_args(a);
+  if (is_fp_mode(a.mode)) {
+    detail::fp_quantize_into(a, packed, static_cast<uint8_t*>(scales));
+    return;
+  }
   const int64_t groups = a.k / a.group_size;
   const int64_t words = packed_row_words(a.k, a.bits);
   const float n_bins = float((1 << a.bits) - 1);
@@ -132,10 +142,16 @@ QuantizedMatrix quantize(const QuantizeArgs& a) {
   m.k = a.k;
   m.bits = a.bits;
   m.group_size = a.group_size;
+  m.mode = a.mode;
   const size_t n_sb = size_t(a.rows * (a.k / a.group_size));
   m.packed.assign(size_t(a.rows * packed_row_words(a.k, a.bits)), 0u);
-  m.scales.assign(n_sb * dtype_size(a.dtype), 0);
-  m.biases.assign(n_sb * dtype_size(a.dtype), 0);
+  if (is_fp_mode(a.mode)) {
+    m.sb_dtype = DType::U8;
+    m.scales.assign(n_sb, 0);
+  } else {
+    m.scales.assign(n_sb * dtype_size(a.dtype), 0);
+    m.biases.assign(n_sb * dtype_size(a.dtype), 0);
+  }
   quantize_into(a, m.packed.data(), m.scales.data(), m.biases.data());
   return m;
 }

@@ -1,6 +1,8 @@
-// One affine-quantized 2-D matrix [rows][k] in the MLX layout (docs/background.md §3): a borrowed
-// view (QuantMatrixView, the same fields as kernels::QuantWeightsView minus the expert axis)
-// and an owning container (QuantizedMatrix) as produced by quant::quantize.
+// One quantized 2-D matrix [rows][k] in the MLX layout (docs/background.md §3,
+// docs/quant_formats.md): a borrowed view (QuantMatrixView, the same fields as
+// kernels::QuantWeightsView minus the expert axis) and an owning container (QuantizedMatrix)
+// as produced by quant::quantize. Affine matrices have scales and biases in sb_dtype; the fp
+// modes have one U8 scale code per group and no biases (biases == nullptr).
 #pragma once
 
 #include <cstdint>
@@ -15,10 +17,13 @@ namespace moex::quant {
 struct QuantMatrixView {
   const uint8_t* w = nullptr;    // packed rows; row r at w + r * row_bytes()
   const void* scales = nullptr;  // [rows][k / group_size], dtype sb_dtype
-  const void* biases = nullptr;  // same shape and dtype as scales
-  DType sb_dtype = DType::BF16;  // F32, F16 or BF16
+  const void* biases = nullptr;  // same shape and dtype as scales; nullptr for the fp modes
+  DType sb_dtype = DType::BF16;  // F32, F16 or BF16 (affine); U8 (fp modes)
   int64_t rows = 0, k = 0;
   int bits = 4, group_size = 64;
+  Mode mode = Mode::kAffine;
+
+  Format format() const { return {mode, bits, group_size, sb_dtype}; }
 
   int64_t row_bytes() const { return packed_row_bytes(k, bits); }
   int64_t row_words() const { return packed_row_words(k, bits); }
@@ -28,7 +33,7 @@ struct QuantMatrixView {
 };
 
 // Throws moex::Error naming `what` and the offending field when the view's parameters are
-// not a valid MLX affine matrix (bits, group_size, k divisibility, sb dtype, null pointers).
+// not a valid MLX quantized matrix (format, k divisibility, null pointers).
 void check_view(const QuantMatrixView& v, std::string_view what);
 
 // Owns the three arrays of one quantized matrix. scales/biases hold rows * groups elements
@@ -36,16 +41,18 @@ void check_view(const QuantMatrixView& v, std::string_view what);
 struct QuantizedMatrix {
   std::vector<uint32_t> packed;  // [rows][k * bits / 32]
   std::vector<uint8_t> scales;   // [rows][k / group_size] elements of sb_dtype
-  std::vector<uint8_t> biases;
+  std::vector<uint8_t> biases;   // empty for the fp modes
   DType sb_dtype = DType::F32;
   int64_t rows = 0, k = 0;
   int bits = 4, group_size = 64;
+  Mode mode = Mode::kAffine;
 
   QuantMatrixView view() const {
     QuantMatrixView v;
     v.w = reinterpret_cast<const uint8_t*>(packed.data());
     v.scales = scales.data();
-    v.biases = biases.data();
+    v.biases = biases.empty() ? nullptr : biases.data();
+    v.mode = mode;
     v.sb_dtype = sb_dtype;
     v.rows = rows;
     v.k = k;
@@ -53,6 +60,7 @@ struct QuantizedMatrix {
     v.group_size = group_size;
     return v;
   }
+  // Affine only: the stored scale and bias of group g of row r, widened to f32.
   float scale(int64_t r, int64_t g) const {
     return load_as_f32(scales.data(), sb_dtype, size_t(r * (k / group_size) + g));
   }
