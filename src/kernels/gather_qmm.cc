@@ -32,7 +32,7 @@ GatherWorkspace& workspace() {
 void gather_qmm(const GatherQmmArgs& a) {
   const QuantWeightsView& w = *a.w;
   if (a.batch <= 0 || w.n <= 0) return;
-  const QdotKernel& kern = qdot_kernel(active_isa(), w.bits);
+  const QdotKernel& kern = qdot_kernel(active_isa(), w);
   GatherWorkspace& ws = workspace();
   ws.x.prepare(kern, a.x, a.x_rows, w.k, w.k, w.group_size);
 

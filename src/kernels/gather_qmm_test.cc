@@ -44,8 +44,8 @@ std::vector<float> run_gather(const Problem& p) {
 // Every entry and row against the scalar reference kernel, within the data-derived bound.
 void check_against_scalar(const Problem& p, const std::vector<float>& got) {
   const QuantWeightsView& w = p.w.view;
-  const QdotKernel& ref = qdot_kernel(Isa::kScalar, w.bits);
-  const QdotKernel& used = qdot_kernel(active_isa(), w.bits);
+  const QdotKernel& ref = qdot_kernel(Isa::kScalar, w);
+  const QdotKernel& used = qdot_kernel(active_isa(), w);
   for (size_t b = 0; b < p.rhs.size(); ++b) {
     const float* x = p.x.data() + (p.lhs.empty() ? int64_t(b) : p.lhs[b]) * w.k;
     PreparedVectors px;

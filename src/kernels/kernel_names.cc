@@ -7,7 +7,10 @@
 namespace moex::kernels {
 namespace {
 
-std::string qg(const QuantWeightsView& w) { return str_cat("q", w.bits, "g", w.group_size); }
+std::string qg(const QuantWeightsView& w) {
+  if (quant::is_fp_mode(w.mode)) return quant::mode_name(w.mode);
+  return str_cat("q", w.bits, "g", w.group_size);
+}
 
 }  // namespace
 

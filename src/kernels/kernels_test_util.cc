@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "quant/format.h"
+#include "quant/fp_codes.h"
 
 namespace moex::kernels::testing {
 
@@ -47,13 +48,34 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, i
   return q;
 }
 
+RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
+                              uint64_t seed) {
+  if (!quant::is_fp_mode(f.mode))
+    return make_random_quant(experts, n, k, f.bits, f.group_size, f.scale_dtype, seed);
+  RandomQuant q = make_random_quant(experts, n, k, f.bits, f.group_size, DType::U8, seed);
+  std::mt19937_64 rng(seed ^ 0x5eedf00dULL);
+  if (f.bits == 8)
+    for (uint8_t& c : q.w)
+      if ((c & 0x7F) == 0x7F) c = uint8_t(c - 1);  // no NaN elements: 0x7E is +-448
+  std::uniform_int_distribution<int> e8m0(127 - 8, 127 - 3), e4m3(0x10, 0x28);
+  for (uint8_t& c : q.scales) c = uint8_t(f.mode == quant::Mode::kNvfp4 ? e4m3(rng) : e8m0(rng));
+  q.biases.clear();
+  q.view.scales = q.scales.data();
+  q.view.biases = nullptr;
+  q.view.mode = f.mode;
+  return q;
+}
+
 RandomExperts make_random_experts(const ExpertsSpec& s, uint64_t seed) {
   RandomExperts r;
   const bool has_gate = s.act != Activation::kSquaredReLU;
-  if (has_gate)
-    r.gate = make_random_quant(s.experts, s.dff, s.din, s.gate_up_bits, s.group_size, s.sb, seed);
-  r.up = make_random_quant(s.experts, s.dff, s.din, s.gate_up_bits, s.group_size, s.sb, seed + 1);
-  r.down = make_random_quant(s.experts, s.din, s.dff, s.down_bits, s.group_size, s.sb, seed + 2);
+  const bool fp = quant::is_fp_mode(s.mode);
+  const quant::Format gate_up = fp ? quant::Format::fp(s.mode)
+                                   : quant::Format::affine(s.gate_up_bits, s.group_size, s.sb);
+  const quant::Format down = fp ? gate_up : quant::Format::affine(s.down_bits, s.group_size, s.sb);
+  if (has_gate) r.gate = make_random_quant(s.experts, s.dff, s.din, gate_up, seed);
+  r.up = make_random_quant(s.experts, s.dff, s.din, gate_up, seed + 1);
+  r.down = make_random_quant(s.experts, s.din, s.dff, down, seed + 2);
   if (has_gate) r.view.gate = r.gate.view;
   r.view.up = r.up.view;
   r.view.down = r.down.view;
@@ -61,8 +83,26 @@ RandomExperts make_random_experts(const ExpertsSpec& s, uint64_t seed) {
   return r;
 }
 
+namespace {
+
+// Element i of an fp-mode row times its group's scale, in f32 (exact).
+float fp_weight(const QuantWeightsView& w, int64_t e, int64_t r, int64_t i) {
+  const uint8_t code = static_cast<const uint8_t*>(w.scales)[w.sb_offset(e, r) + i / w.group_size];
+  const float s = w.mode == quant::Mode::kNvfp4 ? quant::e4m3_to_f32(code) : quant::e8m0_to_f32(code);
+  const uint8_t* row = w.row(e, r);
+  const float el = w.bits == 4 ? quant::kE2m1Values[quant::extract_q(row, i, 4)]
+                               : quant::e4m3_to_f32(row[i]);
+  return el * s;
+}
+
+}  // namespace
+
 std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) {
   std::vector<float> out(size_t(w.k));
+  if (quant::is_fp_mode(w.mode)) {
+    for (int64_t i = 0; i < w.k; ++i) out[size_t(i)] = fp_weight(w, e, r, i);
+    return out;
+  }
   const uint8_t* row = w.row(e, r);
   const int64_t sb = w.sb_offset(e, r);
   for (int64_t i = 0; i < w.k; ++i) {
@@ -76,6 +116,11 @@ std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) 
 
 double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
                         const float* x) {
+  if (quant::is_fp_mode(w.mode)) {  // x in f32: only the f32 rounding of the sums
+    double terms = 0.0;
+    for (int64_t i = 0; i < w.k; ++i) terms += std::fabs(double(fp_weight(w, e, r, i)) * x[i]);
+    return 1e-6 * terms + 1e-30;
+  }
   const uint8_t* row = w.row(e, r);
   const int64_t sb = w.sb_offset(e, r);
   double f32_terms = 0.0, quant_term = 0.0;
@@ -147,9 +192,9 @@ std::vector<double> dense_moe_error_bound(const MoeExpertsView& ex, const float*
   const Isa isa = active_isa();
   const int64_t din = ex.din(), dff = ex.dff();
   const bool has_gate = ex.act != Activation::kSquaredReLU;
-  const QdotKernel& k_up = qdot_kernel(isa, ex.up.bits);
-  const QdotKernel& k_gate = qdot_kernel(isa, has_gate ? ex.gate.bits : ex.up.bits);
-  const QdotKernel& k_down = qdot_kernel(isa, ex.down.bits);
+  const QdotKernel& k_up = qdot_kernel(isa, ex.up);
+  const QdotKernel& k_gate = qdot_kernel(isa, has_gate ? ex.gate : ex.up);
+  const QdotKernel& k_down = qdot_kernel(isa, ex.down);
   std::vector<double> bound(size_t(din), 0.0), out(size_t(din), 0.0), sum_abs_p(size_t(din), 0.0);
   std::vector<float> act(static_cast<size_t>(dff));
   std::vector<double> err_a(static_cast<size_t>(dff));

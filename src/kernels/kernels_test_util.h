@@ -23,6 +23,10 @@ struct RandomQuant {
 // scales ~ N(0, 0.02), biases ~ N(0, 0.05), stored (rounded) in `sb`.
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, int group_size,
                               DType sb, uint64_t seed);
+// Any format: affine as above; fp modes with random element codes (E4M3 NaN codes replaced by
+// 448) and random scale codes of magnitude 2^-8..2^-3 (E8M0) or 0.002..0.03 (E4M3).
+RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
+                              uint64_t seed);
 
 struct RandomExperts {
   RandomQuant gate, up, down;
@@ -33,12 +37,13 @@ struct ExpertsSpec {
   int gate_up_bits = 4, down_bits = 4, group_size = 64;
   DType sb = DType::BF16;
   Activation act = Activation::kSwiGLU;
+  quant::Mode mode = quant::Mode::kAffine;  // an fp mode overrides bits, group size and sb
 };
 RandomExperts make_random_experts(const ExpertsSpec& spec, uint64_t seed);
 
 std::vector<float> random_normal(int64_t n, float sigma, uint64_t seed);
 
-// w = scale * q + bias in f32 for row r of expert e.
+// w = scale * q + bias (affine) or element * scale (fp modes) in f32 for row r of expert e.
 std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r);
 
 // Bound on |kernel(row, x) - scalar reference(row, x)| for this kernel: f32 rounding of the

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "quant/format.h"
 
 namespace moex::kernels {
 
@@ -17,15 +18,18 @@ enum class Activation {
 };
 const char* activation_name(Activation a);
 
-// One stacked, affine-quantized projection: experts x n output rows x k inputs (MLX's
-// transposed layout: row r of expert e dots with the input vector).
+// One stacked, quantized projection: experts x n output rows x k inputs (MLX's transposed
+// layout: row r of expert e dots with the input vector), in any quant::Mode.
 struct QuantWeightsView {
   const uint8_t* w = nullptr;       // packed rows; expert e row r at w + (e*n + r)*row_bytes()
   const void* scales = nullptr;     // [experts][n][k/group_size], dtype sb_dtype
-  const void* biases = nullptr;     // same shape and dtype as scales
-  DType sb_dtype = DType::BF16;     // F32, F16 or BF16
+  const void* biases = nullptr;     // same shape and dtype as scales; nullptr in the fp modes
+  DType sb_dtype = DType::BF16;     // F32, F16 or BF16 (affine); U8 scale codes (fp modes)
   int64_t experts = 0, n = 0, k = 0;
   int bits = 4, group_size = 64;
+  quant::Mode mode = quant::Mode::kAffine;
+
+  quant::Format format() const { return {mode, bits, group_size, sb_dtype}; }
 
   int64_t row_bytes() const { return k * bits / 8; }
   int64_t groups_per_row() const { return k / group_size; }

@@ -36,9 +36,9 @@ void moe_decode_fused(const FusedDecodeArgs& a) {
   const MoeExpertsView& ex = *a.experts;
   const Isa isa = active_isa();
   const bool has_gate = ex.act != Activation::kSquaredReLU;
-  const QdotKernel& k_up = qdot_kernel(isa, ex.up.bits);
-  const QdotKernel& k_gate = qdot_kernel(isa, has_gate ? ex.gate.bits : ex.up.bits);
-  const QdotKernel& k_down = qdot_kernel(isa, ex.down.bits);
+  const QdotKernel& k_up = qdot_kernel(isa, ex.up);
+  const QdotKernel& k_gate = qdot_kernel(isa, has_gate ? ex.gate : ex.up);
+  const QdotKernel& k_down = qdot_kernel(isa, ex.down);
   const ActSpanFn act_fn = act_span_fn(isa);
   const int64_t din = ex.din(), dff = ex.dff(), top_k = a.top_k;
   if (top_k <= 0 || din <= 0) return;

@@ -29,6 +29,9 @@ struct Case {
   int top_k = 8;
   bool duplicates = false;
   std::string name() const {
+    if (quant::is_fp_mode(spec.mode))
+      return str_cat(quant::mode_name(spec.mode), "_", activation_name(spec.act), "_din", spec.din,
+                     "_dff", spec.dff, "_k", top_k, duplicates ? "_dup" : "");
     return str_cat("q", spec.gate_up_bits, "g", spec.group_size, "_down_q", spec.down_bits, "_",
                    dtype_name(spec.sb), "_", activation_name(spec.act), "_din", spec.din, "_dff",
                    spec.dff, "_k", top_k, duplicates ? "_dup" : "");
@@ -57,6 +60,20 @@ std::vector<Case> case_table() {
         cases.push_back(c);
         ++i;
       }
+  // The fp modes (one format each), every activation, K = 1 and 8.
+  for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4})
+    for (Activation act : acts) {
+      Case c;
+      c.spec.mode = m;
+      c.spec.act = act;
+      c.spec.experts = 10;
+      c.spec.din = 96;
+      c.spec.dff = 160;
+      c.top_k = i % 2 ? 8 : 1;
+      c.duplicates = i % 4 == 1;
+      cases.push_back(c);
+      ++i;
+    }
   return cases;
 }
 

@@ -27,7 +27,8 @@ const std::vector<QdotKernel>& qdot_kernels() {
   static const std::vector<QdotKernel> all = [] {
     std::vector<QdotKernel> v;
     for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512_vbmi,
-                     qdot_kernels_avx512_novbmi}) {
+                     qdot_kernels_avx512_novbmi, qdot_fp_kernels_scalar, qdot_fp_kernels_avx2,
+                     qdot_fp_kernels_avx512}) {
       int n = 0;
       const QdotKernel* t = get(&n);
       v.insert(v.end(), t, t + n);
@@ -54,6 +55,18 @@ const QdotKernel& qdot_kernel(Isa isa, int bits) {
   return *find_bits(qdot_kernels_scalar, bits);
 }
 
+const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w) {
+  if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits);
+  const QdotKernel* (*table)(int*) = isa == Isa::kAvx512 ? qdot_fp_kernels_avx512
+                                     : isa == Isa::kAvx2 ? qdot_fp_kernels_avx2
+                                                         : qdot_fp_kernels_scalar;
+  int n = 0;
+  const QdotKernel* t = table(&n);
+  for (int i = 0; i < n; ++i)
+    if (t[i].mode == w.mode) return t[i];
+  return t[0];  // unknown mode: a precondition violation; keep the access in range
+}
+
 const char* isa_kernel_suffix(Isa isa) {
   switch (isa) {
     case Isa::kAvx512:
@@ -67,15 +80,12 @@ const char* isa_kernel_suffix(Isa isa) {
 }
 
 const char* qdot_unsupported_reason(const QuantWeightsView& w) {
-  if (!quant::is_valid_bits(w.bits)) return "bits must be one of 2, 3, 4, 5, 6, 8";
-  if (!quant::is_valid_group_size(w.group_size)) return "group_size must be 32, 64 or 128";
+  if (const char* why = quant::format_unsupported_reason(w.format())) return why;
   if (w.k <= 0 || w.k % w.group_size != 0)
     return "the input dimension must be a positive multiple of group_size";
   if (w.n < 0 || w.experts < 0) return "negative expert or row count";
-  if (w.sb_dtype != DType::F32 && w.sb_dtype != DType::F16 && w.sb_dtype != DType::BF16)
-    return "scales and biases must be F32, F16 or BF16";
-  if (w.w == nullptr || w.scales == nullptr || w.biases == nullptr)
-    return "weights, scales and biases must all be present";
+  if (w.w == nullptr || w.scales == nullptr) return "weights and scales must be present";
+  if (w.mode == quant::Mode::kAffine && w.biases == nullptr) return "affine biases must be present";
   return nullptr;
 }
 

@@ -1,7 +1,7 @@
 // Quantized row dot products, the inner loop of every CPU expert kernel:
 // out[r] = dot(dequant(W[e][r]), x) for MLX affine rows (bits 2,3,4,5,6,8; group 32/64/128;
-// scales/biases f32/f16/bf16). One variant per (bits, instruction set), all listed in
-// qdot_kernels().
+// scales/biases f32/f16/bf16) and for the fp modes mxfp4, mxfp8, nvfp4 (docs/quant_formats.md).
+// One variant per (format, instruction set), all listed in qdot_kernels().
 #pragma once
 
 #include <cstddef>
@@ -50,13 +50,16 @@ struct QdotKernel {
   void (*dot_rows)(const QdotRowsArgs& args);
   // Built with AVX-512 VBMI: runnable only where avx512_vbmi_active().
   bool needs_vbmi = false;
+  quant::Mode mode = quant::Mode::kAffine;  // the format family it reads (with `bits`)
 };
 
 // Every compiled variant, scalar first; check isa_supported(kernel.isa) before running one.
 const std::vector<QdotKernel>& qdot_kernels();
-// The variant the public kernels use for `isa` and `bits` (bits must be valid). For kAvx512
-// without VBMI (avx512_vbmi_active() false) 3/5/6 bits get the AVX2 variant.
+// The affine variant the public kernels use for `isa` and `bits` (bits must be valid). For
+// kAvx512 without VBMI (avx512_vbmi_active() false) 3/5/6 bits get the AVX2 variant.
 const QdotKernel& qdot_kernel(Isa isa, int bits);
+// The variant for w's format (its mode and bits) on `isa`: what every caller with a view uses.
+const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w);
 // The suffix naming a variant's instruction set: "_scalar", "__avx2", "__avx512vnni".
 const char* isa_kernel_suffix(Isa isa);
 

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/kernels_test_util.h"
+#include "quant/dequantize.h"
 #include "quant/format.h"
 
 namespace moex::kernels {
@@ -26,6 +27,8 @@ constexpr uint32_t kCanary = 0x7fc0dead;
 
 std::vector<int64_t> row_lengths(int gs) {
   switch (gs) {
+    case 16:
+      return {16, 48, 160, 544};
     case 32:
       return {32, 96, 160, 544};
     case 64:
@@ -48,6 +51,16 @@ std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, i
     EXPECT_EQ(u, kCanary) << kern.name << " wrote outside its rows at " << int64_t(i) - 8;
   }
   return std::vector<float>(buf.begin() + 8, buf.end() - 8);
+}
+
+// The formats a kernel reads: its bits at every affine group size and scale dtype, or its
+// fp mode's single format.
+std::vector<quant::Format> formats_of(const QdotKernel& kern) {
+  if (quant::is_fp_mode(kern.mode)) return {quant::Format::fp(kern.mode)};
+  std::vector<quant::Format> f;
+  for (int gs : quant::kValidGroupSizes)
+    for (DType sb : kSbTypes) f.push_back(quant::Format::affine(kern.bits, gs, sb));
+  return f;
 }
 
 bool can_run(const QdotKernel& k) {
@@ -82,7 +95,21 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
         EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
       }
   }
-  EXPECT_EQ(qdot_kernels().size(), 21u);
+  // 21 affine variants and, per instruction set, one per fp mode.
+  EXPECT_EQ(qdot_kernels().size(), 21u + 9u);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4}) {
+      QuantWeightsView v;
+      v.mode = m;
+      v.bits = quant::fp_mode_bits(m);
+      const QdotKernel& k = qdot_kernel(isa, v);
+      EXPECT_EQ(k.mode, m);
+      EXPECT_EQ(k.isa, isa);
+      EXPECT_EQ(std::string(k.name), std::string("qdot_rows_") + quant::mode_name(m) +
+                                         (isa == Isa::kScalar ? "_scalar"
+                                          : isa == Isa::kAvx2 ? "__avx2"
+                                                              : "__avx512"));
+    }
 }
 
 // The kernels built without VBMI compute exactly what the VBMI ones do (only the prepared
@@ -121,15 +148,15 @@ TEST(Qdot, FastKernelsMatchScalarReference) {
   for (const QdotKernel& kern : qdot_kernels()) {
     if (!runnable(kern)) continue;
     double worst_ratio = 0.0, worst_rel = 0.0;  // error / bound, error / |reference|
-    const QdotKernel& ref = qdot_kernel(Isa::kScalar, kern.bits);
-    for (int gs : quant::kValidGroupSizes)
-      for (DType sb : kSbTypes)
-        for (int64_t k : row_lengths(gs)) {
+    for (const quant::Format& f : formats_of(kern))
+        for (int64_t k : row_lengths(f.group_size)) {
+          const int gs = f.group_size;
           const std::string name = std::string(kern.name) + "/g" + std::to_string(gs) + "/" +
-                                   dtype_name(sb) + "/k" + std::to_string(k);
+                                   dtype_name(f.scale_dtype) + "/k" + std::to_string(k);
           SCOPED_TRACE(name);
           const int64_t n = 7;
-          auto q = make_random_quant(2, n, k, kern.bits, gs, sb, ++seed);
+          auto q = make_random_quant(2, n, k, f, ++seed);
+          const QdotKernel& ref = qdot_kernel(Isa::kScalar, q.view);
           auto x = random_normal(k, 1.f, ++seed);
           // One group of zeros and one outlier exercise the per-group activation scale.
           if (k >= 2 * gs) std::fill(x.begin() + gs, x.begin() + 2 * gs, 0.f);
@@ -181,24 +208,45 @@ TEST(Qdot, FastKernelsMatchScalarReference) {
   if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD qdot variant (scalar only)";
 }
 
-// The scalar reference against an independent double-precision dot of dequantized rows.
+// The scalar reference against an independent double-precision dot of dequantized rows
+// (for the fp modes dequantized by quant::dequantize_row, MLX's own arithmetic).
 TEST(Qdot, ScalarReferenceFollowsTheDefinition) {
-  for (int bits : quant::kValidBits) {
-    auto q = make_random_quant(1, 3, 96, bits, 32, DType::F32, 77 + uint64_t(bits));
+  std::vector<quant::Format> formats;
+  for (int bits : quant::kValidBits) formats.push_back(quant::Format::affine(bits, 32, DType::F32));
+  for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4})
+    formats.push_back(quant::Format::fp(m));
+  for (const quant::Format& f : formats) {
+    const int bits = f.bits;
+    auto q = make_random_quant(1, 3, 96, f, 77 + uint64_t(bits) + uint64_t(f.mode));
     auto x = random_normal(96, 1.f, 5);
     PreparedVectors p;
-    const QdotKernel& ref = qdot_kernel(Isa::kScalar, bits);
-    p.prepare(ref, x.data(), 1, 96, 96, 32);
+    const QdotKernel& ref = qdot_kernel(Isa::kScalar, q.view);
+    p.prepare(ref, x.data(), 1, 96, 96, f.group_size);
     float out[3];
     ref.dot_rows({&q.view, 0, 0, 3, p.at(0), out});
     for (int r = 0; r < 3; ++r) {
-      const auto w = testing::dequant_row(q.view, 0, r);
+      std::vector<float> w(96);
+      if (quant::is_fp_mode(f.mode)) {
+        quant::QuantMatrixView m;
+        m.w = q.view.w;
+        m.scales = q.view.scales;
+        m.sb_dtype = DType::U8;
+        m.rows = 3;
+        m.k = 96;
+        m.bits = f.bits;
+        m.group_size = f.group_size;
+        m.mode = f.mode;
+        quant::dequantize_row(m, r, w.data());
+      } else {
+        w = testing::dequant_row(q.view, 0, r);
+      }
       double want = 0.0, mag = 0.0;
       for (int i = 0; i < 96; ++i) {
         want += double(w[size_t(i)]) * x[size_t(i)];
         mag += std::fabs(double(w[size_t(i)]) * x[size_t(i)]);
       }
-      EXPECT_NEAR(out[r], want, mag * 1e-7) << "bits " << bits << " row " << r;
+      EXPECT_NEAR(out[r], want, mag * 1e-7) << quant::mode_name(f.mode) << " bits " << bits
+                                             << " row " << r;
     }
   }
 }
@@ -221,15 +269,16 @@ TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
   int checked = 0;
   for (const QdotKernel& kern : qdot_kernels()) {
     if (!can_run(kern)) continue;
-    for (int gs : quant::kValidGroupSizes)
-      for (DType sb : {DType::BF16, DType::F32}) {
-        const int64_t k = gs == 32 ? 96 : 3 * gs;
-        auto q = make_random_quant(1, 5, k, kern.bits, gs, sb, 9);
+    for (const quant::Format& f : formats_of(kern)) {
+        if (f.scale_dtype == DType::F16) continue;
+        const int gs = f.group_size;
+        const int64_t k = gs <= 32 ? 96 : 3 * gs;
+        auto q = make_random_quant(1, 5, k, f, 9);
         std::vector<void*> maps;
         QuantWeightsView v = q.view;
         v.w = guarded_copy(q.w, maps);
         v.scales = guarded_copy(q.scales, maps);
-        v.biases = guarded_copy(q.biases, maps);
+        if (v.biases) v.biases = guarded_copy(q.biases, maps);
         auto x = random_normal(k, 1.f, 3);
         PreparedVectors px;
         px.prepare(kern, x.data(), 1, k, k, gs);

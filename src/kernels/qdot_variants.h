@@ -4,8 +4,14 @@
 #pragma once
 
 #include "kernels/qdot.h"
+#include "quant/format.h"
 
 namespace moex::kernels {
+
+// The fp-mode tables (qdot_fp_*.cc): one entry per mode, mxfp4, mxfp8, nvfp4.
+const QdotKernel* qdot_fp_kernels_scalar(int* count);
+const QdotKernel* qdot_fp_kernels_avx2(int* count);
+const QdotKernel* qdot_fp_kernels_avx512(int* count);
 
 // Each returns its table (one entry per valid bit width, in quant::kValidBits order).
 const QdotKernel* qdot_kernels_scalar(int* count);
@@ -30,6 +36,28 @@ struct PreparedLayout {
 namespace {
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+// The f32 value of an E4M3 code by bit placement: exponent and mantissa moved to the f32
+// fields, then scaled by 2^120 (the bias difference; exact for subnormals too); NaN codes
+// (0x7F, 0xFF) give NaN. Equal to quant::e4m3_to_f32.
+inline float e4m3_bits_to_f32(uint8_t c) {
+  if ((c & 0x7F) == 0x7F) return f32_from_bits(0x7fc00000u | (uint32_t(c & 0x80) << 24));
+  const float mag = f32_from_bits(uint32_t(c & 0x7F) << 20) * 0x1p120f;
+  return (c & 0x80) ? -mag : mag;
+}
+
+// A group's scale in an fp mode: E8M0 (2^(code-127), code 0 is the subnormal 2^-127) or, for
+// nvfp4, E4M3.
+inline float fp_group_scale(uint8_t code, quant::Mode mode) {
+  if (mode == quant::Mode::kNvfp4) return e4m3_bits_to_f32(code);
+  return code == 0 ? f32_from_bits(0x00400000u) : f32_from_bits(uint32_t(code) << 23);
+}
 
 // block: elements per SIMD block; elem_bytes: bytes of x data per element; group_scales: an
 // activation scale per group is stored (false for variants that keep x in f32).

@@ -37,7 +37,10 @@ struct Format {
   DType scale_dtype = DType::BF16;
 
   bool has_biases() const { return mode == Mode::kAffine; }
-  bool operator==(const Format&) const = default;
+  bool operator==(const Format& o) const {  // spelled out: nvcc's C++17 has no defaulted ==
+    return mode == o.mode && bits == o.bits && group_size == o.group_size &&
+           scale_dtype == o.scale_dtype;
+  }
   static Format affine(int bits, int group_size, DType scale_dtype) {
     return {Mode::kAffine, bits, group_size, scale_dtype};
   }

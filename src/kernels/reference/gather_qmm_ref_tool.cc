@@ -1,7 +1,8 @@
 // Runs moex's gather_qmm on tensors from a safetensors file written by MLX and writes the
 // result, for the live reference test against mx.gather_qmm (gather_qmm_reference_test.py).
 // Input tensors: x [M][K] f32, w [E][N][K*bits/32] u32, scales/biases [E][N][K/gs],
-// lhs [B] i32, rhs [B] i32; metadata bits, group_size, isa. Output: out [B][N] f32.
+// lhs [B] i32, rhs [B] i32; metadata bits, group_size, isa and optionally mode (affine,
+// mxfp4, mxfp8, nvfp4; the fp modes have U8 scales and no biases). Output: out [B][N] f32.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -12,6 +13,8 @@
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "kernels/moe_kernels.h"
+#include "kernels/qdot.h"
+#include "quant/format.h"
 
 int main(int argc, char** argv) {
   using namespace moex;
@@ -30,18 +33,24 @@ int main(int argc, char** argv) {
     const int bits = std::stoi(meta.at("bits").get<std::string>());
     const int gs = std::stoi(meta.at("group_size").get<std::string>());
     set_active_isa(parse_isa(meta.at("isa").get<std::string>(), "metadata isa"));
-    const auto &x = need("x"), &w = need("w"), &s = need("scales"), &b = need("biases");
+    const std::string mode_name = meta.contains("mode") ? meta.at("mode").get<std::string>() : "affine";
+    const auto mode = quant::mode_from_name(mode_name);
+    if (!mode) fail(argv[1], ": metadata mode '", mode_name, "' is not a quantization mode");
+    const auto &x = need("x"), &w = need("w"), &s = need("scales");
+    const io::TensorInfo* b = quant::is_fp_mode(*mode) ? nullptr : &need("biases");
     const auto &lhs = need("lhs"), &rhs = need("rhs");
     kernels::QuantWeightsView v;
     v.w = w.data;
     v.scales = s.data;
-    v.biases = b.data;
+    v.biases = b ? b->data : nullptr;
     v.sb_dtype = s.dtype;
+    v.mode = *mode;
     v.experts = w.shape[0];
     v.n = w.shape[1];
     v.k = w.shape[2] * 32 / bits;
     v.bits = bits;
     v.group_size = gs;
+    if (const char* why = kernels::qdot_unsupported_reason(v)) fail(argv[1], ": ", why);
     const int64_t batch = lhs.shape[0];
     std::vector<float> out(size_t(batch * v.n));
     kernels::GatherQmmArgs a;

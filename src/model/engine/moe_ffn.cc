@@ -46,6 +46,7 @@ kernels::QuantWeightsView one_expert(const ops::MatrixRef& m) {
   v.scales = m.q.scales;
   v.biases = m.q.biases;
   v.sb_dtype = m.q.sb_dtype;
+  v.mode = m.q.mode;
   v.experts = 1;
   v.n = m.q.rows;
   v.k = m.q.k;

@@ -72,6 +72,7 @@ kernels::QuantWeightsView as_one_expert(const quant::QuantMatrixView& q) {
   v.scales = q.scales;
   v.biases = q.biases;
   v.sb_dtype = q.sb_dtype;
+  v.mode = q.mode;
   v.experts = 1;
   v.n = q.rows;
   v.k = q.k;
@@ -132,7 +133,7 @@ void linear_same_input(const Linear* const* lins, float* const* outs, int count,
   for (int i = 0; i < count; ++i) {
     Part& p = parts[i];
     p.w = as_one_expert(lins[i]->w.q);
-    p.kern = &kernels::qdot_kernel(isa, p.w.bits);
+    p.kern = &kernels::qdot_kernel(isa, p.w);
     p.prepared = -1;
     for (int j = 0; j < i; ++j)
       if (parts[j].kern == p.kern && parts[j].w.group_size == p.w.group_size &&
