@@ -11,14 +11,6 @@
 namespace moex::kernels {
 namespace {
 
-size_t prepared_bytes_fp(int64_t k, int /*group_size*/) {
-  return size_t(round_up(k * int64_t(sizeof(float)), 64));
-}
-
-void prepare_fp(const float* x, int64_t k, int /*group_size*/, void* dst) {
-  std::memcpy(dst, x, size_t(k) * sizeof(float));
-}
-
 // 8 E2M1 codes (4 packed bytes, low nibble first) as f32 values.
 inline __m256 e2m1_x8(const uint8_t* p, __m256 magnitudes) {
   uint32_t word;
@@ -78,7 +70,7 @@ void qdot_rows_fp_avx2(const QdotRowsArgs& a) {
 #define MOEX_QDOT_FP_AVX2(M, NAME)                                                          \
   QdotKernel {                                                                              \
     "qdot_rows_" NAME "__avx2", Isa::kAvx2, quant::fp_mode_bits(M), false,                  \
-        prepared_bytes_fp, prepare_fp, qdot_rows_fp_avx2<M>, false, M                       \
+        prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_avx2<M>, false, M                       \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_AVX2(quant::Mode::kMxfp4, "mxfp4"),
                                  MOEX_QDOT_FP_AVX2(quant::Mode::kMxfp8, "mxfp8"),

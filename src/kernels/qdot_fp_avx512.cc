@@ -13,14 +13,6 @@
 namespace moex::kernels {
 namespace {
 
-size_t prepared_bytes_fp(int64_t k, int /*group_size*/) {
-  return size_t(round_up(k * int64_t(sizeof(float)), 64));
-}
-
-void prepare_fp(const float* x, int64_t k, int /*group_size*/, void* dst) {
-  std::memcpy(dst, x, size_t(k) * sizeof(float));
-}
-
 // 16 E2M1 codes (8 packed bytes, low nibble first) as f32 values.
 inline __m512 e2m1_x16(const uint8_t* p, __m512 table) {
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
@@ -74,7 +66,7 @@ void qdot_rows_fp_avx512(const QdotRowsArgs& a) {
 #define MOEX_QDOT_FP_AVX512(M, NAME)                                                        \
   QdotKernel {                                                                              \
     "qdot_rows_" NAME "__avx512", Isa::kAvx512, quant::fp_mode_bits(M), false,              \
-        prepared_bytes_fp, prepare_fp, qdot_rows_fp_avx512<M>, false, M                     \
+        prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_avx512<M>, false, M                     \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_AVX512(quant::Mode::kMxfp4, "mxfp4"),
                                  MOEX_QDOT_FP_AVX512(quant::Mode::kMxfp8, "mxfp8"),

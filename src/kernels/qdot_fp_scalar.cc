@@ -10,14 +10,6 @@
 namespace moex::kernels {
 namespace {
 
-size_t prepared_bytes_fp_scalar(int64_t k, int /*group_size*/) {
-  return size_t(round_up(k * int64_t(sizeof(float)), 64));
-}
-
-void prepare_fp_scalar(const float* x, int64_t k, int /*group_size*/, void* dst) {
-  std::memcpy(dst, x, size_t(k) * sizeof(float));
-}
-
 template <quant::Mode M>
 void qdot_rows_fp_scalar(const QdotRowsArgs& a) {
   const QuantWeightsView& w = *a.w;
@@ -43,7 +35,7 @@ void qdot_rows_fp_scalar(const QdotRowsArgs& a) {
 #define MOEX_QDOT_FP_SCALAR(M, NAME)                                                       \
   QdotKernel {                                                                             \
     "qdot_rows_" NAME "_scalar", Isa::kScalar, quant::fp_mode_bits(M), false,              \
-        prepared_bytes_fp_scalar, prepare_fp_scalar, qdot_rows_fp_scalar<M>, false, M      \
+        prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_scalar<M>, false, M      \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp4, "mxfp4"),
                                  MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp8, "mxfp8"),

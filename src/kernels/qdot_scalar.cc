@@ -7,15 +7,16 @@
 #include "quant/format.h"
 
 namespace moex::kernels {
-namespace {
 
-size_t prepared_bytes_scalar(int64_t k, int /*group_size*/) {
+size_t prepared_bytes_f32_copy(int64_t k, int /*group_size*/) {
   return size_t(round_up(k * int64_t(sizeof(float)), 64));
 }
 
-void prepare_scalar(const float* x, int64_t k, int /*group_size*/, void* dst) {
+void prepare_f32_copy(const float* x, int64_t k, int /*group_size*/, void* dst) {
   std::memcpy(dst, x, size_t(k) * sizeof(float));
 }
+
+namespace {
 
 template <int BITS>
 void qdot_rows_scalar(const QdotRowsArgs& a) {
@@ -40,7 +41,7 @@ void qdot_rows_scalar(const QdotRowsArgs& a) {
 
 #define MOEX_QDOT_SCALAR(B)                                                                    \
   QdotKernel {                                                                                 \
-    "qdot_rows_q" #B "_scalar", Isa::kScalar, B, false, prepared_bytes_scalar, prepare_scalar, \
+    "qdot_rows_q" #B "_scalar", Isa::kScalar, B, false, prepared_bytes_f32_copy, prepare_f32_copy, \
         qdot_rows_scalar<B>                                                                    \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCALAR(3), MOEX_QDOT_SCALAR(4),

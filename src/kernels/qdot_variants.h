@@ -13,6 +13,11 @@ const QdotKernel* qdot_fp_kernels_scalar(int* count);
 const QdotKernel* qdot_fp_kernels_avx2(int* count);
 const QdotKernel* qdot_fp_kernels_avx512(int* count);
 
+// The preparation of kernels that read x as f32 unchanged (qdot_scalar.cc, compiled without
+// instruction-set flags): a copy padded to a multiple of 64 bytes.
+size_t prepared_bytes_f32_copy(int64_t k, int group_size);
+void prepare_f32_copy(const float* x, int64_t k, int group_size, void* dst);
+
 // Each returns its table (one entry per valid bit width, in quant::kValidBits order).
 const QdotKernel* qdot_kernels_scalar(int* count);
 const QdotKernel* qdot_kernels_avx2(int* count);

@@ -18,7 +18,8 @@ namespace moex::model::ops {
 
 int64_t MatrixRef::weight_bytes() const {
   if (quantized())
-    return q.rows * q.row_bytes() + 2 * q.rows * q.groups_per_row() * int64_t(dtype_size(q.sb_dtype));
+    return q.rows * q.row_bytes() + (q.format().has_biases() ? 2 : 1) * q.rows *
+                                        q.groups_per_row() * int64_t(dtype_size(q.sb_dtype));
   return n * k * int64_t(dtype_size(dense_dtype));
 }
 
