@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Writes the GGUF twin of a moex / MLX checkpoint for llama.cpp: the same architecture, shapes
+and weights, the MLX affine weights dequantized and requantized (4-bit -> Q4_0, 8-bit -> Q8_0;
+with --type q4_k_m a bf16 intermediate is handed to llama-quantize, which gguf-py cannot do).
+
+usage: gguf_twin.py CHECKPOINT_DIR OUT.gguf [--type q4_0|q4_k_m] [--llama-quantize BIN]
+
+Beside OUT.gguf it writes OUT.gguf.json: the source, the tensor types, bits per weight on both
+sides and the bytes a decode step reads (one embedding row, everything else dense, top_k of the
+experts), computed the same way for the checkpoint and for the twin.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mlx_checkpoint import Checkpoint  # noqa: E402
+from twin_families import (EXPERT_TENSORS, T, Unsupported, check_expressible,  # noqa: E402
+                           family_of, gguf_name, tensor_table)
+from twin_vocab import add_vocab  # noqa: E402
+
+Q = gguf.GGMLQuantizationType
+WRITER_VERSION = 1  # bump when the output changes, so cached twins are rewritten
+
+
+def source_fingerprint(ckpt_dir):
+    """What the cache key hangs on: config.json and each shard's size and mtime."""
+    d = Path(ckpt_dir)
+    parts = [(d / "config.json").read_text()]
+    for shard in sorted(d.glob("*.safetensors")):
+        st = shard.stat()
+        parts.append(f"{shard.name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def twin_type(ckpt, prefix, mode):
+    """The GGUF type of one tensor of the twin."""
+    if not ckpt.is_quantized(prefix):
+        return Q.F32
+    bits, _ = ckpt.quant_params(prefix)
+    if bits == 8:
+        return Q.Q8_0
+    if bits == 4:
+        return Q.BF16 if mode == "q4_k_m" else Q.Q4_0
+    raise Unsupported(f"{prefix}: {bits}-bit weights; the twin maps 4-bit (Q4_0) and 8-bit (Q8_0)")
+
+
+def moex_bytes(ckpt, prefix):
+    total = 0
+    for part in (".weight", ".scales", ".biases"):
+        if ckpt.has(prefix + part):
+            total += ckpt.raw(prefix + part).nbytes
+    return total
+
+
+def gguf_bytes(qtype, shape):
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    return int(np.prod(shape)) // block * size
+
+
+class Plan:
+    """Every tensor of the twin: name, source prefix, type, numpy shape, transform."""
+
+    def __init__(self, ckpt, mode):
+        self.ckpt = ckpt
+        cfg = ckpt.config
+        self.model_type, self.fam = family_of(cfg)
+        check_expressible(self.model_type, self.fam, cfg)
+        self.n_layers = int(cfg["num_hidden_layers"])
+        self.hidden = int(cfg["hidden_size"])
+        self.n_head = int(cfg["num_attention_heads"])
+        self.n_kv = int(cfg.get("num_key_value_heads", self.n_head))
+        self.head_dim = int(cfg.get("head_dim") or self.hidden // self.n_head)
+        self.n_experts = int(cfg[self.fam.n_experts_key])
+        self.top_k = int(cfg["num_experts_per_tok"])
+        self.vocab = int(cfg["vocab_size"])
+        self.rows = []
+        seen = set()
+        for prefix, tensor, layer in tensor_table(self.fam, self.n_layers):
+            if not (ckpt.has(prefix + ".weight")):
+                continue
+            self._add(prefix, ".weight", tensor, layer, mode)
+            seen.add(prefix + ".weight")
+            for part in (".scales", ".biases"):
+                if ckpt.has(prefix + part):
+                    seen.add(prefix + part)
+            if ckpt.has(prefix + ".bias"):
+                self._add(prefix, ".bias", tensor, layer, mode)
+                seen.add(prefix + ".bias")
+        left = [n for n in ckpt.names() if n not in seen]
+        if left:
+            raise Unsupported(f"{ckpt.dir}: tensors with no place in the {self.fam.arch.name} "
+                              f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
+        names = {r["name"] for r in self.rows}
+        has_output = gguf_name(T.OUTPUT) + ".weight" in names
+        if not has_output and self.fam.arch != gguf.MODEL_ARCH.QWEN3MOE:
+            # olmoe / qwen2moe / llama want output.weight: a tied checkpoint gets a copy.
+            embd = next(r for r in self.rows if r["tensor"] == T.TOKEN_EMBD)
+            self.rows.append(dict(embd, name=gguf_name(T.OUTPUT) + ".weight", tensor=T.OUTPUT,
+                                  tied_copy=True))
+
+    def _add(self, prefix, part, tensor, layer, mode):
+        ckpt = self.ckpt
+        if part == ".bias":
+            shape, qtype = ckpt.raw(prefix + ".bias").shape, Q.F32
+        else:
+            qtype = twin_type(ckpt, prefix, mode)
+            shape = ckpt.raw(prefix + ".weight").shape
+            if ckpt.is_quantized(prefix):
+                bits, _ = ckpt.quant_params(prefix)
+                shape = shape[:-1] + (shape[-1] * 32 // bits,)
+            if tensor == T.FFN_GATE_INP_SHEXP:   # [1, hidden] in MLX, {n_embd} in llama.cpp
+                shape, qtype = (shape[-1],), Q.F32
+        if len(shape) == 1:
+            qtype = Q.F32
+        permute = 0
+        if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
+            permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
+        self.rows.append(dict(name=gguf_name(tensor, layer) + part, prefix=prefix, part=part,
+                              tensor=tensor, qtype=qtype, shape=tuple(shape), permute=permute,
+                              tied_copy=False,
+                              moex_bytes=moex_bytes(ckpt, prefix) if part == ".weight" else
+                              ckpt.raw(prefix + part).nbytes))
+
+    def values(self, row, index=None):
+        """The float32 values of one twin tensor (one expert of it when index is given)."""
+        ckpt = self.ckpt
+        if row["part"] == ".bias":
+            w = ckpt.float(row["prefix"] + ".bias")
+        else:
+            w = ckpt.dequantize(row["prefix"], index)
+        if row["tensor"] == T.FFN_GATE_INP_SHEXP:
+            w = w.reshape(-1)
+        if row["permute"]:
+            w = permute_rope_rows(w, row["permute"])
+        return np.ascontiguousarray(w, dtype=np.float32)
+
+    def encoded(self, row):
+        """The bytes of one twin tensor as numpy (uint8 for quantized types)."""
+        qtype = row["qtype"]
+        if row["tensor"] in EXPERT_TENSORS:
+            return np.stack([encode(self.values(row, e), qtype) for e in range(row["shape"][0])])
+        return encode(self.values(row), qtype)
+
+
+def permute_rope_rows(w, n_heads):
+    """HF rotate-half q/k rows -> the interleaved pairs of llama.cpp's RoPE NORM (llama arch):
+    within a head, new row 2i+a is old row a*head_dim/2+i."""
+    lead = w.shape[:-1] if w.ndim > 1 else ()
+    rows = w.shape[0]
+    head_dim = rows // n_heads
+    rest = w.shape[1:]
+    return (w.reshape(n_heads, 2, head_dim // 2, *rest).swapaxes(1, 2).reshape(rows, *rest)
+            if lead else w.reshape(n_heads, 2, head_dim // 2).swapaxes(1, 2).reshape(rows))
+
+
+def encode(values, qtype):
+    if qtype == Q.F32:
+        return values.astype(np.float32)
+    if qtype == Q.BF16:
+        return gguf.quants.quantize(values, Q.BF16)
+    return gguf.quants.quantize(values, qtype)
+
+
+def add_metadata(writer, plan, file_type):
+    cfg = plan.ckpt.config
+    writer.add_name(f"moex twin of {plan.ckpt.dir.name}")
+    writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
+    writer.add_embedding_length(plan.hidden)
+    writer.add_block_count(plan.n_layers)
+    writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
+    if plan.fam.expert_dff_key != "intermediate_size":
+        writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
+    if plan.fam.has_shared:
+        writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
+    writer.add_head_count(plan.n_head)
+    writer.add_head_count_kv(plan.n_kv)
+    writer.add_key_length(plan.head_dim)
+    writer.add_value_length(plan.head_dim)
+    writer.add_rope_dimension_count(plan.head_dim)
+    writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
+    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
+    writer.add_expert_count(plan.n_experts)
+    writer.add_expert_used_count(plan.top_k)
+    writer.add_vocab_size(plan.vocab)
+    writer.add_file_type(file_type)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
+def write_gguf(plan, path, file_type, progress):
+    writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
+    add_metadata(writer, plan, file_type)
+    add_vocab(writer, plan.ckpt.dir, plan.ckpt.config)
+    for row in plan.rows:
+        if row["qtype"] == Q.F32:
+            writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),
+                                   gguf_bytes(Q.F32, row["shape"]))
+        else:
+            byte_shape = gguf.quant_shape_to_byte_shape(row["shape"], row["qtype"])
+            writer.add_tensor_info(row["name"], byte_shape, np.dtype(np.uint8),
+                                   gguf_bytes(row["qtype"], row["shape"]), raw_dtype=row["qtype"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    start = time.monotonic()
+    for i, row in enumerate(plan.rows):
+        writer.write_tensor_data(plan.encoded(row))
+        if progress:
+            print(f"\r  gguf_twin: {i + 1}/{len(plan.rows)} tensors, "
+                  f"{time.monotonic() - start:.0f} s", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    writer.close()
+
+
+def per_token(rows, plan, key):
+    """Bytes one decode step reads: an embedding row, top_k/E of each expert tensor, the rest."""
+    total = 0.0
+    for row in rows:
+        b = row[key]
+        if row["tensor"] == T.TOKEN_EMBD:
+            b = b / plan.vocab
+        elif row["tensor"] in EXPERT_TENSORS:
+            b = b * plan.top_k / plan.n_experts
+        total += b
+    return int(round(total))
+
+
+def summary(plan, mode, gguf_path, fingerprint):
+    rows = []
+    for row in plan.rows:
+        n = int(np.prod(row["shape"]))
+        rows.append(dict(row, gguf_bytes=gguf_bytes(row["qtype"], row["shape"]), n_weights=n))
+    quant = [r for r in rows if r["part"] == ".weight" and r["qtype"] != Q.F32]
+    n_q = sum(r["n_weights"] for r in quant)
+    return {
+        "writer_version": WRITER_VERSION, "type": mode, "source": str(plan.ckpt.dir),
+        "fingerprint": fingerprint, "gguf": str(gguf_path),
+        "arch": gguf.MODEL_ARCH_NAMES[plan.fam.arch], "model_type": plan.model_type,
+        "bits_per_weight_moex": 8 * sum(r["moex_bytes"] for r in quant) / n_q,
+        "bits_per_weight_gguf": 8 * sum(r["gguf_bytes"] for r in quant) / n_q,
+        "bytes_per_token_moex": per_token(rows, plan, "moex_bytes"),
+        "bytes_per_token_gguf": per_token(rows, plan, "gguf_bytes"),
+        "tensors": [{"name": r["name"], "source": r["prefix"] + r["part"],
+                     "type": r["qtype"].name, "shape": list(r["shape"]),
+                     "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
+                     "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"]}
+                    for r in rows],
+    }
+
+
+def run_llama_quantize(binary, src, dst):
+    cmd = ["nice", "-n", "10", str(binary), "--allow-requantize", str(src), str(dst), "Q4_K_M"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+
+
+def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True):
+    """Writes OUT (and OUT.json) unless --reuse finds a twin of the same source; returns the
+    summary dict."""
+    out = Path(out)
+    meta_path = Path(str(out) + ".json")
+    fingerprint = source_fingerprint(ckpt_dir)
+    if reuse and out.is_file() and meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        if (meta.get("fingerprint") == fingerprint and meta.get("type") == mode
+                and meta.get("writer_version") == WRITER_VERSION):
+            return meta
+    plan = Plan(Checkpoint(ckpt_dir), mode)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    if mode == "q4_0":
+        write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0, progress)
+        meta = summary(plan, mode, out, fingerprint)
+    elif mode == "q4_k_m":
+        if llama_quantize is None:
+            raise ValueError("--type q4_k_m needs --llama-quantize (scripts/peers/llamacpp.sh)")
+        bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
+        try:
+            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress)
+            run_llama_quantize(llama_quantize, bf16, tmp)
+        finally:
+            bf16.unlink(missing_ok=True)
+        meta = summary(plan, mode, out, fingerprint)
+        retype_from_file(meta, plan, tmp)
+    else:
+        raise ValueError(f"--type {mode!r}: expected q4_0 or q4_k_m")
+    os.replace(tmp, out)
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    return meta
+
+
+def retype_from_file(meta, plan, path):
+    """After llama-quantize: the types and sizes the file really holds."""
+    reader = gguf.GGUFReader(str(path))
+    actual = {t.name: t for t in reader.tensors}
+    by_name = {r["name"]: r for r in plan.rows}
+    rows = []
+    for entry in meta["tensors"]:
+        t = actual[entry["name"]]
+        entry["type"], entry["gguf_bytes"] = t.tensor_type.name, int(t.n_bytes)
+        rows.append(dict(by_name[entry["name"]], gguf_bytes=int(t.n_bytes)))
+    quant = [e for e in meta["tensors"] if e["type"] != "F32" and not e["source"].endswith(".bias")]
+    n_q = sum(int(np.prod(e["shape"])) for e in quant)
+    meta["bits_per_weight_gguf"] = 8 * sum(e["gguf_bytes"] for e in quant) / n_q
+    meta["bytes_per_token_gguf"] = per_token(rows, plan, "gguf_bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint")
+    ap.add_argument("out")
+    ap.add_argument("--type", default="q4_0", choices=["q4_0", "q4_k_m"])
+    ap.add_argument("--llama-quantize", help="llama-quantize binary (for --type q4_k_m)")
+    ap.add_argument("--reuse", action="store_true", help="keep OUT if it is a twin of the same "
+                    "source, type and writer version")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args()
+    try:
+        meta = twin(args.checkpoint, args.out, args.type, args.llama_quantize, args.reuse,
+                    progress=not args.quiet)
+    except (Unsupported, ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"gguf_twin: {e}", file=sys.stderr)
+        return 2
+    print(f"gguf_twin: {meta['gguf']} ({meta['arch']}, {meta['type']}): "
+          f"{meta['bits_per_weight_gguf']:.4f} bits/weight vs moex "
+          f"{meta['bits_per_weight_moex']:.4f}; bytes/token {meta['bytes_per_token_gguf']} "
+          f"vs moex {meta['bytes_per_token_moex']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The moex families a GGUF twin can represent in llama.cpp, with the GGUF arch, the tensor-name
+table (MLX name -> gguf MODEL_TENSOR) and the config checks for what the llama.cpp arch cannot
+express. Architecture facts were read from llama.cpp 0c1e570 (src/models/<arch>.cpp,
+src/llama-model.cpp llama_model_rope_type) and gguf-py 0.19.0 (constants.py).
+"""
+from dataclasses import dataclass
+
+import gguf
+
+T = gguf.MODEL_TENSOR
+
+
+@dataclass
+class Family:
+    arch: gguf.MODEL_ARCH
+    n_experts_key: str
+    expert_dff_key: str
+    moe_prefix: str                 # "mlp" or "block_sparse_moe"
+    permute_qk: bool                # RoPE type NORM (interleaved) in llama.cpp: q/k rows permuted
+    norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
+    has_shared: bool = False
+
+
+FAMILIES = {
+    # qwen3moe: build_moe_ffn(..., norm_w=true, SOFTMAX); every layer MoE; q/k norm per head.
+    "qwen3_moe": Family(gguf.MODEL_ARCH.QWEN3MOE, "num_experts", "moe_intermediate_size", "mlp",
+                        permute_qk=False, norm_topk=True),
+    # mixtral is llama.cpp's llama arch with n_expert > 0 (norm_w=true, SOFTMAX), RoPE NORM.
+    "mixtral": Family(gguf.MODEL_ARCH.LLAMA, "num_local_experts", "intermediate_size",
+                      "block_sparse_moe", permute_qk=True, norm_topk=True),
+    # olmoe: norm_w=false, full-width q/k RMS norm (n_embd).
+    "olmoe": Family(gguf.MODEL_ARCH.OLMOE, "num_experts", "intermediate_size", "mlp",
+                    permute_qk=False, norm_topk=False),
+    # qwen2moe: norm_w=false, shared expert gated by sigmoid(ffn_gate_inp_shexp . x).
+    "qwen2_moe": Family(gguf.MODEL_ARCH.QWEN2MOE, "num_experts", "moe_intermediate_size", "mlp",
+                        permute_qk=False, norm_topk=False, has_shared=True),
+}
+
+# Per layer: MLX name after "model.layers.{i}." -> gguf tensor. "{moe}" is the family's prefix.
+LAYER_TENSORS = {
+    "input_layernorm": T.ATTN_NORM,
+    "post_attention_layernorm": T.FFN_NORM,
+    "self_attn.q_proj": T.ATTN_Q,
+    "self_attn.k_proj": T.ATTN_K,
+    "self_attn.v_proj": T.ATTN_V,
+    "self_attn.o_proj": T.ATTN_OUT,
+    "self_attn.q_norm": T.ATTN_Q_NORM,
+    "self_attn.k_norm": T.ATTN_K_NORM,
+    "{moe}.gate": T.FFN_GATE_INP,
+    "{moe}.switch_mlp.gate_proj": T.FFN_GATE_EXP,
+    "{moe}.switch_mlp.up_proj": T.FFN_UP_EXP,
+    "{moe}.switch_mlp.down_proj": T.FFN_DOWN_EXP,
+    "mlp.shared_expert.gate_proj": T.FFN_GATE_SHEXP,
+    "mlp.shared_expert.up_proj": T.FFN_UP_SHEXP,
+    "mlp.shared_expert.down_proj": T.FFN_DOWN_SHEXP,
+    "mlp.shared_expert_gate": T.FFN_GATE_INP_SHEXP,
+}
+GLOBAL_TENSORS = {
+    "model.embed_tokens": T.TOKEN_EMBD,
+    "model.norm": T.OUTPUT_NORM,
+    "lm_head": T.OUTPUT,
+}
+EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
+
+
+class Unsupported(ValueError):
+    """The checkpoint uses something the llama.cpp arch cannot express."""
+
+
+def family_of(config):
+    model_type = config.get("model_type")
+    if model_type not in FAMILIES:
+        raise Unsupported(f"config.json model_type {model_type!r}: no GGUF twin (supported: "
+                          f"{', '.join(sorted(FAMILIES))})")
+    return model_type, FAMILIES[model_type]
+
+
+def check_expressible(model_type, fam, config):
+    """Raises Unsupported naming the config field llama.cpp's arch has no equivalent for."""
+    def refuse(field_name, why):
+        raise Unsupported(f"config.json {field_name} = {config.get(field_name)!r}: {why} "
+                          f"(llama.cpp arch {fam.arch.name.lower()})")
+
+    if config.get("mlp_only_layers"):
+        refuse("mlp_only_layers", "llama.cpp makes every layer MoE; dense layers have no place")
+    if int(config.get("decoder_sparse_step", 1)) != 1:
+        refuse("decoder_sparse_step", "llama.cpp makes every layer MoE")
+    if "norm_topk_prob" in config and bool(config["norm_topk_prob"]) != fam.norm_topk:
+        refuse("norm_topk_prob", f"llama.cpp hard-codes norm_w={str(fam.norm_topk).lower()}")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+    if config.get("mlp_bias"):
+        refuse("mlp_bias", "llama.cpp's expert FFN has no biases")
+    if config.get("clip_qkv") is not None:
+        refuse("clip_qkv", "the twin writer does not map q/k/v clamping")
+    if config.get("hidden_act", "silu") != "silu":
+        refuse("hidden_act", "llama.cpp's MoE FFN here is SiLU-gated")
+
+
+def gguf_name(tensor, layer=None):
+    return gguf.TENSOR_NAMES[tensor].format(bid=layer)
+
+
+def tensor_table(fam, n_layers):
+    """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
+    table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    for i in range(n_layers):
+        for suffix, t in LAYER_TENSORS.items():
+            table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
+    allowed = set(gguf.MODEL_TENSORS[fam.arch])
+    return [row for row in table if row[1] in allowed]
