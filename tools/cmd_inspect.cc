@@ -13,6 +13,7 @@
 #include "model/weight_bytes.h"
 #include "moe/calibration.h"
 #include "moe/dispatch_policy.h"
+#include "quant/format.h"
 #include "tools/command.h"
 
 namespace moex::tools {
@@ -77,9 +78,12 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
       auto pq = [](const std::optional<io::ModuleQuant>& q) {
         moe::ProjectionQuant p;
         if (!q) {
-          p.mode = moe::QuantMode::kFloat;
+          p.quantized = false;
         } else {
-          p.mode = q->is_affine() ? moe::QuantMode::kAffine : moe::QuantMode::kOtherQuantized;
+          const auto mode = quant::mode_from_name(q->mode);
+          p.quantized = mode.has_value();
+          p.mode = mode.value_or(quant::Mode::kAffine);
+          p.has_biases = p.mode == quant::Mode::kAffine;
           p.bits = q->bits;
           p.group_size = q->group_size;
         }

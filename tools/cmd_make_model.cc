@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "quant/format.h"
 #include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -28,6 +29,7 @@ namespace {
 
 struct MakeModelFlags {
   std::optional<std::string> preset, layers, bits, group_size, router_bits, down_bits, seed, threads;
+  std::optional<std::string> mode;
   std::string dtype = "bf16";
   std::string out;
   bool list = false;
@@ -124,6 +126,17 @@ int run_make_model(const MakeModelFlags& f) {
   }
   if (f.threads) set_num_threads(parse_threads_flag(*f.threads));
   model::SynthQuant q;
+  if (f.mode) {
+    const auto m = quant::mode_from_name(*f.mode);
+    if (!m) fail("--mode must be affine, mxfp4, mxfp8 or nvfp4; got '", *f.mode, "'");
+    q.mode = *m;
+    if (quant::is_fp_mode(*m)) {
+      q.bits = quant::fp_mode_bits(*m);
+      q.group_size = quant::fp_mode_group_size(*m);
+      q.router_bits = 0;
+      q.down_bits = 0;
+    }
+  }
   if (f.bits) q.bits = int(parse_int_strict(*f.bits, "--bits", 0, 8));
   if (f.group_size) q.group_size = int(parse_int_strict(*f.group_size, "--group-size", 1, 1024));
   if (f.router_bits) q.router_bits = int(parse_int_strict(*f.router_bits, "--router-bits", 0, 8));
@@ -181,6 +194,11 @@ MOEX_REGISTER_COMMAND(make_model, "make-model",
                         sub.add_option("--group-size", f->group_size,
                                        "quantization group size 32|64|128 (default 64)")
                             ->type_name("INT");
+                        sub.add_option("--mode", f->mode,
+                                       "quantization mode affine|mxfp4|mxfp8|nvfp4 (default "
+                                       "affine; the fp modes fix bits and group size and "
+                                       "quantize routers too)")
+                            ->type_name("MODE");
                         sub.add_option("--router-bits", f->router_bits,
                                        "router bits (default 8; 0 = --bits)")
                             ->type_name("INT");

@@ -9,6 +9,16 @@
 namespace moex::model {
 
 void check_synth_quant(const SynthQuant& q) {
+  if (quant::is_fp_mode(q.mode)) {
+    const char* m = quant::mode_name(q.mode);
+    if (q.bits != quant::fp_mode_bits(q.mode) || q.group_size != quant::fp_mode_group_size(q.mode))
+      fail("--mode ", m, " has bits ", quant::fp_mode_bits(q.mode), " and group size ",
+           quant::fp_mode_group_size(q.mode), "; --bits/--group-size cannot change them");
+    if (q.router_bits != 0 || q.down_bits != 0)
+      fail("--mode ", m, " quantizes routers and down projections in ", m,
+           " too; --router-bits/--down-bits do not apply");
+    return;
+  }
   if (q.bits != 0 && !quant::is_valid_bits(q.bits))
     fail("--bits must be 0 (unquantized) or one of 2, 3, 4, 5, 6, 8; got ", q.bits);
   if (!quant::is_valid_group_size(q.group_size))
@@ -27,7 +37,7 @@ std::optional<io::ModuleQuant> synth_module_quant(const ModuleSpec& m, const Syn
   if (m.role == TensorRole::kRouter && q.router_bits != 0) bits = q.router_bits;
   if (m.role == TensorRole::kExperts && m.proj == ExpertProj::kDown && q.down_bits != 0)
     bits = q.down_bits;
-  return io::ModuleQuant{bits, q.group_size, io::kAffineMode};
+  return io::ModuleQuant{bits, q.group_size, quant::mode_name(q.mode)};
 }
 
 nlohmann::json quantization_section(const std::vector<ModuleSpec>& modules, const SynthQuant& q) {
@@ -35,7 +45,7 @@ nlohmann::json quantization_section(const std::vector<ModuleSpec>& modules, cons
   nlohmann::json s;
   s["group_size"] = q.group_size;
   s["bits"] = q.bits;
-  s["mode"] = io::kAffineMode;
+  s["mode"] = quant::mode_name(q.mode);
   for (const ModuleSpec& m : modules) {
     const auto mq = synth_module_quant(m, q);
     if (mq && (mq->bits != q.bits || mq->group_size != q.group_size))

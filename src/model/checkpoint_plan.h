@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "io/quant_config.h"
+#include "quant/format.h"
 #include "model/model_config.h"
 #include "model/presets.h"
 #include "model/tensor_table.h"
@@ -27,6 +28,10 @@ struct SynthQuant {
   int group_size = 64;
   int router_bits = 8;    // 0: same as bits
   int down_bits = 0;      // 0: same as bits
+  // An fp mode (mxfp4, mxfp8, nvfp4) quantizes every quantizable module, routers included,
+  // with the mode's own bits and group size (bits/group_size must be those; router_bits and
+  // down_bits 0).
+  quant::Mode mode = quant::Mode::kAffine;
 };
 
 // Throws moex::Error naming the flag (--bits, --group-size, --router-bits, --down-bits).

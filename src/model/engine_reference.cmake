@@ -22,6 +22,34 @@ foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2
   set_tests_properties(engine_parity_${preset} PROPERTIES LABELS reference TIMEOUT 600
                        SKIP_RETURN_CODE 77)
 endforeach()
+# The fp quantization modes (docs/quant_formats.md): checkpoints whose every quantized module,
+# routers included, is mxfp4 / mxfp8 / nvfp4, as mlx-lm loads them (config "mode").
+foreach(case qwen3-moe:mxfp4 qwen3-moe:mxfp8 qwen3-moe:nvfp4 mixtral:mxfp4 olmoe-bias:mxfp4)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 family)
+  list(GET parts 1 qmode)
+  add_test(NAME engine_parity_tiny-${family}_${qmode}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-${qmode}
+            --make-preset tiny-${family} --make-arg=--mode --make-arg=${qmode}
+            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
+  set_tests_properties(engine_parity_tiny-${family}_${qmode} PROPERTIES LABELS reference
+                       TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
+# The same modes as mlx-lm's own converter writes them (`mlx_lm convert -q --q-mode M` of a
+# float checkpoint): it keeps routers at 8-bit affine, so modes mix within one model.
+foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 family)
+  list(GET parts 1 qmode)
+  add_test(NAME engine_parity_tiny-${family}_mlx_convert_${qmode}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-${qmode}
+            --make-preset tiny-${family} "--mlx-convert=--q-mode ${qmode}"
+            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
+  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${qmode} PROPERTIES
+                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
 # A bf16 checkpoint (make-model's default dtype), with mlx-lm's compute dtype set to float32.
 add_test(NAME engine_parity_tiny-qwen3-moe_bf16
   COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>

@@ -102,11 +102,13 @@ class Checker {
       problem(str_cat("module '", path, "' is marked unquantized (false) in config.json but has .scales"));
       return std::nullopt;
     }
-    if (!q->is_affine()) {
-      problem(str_cat("module '", path, "': quantization mode '", q->mode, "' is not supported (affine only)"));
+    const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode);
+    if (!mode) {
+      problem(str_cat("module '", path, "': quantization mode '", q->mode, "' is not supported"));
       return std::nullopt;
     }
-    if (!quant::is_valid_bits(q->bits) || !quant::is_valid_group_size(q->group_size) || in % q->group_size != 0) {
+    const quant::Format f{*mode, q->bits, q->group_size, quant::is_fp_mode(*mode) ? DType::U8 : DType::BF16};
+    if (quant::format_unsupported_reason(f) || in % q->group_size != 0) {
       problem(str_cat("module '", path, "': bits ", q->bits, " / group_size ", q->group_size,
                       " do not fit input width ", in));
       return std::nullopt;
@@ -136,6 +138,19 @@ class Checker {
                       describe(w->dtype, w->shape)));
     else
       m_.tensors.push_back(record(s, *w, TensorPart::kWeight, q->bits, q->group_size));
+    if (q->mode != io::kAffineMode) {  // fp modes: U8 scale codes and no biases
+      const std::string sn = path + ".scales";
+      const io::TensorInfo* t = get(sn);
+      if (!t || t->dtype != DType::U8 || t->shape != sshape)
+        problem(str_cat(t ? "tensor '" : "missing tensor '", sn, "'", t ? ": expected " : " (expected ",
+                        describe(DType::U8, sshape), " (", q->mode, " scale codes)",
+                        t ? str_cat(", found ", describe(t->dtype, t->shape)) : std::string(")")));
+      else
+        m_.tensors.push_back(record(s, *t, TensorPart::kScales, q->bits, q->group_size));
+      if (get(path + ".biases"))
+        problem(str_cat("tensor '", path, ".biases': ", q->mode, " quantization has no biases"));
+      return;
+    }
     DType sb = DType::BF16;
     for (auto [part, suffix] : {std::pair{TensorPart::kScales, ".scales"}, std::pair{TensorPart::kBiases, ".biases"}}) {
       const std::string n = path + suffix;

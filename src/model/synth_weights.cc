@@ -158,15 +158,16 @@ class ModelWriter {
     });
   }
 
+  // z is null for the fp modes (no biases); their scales are U8 codes.
   void write_quantized(const ModuleSpec& m, const TensorRecord& w, const TensorRecord& s,
-                       const TensorRecord& z) {
+                       const TensorRecord* z) {
     const int64_t in = m.in_dim();
     const int64_t rows = w.numel() / w.shape.back();
-    const DType dt = s.dtype;
+    const DType dt = z ? s.dtype : plan_.dtype;  // the dtype quantized from
     const InitDist d = init_distribution(m, TensorPart::kWeight, plan_.config);
     const int64_t chunk_rows = std::max<int64_t>(1, args_.chunk_values / in);
     const int64_t groups = in / w.group_size, words = in * w.bits / 32;
-    std::vector<uint8_t> scales(size_t(s.bytes())), biases(size_t(z.bytes()));
+    std::vector<uint8_t> scales(size_t(s.bytes())), biases(size_t(z ? z->bytes() : 0));
     f32_.resize(size_t(std::min(rows, chunk_rows) * in));
     bytes_.resize(f32_.size() * dtype_size(dt));
     packed_.resize(size_t(std::min(rows, chunk_rows) * words));
@@ -182,14 +183,16 @@ class ModelWriter {
       qa.k = in;
       qa.bits = w.bits;
       qa.group_size = w.group_size;
-      const size_t sb_off = size_t(r0 * groups) * dtype_size(dt);
-      quant::quantize_into(qa, packed_.data(), scales.data() + sb_off, biases.data() + sb_off);
+      qa.mode = w.mode;
+      const size_t sb_off = size_t(r0 * groups) * dtype_size(s.dtype);
+      quant::quantize_into(qa, packed_.data(), scales.data() + sb_off,
+                           z ? biases.data() + sb_off : nullptr);
       writer_.write_chunk(w.name, packed_.data(), uint64_t(nr * words) * 4);
       done_ += nr * words * 4;
       progress(m.path);
     }
     writer_.write(s.name, scales.data(), scales.size());
-    writer_.write(z.name, biases.data(), biases.size());
+    if (z) writer_.write(z->name, biases.data(), biases.size());
     done_ += int64_t(scales.size() + biases.size());
   }
 
@@ -197,9 +200,11 @@ class ModelWriter {
     const TensorRecord& w = plan_.tensors[lo];
     size_t next = lo + 1;
     if (w.dtype == DType::U32) {
-      if (hi - lo < 3) fail("make-model: quantized module ", m.path, " lacks scales/biases in the plan");
-      write_quantized(m, w, plan_.tensors[lo + 1], plan_.tensors[lo + 2]);
-      next = lo + 3;
+      const size_t parts = quant::is_fp_mode(w.mode) ? 2 : 3;
+      if (hi - lo < parts)
+        fail("make-model: quantized module ", m.path, " lacks scales/biases in the plan");
+      write_quantized(m, w, plan_.tensors[lo + 1], parts == 3 ? &plan_.tensors[lo + 2] : nullptr);
+      next = lo + parts;
     } else {
       write_float(m, w, init_distribution(m, TensorPart::kWeight, plan_.config));
     }

@@ -195,14 +195,17 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
     std::optional<io::ModuleQuant> q;
     if (m.quantizable()) q = decide(m);
     if (q) {
-      if (!q->is_affine())
-        fail(m.path, ": quantization mode '", q->mode, "' is not supported (only affine)");
-      if (!quant::is_valid_bits(q->bits) || !quant::is_valid_group_size(q->group_size))
-        fail(m.path, ": invalid quantization bits ", q->bits, " / group_size ", q->group_size);
+      const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode);
+      if (!mode) fail(m.path, ": quantization mode '", q->mode, "' is not supported");
+      const bool fp = quant::is_fp_mode(*mode);
+      if (quant::format_unsupported_reason({*mode, q->bits, q->group_size, fp ? DType::U8 : float_dtype}))
+        fail(m.path, ": invalid quantization bits ", q->bits, " / group_size ", q->group_size,
+             " for mode ", q->mode);
       if (m.in_dim() % q->group_size != 0)
         fail(m.path, ": input width ", m.in_dim(), " is not a multiple of group_size ", q->group_size);
       base.bits = q->bits;
       base.group_size = q->group_size;
+      base.mode = *mode;
       TensorRecord w = base, s = base, z = base;
       w.name = m.path + ".weight";
       w.dtype = DType::U32;
@@ -212,12 +215,13 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
       s.part = TensorPart::kScales;
       s.shape = m.shape;
       s.shape.back() = m.in_dim() / q->group_size;
+      if (fp) s.dtype = DType::U8;
       z.name = m.path + ".biases";
       z.part = TensorPart::kBiases;
       z.shape = s.shape;
       out.push_back(std::move(w));
       out.push_back(std::move(s));
-      out.push_back(std::move(z));
+      if (!fp) out.push_back(std::move(z));
     } else {
       TensorRecord w = base;
       w.name = m.path + ".weight";
@@ -230,6 +234,7 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
       b.part = TensorPart::kBias;
       b.dtype = m.keep_f32 ? DType::F32 : float_dtype;
       b.bits = b.group_size = 0;
+      b.mode = quant::Mode::kAffine;
       if (m.kind == ModuleKind::kLinear)
         b.shape.assign(m.shape.begin(), m.shape.end() - 1);
       else

@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "io/quant_config.h"
+#include "quant/format.h"
 #include "model/model_config.h"
 
 namespace moex::model {
@@ -81,6 +82,7 @@ struct TensorRecord {
   int64_t layer = -1;
   ExpertProj proj = ExpertProj::kNone;
   int bits = 0, group_size = 0;  // the module's quantization; 0 = float module
+  quant::Mode mode = quant::Mode::kAffine;
   int64_t num_experts = 1;       // leading expert axis of stacked expert tensors
 
   int64_t numel() const;
@@ -92,7 +94,8 @@ using QuantDecision = std::function<std::optional<io::ModuleQuant>(const ModuleS
 
 // The tensors of `modules` with float tensors in `float_dtype` (F32/F16/BF16) and scales /
 // biases in the same dtype. A quantized module P becomes P.weight (U32, last dim in*bits/32),
-// P.scales and P.biases (last dim in/group_size), and keeps P.bias in float. Throws
+// P.scales and P.biases (last dim in/group_size; fp modes: U8 scales and no biases), and
+// keeps P.bias in float. Throws
 // moex::Error naming the module if a decision does not fit (in_dim % group_size, bits).
 std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules, DType float_dtype,
                                          const QuantDecision& decide);

@@ -24,8 +24,8 @@ const char* decline_reason_name(DeclineReason r) {
   switch (r) {
     case DeclineReason::kNotSingleToken:
       return "not_single_token";
-    case DeclineReason::kNotAffineQuantized:
-      return "not_affine_quantized";
+    case DeclineReason::kNotQuantized:
+      return "not_quantized";
     case DeclineReason::kBitsUnsupported:
       return "bits_unsupported";
     case DeclineReason::kGroupSizeMismatch:
@@ -126,7 +126,7 @@ RawFusedSettings with_environment(RawFusedSettings raw) {
 
 ProjectionQuant projection_quant_of(const kernels::QuantWeightsView& w) {
   ProjectionQuant q;
-  q.mode = QuantMode::kAffine;
+  q.mode = w.mode;
   q.bits = w.bits;
   q.group_size = w.group_size;
   q.has_biases = w.biases != nullptr;
@@ -170,13 +170,16 @@ DispatchDecision decide_path(const DispatchInputs& in) {
   Proj projs[3] = {{&in.up, in.din}, {&in.down, in.dff}, {&in.gate, in.din}};
   for (int i = 0; i < (has_gate ? 3 : 2); ++i) {
     const ProjectionQuant& q = *projs[i].q;
-    if (q.mode != QuantMode::kAffine || !q.has_biases) {
-      add(DeclineReason::kNotAffineQuantized);
-      continue;  // bits / group size of a non-affine projection mean nothing here
+    if (!q.quantized || (q.mode == quant::Mode::kAffine && !q.has_biases)) {
+      add(DeclineReason::kNotQuantized);
+      continue;  // bits / group size of a float projection mean nothing here
     }
-    if (!quant::is_valid_bits(q.bits)) add(DeclineReason::kBitsUnsupported);
-    if (!quant::is_valid_group_size(q.group_size) || projs[i].k % q.group_size != 0)
-      add(DeclineReason::kGroupSizeMismatch);
+    const bool fp = quant::is_fp_mode(q.mode);
+    if (fp ? q.bits != quant::fp_mode_bits(q.mode) : !quant::is_valid_bits(q.bits))
+      add(DeclineReason::kBitsUnsupported);
+    const bool group_ok = fp ? q.group_size == quant::fp_mode_group_size(q.mode)
+                             : quant::is_valid_group_size(q.group_size);
+    if (!group_ok || projs[i].k % q.group_size != 0) add(DeclineReason::kGroupSizeMismatch);
   }
 
   if (in.settings.mode == FusedMode::kAuto && in.dff > d.cap) add(DeclineReason::kDffAboveCap);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/moe_contract.h"
+#include "quant/format.h"
 
 namespace moex::moe {
 
@@ -27,7 +28,7 @@ Backend parse_backend(std::string_view s, std::string_view what);  // throws Err
 // up bits differ" and "6-bit down with Dff % 16" conditions are gone.
 enum class DeclineReason {
   kNotSingleToken,          // M != 1: the fused kernel is single-token decode
-  kNotAffineQuantized,      // a projection is float, or quantized without biases (mxfp4, ...)
+  kNotQuantized,            // a projection is float, or affine-quantized without biases
   kBitsUnsupported,         // a projection's bits are not one of 2,3,4,5,6,8
   kGroupSizeMismatch,       // a group size not in {32,64,128} or not dividing its input dim
   kNotStacked,              // experts are not one 3-D stacked tensor per projection
@@ -89,13 +90,14 @@ FusedSettings resolve_fused_settings(const RawFusedSettings& raw);
 // raw with the env_* fields read from the process environment.
 RawFusedSettings with_environment(RawFusedSettings raw);
 
-// Quantization of one projection as the checkpoint declares it.
-enum class QuantMode { kAffine, kFloat, kOtherQuantized /* mxfp4, nvfp4, ... */ };
+// Quantization of one projection as the checkpoint declares it (a quant::Format when
+// quantized; the fused kernel runs every format the row kernels do).
 struct ProjectionQuant {
-  QuantMode mode = QuantMode::kAffine;
+  bool quantized = true;  // false: float weights
+  quant::Mode mode = quant::Mode::kAffine;
   int bits = 4;
   int group_size = 64;
-  bool has_biases = true;
+  bool has_biases = true;  // affine needs them; the fp modes have none
 };
 
 struct CalibratedCap {

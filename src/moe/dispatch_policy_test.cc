@@ -38,12 +38,32 @@ TEST(DispatchPolicy, DeclineTable) {
       {"prefill", [](DispatchInputs& in) { in.tokens = 8; }, {R::kNotSingleToken}},
       {"zero_tokens", [](DispatchInputs& in) { in.tokens = 0; }, {R::kNotSingleToken}},
       {"float_down",
-       [](DispatchInputs& in) { in.down.mode = QuantMode::kFloat; },
-       {R::kNotAffineQuantized}},
-      {"mxfp4_gate",
-       [](DispatchInputs& in) { in.gate.mode = QuantMode::kOtherQuantized; },
-       {R::kNotAffineQuantized}},
-      {"no_biases", [](DispatchInputs& in) { in.up.has_biases = false; }, {R::kNotAffineQuantized}},
+       [](DispatchInputs& in) { in.down.quantized = false; },
+       {R::kNotQuantized}},
+      // The fp modes run fused like affine ones (the row kernels cover them) ...
+      {"mxfp4_everywhere",
+       [](DispatchInputs& in) {
+         for (ProjectionQuant* p : {&in.gate, &in.up, &in.down}) {
+           p->mode = quant::Mode::kMxfp4;
+           p->bits = 4;
+           p->group_size = 32;
+           p->has_biases = false;
+         }
+       },
+       {}},
+      {"nvfp4_up", [](DispatchInputs& in) {
+         in.up.mode = quant::Mode::kNvfp4;
+         in.up.group_size = 16;
+         in.up.has_biases = false;
+       }, {}},
+      // ... but only with their own bits and group size.
+      {"mxfp8_with_4_bits", [](DispatchInputs& in) {
+         in.down.mode = quant::Mode::kMxfp8;
+         in.down.group_size = 32;
+       }, {R::kBitsUnsupported}},
+      {"mxfp4_group_64", [](DispatchInputs& in) { in.gate.mode = quant::Mode::kMxfp4; },
+       {R::kGroupSizeMismatch}},
+      {"no_biases", [](DispatchInputs& in) { in.up.has_biases = false; }, {R::kNotQuantized}},
       {"bits_7", [](DispatchInputs& in) { in.down.bits = 7; }, {R::kBitsUnsupported}},
       {"bits_1", [](DispatchInputs& in) { in.gate.bits = 1; }, {R::kBitsUnsupported}},
       {"group_48", [](DispatchInputs& in) { in.up.group_size = 48; }, {R::kGroupSizeMismatch}},
@@ -86,7 +106,7 @@ TEST(DispatchPolicy, DeclineTable) {
       {"relu2_ignores_gate",
        [](DispatchInputs& in) {
          in.act = kernels::Activation::kSquaredReLU;
-         in.gate.mode = QuantMode::kFloat;
+         in.gate.quantized = false;
        },
        {}},
       {"on_ignores_cap",

@@ -10,8 +10,6 @@ namespace moex::moe {
 
 RouterProjection::RouterProjection(const kernels::QuantWeightsView& w)
     : quant_(w), experts_(w.n), din_(w.k) {
-  if (!w.w || !w.scales || !w.biases)
-    fail("router projection: needs packed weights, scales and biases (affine quantization)");
   if (w.experts != 1)
     fail("router projection: expected a single [E][Din] weight (experts == 1), got ", w.experts);
   if (const char* why = kernels::qdot_unsupported_reason(w)) fail("router projection: ", why);

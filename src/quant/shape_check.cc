@@ -46,10 +46,74 @@ bool fits(int64_t words, int64_t groups, int bits, int gs) {
 
 }  // namespace
 
+namespace {
+
+// The leading-dimension checks shared by every mode; fills words, groups, leading and rows.
+QuantShape common_shape(const QuantShapeArgs& a) {
+  const std::string_view t = a.tensor;
+  check_dims(t, "weight", a.weight_shape);
+  check_dims(t, "scales", a.scales_shape);
+  const size_t nd = a.weight_shape.size();
+  bool same_lead = a.scales_shape.size() == nd;
+  for (size_t i = 0; same_lead && i + 1 < nd; ++i)
+    same_lead = a.weight_shape[i] == a.scales_shape[i];
+  if (!same_lead)
+    fail(t, ": .weight shape ", shape_str(a.weight_shape), " and .scales shape ",
+         shape_str(a.scales_shape), " differ outside the last dimension");
+  QuantShape s;
+  s.words = a.weight_shape.back();
+  s.groups = a.scales_shape.back();
+  s.leading.assign(a.weight_shape.begin(), a.weight_shape.end() - 1);
+  s.rows = 1;
+  for (int64_t d : s.leading) {
+    if (s.rows > kMaxRows / d) fail(t, ".weight: shape ", shape_str(a.weight_shape), " is too large");
+    s.rows *= d;
+  }
+  return s;
+}
+
+// mxfp4 / mxfp8 / nvfp4: U8 scale codes, no biases, the mode's own bits and group size.
+QuantShape check_fp_shape(const QuantShapeArgs& a, Mode mode) {
+  const std::string_view t = a.tensor;
+  const char* name = mode_name(mode);
+  const int bits = fp_mode_bits(mode), gs = fp_mode_group_size(mode);
+  if (a.weight_dtype && *a.weight_dtype != DType::U32)
+    fail(t, ".weight: dtype ", dtype_name(*a.weight_dtype), ", expected U32 (packed)");
+  if (a.scales_dtype && *a.scales_dtype != DType::U8)
+    fail(t, ".scales: dtype ", dtype_name(*a.scales_dtype), ", expected U8 (", name, " scale codes)");
+  if (!a.biases_shape.empty() || a.biases_dtype)
+    fail(t, ".biases: present, but ", name, " quantization has no biases");
+  if (a.bits && *a.bits != bits)
+    fail(t, ": bits=", *a.bits, " does not fit mode ", name, " (which has bits=", bits, ")");
+  if (a.group_size && *a.group_size != gs)
+    fail(t, ": group_size=", *a.group_size, " does not fit mode ", name,
+         " (which has group_size=", gs, ")");
+  QuantShape s = common_shape(a);
+  if (!fits(s.words, s.groups, bits, gs))
+    fail(t, ": .weight ", shape_str(a.weight_shape), " and .scales ", shape_str(a.scales_shape),
+         " do not match ", name, " (expected words*32/", bits, " == groups*", gs, ")");
+  s.mode = mode;
+  s.bits = bits;
+  s.group_size = gs;
+  s.k = s.groups * gs;
+  s.inferred = !(a.bits && a.group_size);
+  if (a.k && *a.k != s.k)
+    fail(t, ": .weight ", shape_str(a.weight_shape), " in ", name, " gives k=", s.k,
+         ", but the model expects k=", *a.k);
+  return s;
+}
+
+}  // namespace
+
 QuantShape check_quant_shape(const QuantShapeArgs& a) {
   const std::string_view t = a.tensor;
-  if (a.mode && *a.mode != "affine")
-    fail(t, ": quantization mode \"", *a.mode, "\" is not supported (only \"affine\")");
+  if (a.mode) {
+    const std::optional<Mode> m = mode_from_name(*a.mode);
+    if (!m)
+      fail(t, ": quantization mode \"", *a.mode,
+           "\" is not supported (expected affine, mxfp4, mxfp8 or nvfp4)");
+    if (is_fp_mode(*m)) return check_fp_shape(a, *m);
+  }
   if (a.weight_dtype && *a.weight_dtype != DType::U32)
     fail(t, ".weight: dtype ", dtype_name(*a.weight_dtype), ", expected U32 (packed)");
   if (a.scales_dtype && !is_float_dtype(*a.scales_dtype))

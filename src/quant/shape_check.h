@@ -1,7 +1,8 @@
-// Shape check for one affine-quantized checkpoint tensor (P.weight U32 [..., words],
-// P.scales / P.biases [..., groups]): validates them against the config's bits/group_size,
-// or infers bits and group_size when the config is silent. Loaders call it before trusting
-// a checkpoint; every error names the tensor.
+// Shape check for one quantized checkpoint tensor (P.weight U32 [..., words], P.scales /
+// P.biases [..., groups]): validates them against the config's bits/group_size, or infers
+// bits and group_size when the config is silent. The fp modes (mode mxfp4 / mxfp8 / nvfp4)
+// have U8 scales, no biases and their mode's fixed bits and group size. Loaders call it
+// before trusting a checkpoint; every error names the tensor.
 //
 // The relation MLX enforces (mx.dequantize, quantized_matmul, gather_qmm):
 //   k = words * 32 / bits   and   k = groups * group_size,
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "quant/format.h"
 
 namespace moex::quant {
 
@@ -37,13 +39,14 @@ struct QuantShapeArgs {
   std::optional<int> bits;              // from config.json "quantization" when present
   std::optional<int> group_size;
   std::optional<int64_t> k;             // logical input width, when the caller knows it
-  std::optional<std::string> mode;      // config "mode": only "affine" is accepted
+  std::optional<std::string> mode;      // config "mode": affine (default), mxfp4, mxfp8, nvfp4
   std::optional<DType> weight_dtype;    // checked when given: U32
   std::optional<DType> scales_dtype;    // checked when given: F32/F16/BF16
   std::optional<DType> biases_dtype;    // checked when given: equal to scales_dtype
 };
 
 struct QuantShape {
+  Mode mode = Mode::kAffine;
   int bits = 0, group_size = 0;
   int64_t k = 0;       // logical input width
   int64_t words = 0;   // packed uint32 words per row

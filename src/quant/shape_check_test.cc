@@ -140,5 +140,47 @@ TEST(QuantShape, MetadataAndShapeMismatchesRejected) {
   expect_error(a, "too large");
 }
 
+// The fp modes: U8 scale codes, no biases, the mode's own bits and group size.
+TEST(QuantShape, FpModesHaveTheirOwnLayout) {
+  for (const char* mode : {"mxfp4", "mxfp8", "nvfp4"}) {
+    SCOPED_TRACE(mode);
+    const int bits = std::string(mode) == "mxfp8" ? 8 : 4;
+    const int gs = std::string(mode) == "nvfp4" ? 16 : 32;
+    QuantShapeArgs a = args({8, 96, 2048 * bits / 32}, {8, 96, 2048 / gs});
+    a.biases_shape.clear();
+    a.mode = mode;
+    a.weight_dtype = DType::U32;
+    a.scales_dtype = DType::U8;
+    a.k = 2048;
+    const QuantShape s = check_quant_shape(a);
+    EXPECT_EQ(s.mode, *mode_from_name(mode));
+    EXPECT_EQ(s.bits, bits);
+    EXPECT_EQ(s.group_size, gs);
+    EXPECT_EQ(s.k, 2048);
+
+    QuantShapeArgs b = a;
+    b.biases_shape = b.scales_shape;
+    expect_error(b, "has no biases");
+    b = a;
+    b.scales_dtype = DType::BF16;
+    expect_error(b, "expected U8");
+    b = a;
+    b.bits = bits == 4 ? 8 : 4;
+    expect_error(b, "does not fit mode");
+    b = a;
+    b.group_size = 64;
+    expect_error(b, "does not fit mode");
+    b = a;
+    b.scales_shape.back() += 1;  // a truncated or hostile scales tensor
+    expect_error(b, "do not match");
+    b = a;
+    b.k = 1024;
+    expect_error(b, "expects k=1024");
+  }
+  QuantShapeArgs a = args({8, 96, 256}, {8, 96, 64});
+  a.mode = "fp4";
+  expect_error(a, "expected affine, mxfp4, mxfp8 or nvfp4");
+}
+
 }  // namespace
 }  // namespace moex::quant

@@ -44,18 +44,17 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
   p.w = &ckpt_.require(path + ".weight");
   p.scales = &ckpt_.require(path + ".scales");
   p.biases = ckpt_.find(path + ".biases");
-  if (!p.biases)
-    fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "' has scales but no '",
-         path, ".biases' (only MLX affine quantization with biases is supported)");
   quant::QuantShapeArgs a;
   a.tensor = path;
   a.weight_shape = p.w->shape;
   a.scales_shape = p.scales->shape;
-  a.biases_shape = p.biases->shape;
   a.k = in;
   a.weight_dtype = p.w->dtype;
   a.scales_dtype = p.scales->dtype;
-  a.biases_dtype = p.biases->dtype;
+  if (p.biases) {
+    a.biases_shape = p.biases->shape;
+    a.biases_dtype = p.biases->dtype;
+  }
   if (quant_) {
     if (auto mq = quant_->lookup(path)) {
       a.bits = mq->bits;
@@ -63,7 +62,12 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
       a.mode = mq->mode;
     }
   }
+  const bool fp = a.mode && *a.mode != "affine";
+  if (!p.biases && !fp)
+    fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "' has scales but no '",
+         path, ".biases' (affine quantization needs them; config.json names no other mode)");
   const quant::QuantShape s = quant::check_quant_shape(a);
+  p.mode = s.mode;
   if (s.leading != lead)
     fail(where(ckpt_, *p.w), " has leading dimensions ", shape_string(s.leading), "; expected ",
          shape_string(lead), " (logical weight ", shape_string(lead), " x ", in, ")");
@@ -72,8 +76,9 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
   kernels::QuantWeightsView v;
   v.w = p.w->data;
   v.scales = p.scales->data;
-  v.biases = p.biases->data;
+  v.biases = p.biases ? p.biases->data : nullptr;
   v.sb_dtype = p.scales->dtype;
+  v.mode = p.mode;
   v.experts = 1;
   v.n = 1;
   v.k = in;
@@ -92,8 +97,9 @@ ops::Linear WeightBinder::linear(const std::string& path, int64_t out, int64_t i
     quant::QuantMatrixView v;
     v.w = p.w->data;
     v.scales = p.scales->data;
-    v.biases = p.biases->data;
+    v.biases = p.biases ? p.biases->data : nullptr;
     v.sb_dtype = p.scales->dtype;
+    v.mode = p.mode;
     v.rows = out;
     v.k = in;
     v.bits = p.bits;
@@ -134,14 +140,15 @@ kernels::QuantWeightsView WeightBinder::stacked(const std::string& path, int64_t
     const io::TensorInfo* w = ckpt_.find(path + ".weight");
     if (!w) ckpt_.require(path + ".weight");  // throws: missing
     fail("checkpoint '", ckpt_.dir(), "': expert projection '", path,
-         "' is not quantized (no .scales); the MoE kernels need MLX affine-quantized experts");
+         "' is not quantized (no .scales); the MoE kernels need MLX-quantized experts");
   }
   QuantParts p = quant_parts(path, {experts, out}, in);
   kernels::QuantWeightsView v;
   v.w = p.w->data;
   v.scales = p.scales->data;
-  v.biases = p.biases->data;
+  v.biases = p.biases ? p.biases->data : nullptr;
   v.sb_dtype = p.scales->dtype;
+  v.mode = p.mode;
   v.experts = experts;
   v.n = out;
   v.k = in;
@@ -166,7 +173,8 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
     parts.push_back(quant_parts(p, {out}, in));
     const QuantParts& a = parts.front();
     const QuantParts& b = parts.back();
-    if (b.bits != a.bits || b.group_size != a.group_size || b.scales->dtype != a.scales->dtype)
+    if (b.mode != a.mode || b.bits != a.bits || b.group_size != a.group_size ||
+        b.scales->dtype != a.scales->dtype)
       fail("checkpoint '", ckpt_.dir(), "': expert '", p, "' is quantized with bits=", b.bits,
            " group_size=", b.group_size, " ", dtype_name(b.scales->dtype), " but expert 0 with bits=",
            a.bits, " group_size=", a.group_size, " ", dtype_name(a.scales->dtype));
@@ -175,19 +183,21 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
   const uint64_t wb = a.w->nbytes, sb = a.scales->nbytes;
   std::vector<uint8_t>& w = owned_.emplace_back(size_t(wb * uint64_t(experts)));
   std::vector<uint8_t>& s = owned_.emplace_back(size_t(sb * uint64_t(experts)));
-  std::vector<uint8_t>& b = owned_.emplace_back(size_t(sb * uint64_t(experts)));
+  const bool has_biases = a.biases != nullptr;
+  std::vector<uint8_t>& b = owned_.emplace_back(size_t(has_biases ? sb * uint64_t(experts) : 0));
   for (int64_t e = 0; e < experts; ++e) {
     const QuantParts& p = parts[size_t(e)];
     std::memcpy(w.data() + wb * uint64_t(e), p.w->data, wb);
     std::memcpy(s.data() + sb * uint64_t(e), p.scales->data, sb);
-    std::memcpy(b.data() + sb * uint64_t(e), p.biases->data, sb);
+    if (has_biases) std::memcpy(b.data() + sb * uint64_t(e), p.biases->data, sb);
   }
-  copied_bytes_ += int64_t((wb + 2 * sb) * uint64_t(experts));
+  copied_bytes_ += int64_t((wb + (has_biases ? 2 : 1) * sb) * uint64_t(experts));
   kernels::QuantWeightsView v;
   v.w = w.data();
   v.scales = s.data();
-  v.biases = b.data();
+  v.biases = has_biases ? b.data() : nullptr;
   v.sb_dtype = a.scales->dtype;
+  v.mode = a.mode;
   v.experts = experts;
   v.n = out;
   v.k = in;

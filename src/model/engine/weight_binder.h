@@ -5,6 +5,8 @@
 // tensor, what was expected and what was found.
 #pragma once
 
+#include "quant/format.h"
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -44,8 +46,9 @@ class WeightBinder {
 
  private:
   struct QuantParts {
-    const io::TensorInfo *w = nullptr, *scales = nullptr, *biases = nullptr;
+    const io::TensorInfo *w = nullptr, *scales = nullptr, *biases = nullptr;  // no biases: fp modes
     int bits = 0, group_size = 0;
+    quant::Mode mode = quant::Mode::kAffine;
   };
   // Validates P.weight/P.scales/P.biases for leading dims `lead` and input width `in`.
   QuantParts quant_parts(const std::string& path, const std::vector<int64_t>& lead, int64_t in);

@@ -12,6 +12,7 @@
 #include "model/ops/parallel_work.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
+#include "quant/dequantize.h"
 #include "quant/format.h"
 
 namespace moex::model::ops {
@@ -191,6 +192,10 @@ void embedding_row(const MatrixRef& table, int64_t r, float* out) {
     // scale * q + bias in f32 (no rounding to the scales' dtype): the values mlx computes
     // with a float32 compute dtype, and the arithmetic of the quantized matmul kernels.
     const quant::QuantMatrixView& v = table.q;
+    if (quant::is_fp_mode(v.mode)) {  // element * scale: exact in f32
+      quant::dequantize_row(v, r, out);
+      return;
+    }
     const uint8_t* row = v.row(r);
     const int64_t g0 = v.sb_offset(r);
     for (int64_t g = 0; g < v.groups_per_row(); ++g) {

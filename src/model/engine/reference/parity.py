@@ -62,6 +62,13 @@ def main():
     ap.add_argument("--fused", default="on,off", help="comma-separated modes, one moex run each")
     ap.add_argument("--make-preset", default=None)
     ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--mlx-convert", default=None,
+                    help="with --make-preset: write a float checkpoint (--bits 0) and quantize it"
+                         " with `python -m mlx_lm convert -q` plus these space-separated"
+                         " arguments (e.g. '--q-mode mxfp4'): the checkpoint mlx-lm's converter"
+                         " writes, with its own quantization choices")
+    ap.add_argument("--make-arg", action="append", default=[],
+                    help="extra make-model argument (e.g. --make-arg=--mode --make-arg=mxfp4)")
     ap.add_argument("--set", action="append", default=[], help="config.json edit PATH=JSON")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--f32-compute", action="store_true")
@@ -70,15 +77,27 @@ def main():
     a = ap.parse_args()
     ids = [int(x) for x in a.prompt_ids.split(",")]
     if a.make_preset:
+        import shutil
+        out = a.model + "-float" if a.mlx_convert else a.model
+        extra = ["--bits", "0"] if a.mlx_convert else []
         mk = [a.moex, "make-model", "--preset", a.make_preset, "--dtype", a.dtype, "--out",
-              a.model, "-q"]
-        if os.path.isdir(a.model):
-            import shutil
-            shutil.rmtree(a.model)
+              out, "-q"] + extra + a.make_arg
+        for d in {out, a.model}:
+            if os.path.isdir(d):
+                shutil.rmtree(d)
         r = subprocess.run(mk, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"parity: make-model failed ({r.returncode}): {' '.join(mk)}\n{r.stderr}")
             sys.exit(2)
+        if a.mlx_convert:
+            cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", out, "--mlx-path",
+                  a.model, "-q"] + a.mlx_convert.split()
+            r = subprocess.run(cv, capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"parity: mlx_lm convert failed ({r.returncode}): {' '.join(cv)}\n{r.stderr}")
+                sys.exit(2)
+            print(f"parity: mlx_lm convert {a.mlx_convert}: quantization "
+                  f"{json.load(open(os.path.join(a.model, 'config.json'))).get('quantization')}")
     if a.set:
         path = os.path.join(a.model, "config.json")
         cfg = json.load(open(path))
