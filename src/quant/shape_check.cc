@@ -128,29 +128,11 @@ QuantShape check_quant_shape(const QuantShapeArgs& a) {
   if (a.biases_shape.empty())
     fail(t, ".biases: missing (affine quantization needs scales and biases)");
 
-  check_dims(t, "weight", a.weight_shape);
-  check_dims(t, "scales", a.scales_shape);
+  QuantShape s = common_shape(a);
   check_dims(t, "biases", a.biases_shape);
   if (a.biases_shape != a.scales_shape)
     fail(t, ".biases: shape ", shape_str(a.biases_shape), " differs from .scales shape ",
          shape_str(a.scales_shape));
-  const size_t nd = a.weight_shape.size();
-  bool same_lead = a.scales_shape.size() == nd;
-  for (size_t i = 0; same_lead && i + 1 < nd; ++i)
-    same_lead = a.weight_shape[i] == a.scales_shape[i];
-  if (!same_lead)
-    fail(t, ": .weight shape ", shape_str(a.weight_shape), " and .scales shape ",
-         shape_str(a.scales_shape), " differ outside the last dimension");
-
-  QuantShape s;
-  s.words = a.weight_shape.back();
-  s.groups = a.scales_shape.back();
-  s.leading.assign(a.weight_shape.begin(), a.weight_shape.end() - 1);
-  s.rows = 1;
-  for (int64_t d : s.leading) {
-    if (s.rows > kMaxRows / d) fail(t, ".weight: shape ", shape_str(a.weight_shape), " is too large");
-    s.rows *= d;
-  }
   const std::string pair_desc = str_cat(".weight ", shape_str(a.weight_shape), " (", s.words,
                                         " words/row) and .scales ", shape_str(a.scales_shape),
                                         " (", s.groups, " groups/row)");
