@@ -116,10 +116,30 @@ std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) 
 
 double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
                         const float* x) {
-  if (quant::is_fp_mode(w.mode)) {  // x in f32: only the f32 rounding of the sums
+  if (quant::is_fp_mode(w.mode) && !kern.quantizes_x) {  // x in f32: the f32 rounding of sums
     double terms = 0.0;
     for (int64_t i = 0; i < w.k; ++i) terms += std::fabs(double(fp_weight(w, e, r, i)) * x[i]);
     return 1e-6 * terms + 1e-30;
+  }
+  if (quant::is_fp_mode(w.mode)) {
+    // The VNNI body computes E2M1 rows as the affine row (s/2) * u - 6 s with u = 12 + 2 value
+    // in [0, 24]: the affine bound below with those terms.
+    const uint8_t* codes = static_cast<const uint8_t*>(w.scales) + w.sb_offset(e, r);
+    double f32_terms = 0.0, quant_term = 0.0;
+    for (int64_t g = 0; g < w.k / w.group_size; ++g) {
+      const double s = std::fabs(w.mode == quant::Mode::kNvfp4 ? quant::e4m3_to_f32(codes[g])
+                                                               : quant::e8m0_to_f32(codes[g]));
+      double maxabs = 0.0, usum = 0.0;
+      for (int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
+        const double u = 12.0 + 2.0 * quant::kE2m1Values[quant::extract_q(w.row(e, r), i, 4)];
+        f32_terms += (s / 2 * u + 6 * s) * std::fabs(x[i]);
+        maxabs = std::fmax(maxabs, std::fabs(x[i]));
+        usum += u;
+      }
+      quant_term += s / 2 * usum * maxabs * kQuantizedXStep;
+      if (maxabs < kTinyGroupMax) quant_term += s / 2 * usum * maxabs;
+    }
+    return 1e-6 * f32_terms + quant_term + 1e-30;
   }
   const uint8_t* row = w.row(e, r);
   const int64_t sb = w.sb_offset(e, r);

@@ -12,13 +12,16 @@
 namespace moex::kernels {
 namespace {
 
-// The entry for `bits` in a table, or nullptr.
-const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits) {
+// The entry for (mode, bits) in a table, or nullptr.
+const QdotKernel* find(const QdotKernel* (*table)(int*), quant::Mode mode, int bits) {
   int n = 0;
   const QdotKernel* t = table(&n);
   for (int i = 0; i < n; ++i)
-    if (t[i].bits == bits) return &t[i];
+    if (t[i].mode == mode && t[i].bits == bits) return &t[i];
   return nullptr;
+}
+const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits) {
+  return find(table, quant::Mode::kAffine, bits);
 }
 
 }  // namespace
@@ -57,14 +60,18 @@ const QdotKernel& qdot_kernel(Isa isa, int bits) {
 
 const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w) {
   if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits);
-  const QdotKernel* (*table)(int*) = isa == Isa::kAvx512 ? qdot_fp_kernels_avx512
-                                     : isa == Isa::kAvx2 ? qdot_fp_kernels_avx2
-                                                         : qdot_fp_kernels_scalar;
+  const int bits = quant::fp_mode_bits(w.mode);
+  if (isa == Isa::kAvx512) {  // E2M1 modes on the VNNI body, E4M3 elements in f32
+    const QdotKernel* k = avx512_vbmi_active() ? find(qdot_kernels_avx512_vbmi, w.mode, bits)
+                                               : find(qdot_kernels_avx512_novbmi, w.mode, bits);
+    if (!k) k = find(qdot_fp_kernels_avx512, w.mode, bits);
+    if (k) return *k;
+  }
+  const QdotKernel* k = find(isa == Isa::kScalar ? qdot_fp_kernels_scalar : qdot_fp_kernels_avx2,
+                             w.mode, bits);
+  if (k) return *k;
   int n = 0;
-  const QdotKernel* t = table(&n);
-  for (int i = 0; i < n; ++i)
-    if (t[i].mode == w.mode) return t[i];
-  return t[0];  // unknown mode: a precondition violation; keep the access in range
+  return qdot_fp_kernels_scalar(&n)[0];  // unknown mode: a precondition violation; stay in range
 }
 
 const char* isa_kernel_suffix(Isa isa) {

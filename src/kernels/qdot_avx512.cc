@@ -9,6 +9,9 @@
 // -mavx512vbmi flag): with VBMI every bit width runs here; without it (Cascade Lake) the block
 // reorder of prepare is a plain loop and only 2/4/8 bits are built, since 3/5/6-bit unpacking
 // needs VBMI's byte permutes (qdot.cc gives those widths the AVX2 kernels there).
+// The E2M1 modes (mxfp4, nvfp4) run the same 4-bit body: a vpshufb maps each code to
+// u = 12 + 2 * value in [0, 24], so w = scale * value = (scale / 2) * u - 6 * scale is an affine
+// row whose per-group scale and bias come from the U8 scale codes (docs/quant_formats.md).
 // GCC 12 reports false -Wmaybe-uninitialized inside its own AVX-512 headers (GCC bug 105593,
 // the intrinsics' undefined-value idiom); the pragma covers those headers only.
 #pragma GCC diagnostic push
@@ -18,6 +21,7 @@
 
 #include <cstring>
 
+#include "kernels/e4m3_avx512.h"
 #include "kernels/qdot_variants.h"
 
 namespace moex::kernels {
@@ -195,6 +199,20 @@ inline __m512 load_sb(const char* p, int64_t g, __mmask16 m, int kind) {
   return _mm512_cvtph_ps(h);
 }
 
+// 16 group scales of an E2M1 mode from their U8 codes (lanes past m read code 0, whose
+// scale multiplies zero-padded x sums): E8M0 2^(c-127), code 0 the subnormal 2^-127; or E4M3.
+template <quant::Mode M>
+inline __m512 load_fp_scales(const char* p, int64_t g, __mmask16 m) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, p + g));
+  if constexpr (M == quant::Mode::kNvfp4) {
+    return e4m3_lanes_to_f32(c);
+  } else {
+    const __m512i bits = _mm512_slli_epi32(c, 23);
+    const __mmask16 zero = _mm512_cmpeq_epi32_mask(c, _mm512_setzero_si512());
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(bits, zero, _mm512_set1_epi32(0x00400000)));
+  }
+}
+
 inline __mmask64 byte_mask(int64_t bytes) {
   return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
 }
@@ -237,8 +255,9 @@ constexpr int kRows = 4;
 constexpr int64_t kPrefetchFar = 8192;
 constexpr int64_t kPrefetchNear = 512;
 
-template <int BITS, int GS>
+template <int BITS, int GS, quant::Mode M = quant::Mode::kAffine>
 void qdot_rows_vnni(const QdotRowsArgs& a) {
+  constexpr bool kFp = M != quant::Mode::kAffine;  // an E2M1 mode (BITS == 4)
   constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
   const QuantWeightsView& w = *a.w;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
@@ -250,7 +269,10 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
   const int8_t* a2 = a1 + L.k_pad;
   const int8_t* a3 = a2 + L.k_pad;
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
-  const int64_t sb_row = groups * (kind == 0 ? 4 : 2);
+  const int64_t sb_row = groups * (kFp ? 1 : (kind == 0 ? 4 : 2));
+  // E2M1 code -> 12 + 2 * value (vpshufb indexes each 128-bit lane's 16 bytes by the code).
+  const __m512i e2m1_u = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
   const __mmask64 block_mask = byte_mask(Blk<BITS>::kBytes);
   const Unpacker<BITS> unpack;
   // Software prefetch (streams of short rows defeat the hardware prefetchers): each row's
@@ -272,7 +294,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
       sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
-      bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
+      bp[r] = kFp ? sp[r] : static_cast<const char*>(w.biases) + idx * sb_row;
     }
     __m512 facc[kRows];
 #pragma GCC unroll 4
@@ -280,7 +302,7 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
     for (int r = 0; r < kRows; ++r)
       for (int64_t o = 0; o < sb_row; o += 64) {
         _mm_prefetch(sp[r] + o + sb_pf, _MM_HINT_T1);
-        _mm_prefetch(bp[r] + o + sb_pf, _MM_HINT_T1);
+        if constexpr (!kFp) _mm_prefetch(bp[r] + o + sb_pf, _MM_HINT_T1);
       }
 
     for (int64_t g0 = 0; g0 < groups; g0 += 16) {
@@ -292,9 +314,15 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
       __m512 svec[kRows];  // weight scale x activation scale, per group
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
-        svec[r] = _mm512_mul_ps(load_sb(sp[r], g0, gm, kind), xg);
+        if constexpr (kFp) {
+          const __m512 s = load_fp_scales<M>(sp[r], g0, gm);
+          svec[r] = _mm512_mul_ps(_mm512_mul_ps(s, _mm512_set1_ps(0.5f)), xg);
+          facc[r] = _mm512_fmadd_ps(_mm512_mul_ps(s, _mm512_set1_ps(-6.0f)), xs, facc[r]);
+        } else {
+          svec[r] = _mm512_mul_ps(load_sb(sp[r], g0, gm, kind), xg);
+          facc[r] = _mm512_fmadd_ps(load_sb(bp[r], g0, gm, kind), xs, facc[r]);
+        }
         _mm512_store_ps(sbuf[r], svec[r]);
-        facc[r] = _mm512_fmadd_ps(load_sb(bp[r], g0, gm, kind), xs, facc[r]);
       }
       const int64_t e0 = g0 * GS, e1 = e0 + ng * GS;
       for (int64_t eb = e0; eb < e1; eb += kB) {
@@ -314,6 +342,10 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
           _mm_prefetch(wb + pf_far, _MM_HINT_T1);
           _mm_prefetch(wb + kPrefetchNear, _MM_HINT_T0);
           unpack(wp[r] + eb * BITS / 8, m, u);
+          if constexpr (kFp) {
+#pragma GCC unroll 4
+            for (int t = 0; t < kV; ++t) u[t] = _mm512_shuffle_epi8(e2m1_u, u[t]);
+          }
           const __m512 acc = level_dot<BITS, kV>(u, x1, x2, x3);
           const __m512 s =
               G == 1 ? _mm512_set1_ps(sbuf[r][gi])
@@ -340,6 +372,25 @@ void qdot_rows_vnni_any(const QdotRowsArgs& a) {
   }
 }
 
+// mxfp4 (group 32) and nvfp4 (group 16) on the 4-bit body.
+void qdot_rows_vnni_mxfp4(const QdotRowsArgs& a) {
+  qdot_rows_vnni<4, 32, quant::Mode::kMxfp4>(a);
+}
+void qdot_rows_vnni_nvfp4(const QdotRowsArgs& a) {
+  qdot_rows_vnni<4, 16, quant::Mode::kNvfp4>(a);
+}
+
+#if MOEX_QDOT_VBMI
+#define MOEX_QDOT_SUFFIX "__avx512vnni"
+#else
+#define MOEX_QDOT_SUFFIX "__avx512vnni_novbmi"
+#endif
+#define MOEX_QDOT_VNNI_FP(NAME, M)                                                          \
+  QdotKernel {                                                                              \
+    "qdot_rows_" #NAME MOEX_QDOT_SUFFIX, Isa::kAvx512, 4, true, prepared_bytes_vnni<4>,     \
+        prepare_vnni<4>, qdot_rows_vnni_##NAME, bool(MOEX_QDOT_VBMI), M                     \
+  }
+
 #if MOEX_QDOT_VBMI
 #define MOEX_QDOT_VNNI(B)                                                           \
   QdotKernel {                                                                      \
@@ -347,16 +398,22 @@ void qdot_rows_vnni_any(const QdotRowsArgs& a) {
         prepare_vnni<B>, qdot_rows_vnni_any<B>, true                                \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(3), MOEX_QDOT_VNNI(4),
-                                 MOEX_QDOT_VNNI(5), MOEX_QDOT_VNNI(6), MOEX_QDOT_VNNI(8)};
+                                 MOEX_QDOT_VNNI(5), MOEX_QDOT_VNNI(6), MOEX_QDOT_VNNI(8),
+                                 MOEX_QDOT_VNNI_FP(mxfp4, quant::Mode::kMxfp4),
+                                 MOEX_QDOT_VNNI_FP(nvfp4, quant::Mode::kNvfp4)};
 #else
 #define MOEX_QDOT_VNNI(B)                                                                  \
   QdotKernel {                                                                             \
     "qdot_rows_q" #B "__avx512vnni_novbmi", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
         prepare_vnni<B>, qdot_rows_vnni_any<B>, false                                      \
   }
-constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(4), MOEX_QDOT_VNNI(8)};
+constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(4), MOEX_QDOT_VNNI(8),
+                                 MOEX_QDOT_VNNI_FP(mxfp4, quant::Mode::kMxfp4),
+                                 MOEX_QDOT_VNNI_FP(nvfp4, quant::Mode::kNvfp4)};
 #endif
 #undef MOEX_QDOT_VNNI
+#undef MOEX_QDOT_VNNI_FP
+#undef MOEX_QDOT_SUFFIX
 
 }  // namespace
 

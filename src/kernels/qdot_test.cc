@@ -95,21 +95,30 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
         EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
       }
   }
-  // 21 affine variants and, per instruction set, one per fp mode.
-  EXPECT_EQ(qdot_kernels().size(), 21u + 9u);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4}) {
-      QuantWeightsView v;
-      v.mode = m;
-      v.bits = quant::fp_mode_bits(m);
-      const QdotKernel& k = qdot_kernel(isa, v);
-      EXPECT_EQ(k.mode, m);
-      EXPECT_EQ(k.isa, isa);
-      EXPECT_EQ(std::string(k.name), std::string("qdot_rows_") + quant::mode_name(m) +
-                                         (isa == Isa::kScalar ? "_scalar"
-                                          : isa == Isa::kAvx2 ? "__avx2"
-                                                              : "__avx512"));
-    }
+  // 21 affine variants; the fp modes: scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and
+  // mxfp4 / nvfp4 on the VNNI body (with and without VBMI).
+  EXPECT_EQ(qdot_kernels().size(), 21u + 3u + 3u + 1u + 2u + 2u);
+  for (bool vbmi : {true, false}) {
+    if (vbmi && !detect_cpu_features().avx512vbmi) continue;
+    set_avx512_vbmi_enabled(vbmi);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+      for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4}) {
+        QuantWeightsView v;
+        v.mode = m;
+        v.bits = quant::fp_mode_bits(m);
+        const QdotKernel& k = qdot_kernel(isa, v);
+        EXPECT_EQ(k.mode, m);
+        EXPECT_EQ(k.isa, isa);
+        const bool vnni = isa == Isa::kAvx512 && m != quant::Mode::kMxfp8;
+        EXPECT_EQ(k.quantizes_x, vnni);
+        EXPECT_EQ(std::string(k.name),
+                  std::string("qdot_rows_") + quant::mode_name(m) +
+                      (isa == Isa::kScalar ? "_scalar"
+                       : isa == Isa::kAvx2 ? "__avx2"
+                       : vnni              ? (vbmi ? "__avx512vnni" : "__avx512vnni_novbmi")
+                                           : "__avx512"));
+      }
+  }
 }
 
 // The kernels built without VBMI compute exactly what the VBMI ones do (only the prepared
