@@ -62,7 +62,7 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
       a.mode = mq->mode;
     }
   }
-  const bool fp = a.mode && *a.mode != "affine";
+  const bool fp = a.mode && *a.mode != io::kAffineMode;
   if (!p.biases && !fp)
     fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "' has scales but no '",
          path, ".biases' (affine quantization needs them; config.json names no other mode)");
@@ -175,9 +175,10 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
     const QuantParts& b = parts.back();
     if (b.mode != a.mode || b.bits != a.bits || b.group_size != a.group_size ||
         b.scales->dtype != a.scales->dtype)
-      fail("checkpoint '", ckpt_.dir(), "': expert '", p, "' is quantized with bits=", b.bits,
-           " group_size=", b.group_size, " ", dtype_name(b.scales->dtype), " but expert 0 with bits=",
-           a.bits, " group_size=", a.group_size, " ", dtype_name(a.scales->dtype));
+      fail("checkpoint '", ckpt_.dir(), "': expert '", p, "' is quantized with mode=",
+           quant::mode_name(b.mode), " bits=", b.bits, " group_size=", b.group_size, " ",
+           dtype_name(b.scales->dtype), " but expert 0 with mode=", quant::mode_name(a.mode),
+           " bits=", a.bits, " group_size=", a.group_size, " ", dtype_name(a.scales->dtype));
   }
   const QuantParts& a = parts.front();
   const uint64_t wb = a.w->nbytes, sb = a.scales->nbytes;
