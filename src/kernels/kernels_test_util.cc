@@ -50,6 +50,22 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, i
 
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
                               uint64_t seed) {
+  if (f.mode == quant::Mode::kFloat) {  // elements ~ N(0, 0.05) rounded to the dtype
+    RandomQuant q;
+    const DType d = f.scale_dtype;
+    q.w.resize(size_t(experts * n * k) * dtype_size(d));
+    const std::vector<float> v = random_normal(experts * n * k, 0.05f, seed);
+    for (size_t i = 0; i < v.size(); ++i) store_from_f32(q.w.data(), d, i, v[i]);
+    q.view.w = q.w.data();
+    q.view.sb_dtype = d;
+    q.view.mode = quant::Mode::kFloat;
+    q.view.experts = experts;
+    q.view.n = n;
+    q.view.k = k;
+    q.view.bits = f.bits;
+    q.view.group_size = 0;
+    return q;
+  }
   if (!quant::is_fp_mode(f.mode))
     return make_random_quant(experts, n, k, f.bits, f.group_size, f.scale_dtype, seed);
   RandomQuant q = make_random_quant(experts, n, k, f.bits, f.group_size, DType::U8, seed);
@@ -69,9 +85,10 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant
 RandomExperts make_random_experts(const ExpertsSpec& s, uint64_t seed) {
   RandomExperts r;
   const bool has_gate = s.act != Activation::kSquaredReLU;
-  const bool fp = quant::is_fp_mode(s.mode);
-  const quant::Format gate_up = fp ? quant::Format::fp(s.mode)
-                                   : quant::Format::affine(s.gate_up_bits, s.group_size, s.sb);
+  const bool fp = quant::is_fp_mode(s.mode) || s.mode == quant::Mode::kFloat;
+  const quant::Format gate_up = s.mode == quant::Mode::kFloat ? quant::Format::dense(s.sb)
+                                : fp ? quant::Format::fp(s.mode)
+                                     : quant::Format::affine(s.gate_up_bits, s.group_size, s.sb);
   const quant::Format down = fp ? gate_up : quant::Format::affine(s.down_bits, s.group_size, s.sb);
   if (has_gate) r.gate = make_random_quant(s.experts, s.dff, s.din, gate_up, seed);
   r.up = make_random_quant(s.experts, s.dff, s.din, gate_up, seed + 1);
@@ -99,6 +116,10 @@ float fp_weight(const QuantWeightsView& w, int64_t e, int64_t r, int64_t i) {
 
 std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) {
   std::vector<float> out(size_t(w.k));
+  if (w.mode == quant::Mode::kFloat) {
+    for (int64_t i = 0; i < w.k; ++i) out[size_t(i)] = load_as_f32(w.row(e, r), w.sb_dtype, size_t(i));
+    return out;
+  }
   if (quant::is_fp_mode(w.mode)) {
     for (int64_t i = 0; i < w.k; ++i) out[size_t(i)] = fp_weight(w, e, r, i);
     return out;
@@ -116,6 +137,16 @@ std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) 
 
 double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
                         const float* x) {
+  if (w.mode == quant::Mode::kFloat) {
+    // Exact products summed in f32 by FMA chains of at most ceil(k/8) terms per lane, then
+    // at most 8 pairwise steps (accumulators and lanes): Higham's gamma_n with
+    // n = ceil(k/8) + 8 times sum |w_i x_i|, plus the reference's single rounding.
+    const std::vector<float> row = dequant_row(w, e, r);
+    double terms = 0.0;
+    for (int64_t i = 0; i < w.k; ++i) terms += std::fabs(double(row[size_t(i)]) * x[i]);
+    const double n = double((w.k + 7) / 8 + 8);
+    return (n + 1) * 0x1p-24 * terms + 1e-30;
+  }
   if (quant::is_fp_mode(w.mode) && !kern.quantizes_x) {  // x in f32: the f32 rounding of sums
     double terms = 0.0;
     for (int64_t i = 0; i < w.k; ++i) terms += std::fabs(double(fp_weight(w, e, r, i)) * x[i]);

@@ -24,7 +24,8 @@ struct RandomQuant {
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, int group_size,
                               DType sb, uint64_t seed);
 // Any format: affine as above; fp modes with random element codes (E4M3 NaN codes replaced by
-// 448) and random scale codes of magnitude 2^-8..2^-3 (E8M0) or 0.002..0.03 (E4M3).
+// 448) and random scale codes of magnitude 2^-8..2^-3 (E8M0) or 0.002..0.03 (E4M3);
+// kFloat with elements ~ N(0, 0.05) stored in the format's dtype.
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
                               uint64_t seed);
 
@@ -37,7 +38,8 @@ struct ExpertsSpec {
   int gate_up_bits = 4, down_bits = 4, group_size = 64;
   DType sb = DType::BF16;
   Activation act = Activation::kSwiGLU;
-  quant::Mode mode = quant::Mode::kAffine;  // an fp mode overrides bits, group size and sb
+  quant::Mode mode = quant::Mode::kAffine;  // an fp mode overrides bits, group size and sb;
+                                            // kFloat: unquantized experts stored in sb
 };
 RandomExperts make_random_experts(const ExpertsSpec& spec, uint64_t seed);
 

@@ -18,13 +18,14 @@ enum class Activation {
 };
 const char* activation_name(Activation a);
 
-// One stacked, quantized projection: experts x n output rows x k inputs (MLX's transposed
-// layout: row r of expert e dots with the input vector), in any quant::Mode.
+// One stacked projection: experts x n output rows x k inputs (MLX's transposed layout: row r
+// of expert e dots with the input vector), in any quant::Mode. kFloat: w holds float rows of
+// sb_dtype (F32/F16/BF16), bits is their width, group_size 0, scales and biases nullptr.
 struct QuantWeightsView {
   const uint8_t* w = nullptr;       // packed rows; expert e row r at w + (e*n + r)*row_bytes()
-  const void* scales = nullptr;     // [experts][n][k/group_size], dtype sb_dtype
+  const void* scales = nullptr;     // [experts][n][k/group_size], dtype sb_dtype (kFloat: none)
   const void* biases = nullptr;     // same shape and dtype as scales; nullptr in the fp modes
-  DType sb_dtype = DType::BF16;     // F32, F16 or BF16 (affine); U8 scale codes (fp modes)
+  DType sb_dtype = DType::BF16;     // F32/F16/BF16 (affine); U8 codes (fp modes); elements (kFloat)
   int64_t experts = 0, n = 0, k = 0;
   int bits = 4, group_size = 64;
   quant::Mode mode = quant::Mode::kAffine;
@@ -32,7 +33,7 @@ struct QuantWeightsView {
   quant::Format format() const { return {mode, bits, group_size, sb_dtype}; }
 
   int64_t row_bytes() const { return k * bits / 8; }
-  int64_t groups_per_row() const { return k / group_size; }
+  int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat
   const uint8_t* row(int64_t e, int64_t r) const { return w + (e * n + r) * row_bytes(); }
   int64_t sb_offset(int64_t e, int64_t r) const { return (e * n + r) * groups_per_row(); }
 };

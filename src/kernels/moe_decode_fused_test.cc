@@ -29,6 +29,9 @@ struct Case {
   int top_k = 8;
   bool duplicates = false;
   std::string name() const {
+    if (spec.mode == quant::Mode::kFloat)
+      return str_cat("float_", dtype_name(spec.sb), "_", activation_name(spec.act), "_din", spec.din,
+                     "_dff", spec.dff, "_k", top_k, duplicates ? "_dup" : "");
     if (quant::is_fp_mode(spec.mode))
       return str_cat(quant::mode_name(spec.mode), "_", activation_name(spec.act), "_din", spec.din,
                      "_dff", spec.dff, "_k", top_k, duplicates ? "_dup" : "");
@@ -69,6 +72,21 @@ std::vector<Case> case_table() {
       c.spec.experts = 10;
       c.spec.din = 96;
       c.spec.dff = 160;
+      c.top_k = i % 2 ? 8 : 1;
+      c.duplicates = i % 4 == 1;
+      cases.push_back(c);
+      ++i;
+    }
+  // Unquantized experts in each float dtype, widths that are no multiple of any SIMD block.
+  for (DType sb : sbs)
+    for (Activation act : acts) {
+      Case c;
+      c.spec.mode = quant::Mode::kFloat;
+      c.spec.sb = sb;
+      c.spec.act = act;
+      c.spec.experts = 10;
+      c.spec.din = 100;
+      c.spec.dff = 72;
       c.top_k = i % 2 ? 8 : 1;
       c.duplicates = i % 4 == 1;
       cases.push_back(c);

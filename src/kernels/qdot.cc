@@ -31,7 +31,8 @@ const std::vector<QdotKernel>& qdot_kernels() {
     std::vector<QdotKernel> v;
     for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512_vbmi,
                      qdot_kernels_avx512_novbmi, qdot_fp_kernels_scalar, qdot_fp_kernels_avx2,
-                     qdot_fp_kernels_avx512}) {
+                     qdot_fp_kernels_avx512, qdot_float_kernels_scalar, qdot_float_kernels_avx2,
+                     qdot_float_kernels_avx512}) {
       int n = 0;
       const QdotKernel* t = get(&n);
       v.insert(v.end(), t, t + n);
@@ -59,6 +60,13 @@ const QdotKernel& qdot_kernel(Isa isa, int bits) {
 }
 
 const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w) {
+  if (w.mode == quant::Mode::kFloat) {
+    const int bits = w.bits == 32 ? 32 : 16;  // 16: F16 or BF16 elements
+    const auto table = isa == Isa::kAvx512 ? qdot_float_kernels_avx512
+                       : isa == Isa::kAvx2 ? qdot_float_kernels_avx2
+                                           : qdot_float_kernels_scalar;
+    return *find(table, quant::Mode::kFloat, bits);
+  }
   if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits);
   const int bits = quant::fp_mode_bits(w.mode);
   if (isa == Isa::kAvx512) {  // E2M1 modes on the VNNI body, E4M3 elements in f32
@@ -88,6 +96,12 @@ const char* isa_kernel_suffix(Isa isa) {
 
 const char* qdot_unsupported_reason(const QuantWeightsView& w) {
   if (const char* why = quant::format_unsupported_reason(w.format())) return why;
+  if (w.mode == quant::Mode::kFloat) {
+    if (w.k <= 0) return "the input dimension must be positive";
+    if (w.n < 0 || w.experts < 0) return "negative expert or row count";
+    if (w.w == nullptr) return "weights must be present";
+    return nullptr;
+  }
   if (w.k <= 0 || w.k % w.group_size != 0)
     return "the input dimension must be a positive multiple of group_size";
   if (w.n < 0 || w.experts < 0) return "negative expert or row count";

@@ -27,6 +27,9 @@ constexpr uint32_t kCanary = 0x7fc0dead;
 
 std::vector<int64_t> row_lengths(int gs) {
   switch (gs) {
+    case 0:  // unquantized: any width (mlx-lm leaves a layer unquantized when its width is
+             // not a multiple of the group size), so every tail of the 8- and 16-lane blocks
+      return {1, 7, 15, 33, 100, 257, 2048};
     case 16:
       return {16, 48, 160, 544};
     case 32:
@@ -57,6 +60,10 @@ std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, i
 // fp mode's single format.
 std::vector<quant::Format> formats_of(const QdotKernel& kern) {
   if (quant::is_fp_mode(kern.mode)) return {quant::Format::fp(kern.mode)};
+  if (kern.mode == quant::Mode::kFloat) {
+    if (kern.bits == 32) return {quant::Format::dense(DType::F32)};
+    return {quant::Format::dense(DType::BF16), quant::Format::dense(DType::F16)};
+  }
   std::vector<quant::Format> f;
   for (int gs : quant::kValidGroupSizes)
     for (DType sb : kSbTypes) f.push_back(quant::Format::affine(kern.bits, gs, sb));
@@ -96,8 +103,23 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
       }
   }
   // 21 affine variants; the fp modes: scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and
-  // mxfp4 / nvfp4 on the VNNI body (with and without VBMI).
-  EXPECT_EQ(qdot_kernels().size(), 21u + 3u + 3u + 1u + 2u + 2u);
+  // mxfp4 / nvfp4 on the VNNI body (with and without VBMI); unquantized: float16 (F16 and
+  // BF16 elements) and float32 per instruction set.
+  EXPECT_EQ(qdot_kernels().size(), 21u + 3u + 3u + 1u + 2u + 2u + 6u);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    for (DType d : {DType::BF16, DType::F16, DType::F32}) {
+      QuantWeightsView v;
+      const quant::Format f = quant::Format::dense(d);
+      v.mode = f.mode;
+      v.bits = f.bits;
+      v.sb_dtype = d;
+      const QdotKernel& k = qdot_kernel(isa, v);
+      EXPECT_EQ(k.mode, quant::Mode::kFloat);
+      EXPECT_EQ(k.isa, isa);
+      EXPECT_FALSE(k.quantizes_x);
+      const char* suffix = isa == Isa::kScalar ? "_scalar" : isa == Isa::kAvx2 ? "__avx2" : "__avx512";
+      EXPECT_EQ(std::string(k.name), str_cat("qdot_rows_float", f.bits, suffix));
+    }
   for (bool vbmi : {true, false}) {
     if (vbmi && !detect_cpu_features().avx512vbmi) continue;
     set_avx512_vbmi_enabled(vbmi);
@@ -224,6 +246,7 @@ TEST(Qdot, ScalarReferenceFollowsTheDefinition) {
   for (int bits : quant::kValidBits) formats.push_back(quant::Format::affine(bits, 32, DType::F32));
   for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4})
     formats.push_back(quant::Format::fp(m));
+  for (DType d : {DType::BF16, DType::F16, DType::F32}) formats.push_back(quant::Format::dense(d));
   for (const quant::Format& f : formats) {
     const int bits = f.bits;
     auto q = make_random_quant(1, 3, 96, f, 77 + uint64_t(bits) + uint64_t(f.mode));
@@ -255,6 +278,7 @@ TEST(Qdot, ScalarReferenceFollowsTheDefinition) {
         mag += std::fabs(double(w[size_t(i)]) * x[size_t(i)]);
       }
       EXPECT_NEAR(out[r], want, mag * 1e-7) << quant::mode_name(f.mode) << " bits " << bits
+                                             << " " << dtype_name(f.scale_dtype)
                                              << " row " << r;
     }
   }
@@ -281,12 +305,12 @@ TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
     for (const quant::Format& f : formats_of(kern)) {
         if (f.scale_dtype == DType::F16) continue;
         const int gs = f.group_size;
-        const int64_t k = gs <= 32 ? 96 : 3 * gs;
+        const int64_t k = gs == 0 ? 100 : gs <= 32 ? 96 : 3 * gs;  // 0: a 4-element tail
         auto q = make_random_quant(1, 5, k, f, 9);
         std::vector<void*> maps;
         QuantWeightsView v = q.view;
         v.w = guarded_copy(q.w, maps);
-        v.scales = guarded_copy(q.scales, maps);
+        if (v.scales) v.scales = guarded_copy(q.scales, maps);
         if (v.biases) v.biases = guarded_copy(q.biases, maps);
         auto x = random_normal(k, 1.f, 3);
         PreparedVectors px;

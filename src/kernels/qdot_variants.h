@@ -12,6 +12,10 @@ namespace moex::kernels {
 const QdotKernel* qdot_fp_kernels_scalar(int* count);
 const QdotKernel* qdot_fp_kernels_avx2(int* count);
 const QdotKernel* qdot_fp_kernels_avx512(int* count);
+// The unquantized tables (qdot_float_*.cc): float16 (F16 or BF16 elements) and float32.
+const QdotKernel* qdot_float_kernels_scalar(int* count);
+const QdotKernel* qdot_float_kernels_avx2(int* count);
+const QdotKernel* qdot_float_kernels_avx512(int* count);
 
 // The preparation of kernels that read x as f32 unchanged (qdot_scalar.cc, compiled without
 // instruction-set flags): a copy padded to a multiple of 64 bytes.

@@ -9,6 +9,7 @@ const char* mode_name(Mode m) {
     case Mode::kMxfp4: return "mxfp4";
     case Mode::kMxfp8: return "mxfp8";
     case Mode::kNvfp4: return "nvfp4";
+    case Mode::kFloat: return "float";
   }
   return "?";
 }
@@ -20,6 +21,12 @@ std::optional<Mode> mode_from_name(std::string_view name) {
 }
 
 const char* format_unsupported_reason(const Format& f) {
+  if (f.mode == Mode::kFloat) {
+    if (!is_float_dtype(f.scale_dtype)) return "unquantized weights must be F32, F16 or BF16";
+    if (f.bits != int(dtype_size(f.scale_dtype)) * 8) return "unquantized bits must be the dtype's width";
+    if (f.group_size != 0) return "unquantized weights have no groups (group_size 0)";
+    return nullptr;
+  }
   if (f.mode == Mode::kAffine) {
     if (!is_valid_bits(f.bits)) return "affine bits must be one of 2, 3, 4, 5, 6, 8";
     if (!is_valid_group_size(f.group_size)) return "affine group_size must be 32, 64 or 128";

@@ -18,18 +18,26 @@ namespace moex::quant {
 // 32/64/128, scales and biases in the model's float dtype). The microscaling float modes have
 // no biases and one 8-bit scale per group: mxfp4 (E2M1 values, E8M0 scales, group 32), mxfp8
 // (E4M3 values, E8M0 scales, group 32), nvfp4 (E2M1 values, E4M3 scales, group 16).
-enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4 };
+// kFloat is not an MLX mode but the same value for an unquantized matrix
+// (docs/quant_formats.md, "Unquantized weights"): elements stored as F32, F16 or BF16, no
+// groups, no scales, no biases.
+enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4, kFloat };
 
-const char* mode_name(Mode m);  // MLX's spelling: "affine", "mxfp4", "mxfp8", "nvfp4"
+// MLX's spelling: "affine", "mxfp4", "mxfp8", "nvfp4"; "float" for kFloat.
+const char* mode_name(Mode m);
+// The quantization modes a config's "mode" field may name (never kFloat).
 std::optional<Mode> mode_from_name(std::string_view name);
-constexpr bool is_fp_mode(Mode m) { return m != Mode::kAffine; }
+constexpr bool is_fp_mode(Mode m) {
+  return m == Mode::kMxfp4 || m == Mode::kMxfp8 || m == Mode::kNvfp4;
+}
 // The only bits / group size an fp mode allows (MLX's defaults are its only values).
 constexpr int fp_mode_bits(Mode m) { return m == Mode::kMxfp8 ? 8 : 4; }
 constexpr int fp_mode_group_size(Mode m) { return m == Mode::kNvfp4 ? 16 : 32; }
 
-// One quantized matrix's format: everything a kernel, a loader or a byte counter needs to
-// know besides the shape. scale_dtype is F32/F16/BF16 for affine and U8 (the raw E8M0 or
-// E4M3 code) for the fp modes.
+// One matrix's format: everything a kernel, a loader or a byte counter needs to know besides
+// the shape. scale_dtype is F32/F16/BF16 for affine and U8 (the raw E8M0 or E4M3 code) for
+// the fp modes; for kFloat it is the elements' own dtype (F32/F16/BF16), bits its width
+// (32 or 16) and group_size 0 (no groups).
 struct Format {
   Mode mode = Mode::kAffine;
   int bits = 4;
@@ -45,6 +53,16 @@ struct Format {
     return {Mode::kAffine, bits, group_size, scale_dtype};
   }
   static Format fp(Mode m) { return {m, fp_mode_bits(m), fp_mode_group_size(m), DType::U8}; }
+  static Format dense(DType element) { return {Mode::kFloat, int(dtype_size(element)) * 8, 0, element}; }
+
+  bool quantized() const { return mode != Mode::kFloat; }
+  // Scale groups per row of k values (0 for kFloat).
+  int64_t groups(int64_t k) const { return group_size > 0 ? k / group_size : 0; }
+  // Bytes of one row of k values: packed codes or float elements, plus its scales and biases.
+  int64_t row_bytes_with_scales(int64_t k) const {
+    return k * bits / 8 + (has_biases() ? 2 : 1) * (quantized() ? groups(k) : 0) *
+                              int64_t(dtype_size(scale_dtype));
+  }
 };
 
 // nullptr when f is a format moex supports, else a static description of what is wrong.

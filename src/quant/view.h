@@ -2,7 +2,9 @@
 // docs/quant_formats.md): a borrowed view (QuantMatrixView, the same fields as
 // kernels::QuantWeightsView minus the expert axis) and an owning container (QuantizedMatrix)
 // as produced by quant::quantize. Affine matrices have scales and biases in sb_dtype; the fp
-// modes have one U8 scale code per group and no biases (biases == nullptr).
+// modes have one U8 scale code per group and no biases (biases == nullptr). An unquantized
+// matrix is the same view with mode kFloat: w holds rows x k elements of sb_dtype (F32, F16
+// or BF16), bits is their width, group_size 0, no scales or biases.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +17,10 @@
 namespace moex::quant {
 
 struct QuantMatrixView {
-  const uint8_t* w = nullptr;    // packed rows; row r at w + r * row_bytes()
-  const void* scales = nullptr;  // [rows][k / group_size], dtype sb_dtype
+  const uint8_t* w = nullptr;    // packed rows (kFloat: float rows); row r at w + r * row_bytes()
+  const void* scales = nullptr;  // [rows][k / group_size], dtype sb_dtype; nullptr for kFloat
   const void* biases = nullptr;  // same shape and dtype as scales; nullptr for the fp modes
-  DType sb_dtype = DType::BF16;  // F32, F16 or BF16 (affine); U8 (fp modes)
+  DType sb_dtype = DType::BF16;  // F32, F16 or BF16 (affine); U8 (fp modes); elements (kFloat)
   int64_t rows = 0, k = 0;
   int bits = 4, group_size = 64;
   Mode mode = Mode::kAffine;
@@ -27,7 +29,7 @@ struct QuantMatrixView {
 
   int64_t row_bytes() const { return packed_row_bytes(k, bits); }
   int64_t row_words() const { return packed_row_words(k, bits); }
-  int64_t groups_per_row() const { return k / group_size; }
+  int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat
   const uint8_t* row(int64_t r) const { return w + r * row_bytes(); }
   int64_t sb_offset(int64_t r) const { return r * groups_per_row(); }
 };
