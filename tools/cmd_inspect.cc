@@ -77,11 +77,13 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
       in.top_k = i.top_k;
       auto pq = [](const std::optional<io::ModuleQuant>& q) {
         moe::ProjectionQuant p;
-        if (!q) {
-          p.quantized = false;
+        if (!q) {  // unquantized: the policy needs only the element width
+          p.mode = quant::Mode::kFloat;
+          p.bits = 16;
+          p.group_size = 0;
+          p.has_biases = false;
         } else {
           const auto mode = quant::mode_from_name(q->mode);
-          p.quantized = mode.has_value();
           p.mode = mode.value_or(quant::Mode::kAffine);
           p.has_biases = p.mode == quant::Mode::kAffine;
           p.bits = q->bits;

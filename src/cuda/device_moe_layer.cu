@@ -19,6 +19,10 @@ using kernels::Activation;
 using kernels::QuantWeightsView;
 
 void check_projection(const QuantWeightsView& p, const char* name) {
+  if (p.mode != quant::Mode::kAffine)
+    fail("cuda::DeviceMoeLayer::upload: projection ", name, " is ", quant::mode_name(p.mode),
+         p.mode == quant::Mode::kFloat ? str_cat(" (", dtype_name(p.sb_dtype), ")") : std::string(),
+         "; the CUDA kernels read MLX affine-quantized weights only (use --backend cpu)");
   if (!p.w || !p.scales || !p.biases)
     fail("cuda::DeviceMoeLayer::upload: projection ", name,
          " has a null weight, scales or biases pointer");

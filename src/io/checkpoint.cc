@@ -2,6 +2,9 @@
 // merges the tensors of every file into one sorted name -> view map.
 #include "io/checkpoint.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -128,6 +131,14 @@ std::vector<std::string> Checkpoint::names() const {
   out.reserve(by_name_.size());
   for (const auto& [n, t] : by_name_) out.push_back(n);
   return out;
+}
+
+void Checkpoint::release_pages(const TensorInfo& t) const {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(t.data) + t.nbytes) / page * page;
+  if (t.data == nullptr || end <= begin) return;
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace moex::io

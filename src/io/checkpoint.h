@@ -35,6 +35,12 @@ class Checkpoint {
   const TensorInfo& require(std::string_view name, const std::vector<int64_t>& shape) const;
   const TensorInfo& require(std::string_view name, DType dtype, const std::vector<int64_t>& shape) const;
 
+  // Drops the mapped pages lying wholly inside t's bytes from this process's resident set
+  // (madvise MADV_DONTNEED; the mapping is read-only, so a later read faults them in from
+  // the file again). For tensors whose data was copied elsewhere, e.g. experts stacked at
+  // load, so that the copy and the mapped original are not both resident. Never throws.
+  void release_pages(const TensorInfo& t) const;
+
   std::vector<std::string> names() const;  // sorted
   uint64_t total_bytes() const { return total_bytes_; }
   const std::string& dir() const { return dir_; }

@@ -50,6 +50,60 @@ foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8)
   set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${qmode} PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# Unquantized checkpoints (docs/quant_formats.md, "Unquantized weights"): every tiny family
+# written in f32 with no quantization (make-model --bits 0), and mlx-lm's own unquantized
+# conversion (`mlx_lm convert --dtype D`, no -q) in bf16 and f16. Measured worst logits nRMS
+# 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
+foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
+               tiny-llama4 tiny-lfm2-moe)
+  add_test(NAME engine_parity_${preset}_float
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
+            --make-arg=--bits --make-arg=0 --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
+            --steps 32 --fused on,off --tol 1e-5)
+  set_tests_properties(engine_parity_${preset}_float PROPERTIES LABELS reference TIMEOUT 600
+                       SKIP_RETURN_CODE 77)
+endforeach()
+foreach(case qwen3-moe:bfloat16 olmoe-bias:float16 qwen2-moe:bfloat16)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 family)
+  list(GET parts 1 fdtype)
+  add_test(NAME engine_parity_tiny-${family}_mlx_convert_${fdtype}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-${fdtype}
+            --make-preset tiny-${family} --mlx-convert-float ${fdtype} --f32-compute
+            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${fdtype} PROPERTIES
+                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
+# Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128).
+foreach(family qwen3-moe qwen2-moe lfm2-moe)
+  add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
+            --make-preset tiny-${family} "--mlx-convert=--q-group-size 128"
+            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_g128 PROPERTIES
+                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
+# Float and quantized modules mixed in one model, and within one MoE layer: some projections
+# replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
+# width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate
+# beside mxfp4 routed experts.
+add_test(NAME engine_parity_tiny-qwen3-moe_mixed_float
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen3-moe-mixed-float
+          --make-preset tiny-qwen3-moe --dtype f32
+          "--dequantize=layers\\.1\\.mlp\\.switch_mlp\\.(gate|down)_proj|layers\\.2\\.self_attn\\.q_proj|layers\\.0\\.mlp"
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+add_test(NAME engine_parity_tiny-qwen2-moe_mxfp4_float_shared
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen2-moe-mxfp4-float-shared
+          --make-preset tiny-qwen2-moe "--mlx-convert=--q-mode mxfp4" --dequantize=shared_expert
+          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-qwen3-moe_mixed_float
+                     engine_parity_tiny-qwen2-moe_mxfp4_float_shared PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 # A bf16 checkpoint (make-model's default dtype), with mlx-lm's compute dtype set to float32.
 add_test(NAME engine_parity_tiny-qwen3-moe_bf16
   COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>

@@ -170,9 +170,13 @@ DispatchDecision decide_path(const DispatchInputs& in) {
   Proj projs[3] = {{&in.up, in.din}, {&in.down, in.dff}, {&in.gate, in.din}};
   for (int i = 0; i < (has_gate ? 3 : 2); ++i) {
     const ProjectionQuant& q = *projs[i].q;
-    if (!q.quantized || (q.mode == quant::Mode::kAffine && !q.has_biases)) {
-      add(DeclineReason::kNotQuantized);
-      continue;  // bits / group size of a float projection mean nothing here
+    if (q.mode == quant::Mode::kFloat) {  // unquantized: no groups; 16- or 32-bit elements
+      if (q.bits != 16 && q.bits != 32) add(DeclineReason::kBitsUnsupported);
+      continue;
+    }
+    if (q.mode == quant::Mode::kAffine && !q.has_biases) {
+      add(DeclineReason::kNotQuantized);  // scales without biases: not an affine matrix
+      continue;
     }
     const bool fp = quant::is_fp_mode(q.mode);
     if (fp ? q.bits != quant::fp_mode_bits(q.mode) : !quant::is_valid_bits(q.bits))

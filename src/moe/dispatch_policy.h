@@ -90,14 +90,13 @@ FusedSettings resolve_fused_settings(const RawFusedSettings& raw);
 // raw with the env_* fields read from the process environment.
 RawFusedSettings with_environment(RawFusedSettings raw);
 
-// Quantization of one projection as the checkpoint declares it (a quant::Format when
-// quantized; the fused kernel runs every format the row kernels do).
+// The format of one projection as the checkpoint declares it (the fused kernel runs every
+// format the row kernels do, unquantized F32/F16/BF16 included: mode kFloat, bits 16 or 32).
 struct ProjectionQuant {
-  bool quantized = true;  // false: float weights
   quant::Mode mode = quant::Mode::kAffine;
   int bits = 4;
   int group_size = 64;
-  bool has_biases = true;  // affine needs them; the fp modes have none
+  bool has_biases = true;  // affine needs them; the fp modes and kFloat have none
 };
 
 struct CalibratedCap {
@@ -141,7 +140,7 @@ struct DispatchDecision {
 // The policy. Pure: the same inputs always give the same decision.
 DispatchDecision decide_path(const DispatchInputs& in);
 
-// The ProjectionQuant of a QuantWeightsView (affine with biases by construction).
+// The ProjectionQuant of a QuantWeightsView.
 ProjectionQuant projection_quant_of(const kernels::QuantWeightsView& w);
 
 }  // namespace moex::moe

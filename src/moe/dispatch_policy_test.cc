@@ -37,9 +37,23 @@ TEST(DispatchPolicy, DeclineTable) {
       {"fusable", [](DispatchInputs&) {}, {}},
       {"prefill", [](DispatchInputs& in) { in.tokens = 8; }, {R::kNotSingleToken}},
       {"zero_tokens", [](DispatchInputs& in) { in.tokens = 0; }, {R::kNotSingleToken}},
+      // Unquantized projections run fused too (the row kernels take F32/F16/BF16) ...
       {"float_down",
-       [](DispatchInputs& in) { in.down.quantized = false; },
-       {R::kNotQuantized}},
+       [](DispatchInputs& in) {
+         in.down.mode = quant::Mode::kFloat;
+         in.down.bits = 16;
+         in.down.group_size = 0;
+         in.down.has_biases = false;
+       },
+       {}},
+      // ... with 16- or 32-bit elements only.
+      {"float_8_bits",
+       [](DispatchInputs& in) {
+         in.up.mode = quant::Mode::kFloat;
+         in.up.bits = 8;
+         in.up.group_size = 0;
+       },
+       {R::kBitsUnsupported}},
       // The fp modes run fused like affine ones (the row kernels cover them) ...
       {"mxfp4_everywhere",
        [](DispatchInputs& in) {
@@ -106,7 +120,8 @@ TEST(DispatchPolicy, DeclineTable) {
       {"relu2_ignores_gate",
        [](DispatchInputs& in) {
          in.act = kernels::Activation::kSquaredReLU;
-         in.gate.quantized = false;
+         in.gate.bits = 7;
+         in.gate.group_size = 48;
        },
        {}},
       {"on_ignores_cap",

@@ -76,9 +76,7 @@ MoeBlock::MoeBlock(const MoeLayer& layer, const MoePolicy& policy)
     if (sh->mlp.din() != layer.experts.din())
       fail("MoE layer: shared expert input dim ", sh->mlp.din(), " != routed experts' ",
            layer.experts.din());
-    if (sh->sigmoid_gate && sh->sigmoid_gate_quant)
-      fail("MoE layer: shared expert gate given both as f32 weights and quantized");
-    if (const QuantWeightsView* g = sh->sigmoid_gate_quant) {
+    if (const QuantWeightsView* g = sh->sigmoid_gate) {
       check_view(*g, "shared expert sigmoid gate");
       if (g->experts != 1 || g->n != 1 || g->k != layer.experts.din())
         fail("MoE layer: shared expert sigmoid gate must be 1 x 1 x ", layer.experts.din(),
@@ -164,14 +162,8 @@ void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
 
   float* g = ws.floats(kSlotSharedGate, m);
   if (sh.sigmoid_gate) {
-    for (int64_t t = 0; t < m; ++t) {
-      float dot = 0.f;
-      for (int64_t h = 0; h < din; ++h) dot += sh.sigmoid_gate[h] * call.x[t * din + h];
-      g[t] = router_sigmoid(dot);
-    }
-  } else if (sh.sigmoid_gate_quant) {
     // One row of Din: computed on the host from the host view (a few microseconds).
-    kernels::gather_qmm({.x = call.x, .x_rows = m, .w = sh.sigmoid_gate_quant,
+    kernels::gather_qmm({.x = call.x, .x_rows = m, .w = sh.sigmoid_gate,
                          .rhs_indices = zeros, .batch = m, .out = g});
     for (int64_t t = 0; t < m; ++t) g[t] = router_sigmoid(g[t]);
   } else {

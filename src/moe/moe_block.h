@@ -25,11 +25,10 @@ struct MoePolicy {
 
 // A shared expert: a dense gated MLP stored as a 1-expert stack, added to the routed output;
 // optionally scaled per token by sigmoid(gate . x) (qwen2_moe's shared_expert_gate), the
-// gate given as f32 weights [Din] or as a quantized 1 x 1 x Din view (at most one of them).
+// gate a 1 x 1 x Din view in any format (quantized or unquantized).
 struct SharedExpert {
   kernels::MoeExpertsView mlp;  // experts == 1
-  const float* sigmoid_gate = nullptr;
-  const kernels::QuantWeightsView* sigmoid_gate_quant = nullptr;
+  const kernels::QuantWeightsView* sigmoid_gate = nullptr;
 };
 
 struct MoeLayer {

@@ -338,11 +338,22 @@ TEST(MoeBlock, SharedExpertPlainAndSigmoidGated) {
   gate_q.n = 1;
   std::vector<float> gate_f(256);
   for (int i = 0; i < 256; ++i) gate_f[i] = float(deq(gate_q, 0, 0, i));
+  // The same gate unquantized: a 1 x 1 x 256 F32 view.
+  QuantWeightsView gate_dense;
+  const quant::Format dense = quant::Format::dense(DType::F32);
+  gate_dense.w = reinterpret_cast<const uint8_t*>(gate_f.data());
+  gate_dense.sb_dtype = DType::F32;
+  gate_dense.mode = dense.mode;
+  gate_dense.bits = dense.bits;
+  gate_dense.group_size = dense.group_size;
+  gate_dense.experts = 1;
+  gate_dense.n = 1;
+  gate_dense.k = 256;
 
   for (int variant = 0; variant < 3; ++variant) {
     SharedExpert sh{shared_mlp.view()};
-    if (variant == 1) sh.sigmoid_gate = gate_f.data();
-    if (variant == 2) sh.sigmoid_gate_quant = &gate_q;
+    if (variant == 1) sh.sigmoid_gate = &gate_dense;
+    if (variant == 2) sh.sigmoid_gate = &gate_q;
     MoeLayer layer{routed.view(), true, &sh};
     MoeBlock fused(layer, policy("on")), fallback(layer, policy("off"));
     MoeWorkspace ws;
@@ -362,16 +373,14 @@ TEST(MoeBlock, SharedExpertPlainAndSigmoidGated) {
         const auto routed_ref =
             kernels::testing::dense_moe_reference(routed.view(), x, ids, scores, 2);
         auto bound = kernels::testing::dense_moe_error_bound(routed.view(), x, ids, scores, 2);
-        double dot = 0, abs_dot = 0;
-        for (int i = 0; i < 256; ++i) {
-          dot += double(gate_f[i]) * x[i];
-          abs_dot += std::fabs(double(gate_f[i]) * x[i]);
-        }
+        double dot = 0;
+        for (int i = 0; i < 256; ++i) dot += double(gate_f[i]) * x[i];
         const float g = variant ? float(1.0 / (1.0 + std::exp(-dot))) : 1.f;
+        const QuantWeightsView& gv = variant == 2 ? gate_q : gate_dense;
         const double dot_err =
-            variant == 2 ? kernels::testing::qdot_error_bound(
-                               kernels::qdot_kernel(active_isa(), gate_q.bits), gate_q, 0, 0, x)
-                         : 256 * 0x1p-24 * abs_dot;
+            variant ? kernels::testing::qdot_error_bound(kernels::qdot_kernel(active_isa(), gv), gv,
+                                                         0, 0, x)
+                    : 0.0;
         const double dg = variant ? 0.25 * dot_err + 4 * 0x1p-24 * g : 0.0;
         const int32_t zero = 0;
         const auto shared_ref =

@@ -21,6 +21,14 @@ float fp_dequantize_value(float element, uint8_t scale_code, Mode mode, DType ou
 }
 
 void check_view(const QuantMatrixView& v, std::string_view what) {
+  if (v.mode == Mode::kFloat) {
+    if (const char* why = format_unsupported_reason(v.format()))
+      fail(what, ": ", why, " (got ", dtype_name(v.sb_dtype), ", bits=", v.bits, ")");
+    if (v.k <= 0) fail(what, ": k=", v.k, " must be positive");
+    if (v.rows < 0) fail(what, ": rows=", v.rows, " must be >= 0");
+    if (v.rows > 0 && v.w == nullptr) fail(what, ": weights must be present");
+    return;
+  }
   if (is_fp_mode(v.mode)) {
     if (const char* why = format_unsupported_reason(v.format()))
       fail(what, ": ", why, " (got bits=", v.bits, " group_size=", v.group_size, " scales ",
@@ -57,6 +65,11 @@ void fp_dequantize_row(const QuantMatrixView& v, int64_t r, DType out_dtype, flo
 }  // namespace
 
 void dequantize_row(const QuantMatrixView& v, int64_t r, float* out) {
+  if (v.mode == Mode::kFloat) {  // the elements widened (exact)
+    const void* row = v.row(r);
+    for (int64_t i = 0; i < v.k; ++i) out[i] = load_as_f32(row, v.sb_dtype, size_t(i));
+    return;
+  }
   if (is_fp_mode(v.mode)) {
     fp_dequantize_row(v, r, DType::F32, out);
     return;

@@ -463,7 +463,7 @@ int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_;
 int64_t Engine::scratch_bytes() const {
   int64_t total = moe_scratch_.block.bytes();
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
-  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores, &moe_scratch_.shared_out,
+  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores,
                         &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y, &h_, &xn_,
                         &q_, &k_, &v_, &att_, &mix_, &gate_, &up_})
     add(*v);

@@ -38,24 +38,6 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
   fail(c.source, ": router ", router_kind_name(c.moe.router), " has no routing rule in the moe library");
 }
 
-namespace {
-
-kernels::QuantWeightsView one_expert(const ops::MatrixRef& m) {
-  kernels::QuantWeightsView v;
-  v.w = m.q.w;
-  v.scales = m.q.scales;
-  v.biases = m.q.biases;
-  v.sb_dtype = m.q.sb_dtype;
-  v.mode = m.q.mode;
-  v.experts = 1;
-  v.n = m.q.rows;
-  v.k = m.q.k;
-  v.bits = m.q.bits;
-  v.group_size = m.q.group_size;
-  return v;
-}
-
-}  // namespace
 
 MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
                const moe::MoePolicy& policy)
@@ -67,31 +49,20 @@ MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
   // Per-expert checkpoints were stacked at load: the kernels always see 3-D stacks.
   layer_views_.stacked = true;
   for (const kernels::QuantWeightsView* q : {&w.experts.gate, &w.experts.up, &w.experts.down})
-    if (q->w)
-      bytes_per_expert_ += q->n * q->row_bytes() +
-                           2 * q->n * q->groups_per_row() * int64_t(dtype_size(q->sb_dtype));
+    if (q->w) bytes_per_expert_ += q->n * q->format().row_bytes_with_scales(q->k);
   if (w.has_shared) {
+    // The shared expert runs in the MoeBlock as a 1-expert layer, in whatever format it is
+    // stored (the row kernels take every format, unquantized included).
     const MlpWeights& s = w.shared;
-    // The MoE kernels take affine-quantized projections only; a float shared expert runs
-    // through the dense ops instead (float_shared_expert).
-    shared_in_block_ = s.gate.w.quantized() && s.up.w.quantized() && s.down.w.quantized();
-    if (shared_in_block_) {
-      shared_.mlp.gate = one_expert(s.gate.w);
-      shared_.mlp.up = one_expert(s.up.w);
-      shared_.mlp.down = one_expert(s.down.w);
-      shared_.mlp.act = kernels::Activation::kSwiGLU;
-      if (w.shared_gate.w.valid()) {
-        if (w.shared_gate.w.quantized()) {
-          shared_gate_quant_ = one_expert(w.shared_gate.w);
-          shared_.sigmoid_gate_quant = &shared_gate_quant_;
-        } else {
-          shared_gate_f32_ = ops::FloatVec(w.shared_gate.w.dense, w.shared_gate.w.dense_dtype,
-                                           cfg.hidden);
-          shared_.sigmoid_gate = shared_gate_f32_.data();
-        }
-      }
-      layer_views_.shared = &shared_;
+    shared_.mlp.gate = ops::as_one_expert(s.gate.w);
+    shared_.mlp.up = ops::as_one_expert(s.up.w);
+    shared_.mlp.down = ops::as_one_expert(s.down.w);
+    shared_.mlp.act = kernels::Activation::kSwiGLU;
+    if (w.shared_gate.w.valid()) {
+      shared_gate_ = ops::as_one_expert(w.shared_gate.w);
+      shared_.sigmoid_gate = &shared_gate_;
     }
+    layer_views_.shared = &shared_;
   }
   set_policy(policy);
 }
@@ -104,7 +75,7 @@ void MoeFfn::set_policy(const moe::MoePolicy& policy) {
 }
 
 std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) const {
-  if (!shared_in_block_) return std::nullopt;
+  if (!w_.has_shared) return std::nullopt;
   return block_->shared_decision(tokens);
 }
 
@@ -134,29 +105,6 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   call.scores_scale_input = !router_.config().scores_scale_output();
   call.out = out;
   block_->run(call, s.block, &counters);
-  if (w_.has_shared && !shared_in_block_) {
-    if (s.shared_out.size() < size_t(n * h)) s.shared_out.resize(size_t(n * h));
-    float_shared_expert(x, n, s.shared_out.data());
-    for (int64_t i = 0; i < n * h; ++i) out[i] += s.shared_out[size_t(i)];
-  }
-}
-
-// A float (unquantized) shared expert, which the MoE kernels do not take: dense ops.
-void MoeFfn::float_shared_expert(const float* x, int64_t n, float* out) {
-  const int64_t h = cfg_.hidden, dff = cfg_.moe.shared_dff;
-  std::vector<float> g(static_cast<size_t>(n * dff)), u(static_cast<size_t>(n * dff));
-  ops::linear({.lin = &w_.shared.gate, .x = x, .rows = n, .out = g.data()});
-  ops::linear({.lin = &w_.shared.up, .x = x, .rows = n, .out = u.data()});
-  ops::swiglu(g.data(), u.data(), g.data(), n * dff);
-  ops::linear({.lin = &w_.shared.down, .x = g.data(), .rows = n, .out = out});
-  if (w_.shared_gate.w.valid()) {
-    std::vector<float> gl(static_cast<size_t>(n));
-    ops::linear({.lin = &w_.shared_gate, .x = x, .rows = n, .out = gl.data()});
-    for (int64_t t = 0; t < n; ++t) {
-      const float s = ops::sigmoid(gl[size_t(t)]);
-      for (int64_t i = 0; i < h; ++i) out[t * h + i] *= s;
-    }
-  }
 }
 
 }  // namespace moex::model::engine

@@ -26,7 +26,7 @@ moe::RouterConfig router_config_for(const ModelConfig& cfg, const MoeWeights& w)
 // thread at a time): it grows to the largest call (a prefill chunk) once, not once per layer.
 struct MoeFfnScratch {
   moe::MoeWorkspace block;
-  std::vector<float> logits, scores, shared_out;
+  std::vector<float> logits, scores;
   std::vector<int32_t> ids;
   std::vector<uint8_t> expert_seen;  // [num_experts]: which experts a call selected
 };
@@ -45,7 +45,6 @@ class MoeFfn {
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
  private:
-  void float_shared_expert(const float* x, int64_t n, float* out);
 
   const ModelConfig& cfg_;
   const MoeWeights& w_;
@@ -53,9 +52,7 @@ class MoeFfn {
   moe::Router router_;
   moe::MoeLayer layer_views_;
   moe::SharedExpert shared_;
-  kernels::QuantWeightsView shared_gate_quant_;
-  ops::FloatVec shared_gate_f32_;
-  bool shared_in_block_ = false;  // quantized shared expert: run by the MoeBlock
+  kernels::QuantWeightsView shared_gate_;
   int64_t bytes_per_expert_ = 0;  // packed weights, scales and biases of one routed expert
   std::unique_ptr<moe::MoeBlock> block_;
 };

@@ -33,6 +33,24 @@ void require_shape(const io::Checkpoint& c, const io::TensorInfo& t,
     fail(where(c, t), " has shape ", shape_string(t.shape), "; expected ", shape_string(shape));
 }
 
+// An unquantized tensor of `shape` [..., out, in] as a kernel view of `experts` stacks.
+kernels::QuantWeightsView float_view(const io::Checkpoint& c, const io::TensorInfo& t,
+                                     const std::vector<int64_t>& shape, int64_t experts) {
+  require_float(c, t);
+  require_shape(c, t, shape);
+  const quant::Format f = quant::Format::dense(t.dtype);
+  kernels::QuantWeightsView v;
+  v.w = t.data;
+  v.sb_dtype = t.dtype;
+  v.mode = f.mode;
+  v.bits = f.bits;
+  v.group_size = f.group_size;
+  v.experts = experts;
+  v.n = shape[shape.size() - 2];
+  v.k = shape.back();
+  return v;
+}
+
 }  // namespace
 
 WeightBinder::WeightBinder(const io::Checkpoint& ckpt, std::optional<io::QuantConfig> quant)
@@ -136,12 +154,8 @@ ops::FloatVec WeightBinder::tensor(const std::string& tensor, const std::vector<
 
 kernels::QuantWeightsView WeightBinder::stacked(const std::string& path, int64_t experts,
                                                 int64_t out, int64_t in) {
-  if (!ckpt_.find(path + ".scales")) {
-    const io::TensorInfo* w = ckpt_.find(path + ".weight");
-    if (!w) ckpt_.require(path + ".weight");  // throws: missing
-    fail("checkpoint '", ckpt_.dir(), "': expert projection '", path,
-         "' is not quantized (no .scales); the MoE kernels need MLX-quantized experts");
-  }
+  if (!ckpt_.find(path + ".scales"))  // unquantized experts
+    return float_view(ckpt_, ckpt_.require(path + ".weight"), {experts, out, in}, experts);
   QuantParts p = quant_parts(path, {experts, out}, in);
   kernels::QuantWeightsView v;
   v.w = p.w->data;
@@ -164,12 +178,13 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
   auto name_of = [&](int64_t e) {
     return pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 3);
   };
+  if (!ckpt_.find(name_of(0) + ".scales")) return stack_float_experts(name_of, experts, out, in);
   std::vector<QuantParts> parts;
   for (int64_t e = 0; e < experts; ++e) {
     const std::string p = name_of(e);
     if (!ckpt_.find(p + ".scales"))
       fail("checkpoint '", ckpt_.dir(), "': expert projection '", p,
-           "' is missing or not quantized (no .scales)");
+           "' is missing or not quantized (no .scales) while expert 0 is quantized");
     parts.push_back(quant_parts(p, {out}, in));
     const QuantParts& a = parts.front();
     const QuantParts& b = parts.back();
@@ -205,6 +220,34 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
   v.bits = a.bits;
   v.group_size = a.group_size;
   return v;
+}
+
+kernels::QuantWeightsView WeightBinder::stack_float_experts(
+    const std::function<std::string(int64_t)>& name_of, int64_t experts, int64_t out, int64_t in) {
+  const io::TensorInfo& first = ckpt_.require(name_of(0) + ".weight");
+  std::vector<const io::TensorInfo*> parts;
+  for (int64_t e = 0; e < experts; ++e) {
+    const io::TensorInfo& t = ckpt_.require(name_of(e) + ".weight");
+    if (ckpt_.find(name_of(e) + ".scales"))
+      fail("checkpoint '", ckpt_.dir(), "': expert projection '", name_of(e),
+           "' is quantized while expert 0 is not");
+    float_view(ckpt_, t, {out, in}, 1);  // validates dtype and shape
+    if (t.dtype != first.dtype)
+      fail(where(ckpt_, t), " has dtype ", dtype_name(t.dtype), " but expert 0 has ",
+           dtype_name(first.dtype));
+    parts.push_back(&t);
+  }
+  const uint64_t bytes = first.nbytes;
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(bytes * uint64_t(experts)));
+  for (int64_t e = 0; e < experts; ++e) {
+    std::memcpy(w.data() + bytes * uint64_t(e), parts[size_t(e)]->data, bytes);
+    ckpt_.release_pages(*parts[size_t(e)]);  // the copy replaces them: peak stays one copy
+  }
+  copied_bytes_ += int64_t(bytes * uint64_t(experts));
+  io::TensorInfo stacked = first;
+  stacked.data = w.data();
+  stacked.shape = {experts, out, in};
+  return float_view(ckpt_, stacked, stacked.shape, experts);
 }
 
 }  // namespace moex::model::engine

@@ -1,7 +1,8 @@
 // Binds checkpoint tensors to the views the engine computes with, without copying: a module
 // path becomes an ops::Linear (MLX affine-quantized when P.scales exists, else float), a
-// float vector, or a stacked expert projection. Per-expert Hugging Face layouts are the one
-// exception: they are stacked into owned buffers. Every mismatch is a moex::Error naming the
+// float vector, or a stacked expert projection, in any weight format (quantized or F32/F16/
+// BF16). Per-expert Hugging Face layouts are the one exception: they are stacked into owned
+// buffers. Every mismatch is a moex::Error naming the
 // tensor, what was expected and what was found.
 #pragma once
 
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +37,7 @@ class WeightBinder {
   ops::FloatVec tensor(const std::string& tensor, const std::vector<int64_t>& shape);
   bool has(const std::string& tensor) const { return ckpt_.find(tensor) != nullptr; }
 
-  // Stacked experts `path` ([experts][out][in], quantized) as a kernel view.
+  // Stacked experts `path` ([experts][out][in], quantized or unquantized) as a kernel view.
   kernels::QuantWeightsView stacked(const std::string& path, int64_t experts, int64_t out,
                                     int64_t in);
   // Per-expert modules (pattern with "{e}") stacked into owned storage, same result.
@@ -50,6 +52,9 @@ class WeightBinder {
     int bits = 0, group_size = 0;
     quant::Mode mode = quant::Mode::kAffine;
   };
+  // Per-expert unquantized weights (name_of(e) + ".weight") copied into one stack.
+  kernels::QuantWeightsView stack_float_experts(const std::function<std::string(int64_t)>& name_of,
+                                                int64_t experts, int64_t out, int64_t in);
   // Validates P.weight/P.scales/P.biases for leading dims `lead` and input width `in`.
   QuantParts quant_parts(const std::string& path, const std::vector<int64_t>& lead, int64_t in);
 

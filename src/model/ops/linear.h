@@ -1,32 +1,34 @@
-// Dense layers over checkpoint weights without copies: a weight matrix [n][k] is either MLX
-// affine-quantized (packed rows + scales/biases) or float (F32/F16/BF16), plus an optional
-// bias. linear() computes out[r] = W x[r] + b for a batch of rows (prefill) or one (decode);
-// embedding_row() reads one row of a table (token embedding lookup).
+// Dense layers over checkpoint weights without copies: a weight matrix [n][k] in any
+// quant::Format (MLX affine or fp-mode quantized, or unquantized F32/F16/BF16: one view type),
+// plus an optional bias. linear() computes out[r] = W x[r] + b for a batch of rows (prefill)
+// or one (decode); embedding_row() reads one row of a table (token embedding lookup).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "core/dtype.h"
+#include "kernels/moe_contract.h"
 #include "model/ops/float_vec.h"
 #include "quant/view.h"
 
 namespace moex::model::ops {
 
 struct MatrixRef {
-  quant::QuantMatrixView q;     // used when quantized(): rows = n, k = k
-  const void* dense = nullptr;  // float weights [n][k] otherwise
-  DType dense_dtype = DType::F32;
+  quant::QuantMatrixView q;  // rows = n, k = k; mode kFloat for unquantized weights
   int64_t n = 0, k = 0;
 
-  bool quantized() const { return q.w != nullptr; }
-  bool valid() const { return quantized() || dense != nullptr; }
+  bool quantized() const { return q.mode != quant::Mode::kFloat; }
+  bool valid() const { return q.w != nullptr; }
   // Bytes of weight data read by one full pass (scales and biases included).
   int64_t weight_bytes() const;
 };
 
 MatrixRef quantized_matrix(const quant::QuantMatrixView& v);
+// An unquantized matrix of F32, F16 or BF16 elements.
 MatrixRef dense_matrix(const void* data, DType dtype, int64_t n, int64_t k);
+// The matrix as a one-expert stack, the view the row kernels take.
+kernels::QuantWeightsView as_one_expert(const MatrixRef& m);
 
 struct Linear {
   MatrixRef w;
@@ -40,11 +42,10 @@ struct LinearArgs {
   int64_t rows = 1;
   float* out = nullptr;      // [rows][n]; must not alias x
 };
-// Every weight row is read once for all `rows` inputs; parallel over output rows.
-// Quantized weights must pass linear_unsupported_reason() (checked when weights are bound).
+// Every weight row is read once for all `rows` inputs; parallel over output rows. The
+// weights must pass linear_unsupported_reason() (checked when weights are bound).
 void linear(const LinearArgs& a);
-// Several linears of the same input rows, e.g. q, k and v: with one row and quantized weights
-// they run as one parallel region over their concatenated output rows, x prepared once per
+// Several linears of the same input rows, e.g. q, k and v: with one row they run as one parallel region over their concatenated output rows, x prepared once per
 // weight format (a decode step then has one join instead of one per matrix); otherwise one
 // linear() each. Outputs are bit-identical to separate linear() calls.
 void linear_same_input(const Linear* const* lins, float* const* outs, int count, const float* x,
@@ -52,8 +53,8 @@ void linear_same_input(const Linear* const* lins, float* const* outs, int count,
 // nullptr if linear() can run this matrix, else why not (the kernels' preconditions).
 const char* linear_unsupported_reason(const MatrixRef& m);
 
-// out[k] = row r of the matrix as f32 (quantized: scale * q + bias computed in f32, which is
-// mx.dequantize's value exactly for f32 scales).
+// out[k] = row r of the matrix as f32 (affine: scale * q + bias computed in f32, which is
+// mx.dequantize's value exactly for f32 scales; unquantized: the elements widened).
 void embedding_row(const MatrixRef& table, int64_t r, float* out);
 
 }  // namespace moex::model::ops

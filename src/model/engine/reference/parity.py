@@ -4,6 +4,7 @@
 # float tensors are f32, or are cast to f32 with --f32-compute).
 # Usage: parity.py MOEX_EXE MODEL_DIR --prompt-ids 1,2,3 [--steps 32] [--fused on,off]
 #        [--tol 1e-3] [--f32-compute] [--make-preset tiny-qwen3-moe [--dtype f32]]
+#        [--mlx-convert '--q-mode mxfp4' | --mlx-convert-float bfloat16]
 #        [--set text_config.attention_chunk_size=8 ...]
 # With --make-preset, MODEL_DIR is (re)created first by `moex make-model --preset P --dtype D`;
 # --set then edits config.json fields (dotted path = JSON value) before both sides load it,
@@ -67,9 +68,18 @@ def main():
                          " with `python -m mlx_lm convert -q` plus these space-separated"
                          " arguments (e.g. '--q-mode mxfp4'): the checkpoint mlx-lm's converter"
                          " writes, with its own quantization choices")
+    ap.add_argument("--mlx-convert-float", default=None, metavar="DTYPE",
+                    help="with --make-preset: write a float checkpoint (--bits 0) and convert it"
+                         " without quantization, `python -m mlx_lm convert --dtype DTYPE`"
+                         " (float16, bfloat16 or float32): mlx-lm's unquantized checkpoint")
     ap.add_argument("--make-arg", action="append", default=[],
                     help="extra make-model argument (e.g. --make-arg=--mode --make-arg=mxfp4)")
     ap.add_argument("--set", action="append", default=[], help="config.json edit PATH=JSON")
+    ap.add_argument("--dequantize", default=None, metavar="REGEX",
+                    help="replace every quantized module whose path matches REGEX by its"
+                         " mx.dequantize'd float weight (a model mixing float and quantized"
+                         " layers, as mlx-lm leaves a layer whose width is no multiple of the"
+                         " group size)")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--f32-compute", action="store_true")
     ap.add_argument("--threads", default=None)
@@ -78,8 +88,9 @@ def main():
     ids = [int(x) for x in a.prompt_ids.split(",")]
     if a.make_preset:
         import shutil
-        out = a.model + "-float" if a.mlx_convert else a.model
-        extra = ["--bits", "0"] if a.mlx_convert else []
+        converts = a.mlx_convert or a.mlx_convert_float
+        out = a.model + "-float" if converts else a.model
+        extra = ["--bits", "0"] if converts else []
         mk = [a.moex, "make-model", "--preset", a.make_preset, "--dtype", a.dtype, "--out",
               out, "-q"] + extra + a.make_arg
         for d in {out, a.model}:
@@ -89,15 +100,17 @@ def main():
         if r.returncode != 0:
             print(f"parity: make-model failed ({r.returncode}): {' '.join(mk)}\n{r.stderr}")
             sys.exit(2)
-        if a.mlx_convert:
-            cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", out, "--mlx-path",
-                  a.model, "-q"] + a.mlx_convert.split()
+        if converts:
+            cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", out, "--mlx-path", a.model]
+            cv += ["-q"] + a.mlx_convert.split() if a.mlx_convert else ["--dtype", a.mlx_convert_float]
             r = subprocess.run(cv, capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"parity: mlx_lm convert failed ({r.returncode}): {' '.join(cv)}\n{r.stderr}")
                 sys.exit(2)
-            print(f"parity: mlx_lm convert {a.mlx_convert}: quantization "
+            print(f"parity: mlx_lm convert {a.mlx_convert or a.mlx_convert_float}: quantization "
                   f"{json.load(open(os.path.join(a.model, 'config.json'))).get('quantization')}")
+    if a.dequantize:
+        dequantize_modules(a.model, a.dequantize)
     if a.set:
         path = os.path.join(a.model, "config.json")
         cfg = json.load(open(path))
@@ -114,6 +127,44 @@ def main():
     for mode in a.fused.split(","):
         failed |= not compare(a, mode, ref, ref_toks)
     sys.exit(1 if failed else 0)
+
+
+def dequantize_modules(model_dir, pattern):
+    import glob
+    import re
+    path = os.path.join(model_dir, "config.json")
+    cfg = json.load(open(path))
+    q = cfg["quantization"]
+    count = 0
+    for f in sorted(glob.glob(os.path.join(model_dir, "*.safetensors"))):
+        t = mx.load(f)
+        for name in [n for n in t if n.endswith(".scales")]:
+            mod = name[: -len(".scales")]
+            if not re.search(pattern, mod):
+                continue
+            mq = q.get(mod) if isinstance(q.get(mod), dict) else q
+            w = mx.dequantize(t[mod + ".weight"], t[name], t.get(mod + ".biases"),
+                              group_size=mq["group_size"], bits=mq["bits"],
+                              mode=mq.get("mode", q.get("mode", "affine")))
+            t[mod + ".weight"] = w.astype(t[name].dtype if t[name].dtype != mx.uint8 else mx.float32)
+            for part in (".scales", ".biases"):
+                t.pop(mod + part, None)
+            q.pop(mod, None)
+            count += 1
+        mx.save_safetensors(f, t, metadata={"format": "mlx"})
+    json.dump(cfg, open(path, "w"), indent=1)
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):  # drop the removed scales / biases from the weight map
+        idx = json.load(open(index))
+        for f in sorted(glob.glob(os.path.join(model_dir, "*.safetensors"))):
+            names = set(mx.load(f))
+            base = os.path.basename(f)
+            idx["weight_map"] = {k: v for k, v in idx["weight_map"].items()
+                                 if v != base or k in names}
+        json.dump(idx, open(index, "w"), indent=1)
+    print(f"parity: dequantized {count} modules matching {pattern!r}")
+    if count == 0:
+        sys.exit(2)
 
 
 def compare(a, mode, ref, ref_toks):
