@@ -86,6 +86,20 @@ foreach(family qwen3-moe qwen2-moe lfm2-moe)
   set_tests_properties(engine_parity_tiny-${family}_mlx_convert_g128 PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# A Hugging Face-layout directory (what mlx_lm.load also accepts): bf16, every expert its
+# own tensors (experts.E.gate_proj / Mixtral's w1 ...), two shards with an index; moex stacks
+# the experts at load. (An OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2
+# itself, whose sanitize stacks no bias tensors, and by moex with a message.)
+foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe)
+  add_test(NAME engine_parity_tiny-${family}_hf_layout
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
+            --make-preset tiny-${family} --make-arg=--bits --make-arg=0 --dtype bf16
+            --f32-compute --hf-layout --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+            --fused on,off --tol 1e-5)
+  set_tests_properties(engine_parity_tiny-${family}_hf_layout PROPERTIES LABELS reference
+                       TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections
 # replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
 # width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate

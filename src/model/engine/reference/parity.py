@@ -72,6 +72,10 @@ def main():
                     help="with --make-preset: write a float checkpoint (--bits 0) and convert it"
                          " without quantization, `python -m mlx_lm convert --dtype DTYPE`"
                          " (float16, bfloat16 or float32): mlx-lm's unquantized checkpoint")
+    ap.add_argument("--hf-layout", action="store_true",
+                    help="with --make-preset: rewrite the (float) checkpoint into the Hugging"
+                         " Face layout mlx_lm.load also accepts: every expert its own tensors"
+                         " (experts.E.gate_proj / w1 ...), split over two shards with an index")
     ap.add_argument("--make-arg", action="append", default=[],
                     help="extra make-model argument (e.g. --make-arg=--mode --make-arg=mxfp4)")
     ap.add_argument("--set", action="append", default=[], help="config.json edit PATH=JSON")
@@ -111,6 +115,8 @@ def main():
                   f"{json.load(open(os.path.join(a.model, 'config.json'))).get('quantization')}")
     if a.dequantize:
         dequantize_modules(a.model, a.dequantize)
+    if a.hf_layout:
+        to_hf_layout(a.model)
     if a.set:
         path = os.path.join(a.model, "config.json")
         cfg = json.load(open(path))
@@ -127,6 +133,48 @@ def main():
     for mode in a.fused.split(","):
         failed |= not compare(a, mode, ref, ref_toks)
     sys.exit(1 if failed else 0)
+
+
+# The Hugging Face names of stacked expert projections, as mlx-lm's sanitize() maps them back:
+# Mixtral and PhiMoE call gate/down/up w1/w2/w3 under block_sparse_moe, the Qwen and OLMoE
+# families keep the projection names under mlp.
+HF_EXPERT_NAMES = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+
+
+def to_hf_layout(model_dir):
+    import glob
+    files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
+    tensors = {}
+    for f in files:
+        tensors.update(mx.load(f))
+        os.remove(f)
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        os.remove(index)
+    out, split = {}, 0
+    for name, t in tensors.items():
+        if ".switch_mlp." not in name:
+            out[name] = t
+            continue
+        prefix, rest = name.split(".switch_mlp.")
+        proj, part = rest.split(".", 1)
+        hf = HF_EXPERT_NAMES[proj] if prefix.endswith("block_sparse_moe") else proj
+        for e in range(t.shape[0]):
+            out[f"{prefix}.experts.{e}.{hf}.{part}"] = t[e]
+        split += 1
+    if split == 0:
+        print("parity: --hf-layout found no stacked experts to split")
+        sys.exit(2)
+    names = sorted(out)
+    shards = [names[: len(names) // 2], names[len(names) // 2:]]
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        mx.save_safetensors(os.path.join(model_dir, fname), {n: out[n] for n in shard},
+                            metadata={"format": "pt"})
+        weight_map.update({n: fname for n in shard})
+    json.dump({"metadata": {}, "weight_map": weight_map}, open(index, "w"), indent=1)
+    print(f"parity: Hugging Face layout: {split} stacked projections split per expert")
 
 
 def dequantize_modules(model_dir, pattern):
