@@ -206,6 +206,8 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
     std::memcpy(w.data() + wb * uint64_t(e), p.w->data, wb);
     std::memcpy(s.data() + sb * uint64_t(e), p.scales->data, sb);
     if (has_biases) std::memcpy(b.data() + sb * uint64_t(e), p.biases->data, sb);
+    for (const io::TensorInfo* t : {p.w, p.scales, p.biases})
+      if (t) ckpt_.release_pages(*t);  // the copies replace them: peak stays one copy
   }
   copied_bytes_ += int64_t((wb + (has_biases ? 2 : 1) * sb) * uint64_t(experts));
   kernels::QuantWeightsView v;
