@@ -18,6 +18,8 @@
 #include "harness/sweep_run.h"
 #include "harness/sweep_settings.h"
 #include "harness/sweep_summary.h"
+#include "moe/dispatch_policy.h"
+#include "moe/moe_backend.h"
 #include "tools/command.h"
 #include "tools/util_bench_json.h"
 #include "tools/util_flags.h"
@@ -39,6 +41,7 @@ struct SweepOptions {
   std::string models_dir = "models";
   std::string bench_exe;  // testing hook: a stand-in for `moex`
   int64_t cap = 0;        // cap to judge; 0 = the backend default printed by bench-decode
+  std::string backend = "cpu";  // where each run's MoE layers run (bench-decode --backend)
 };
 
 bool is_dir(const std::string& p) { return std::filesystem::is_directory(p); }
@@ -82,6 +85,7 @@ harness::SweepRun measure(const std::string& label, const std::string& dir, harn
                                    "--repeats", "1", "--fused",
                                    arm == harness::Arm::kFused ? "on" : "off", "-o", "json"};
   if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
+  argv.insert(argv.end(), {"--backend", o.backend});
   auto r = run_process(argv);
   harness::SweepRun run_row;
   if (r.exit_code != 0) {
@@ -109,6 +113,7 @@ void check_or_record_settings(const SweepOptions& o, const std::vector<harness::
   now.n = o.n;
   now.warmup_tokens = o.warmup;
   now.threads = o.threads;
+  now.backend = o.backend;
   const std::string path = harness::settings_path_for(o.out);
   const std::optional<harness::SweepSettings> recorded =
       std::filesystem::exists(o.out) ? harness::read_settings(path) : std::nullopt;
@@ -120,7 +125,13 @@ void check_or_record_settings(const SweepOptions& o, const std::vector<harness::
   if (!recorded) harness::write_settings(path, now);
 }
 
-int run_sweep(const SweepOptions& o) {
+int run_sweep(SweepOptions o) {
+  const moe::Backend backend = moe::parse_backend(lowercase(o.backend), "--backend");
+  o.backend = moe::backend_name(backend);
+  if (backend == moe::Backend::kCuda) {
+    if (o.threads > 0) fail("sweep: --threads is a CPU flag; it cannot be used with --backend cuda");
+    if (o.bench_exe.empty()) moe::moe_backend(backend);  // throws: not built in, or no device
+  }
   const std::string exe = o.bench_exe.empty() ? self_exe_path() : o.bench_exe;
   if (o.out.empty()) fail("--out: empty path; expected the raw CSV file");
   if (o.prompt.empty()) fail("-p: empty prompt; expected text to decode after");
@@ -228,11 +239,14 @@ std::function<int()> setup(CLI::App& sub) {
       ->type_name("FILE")
       ->capture_default_str();
   sub.add_flag("--resume", o->resume,
-               "skip runs already in --out (same -n, -p, --warmup-tokens, --threads)");
+               "skip runs already in --out (same -n, -p, --warmup-tokens, --threads, --backend)");
   sub.add_option("--models-dir", o->models_dir, "where preset checkpoints are built")
       ->type_name("DIR")
       ->capture_default_str();
   sub.add_option("--cap", o->cap, "cap to judge (default: the backend default)")->check(CLI::Range(1, 1 << 24));
+  sub.add_option("--backend", o->backend,
+                 "where each run's MoE layers run: cpu (default) or cuda (bench-decode --backend)")
+      ->capture_default_str();
   sub.add_option("--bench-exe", o->bench_exe, "executable to run instead of moex (tests)")->group("");
   return [o] { return run_sweep(*o); };
 }

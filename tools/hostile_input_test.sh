@@ -130,6 +130,12 @@ row "sweep --resume with another -n" 2 "-n: the runs so far were measured with 5
 row "sweep --resume with another --warmup-tokens" 2 "--warmup-tokens" \
   env FAKE_COUNTER="$work/counter" FAKE_FAULT=none "$m" sweep -m "$work/narrow" --repeats 2 -n 50 \
   --warmup-tokens 3 --bench-exe "$fake" --out "$work/resume.csv" --resume
+row "sweep --resume with another --backend" 2 "--backend: the runs so far were measured with cpu" \
+  env FAKE_COUNTER="$work/counter" FAKE_FAULT=none "$m" sweep -m "$work/narrow" --repeats 2 -n 50 \
+  --backend cuda --bench-exe "$fake" --out "$work/resume.csv" --resume
+row "sweep --backend tpu" 2 "--backend" "$m" sweep -m "$work/narrow" --backend tpu --out "$work/b.csv"
+row "sweep --backend cuda --threads 2" 2 "--threads is a CPU flag" \
+  "$m" sweep -m "$work/narrow" --backend cuda --threads 2 --out "$work/b.csv"
 echo "== hostile checkpoints"
 row "config.json is a FIFO" 2 "config.json" "${g[@]}" -m "$work/fifo"
 row "config.json links to /dev/zero" 2 "config.json" "${g[@]}" -m "$work/zero"

@@ -38,7 +38,8 @@ std::string settings_to_json(const SweepSettings& s) {
                   {"prompt", s.prompt},
                   {"n", s.n},
                   {"warmup_tokens", s.warmup_tokens},
-                  {"threads", s.threads}};
+                  {"threads", s.threads},
+                  {"backend", s.backend}};
   return j.dump(2) + "\n";
 }
 
@@ -52,6 +53,7 @@ SweepSettings parse_settings(std::string_view text, const std::string& path) {
   s.n = field<int64_t>(j, "n", path);
   s.warmup_tokens = field<int64_t>(j, "warmup_tokens", path);
   s.threads = field<int>(j, "threads", path);
+  if (j.contains("backend")) s.backend = field<std::string>(j, "backend", path);
   return s;
 }
 
@@ -85,6 +87,7 @@ std::optional<std::string> settings_mismatch(const SweepSettings& recorded,
         "--threads",
         recorded.threads == 0 ? std::string("all cores") : std::to_string(recorded.threads),
         now.threads == 0 ? std::string("all cores") : std::to_string(now.threads));
+  if (recorded.backend != now.backend) return differ("--backend", recorded.backend, now.backend);
   if (recorded.prompt != now.prompt)
     return differ("-p", "'" + recorded.prompt + "'", "'" + now.prompt + "'");
   return std::nullopt;
@@ -99,6 +102,9 @@ std::optional<std::string> rows_mismatch(const std::vector<SweepRun>& rows,
     if (now.threads > 0 && r.threads > 0 && r.threads != now.threads)
       return str_cat("--threads: run ", r.run, " of ", r.model, " (", arm_name(r.arm),
                      ") ran with ", r.threads, ", this sweep asks for ", now.threads);
+    if (!r.backend.empty() && r.backend != now.backend)
+      return str_cat("--backend: run ", r.run, " of ", r.model, " (", arm_name(r.arm),
+                     ") ran on ", r.backend, ", this sweep asks for ", now.backend);
   }
   return std::nullopt;
 }

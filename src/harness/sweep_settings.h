@@ -18,6 +18,7 @@ struct SweepSettings {
   int64_t n = 0;              // decode tokens per run (-n)
   int64_t warmup_tokens = 0;  // --warmup-tokens
   int threads = 0;            // --threads; 0: all cores
+  std::string backend = "cpu";  // --backend (a settings file without the field: cpu)
 };
 
 // "runs.csv" -> "runs.settings.json" (a path without ".csv" gets the suffix appended).

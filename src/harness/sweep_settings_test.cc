@@ -63,6 +63,7 @@ TEST(SweepSettings, EachDifferingSettingIsNamed) {
       {"--warmup-tokens", [](SweepSettings& s) { s.warmup_tokens = 20; }},
       {"--threads", [](SweepSettings& s) { s.threads = 0; }},
       {"-p", [](SweepSettings& s) { s.prompt = "other"; }},
+      {"--backend", [](SweepSettings& s) { s.backend = "cuda"; }},
   };
   for (const Case& c : cases) {
     SweepSettings now = base();
@@ -89,6 +90,23 @@ TEST(SweepSettings, RowsOfAnOlderCsvAreChecked) {
   EXPECT_EQ(rows_mismatch({r}, now)->rfind("--threads:", 0), 0u);
   now.threads = 0;  // all cores: a row's reported count cannot contradict it
   EXPECT_FALSE(rows_mismatch({r}, now).has_value());
+  r.backend = "cpu";
+  now = base();
+  now.backend = "cuda";
+  ASSERT_TRUE(rows_mismatch({r}, now).has_value());
+  EXPECT_EQ(rows_mismatch({r}, now)->rfind("--backend:", 0), 0u);
+}
+
+// A settings file written before --backend existed was measured on the CPU.
+TEST(SweepSettings, AFileWithoutBackendMeansCpu) {
+  const SweepSettings s = parse_settings(
+      "{\"format\": \"moex-sweep-settings-1\", \"prompt\": \"p\", \"n\": 50,"
+      " \"warmup_tokens\": 2, \"threads\": 0}",
+      "old.settings.json");
+  EXPECT_EQ(s.backend, "cpu");
+  SweepSettings now = s;
+  now.backend = "cuda";
+  EXPECT_EQ(settings_mismatch(s, now)->rfind("--backend:", 0), 0u);
 }
 
 }  // namespace

@@ -84,9 +84,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   resident_at_open_ = file_bytes_ ? resident_bytes / double(file_bytes_) : 1.0;
   if (opt.populate)
     for (const auto& f : ckpt_.files()) f->populate();
-  // The MoE layers run on the chosen backend (its capability is a policy input); the rest of
-  // the step runs on the host CPU until the whole-model ops have a device implementation.
-  policy_.backend = &moe::moe_backend(opt.backend);
+  // Every op runs on the chosen backend; its MoE backend's capability is a policy input.
+  be_ = &model_backend(opt.backend);
+  policy_.backend = &be_->moe();
   policy_.settings = opt.fused;
   policy_.calibration = opt.calibration;
   const std::string config_path = dir_ + "/config.json";
@@ -110,10 +110,10 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
     if (plan.mixer != MixerKind::kAttention)
-      conv_[size_t(i)] = std::make_unique<ShortConv>(w_.layers[size_t(i)].conv, cfg_.hidden,
+      conv_[size_t(i)] = std::make_unique<ShortConv>(*be_, w_.layers[size_t(i)].conv, cfg_.hidden,
                                                      cfg_.conv_kernel);
     if (plan.ffn == FfnKind::kMoe)
-      moe_[size_t(i)] = std::make_unique<MoeFfn>(cfg_, w_.layers[size_t(i)].moe, i, policy_);
+      moe_[size_t(i)] = std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_);
   }
   own_ = new_sequence();
   user_settings_ = policy_.settings;
@@ -242,10 +242,10 @@ void Engine::ensure_rows(int64_t n) {
 
 void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows) const {
   if (cfg_.norm == NormKind::kLayerNorm) {
-    ops::layer_norm({.x = x, .out = out, .weight = w.weight.data(), .bias = w.bias.data(),
+    be_->layer_norm({.x = x, .out = out, .weight = w.weight.data(), .bias = w.bias.data(),
                      .rows = rows, .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
   } else {
-    ops::rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows,
+    be_->rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows,
                    .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
   }
 }
@@ -260,10 +260,10 @@ void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q,
   const float eps = float(cfg_.qk_norm_eps);
   const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
   const int64_t hd = cfg_.head_dim;
-  ops::rms_norm({.x = q, .out = q, .weight = late ? nullptr : a.q_norm.data(),
+  be_->rms_norm({.x = q, .out = q, .weight = late ? nullptr : a.q_norm.data(),
                  .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.q_dim(),
                  .eps = eps});
-  ops::rms_norm({.x = k, .out = k, .weight = late ? nullptr : a.k_norm.data(),
+  be_->rms_norm({.x = k, .out = k, .weight = late ? nullptr : a.k_norm.data(),
                  .rows = per_head ? n * cfg_.kv_heads : n, .dim = per_head ? hd : cfg_.kv_dim(),
                  .eps = eps});
 }
@@ -273,12 +273,12 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
   const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
   float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
-  ops::linear_same_input(qkv, qkv_out, 3, xn_.data(), n);
+  be_->linear_same_input(qkv, qkv_out, 3, xn_.data(), n);
   clock.lap(DecodeOp::kAttentionProjections);
   qk_norm(plan, a, q_.data(), k_.data(), n, false);
   for (const Segment& s : segments_) attention_segment(layer, s);
   clock.lap(DecodeOp::kAttentionCore);
-  ops::linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
+  be_->linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
   clock.lap(DecodeOp::kAttentionProjections);
 }
 
@@ -292,8 +292,8 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
   float* k = k_.data() + s.row0 * cfg_.kv_dim();
   const float* v = v_.data() + s.row0 * cfg_.kv_dim();
   if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
-    rope_.apply_rows(q, n, cfg_.heads, hd, pos0);
-    rope_.apply_rows(k, n, cfg_.kv_heads, hd, pos0);
+    be_->rope(rope_, q, n, cfg_.heads, hd, pos0);
+    be_->rope(rope_, k, n, cfg_.kv_heads, hd, pos0);
   }
   qk_norm(plan, a, q, k, n, true);
   if (plan.attn_temperature) {
@@ -308,9 +308,9 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
     }
   }
   ops::KvCache& cache = s.seq->caches_[size_t(layer)];
-  cache.append(k, v, n);
+  be_->kv_append(cache, k, v, n);
   const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
-  ops::attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
+  be_->attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
                   .scale = scale, .out = att_.data() + s.row0 * cfg_.q_dim(),
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
 }
@@ -319,9 +319,9 @@ void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* ou
   const int64_t dff = m.gate.w.n;
   const ops::Linear* gate_up[] = {&m.gate, &m.up};
   float* gate_up_out[] = {gate_.data(), up_.data()};
-  ops::linear_same_input(gate_up, gate_up_out, 2, x, n);
-  ops::swiglu(gate_.data(), up_.data(), gate_.data(), n * dff);
-  ops::linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
+  be_->linear_same_input(gate_up, gate_up_out, 2, x, n);
+  be_->swiglu(gate_.data(), up_.data(), gate_.data(), n * dff);
+  be_->linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
 }
 
 void Engine::ffn_layer(int64_t layer, int64_t n) {
@@ -372,7 +372,7 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
   float* last = xn_.data();
   norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
   clock.lap(DecodeOp::kNormsResidual);
-  ops::linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+  be_->linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
   clock.lap(DecodeOp::kLmHead);
   end_step(n, profiled);
   return logits_.data();
@@ -406,7 +406,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
     run_rows(tokens + done, rows, clock);
     norm(w_.final_norm, h_.data(), xn_.data(), rows);
     clock.lap(DecodeOp::kNormsResidual);
-    ops::linear(
+    be_->linear(
         {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
     clock.lap(DecodeOp::kLmHead);
     done += rows;
@@ -420,7 +420,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
 void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   ensure_rows(n);
   const int64_t H = cfg_.hidden;
-  for (int64_t i = 0; i < n; ++i) ops::embedding_row(w_.embed, tokens[i], h_.data() + i * H);
+  be_->embedding_rows(w_.embed, tokens, n, h_.data());
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];

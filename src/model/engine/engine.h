@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "model/backend/model_backend.h"
 #include "model/engine/decode_profile.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
@@ -178,6 +179,7 @@ class Engine {
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
 
   std::string dir_;
+  const ModelBackend* be_ = nullptr;  // every op of the forward pass
   moe::MoePolicy policy_;
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into

@@ -39,9 +39,10 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
 }
 
 
-MoeFfn::MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
-               const moe::MoePolicy& policy)
-    : cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)) {
+MoeFfn::MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w,
+               int64_t layer, const moe::MoePolicy& policy)
+    : be_(be),
+      cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)) {
   layer_views_.experts = w.experts;
   layer_views_.experts.gate_bias = w.gate_bias.data();
   layer_views_.experts.up_bias = w.up_bias.data();
@@ -81,12 +82,12 @@ std::optional<moe::DispatchDecision> MoeFfn::shared_decision(int64_t tokens) con
 
 void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
                      MoeFfnScratch& s) {
-  const int64_t e = cfg_.moe.num_experts, k = cfg_.moe.top_k, h = cfg_.hidden;
+  const int64_t e = cfg_.moe.num_experts, k = cfg_.moe.top_k;
   // Grow only: resize() never shrinks capacity, so a decode step after a prefill reuses it.
   if (s.logits.size() < size_t(n * e)) s.logits.resize(size_t(n * e));
   if (s.ids.size() < size_t(n * k)) s.ids.resize(size_t(n * k));
   if (s.scores.size() < size_t(n * k)) s.scores.resize(size_t(n * k));
-  ops::linear({.lin = &w_.router, .x = x, .rows = n, .out = s.logits.data()});
+  be_.linear({.lin = &w_.router, .x = x, .rows = n, .out = s.logits.data()});
   router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
   s.expert_seen.assign(size_t(e), 0);
   int64_t distinct = 0;

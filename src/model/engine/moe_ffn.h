@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/backend/model_backend.h"
 #include "model/engine/model_weights.h"
 #include "model/model_config.h"
 #include "moe/dispatch_policy.h"
@@ -33,7 +34,9 @@ struct MoeFfnScratch {
 
 class MoeFfn {
  public:
-  MoeFfn(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const moe::MoePolicy& policy);
+  // policy.backend must be be.moe().
+  MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
+         const moe::MoePolicy& policy);
 
   // x [n][H] -> out [n][H] (overwritten).
   void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
@@ -46,6 +49,7 @@ class MoeFfn {
   void set_policy(const moe::MoePolicy& policy);
  private:
 
+  const ModelBackend& be_;
   const ModelConfig& cfg_;
   const MoeWeights& w_;
   int64_t layer_;

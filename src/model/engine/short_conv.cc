@@ -5,8 +5,9 @@
 
 namespace moex::model::engine {
 
-ShortConv::ShortConv(const ShortConvWeights& w, int64_t hidden, int64_t kernel)
-    : w_(w), hidden_(hidden), kernel_(kernel) {}
+ShortConv::ShortConv(const ModelBackend& be, const ShortConvWeights& w, int64_t hidden,
+                     int64_t kernel)
+    : be_(be), w_(w), hidden_(hidden), kernel_(kernel) {}
 
 void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
                         ShortConvScratch& scratch) const {
@@ -20,7 +21,7 @@ void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
   std::vector<float>& bcx = scratch.bcx;
   std::vector<float>& padded = scratch.padded;
   std::vector<float>& ys = scratch.y;
-  ops::linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
+  be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
   // padded = [state; B * x]
   std::copy(state, state + keep * H, padded.begin());
   for (int64_t t = 0; t < n; ++t) {
@@ -43,7 +44,7 @@ void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
     }
   }
   std::copy(padded.begin() + n * H, padded.begin() + (n + keep) * H, state);
-  ops::linear({.lin = &w_.out_proj, .x = ys.data(), .rows = n, .out = out});
+  be_.linear({.lin = &w_.out_proj, .x = ys.data(), .rows = n, .out = out});
 }
 
 }  // namespace moex::model::engine

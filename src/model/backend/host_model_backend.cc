@@ -1,0 +1,61 @@
+// The host implementation of the whole-model ops (model/ops: SIMD per the active ISA, threads
+// of core/parallel), paired with a MoE backend: the CPU one, or CUDA's with the experts on
+// the device while every other op of the step runs here.
+#include <memory>
+
+#include "model/backend/model_backend.h"
+#include "model/ops/softmax.h"
+
+namespace moex::model {
+namespace {
+
+class HostModelBackend final : public ModelBackend {
+ public:
+  explicit HostModelBackend(const moe::MoeBackend& moe) : moe_(moe) {}
+
+  moe::Backend kind() const override { return moe_.kind(); }
+  OpsMemory memory() const override { return OpsMemory::kHost; }
+  const moe::MoeBackend& moe() const override { return moe_; }
+
+  void linear(const ops::LinearArgs& a) const override { ops::linear(a); }
+  void linear_same_input(const ops::Linear* const* lins, float* const* outs, int count,
+                         const float* x, int64_t rows) const override {
+    ops::linear_same_input(lins, outs, count, x, rows);
+  }
+  void rms_norm(const ops::RmsNormArgs& a) const override { ops::rms_norm(a); }
+  void layer_norm(const ops::LayerNormArgs& a) const override { ops::layer_norm(a); }
+  void rope(const ops::Rope& rope, float* x, int64_t rows, int64_t heads, int64_t head_dim,
+            int64_t pos0) const override {
+    rope.apply_rows(x, rows, heads, head_dim, pos0);
+  }
+  void kv_append(ops::KvCache& cache, const float* k, const float* v,
+                 int64_t rows) const override {
+    cache.append(k, v, rows);
+  }
+  void attention(const ops::AttentionArgs& a) const override { ops::attention(a); }
+  void embedding_rows(const ops::MatrixRef& table, const int32_t* tokens, int64_t n,
+                      float* out) const override {
+    for (int64_t i = 0; i < n; ++i) ops::embedding_row(table, tokens[i], out + i * table.k);
+  }
+  void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {
+    ops::swiglu(gate, up, out, n);
+  }
+
+ private:
+  const moe::MoeBackend& moe_;
+};
+
+}  // namespace
+
+const ModelBackend& model_backend(moe::Backend kind) {
+  if (kind == moe::Backend::kCpu) {
+    static const HostModelBackend cpu(moe::cpu_moe_backend());
+    return cpu;
+  }
+  // The CUDA MoE backend (throws when not built in or without a device); one instance.
+  static const std::unique_ptr<HostModelBackend> cuda =
+      std::make_unique<HostModelBackend>(moe::moe_backend(moe::Backend::kCuda));
+  return *cuda;
+}
+
+}  // namespace moex::model

@@ -1,0 +1,59 @@
+// The contract a backend implements for the whole-model ops of a forward pass, one
+// implementation per backend (MLX's pattern: one contract per op): linear layers in every
+// weight format, norms, RoPE, the KV cache and attention, the embedding lookup, the dense
+// MLP's activation, and the MoE block's backend (moe/moe_backend.h). The engine, the MoE
+// FFN and the short convolution call model/ops only through it; two small loops still run
+// inline on host memory (Llama-4's per-position query temperature and LFM2's depthwise
+// convolution) and become ops when a backend keeps activations elsewhere.
+#pragma once
+
+#include <cstdint>
+
+#include "model/ops/attention.h"
+#include "model/ops/linear.h"
+#include "model/ops/norm.h"
+#include "model/ops/rope.h"
+#include "moe/moe_backend.h"
+
+namespace moex::model {
+
+// Where the activations, the KV cache and the non-expert weights live: host memory for every
+// backend today (the CUDA backend keeps only the MoE layers' experts on the device; the
+// device implementation of these ops is the CUDA engine's work, docs/architecture.md).
+enum class OpsMemory { kHost };
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+  // The backend this is (and the MoE block's): what --backend names.
+  virtual moe::Backend kind() const = 0;
+  virtual OpsMemory memory() const = 0;
+  virtual const moe::MoeBackend& moe() const = 0;
+
+  // out[r] = W x[r] + b (ops::linear's contract: every quant::Format, unquantized included).
+  virtual void linear(const ops::LinearArgs& a) const = 0;
+  // Several linears of the same rows, outputs bit-identical to separate linear() calls.
+  virtual void linear_same_input(const ops::Linear* const* lins, float* const* outs, int count,
+                                 const float* x, int64_t rows) const = 0;
+  virtual void rms_norm(const ops::RmsNormArgs& a) const = 0;
+  virtual void layer_norm(const ops::LayerNormArgs& a) const = 0;
+  // Rotates x[rows][heads][head_dim], row r at position pos0 + r.
+  virtual void rope(const ops::Rope& rope, float* x, int64_t rows, int64_t heads,
+                    int64_t head_dim, int64_t pos0) const = 0;
+  // Appends k, v [rows][kv_heads][head_dim] to the cache (moex::Error past its capacity).
+  virtual void kv_append(ops::KvCache& cache, const float* k, const float* v,
+                         int64_t rows) const = 0;
+  virtual void attention(const ops::AttentionArgs& a) const = 0;
+  // out[i] = row tokens[i] of the table, as f32, for i < n.
+  virtual void embedding_rows(const ops::MatrixRef& table, const int32_t* tokens, int64_t n,
+                              float* out) const = 0;
+  // out = silu(gate) * up elementwise over n values (the dense MLP's activation).
+  virtual void swiglu(const float* gate, const float* up, float* out, int64_t n) const = 0;
+};
+
+// The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws
+// moex::Error when the MoE backend of `kind` is not built in or cannot run here (as
+// moe::moe_backend).
+const ModelBackend& model_backend(moe::Backend kind);
+
+}  // namespace moex::model
