@@ -56,14 +56,7 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant
     q.w.resize(size_t(experts * n * k) * dtype_size(d));
     const std::vector<float> v = random_normal(experts * n * k, 0.05f, seed);
     for (size_t i = 0; i < v.size(); ++i) store_from_f32(q.w.data(), d, i, v[i]);
-    q.view.w = q.w.data();
-    q.view.sb_dtype = d;
-    q.view.mode = quant::Mode::kFloat;
-    q.view.experts = experts;
-    q.view.n = n;
-    q.view.k = k;
-    q.view.bits = f.bits;
-    q.view.group_size = 0;
+    q.view = QuantWeightsView::dense(q.w.data(), d, experts, n, k);
     return q;
   }
   if (!quant::is_fp_mode(f.mode))

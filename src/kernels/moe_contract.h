@@ -31,6 +31,21 @@ struct QuantWeightsView {
   quant::Mode mode = quant::Mode::kAffine;
 
   quant::Format format() const { return {mode, bits, group_size, sb_dtype}; }
+  // An unquantized stack: experts x n rows x k elements of `dtype` (F32, F16 or BF16) at w.
+  static QuantWeightsView dense(const void* w, DType dtype, int64_t experts, int64_t n,
+                                int64_t k) {
+    const quant::Format f = quant::Format::dense(dtype);
+    QuantWeightsView v;
+    v.w = static_cast<const uint8_t*>(w);
+    v.sb_dtype = dtype;
+    v.mode = f.mode;
+    v.bits = f.bits;
+    v.group_size = f.group_size;
+    v.experts = experts;
+    v.n = n;
+    v.k = k;
+    return v;
+  }
 
   int64_t row_bytes() const { return k * bits / 8; }
   int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat

@@ -339,16 +339,7 @@ TEST(MoeBlock, SharedExpertPlainAndSigmoidGated) {
   std::vector<float> gate_f(256);
   for (int i = 0; i < 256; ++i) gate_f[i] = float(deq(gate_q, 0, 0, i));
   // The same gate unquantized: a 1 x 1 x 256 F32 view.
-  QuantWeightsView gate_dense;
-  const quant::Format dense = quant::Format::dense(DType::F32);
-  gate_dense.w = reinterpret_cast<const uint8_t*>(gate_f.data());
-  gate_dense.sb_dtype = DType::F32;
-  gate_dense.mode = dense.mode;
-  gate_dense.bits = dense.bits;
-  gate_dense.group_size = dense.group_size;
-  gate_dense.experts = 1;
-  gate_dense.n = 1;
-  gate_dense.k = 256;
+  const QuantWeightsView gate_dense = QuantWeightsView::dense(gate_f.data(), DType::F32, 1, 1, 256);
 
   for (int variant = 0; variant < 3; ++variant) {
     SharedExpert sh{shared_mlp.view()};

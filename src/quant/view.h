@@ -26,6 +26,19 @@ struct QuantMatrixView {
   Mode mode = Mode::kAffine;
 
   Format format() const { return {mode, bits, group_size, sb_dtype}; }
+  // An unquantized matrix: rows x k elements of `dtype` (F32, F16 or BF16) at w.
+  static QuantMatrixView dense(const void* w, DType dtype, int64_t rows, int64_t k) {
+    const Format f = Format::dense(dtype);
+    QuantMatrixView v;
+    v.w = static_cast<const uint8_t*>(w);
+    v.sb_dtype = dtype;
+    v.mode = f.mode;
+    v.bits = f.bits;
+    v.group_size = f.group_size;
+    v.rows = rows;
+    v.k = k;
+    return v;
+  }
 
   int64_t row_bytes() const { return packed_row_bytes(k, bits); }
   int64_t row_words() const { return packed_row_words(k, bits); }

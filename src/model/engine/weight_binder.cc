@@ -38,17 +38,8 @@ kernels::QuantWeightsView float_view(const io::Checkpoint& c, const io::TensorIn
                                      const std::vector<int64_t>& shape, int64_t experts) {
   require_float(c, t);
   require_shape(c, t, shape);
-  const quant::Format f = quant::Format::dense(t.dtype);
-  kernels::QuantWeightsView v;
-  v.w = t.data;
-  v.sb_dtype = t.dtype;
-  v.mode = f.mode;
-  v.bits = f.bits;
-  v.group_size = f.group_size;
-  v.experts = experts;
-  v.n = shape[shape.size() - 2];
-  v.k = shape.back();
-  return v;
+  return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, shape[shape.size() - 2],
+                                          shape.back());
 }
 
 }  // namespace

@@ -27,16 +27,7 @@ MatrixRef quantized_matrix(const quant::QuantMatrixView& v) {
 }
 
 MatrixRef dense_matrix(const void* data, DType dtype, int64_t n, int64_t k) {
-  const quant::Format f = quant::Format::dense(dtype);
-  quant::QuantMatrixView v;
-  v.w = static_cast<const uint8_t*>(data);
-  v.sb_dtype = dtype;
-  v.mode = f.mode;
-  v.bits = f.bits;
-  v.group_size = f.group_size;
-  v.rows = n;
-  v.k = k;
-  return quantized_matrix(v);
+  return quantized_matrix(quant::QuantMatrixView::dense(data, dtype, n, k));
 }
 
 kernels::QuantWeightsView as_one_expert(const MatrixRef& m) {
