@@ -63,30 +63,26 @@ std::vector<Case> case_table() {
         cases.push_back(c);
         ++i;
       }
-  // The fp modes (one format each), every activation, K = 1 and 8.
+  // The fp modes (one format each) and unquantized experts in each float dtype (widths that
+  // are no multiple of any SIMD block), every activation, K = 1 and 8.
+  struct Single {
+    quant::Mode mode;
+    DType sb;
+    int64_t din, dff;
+  };
+  std::vector<Single> singles;
   for (quant::Mode m : {quant::Mode::kMxfp4, quant::Mode::kMxfp8, quant::Mode::kNvfp4})
+    singles.push_back({m, DType::U8, 96, 160});
+  for (DType sb : sbs) singles.push_back({quant::Mode::kFloat, sb, 100, 72});
+  for (const Single& f : singles)
     for (Activation act : acts) {
       Case c;
-      c.spec.mode = m;
+      c.spec.mode = f.mode;
+      c.spec.sb = f.sb;
       c.spec.act = act;
       c.spec.experts = 10;
-      c.spec.din = 96;
-      c.spec.dff = 160;
-      c.top_k = i % 2 ? 8 : 1;
-      c.duplicates = i % 4 == 1;
-      cases.push_back(c);
-      ++i;
-    }
-  // Unquantized experts in each float dtype, widths that are no multiple of any SIMD block.
-  for (DType sb : sbs)
-    for (Activation act : acts) {
-      Case c;
-      c.spec.mode = quant::Mode::kFloat;
-      c.spec.sb = sb;
-      c.spec.act = act;
-      c.spec.experts = 10;
-      c.spec.din = 100;
-      c.spec.dff = 72;
+      c.spec.din = f.din;
+      c.spec.dff = f.dff;
       c.top_k = i % 2 ? 8 : 1;
       c.duplicates = i % 4 == 1;
       cases.push_back(c);
