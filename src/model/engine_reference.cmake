@@ -76,8 +76,10 @@ foreach(case qwen3-moe:bfloat16 olmoe-bias:float16 qwen2-moe:bfloat16)
   set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${fdtype} PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
-# Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128).
-foreach(family qwen3-moe qwen2-moe lfm2-moe)
+# Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128). Not
+# mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
+# dependencies the reference venv does not install.
+foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4)
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
@@ -87,10 +89,12 @@ foreach(family qwen3-moe qwen2-moe lfm2-moe)
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
 # A Hugging Face-layout directory (what mlx_lm.load also accepts): bf16, every expert its
-# own tensors (experts.E.gate_proj / Mixtral's w1 ...), two shards with an index; moex stacks
-# the experts at load. (An OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2
-# itself, whose sanitize stacks no bias tensors, and by moex with a message.)
-foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe)
+# own tensors (experts.E.gate_proj / Mixtral's and LFM2's w1 ...; Llama-4's fused
+# gate_up_proj [E, H, 2*Dff] and down_proj [E, Dff, H]; LFM2's conv weights [H, 1, L]), two
+# shards with an index; moex stacks (and for Llama-4 transposes) the experts at load. (An
+# OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
+# stacks no bias tensors, and by moex with a message.)
+foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout

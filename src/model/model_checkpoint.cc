@@ -220,8 +220,17 @@ class Checker {
         return;
       }
     }
-    check_weight(s, s.path, s.shape);
-    if (s.bias || s.kind == ModuleKind::kLayerNorm) check_bias(s, s.path, s.shape);
+    std::vector<int64_t> shape = s.shape;
+    if (s.kind == ModuleKind::kConv1d) {
+      // PyTorch's depthwise Conv1d weight [channels, 1, kernel] (a Hugging Face checkpoint)
+      // holds the same bytes in the same order as MLX's [channels, kernel, 1]; mlx-lm's
+      // sanitize transposes one into the other.
+      const io::TensorInfo* t = get(s.path + ".weight");
+      const std::vector<int64_t> torch = {s.shape[0], 1, s.shape[1]};
+      if (t && t->shape == torch) shape = torch;
+    }
+    check_weight(s, s.path, shape);
+    if (s.bias || s.kind == ModuleKind::kLayerNorm) check_bias(s, s.path, shape);
   }
 
   ModelCheckpoint& m_;

@@ -54,7 +54,11 @@ ShortConvWeights bind_short_conv(const ModelConfig& c, WeightBinder& b, const La
   ShortConvWeights w;
   w.in_proj = b.linear(n.conv_in, 3 * c.hidden, c.hidden, bias);
   w.out_proj = b.linear(n.conv_out, c.hidden, c.hidden, bias);
-  w.conv = b.tensor(n.conv + ".weight", {c.hidden, c.conv_kernel, 1});
+  // MLX's [H, L, 1] or PyTorch's [H, 1, L] (Hugging Face layout): the same bytes.
+  const std::string cw = n.conv + ".weight";
+  const std::vector<int64_t> torch = {c.hidden, 1, c.conv_kernel};
+  const bool torch_layout = b.has(cw) && b.shape_of(cw) == torch;
+  w.conv = b.tensor(cw, torch_layout ? torch : std::vector<int64_t>{c.hidden, c.conv_kernel, 1});
   if (c.conv_bias) w.bias = b.vector(n.conv + ".bias", c.hidden);
   return w;
 }
@@ -66,14 +70,23 @@ MoeWeights bind_moe(const ModelConfig& c, WeightBinder& b, const LayerPlan& l) {
   m.router = b.linear(n.router, p.num_experts, c.hidden, BiasMode::kNone);
   const int64_t dff = l.ffn_dff > 0 ? l.ffn_dff : p.expert_dff;
   const bool stacked = b.has(n.experts_up + ".weight");
-  m.stacked_in_checkpoint = stacked || n.hf_expert_up.empty();
+  // Llama-4's Hugging Face layout: gate and up in one [E, H, 2*Dff] tensor, down [E, Dff, H]
+  // (inputs first), transposed into stacks at load as mlx-lm's sanitize does.
+  const bool fused_hf = !stacked && !n.hf_experts_gate_up.empty() && b.has(n.hf_experts_gate_up);
+  m.stacked_in_checkpoint = stacked || (n.hf_expert_up.empty() && !fused_hf);
   auto proj = [&](const std::string& s, const std::string& hf, int64_t out, int64_t in) {
     return m.stacked_in_checkpoint ? b.stacked(s, p.num_experts, out, in)
                                    : b.stack_experts(hf, p.num_experts, out, in);
   };
-  m.experts.gate = proj(n.experts_gate, n.hf_expert_gate, dff, c.hidden);
-  m.experts.up = proj(n.experts_up, n.hf_expert_up, dff, c.hidden);
-  m.experts.down = proj(n.experts_down, n.hf_expert_down, c.hidden, dff);
+  if (fused_hf) {
+    m.experts.gate = b.transposed_experts(n.hf_experts_gate_up, p.num_experts, c.hidden, 2 * dff, 0, dff);
+    m.experts.up = b.transposed_experts(n.hf_experts_gate_up, p.num_experts, c.hidden, 2 * dff, dff, dff);
+    m.experts.down = b.transposed_experts(n.hf_experts_down, p.num_experts, dff, c.hidden, 0, c.hidden);
+  } else {
+    m.experts.gate = proj(n.experts_gate, n.hf_expert_gate, dff, c.hidden);
+    m.experts.up = proj(n.experts_up, n.hf_expert_up, dff, c.hidden);
+    m.experts.down = proj(n.experts_down, n.hf_expert_down, c.hidden, dff);
+  }
   m.experts.act = kernels::Activation::kSwiGLU;
   if (p.expert_linear_bias) {
     if (!m.stacked_in_checkpoint)

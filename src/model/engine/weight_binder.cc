@@ -243,4 +243,35 @@ kernels::QuantWeightsView WeightBinder::stack_float_experts(
   return float_view(ckpt_, stacked, stacked.shape, experts);
 }
 
+kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& tensor,
+                                                          int64_t experts, int64_t in,
+                                                          int64_t cols, int64_t col0, int64_t n) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, {experts, in, cols});
+  const size_t es = dtype_size(t.dtype);
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n * in) * es);
+  // Element copies by width (2 or 4 bytes), source rows read in order.
+  auto transpose = [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = reinterpret_cast<T*>(w.data());
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t i = 0; i < in; ++i) {
+        const uint8_t* row = t.data + size_t((e * in + i) * cols + col0) * es;
+        for (int64_t r = 0; r < n; ++r) {
+          T v;
+          std::memcpy(&v, row + size_t(r) * es, es);
+          dst[(e * n + r) * in + i] = v;
+        }
+      }
+  };
+  if (es == 2)
+    transpose(uint16_t{});
+  else
+    transpose(uint32_t{});
+  if (col0 + n == cols) ckpt_.release_pages(t);  // the last slice read: the copies replace it
+  copied_bytes_ += int64_t(w.size());
+  return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
+}
+
 }  // namespace moex::model::engine

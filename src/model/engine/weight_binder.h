@@ -36,6 +36,10 @@ class WeightBinder {
   // A float tensor of exactly this shape, flattened, as f32.
   ops::FloatVec tensor(const std::string& tensor, const std::vector<int64_t>& shape);
   bool has(const std::string& tensor) const { return ckpt_.find(tensor) != nullptr; }
+  // The shape of a tensor that has() (moex::Error naming it otherwise).
+  const std::vector<int64_t>& shape_of(const std::string& tensor) const {
+    return ckpt_.require(tensor).shape;
+  }
 
   // Stacked experts `path` ([experts][out][in], quantized or unquantized) as a kernel view.
   kernels::QuantWeightsView stacked(const std::string& path, int64_t experts, int64_t out,
@@ -43,7 +47,11 @@ class WeightBinder {
   // Per-expert modules (pattern with "{e}") stacked into owned storage, same result.
   kernels::QuantWeightsView stack_experts(const std::string& pattern, int64_t experts,
                                           int64_t out, int64_t in);
-  // Bytes copied by stack_experts so far (0 for stacked checkpoints).
+  // An unquantized [experts][in][cols] tensor (inputs first, as PyTorch's fused expert
+  // tensors), columns [col0, col0 + n) transposed into an owned [experts][n][in] stack.
+  kernels::QuantWeightsView transposed_experts(const std::string& tensor, int64_t experts,
+                                               int64_t in, int64_t cols, int64_t col0, int64_t n);
+  // Bytes copied by stack_experts / transposed_experts so far (0 for stacked checkpoints).
   int64_t stacked_copy_bytes() const { return copied_bytes_; }
 
  private:

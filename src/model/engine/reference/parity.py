@@ -136,7 +136,8 @@ def main():
 
 
 # The Hugging Face names of stacked expert projections, as mlx-lm's sanitize() maps them back:
-# Mixtral and PhiMoE call gate/down/up w1/w2/w3 under block_sparse_moe, the Qwen and OLMoE
+# Mixtral and PhiMoE call gate/down/up w1/w2/w3 under block_sparse_moe, LFM2-MoE under
+# feed_forward (whose short-conv weights are PyTorch's [H, 1, L]), the Qwen and OLMoE
 # families keep the projection names under mlp.
 HF_EXPERT_NAMES = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 
@@ -153,12 +154,28 @@ def to_hf_layout(model_dir):
         os.remove(index)
     out, split = {}, 0
     for name, t in tensors.items():
+        if name.endswith(".feed_forward.experts.gate_proj.weight"):
+            # Llama-4: gate and up as one [E, H, 2*Dff] tensor, down as [E, Dff, H]
+            prefix = name[: -len(".gate_proj.weight")]
+            up = tensors[prefix + ".up_proj.weight"]
+            out[prefix + ".gate_up_proj"] = mx.concatenate(
+                [t.swapaxes(1, 2), up.swapaxes(1, 2)], axis=-1)
+            out[prefix + ".down_proj"] = tensors[prefix + ".down_proj.weight"].swapaxes(1, 2)
+            split += 1
+            continue
+        if name.endswith(".feed_forward.experts.up_proj.weight") or \
+                name.endswith(".feed_forward.experts.down_proj.weight"):
+            continue
+        if name.endswith("conv.conv.weight") and t.ndim == 3 and t.shape[-1] == 1:
+            out[name] = t.swapaxes(1, 2)  # LFM2: PyTorch's Conv1d layout [H, 1, L]
+            continue
         if ".switch_mlp." not in name:
             out[name] = t
             continue
         prefix, rest = name.split(".switch_mlp.")
         proj, part = rest.split(".", 1)
-        hf = HF_EXPERT_NAMES[proj] if prefix.endswith("block_sparse_moe") else proj
+        renamed = prefix.endswith("block_sparse_moe") or prefix.endswith("feed_forward")
+        hf = HF_EXPERT_NAMES[proj] if renamed else proj
         for e in range(t.shape[0]):
             out[f"{prefix}.experts.{e}.{hf}.{part}"] = t[e]
         split += 1
