@@ -52,7 +52,8 @@ void attend_heads(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int6
   const int64_t hd = c.head_dim();
   const int64_t kvh = h0 / (a.heads / c.kv_heads());
   const int64_t pos = a.pos0 + r;
-  const int64_t first = a.chunk > 0 ? pos - pos % a.chunk : 0;  // keys first..pos
+  int64_t first = a.chunk > 0 ? pos - pos % a.chunk : 0;  // keys first..pos
+  if (a.window > 0) first = std::max(first, pos - a.window + 1);
   const int64_t n = pos + 1 - first, nh = h1 - h0;
   const float* q = a.q + (r * a.heads + h0) * hd;
   float* o = a.out + (r * a.heads + h0) * hd;
@@ -60,7 +61,12 @@ void attend_heads(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int6
     const float* k = c.key(first + t, kvh);
     for (int64_t j = 0; j < nh; ++j) scores[j * stride + t] = vec.dot(q + j * hd, k, hd) * a.scale;
   }
-  for (int64_t j = 0; j < nh; ++j) softmax(scores + j * stride, n);
+  for (int64_t j = 0; j < nh; ++j) {
+    if (a.sinks)
+      softmax_with_sink(scores + j * stride, n, a.sinks[h0 + j]);
+    else
+      softmax(scores + j * stride, n);
+  }
   for (int64_t i = 0; i < nh * hd; ++i) o[i] = 0.f;
   for (int64_t t = 0; t < n; ++t) {
     const float* v = c.value(first + t, kvh);

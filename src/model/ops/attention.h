@@ -46,9 +46,13 @@ struct AttentionArgs {
   float scale = 1.f;              // usually head_dim^-0.5
   float* out = nullptr;           // [rows][heads][head_dim]
   int64_t chunk = 0;              // > 0: Llama-4 chunked attention (see below)
+  int64_t window = 0;             // > 0: sliding window, row at p sees keys p-window+1..p
+  const float* sinks = nullptr;   // [heads] or nullptr: one extra softmax logit per head
+                                  // that takes mass and adds nothing (gpt-oss)
 };
 // Row r at position p = pos0 + r attends to positions [0, p] (causal), or with chunk > 0 to
-// [p - p % chunk, p] (its own chunk only, as mlx-lm's llama4 chunk mask). Parallel over
+// [p - p % chunk, p] (its own chunk only, as mlx-lm's llama4 chunk mask), or with window > 0
+// to [p - window + 1, p] (mlx-lm's window mask: the window includes the query's own key). Parallel over
 // (row, kv head, blocks of up to 4 of its query heads); a head's values do not depend on the
 // blocking.
 void attention(const AttentionArgs& a);

@@ -18,22 +18,23 @@ struct Case {
   int64_t heads, kv_heads, hd, len;
 };
 
-// out for query row at absolute position p (attends 0..p), head h.
+// out for query row at absolute position p (attends first..p), head h; with a sink logit the
+// softmax denominator has one more term exp(sink).
 std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k,
                               const std::vector<float>& v, const Case& c, int64_t p, int64_t h,
-                              double scale) {
+                              double scale, int64_t first = 0, const float* sink = nullptr) {
   const int64_t kvh = h / (c.heads / c.kv_heads);
-  std::vector<double> s(static_cast<size_t>(p + 1)), out(size_t(c.hd), 0.0);
-  double m = -1e300;
-  for (int64_t t = 0; t <= p; ++t) {
+  std::vector<double> s(static_cast<size_t>(p + 1), 0.0), out(size_t(c.hd), 0.0);
+  double m = sink ? double(*sink) : -1e300;
+  for (int64_t t = first; t <= p; ++t) {
     double d = 0;
     for (int64_t i = 0; i < c.hd; ++i) d += double(q[i]) * k[(t * c.kv_heads + kvh) * c.hd + i];
     s[t] = d * scale;
     m = std::max(m, s[t]);
   }
-  double z = 0;
-  for (auto& x : s) z += (x = std::exp(x - m));
-  for (int64_t t = 0; t <= p; ++t)
+  double z = sink ? std::exp(double(*sink) - m) : 0.0;
+  for (int64_t t = first; t <= p; ++t) z += (s[t] = std::exp(s[t] - m));
+  for (int64_t t = first; t <= p; ++t)
     for (int64_t i = 0; i < c.hd; ++i) out[i] += s[t] / z * v[(t * c.kv_heads + kvh) * c.hd + i];
   return out;
 }
@@ -103,6 +104,54 @@ TEST(Attention, ChunkedRowsSeeOnlyTheirChunk) {
   attention({.q = q.data(), .cache = &all, .rows = c.len, .pos0 = 0, .heads = c.heads,
              .scale = 0.3f, .out = causal.data()});
   for (int64_t i = 0; i < 4 * c.heads * c.hd; ++i) EXPECT_EQ(chunked[i], causal[i]);
+}
+
+// gpt-oss: a sliding window of 5 and one sink logit per head (some large enough to take most
+// of the mass, one -inf that takes none) against the double reference, prefill and decode.
+TEST(Attention, SlidingWindowAndSinksMatchTheReference) {
+  const Case c{8, 2, 16, 13};
+  const int64_t window = 5;
+  auto k = random_vec(c.len * c.kv_heads * c.hd, 50);
+  auto v = random_vec(c.len * c.kv_heads * c.hd, 51);
+  auto q = random_vec(c.len * c.heads * c.hd, 52, -2.f, 2.f);
+  const std::vector<float> sinks = {0.5f, -1.f, 3.f, 0.f, -INFINITY, 1.5f, -0.25f, 2.f};
+  KvCache cache(c.kv_heads, c.hd, c.len);
+  cache.append(k.data(), v.data(), c.len);
+  const float scale = 0.25f;
+  for (bool with_sinks : {false, true})
+    for (int64_t win : {int64_t{0}, window}) {
+      std::vector<float> out(q.size());
+      attention({.q = q.data(), .cache = &cache, .rows = c.len, .pos0 = 0, .heads = c.heads,
+                 .scale = scale, .out = out.data(), .window = win,
+                 .sinks = with_sinks ? sinks.data() : nullptr});
+      KvCache inc(c.kv_heads, c.hd, c.len);
+      const int64_t kvrow = c.kv_heads * c.hd, qrow = c.heads * c.hd;
+      for (int64_t r = 0; r < c.len; ++r) {
+        for (int64_t h = 0; h < c.heads; ++h) {
+          std::vector<float> qr(q.begin() + (r * c.heads + h) * c.hd,
+                                q.begin() + (r * c.heads + h + 1) * c.hd);
+          const int64_t first = win > 0 ? std::max<int64_t>(0, r - win + 1) : 0;
+          auto ref = reference(qr, k, v, c, r, h, scale, first,
+                               with_sinks ? &sinks[size_t(h)] : nullptr);
+          EXPECT_LT(max_abs_diff(out.data() + (r * c.heads + h) * c.hd, ref.data(), c.hd),
+                    (c.len + c.hd) * kEps * 8)
+              << "row " << r << " head " << h << " window " << win << " sinks " << with_sinks;
+        }
+        // Decoding the same row alone gives the same bits.
+        inc.append(k.data() + r * kvrow, v.data() + r * kvrow, 1);
+        std::vector<float> o(static_cast<size_t>(qrow));
+        attention({.q = q.data() + r * qrow, .cache = &inc, .rows = 1, .pos0 = r,
+                   .heads = c.heads, .scale = scale, .out = o.data(), .window = win,
+                   .sinks = with_sinks ? sinks.data() : nullptr});
+        EXPECT_EQ(0, std::memcmp(o.data(), out.data() + r * qrow, size_t(qrow) * 4)) << "row " << r;
+      }
+    }
+  // A sink takes mass: the output of a head with a huge sink is near zero.
+  const std::vector<float> huge(size_t(c.heads), 60.f);
+  std::vector<float> out(q.size());
+  attention({.q = q.data(), .cache = &cache, .rows = c.len, .pos0 = 0, .heads = c.heads,
+             .scale = scale, .out = out.data(), .sinks = huge.data()});
+  for (float x : out) EXPECT_LT(std::fabs(x), 1e-12f);
 }
 
 // Work units are (row, kv head, block of up to 4 query heads): a head's values must not depend

@@ -33,6 +33,25 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void softmax_with_sink(float* x, int64_t n, float sink) {
+  if (n <= 0) return;
+  const float m = std::max(row_max(x, n), sink);
+  if (!std::isfinite(m)) {  // a non-finite sink or score: as softmax over the n + 1 logits
+    int64_t cnt = sink == m;
+    for (int64_t i = 0; i < n; ++i) cnt += (x[i] == m);
+    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] == m && cnt) ? 1.f / float(cnt) : 0.f;
+    return;
+  }
+  float sum = std::exp(sink - m);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const float inv = 1.f / sum;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 void log_softmax(float* x, int64_t n) {
   if (n <= 0) return;
   const float m = row_max(x, n);

@@ -8,6 +8,10 @@ namespace moex::model::ops {
 
 // In place: x <- exp(x - max) / sum. Entries equal to -inf become 0.
 void softmax(float* x, int64_t n);
+// softmax over x[0..n) and one more logit `sink` that takes probability mass but has no
+// output (attention sinks, mx.fast.scaled_dot_product_attention's `sinks`): x[i] =
+// exp(x[i] - m) / (sum_j exp(x[j] - m) + exp(sink - m)), m the largest of all n + 1.
+void softmax_with_sink(float* x, int64_t n, float sink);
 // In place: x <- x - logsumexp(x).
 void log_softmax(float* x, int64_t n);
 // Index of the first maximum (NaN entries are never chosen unless all are NaN -> 0).
