@@ -29,6 +29,7 @@ const char* act_name(moex::kernels::Activation a) {
     case moex::kernels::Activation::kSwiGLU: return "swiglu";
     case moex::kernels::Activation::kGeGLU: return "geglu";
     case moex::kernels::Activation::kSquaredReLU: return "relu2";
+    case moex::kernels::Activation::kSwiGLUOai: return "swiglu_oai";
   }
   return "?";
 }

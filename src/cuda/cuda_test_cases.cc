@@ -16,6 +16,7 @@ const char* act_tag(kernels::Activation a) {
     case kernels::Activation::kSwiGLU: return "swiglu";
     case kernels::Activation::kGeGLU: return "geglu";
     case kernels::Activation::kSquaredReLU: return "relu2";
+    case kernels::Activation::kSwiGLUOai: return "swiglu_oai";
   }
   return "act";
 }

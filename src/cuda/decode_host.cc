@@ -25,6 +25,7 @@ int act_kind(Activation a) {
     case Activation::kSwiGLU: return 0;
     case Activation::kGeGLU: return 1;
     case Activation::kSquaredReLU: return 2;
+    case Activation::kSwiGLUOai: break;  // refused at upload (DeviceMoeLayer::upload)
   }
   return 0;
 }
@@ -34,6 +35,7 @@ const char* act_tag(Activation a) {
     case Activation::kSwiGLU: return "swiglu";
     case Activation::kGeGLU: return "geglu";
     case Activation::kSquaredReLU: return "relu2";
+    case Activation::kSwiGLUOai: return "swiglu_oai";
   }
   return "?";
 }

@@ -168,6 +168,9 @@ DeviceProjection DeviceProjection::random(int64_t experts, int64_t n, int64_t k,
 }
 
 DeviceMoeLayer DeviceMoeLayer::upload(const kernels::MoeExpertsView& v) {
+  if (v.act == Activation::kSwiGLUOai)
+    fail("cuda::DeviceMoeLayer::upload: the CUDA kernels have no swiglu_oai (gpt-oss) activation"
+         " yet (use --backend cpu)");
   const bool gated = v.act != Activation::kSquaredReLU;
   check_projection(v.up, "up");
   check_projection(v.down, "down");

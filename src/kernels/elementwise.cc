@@ -46,6 +46,8 @@ const char* activation_name(Activation a) {
       return "geglu";
     case Activation::kSquaredReLU:
       return "squared_relu";
+    case Activation::kSwiGLUOai:
+      return "swiglu_oai";
   }
   return "?";
 }

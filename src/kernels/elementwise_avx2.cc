@@ -42,6 +42,13 @@ inline __m256 act8(Activation act, __m256 g, __m256 u) {
                                      _mm256_fmadd_ps(_mm256_set1_ps(kGeluCubic), g3, g));
       return gated(g, z, u);
     }
+    case Activation::kSwiGLUOai: {  // min/max(limit, v): a NaN v stays NaN, as in the scalar body
+      const __m256 lim = _mm256_set1_ps(kOaiLimit);
+      const __m256 gc = _mm256_min_ps(lim, g);
+      const __m256 uc = _mm256_max_ps(_mm256_set1_ps(-kOaiLimit), _mm256_min_ps(lim, u));
+      return gated(gc, _mm256_mul_ps(_mm256_set1_ps(kOaiAlpha), gc),
+                   _mm256_add_ps(uc, _mm256_set1_ps(1.f)));
+    }
     case Activation::kSquaredReLU:
       break;
   }

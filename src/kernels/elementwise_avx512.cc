@@ -45,6 +45,13 @@ inline __m512 act16(Activation act, __m512 g, __m512 u) {
                                      _mm512_fmadd_ps(_mm512_set1_ps(kGeluCubic), g3, g));
       return gated(g, z, u);
     }
+    case Activation::kSwiGLUOai: {  // min/max(limit, v): a NaN v stays NaN, as in the scalar body
+      const __m512 lim = _mm512_set1_ps(kOaiLimit);
+      const __m512 gc = _mm512_min_ps(lim, g);
+      const __m512 uc = _mm512_max_ps(_mm512_set1_ps(-kOaiLimit), _mm512_min_ps(lim, u));
+      return gated(gc, _mm512_mul_ps(_mm512_set1_ps(kOaiAlpha), gc),
+                   _mm512_add_ps(uc, _mm512_set1_ps(1.f)));
+    }
     case Activation::kSquaredReLU:
       break;
   }

@@ -20,6 +20,12 @@ void act_span_scalar(Activation act, const float* gate, const float* up, float* 
         out[i] = g / (1.f + std::exp(-z)) * up[i];
         break;
       }
+      case Activation::kSwiGLUOai: {
+        const float g = std::min(gate[i], kOaiLimit);
+        const float u = std::max(std::min(up[i], kOaiLimit), -kOaiLimit);
+        out[i] = g / (1.f + std::exp(-(kOaiAlpha * g))) * (u + 1.f);
+        break;
+      }
       case Activation::kSquaredReLU: {
         const float r = std::max(up[i], 0.f);
         out[i] = r * r;

@@ -23,5 +23,9 @@ void weighted_sum_span__avx512(const float* y, int64_t y_stride, const float* sc
 // GeGLU's tanh-approximated gelu written as g * sigmoid(2 * sqrt(2/pi) * (g + 0.044715 g^3)).
 inline constexpr float kGeluC2 = 2.0f * 0.7978845608028654f;
 inline constexpr float kGeluCubic = 0.044715f;
+// gpt-oss's clamped SwiGLU (mlx-lm activations.swiglu_oai, whose defaults every gpt-oss model
+// runs with; config.json's swiglu_limit is not read by mlx-lm either).
+inline constexpr float kOaiAlpha = 1.702f;
+inline constexpr float kOaiLimit = 7.0f;
 
 }  // namespace moex::kernels

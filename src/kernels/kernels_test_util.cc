@@ -1,6 +1,7 @@
 // Implementation of the kernel test helpers (see kernels_test_util.h).
 #include "kernels/kernels_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -191,6 +192,10 @@ double activation_reference(Activation act, double g, double u) {
     case Activation::kGeGLU:
       return 0.5 * g *
              (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g))) * u;
+    case Activation::kSwiGLUOai: {
+      const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+      return gc / (1.0 + std::exp(-1.702 * gc)) * (uc + 1.0);
+    }
     case Activation::kSquaredReLU:
       break;
   }
@@ -224,9 +229,11 @@ std::vector<float> dense_moe_reference(const MoeExpertsView& ex, const float* x,
 
 double activation_error_bound(Activation act, double g, double u) {
   const double want = activation_reference(act, g, u);
+  // z: the sigmoid's argument, rounded in f32 before exp (|z| ulp of sigmoid).
   const double z = act == Activation::kGeGLU
                        ? 2.0 * std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)
-                       : 0.0;
+                   : act == Activation::kSwiGLUOai ? 1.702 * std::min(g, 7.0)
+                                                   : 0.0;
   return 1e-6 * (1.0 + 0.5 * std::fabs(z)) * (std::fabs(want) + 1e-6 * std::fabs(u));
 }
 

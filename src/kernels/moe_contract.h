@@ -14,7 +14,8 @@ namespace moex::kernels {
 enum class Activation {
   kSwiGLU,      // silu(gate) * up
   kGeGLU,       // gelu_tanh(gate) * up
-  kSquaredReLU  // relu(up)^2, no gate projection (fc1 = up, fc2 = down)
+  kSquaredReLU, // relu(up)^2, no gate projection (fc1 = up, fc2 = down)
+  kSwiGLUOai    // gpt-oss: g = min(gate, 7), u = clip(up, -7, 7); g * sigmoid(1.702 g) * (u + 1)
 };
 const char* activation_name(Activation a);
 

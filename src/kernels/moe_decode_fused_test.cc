@@ -44,7 +44,8 @@ struct Case {
 std::vector<Case> case_table() {
   std::vector<Case> cases;
   const DType sbs[] = {DType::BF16, DType::F16, DType::F32};
-  const Activation acts[] = {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSquaredReLU};
+  const Activation acts[] = {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSquaredReLU,
+                             Activation::kSwiGLUOai};
   int i = 0;
   for (int bi = 0; bi < 6; ++bi)
     for (int gs : quant::kValidGroupSizes)
