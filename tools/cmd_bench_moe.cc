@@ -55,6 +55,7 @@ Shape parse_shape(const BenchMoeOptions& o) {
     s = {p->name, p->hidden, p->moe_dff, p->experts, p->top_k, kernels::Activation::kSwiGLU, ""};
     if (p->activation == "geglu") s.act = kernels::Activation::kGeGLU;
     if (p->activation == "relu2") s.act = kernels::Activation::kSquaredReLU;
+    if (p->activation == "swiglu_oai") s.act = kernels::Activation::kSwiGLUOai;
     if (p->shared_dff > 0)
       s.note = str_cat("the preset's shared expert (Dff ", p->shared_dff, ") is not included");
     return s;

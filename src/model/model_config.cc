@@ -38,6 +38,10 @@ const char* rope_kind_name(RopeKind k) {
   return "?";
 }
 
+const char* expert_activation_name(ExpertActivation a) {
+  return a == ExpertActivation::kSwiGLUOai ? "swiglu_oai" : "swiglu";
+}
+
 const char* router_kind_name(RouterKind k) {
   switch (k) {
     case RouterKind::kSoftmaxTopkRenorm: return "softmax_topk_renorm";
@@ -131,6 +135,10 @@ void validate_model_config(const ModelConfig& c) {
     if (l.mixer == MixerKind::kAttention) {
       require_name(c, i, "q_proj", n.q);
       require_name(c, i, "o_proj", n.o);
+      if (c.attention_sinks) require_name(c, i, "attention sinks", n.sinks);
+      if (l.sliding_window < 0 || l.sliding_window > limits::kMaxPosition)
+        fail(c.source, ": layer ", i, " has sliding window ", l.sliding_window, "; expected [0, ",
+             limits::kMaxPosition, "]");
     } else {
       require_positive(c, "conv_L_cache", c.conv_kernel);
       require_name(c, i, "conv in_proj", n.conv_in);
@@ -156,7 +164,9 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
     s += str_cat("attention(", l.use_rope ? rope_kind_name(c.rope.kind) : "nope",
                  l.chunked_attention ? str_cat(", chunk ", c.attention_chunk_size) : "",
                  l.qk_norm ? str_cat(", qk_norm ", qk_norm_kind_name(c.qk_norm)) : "",
-                 l.attn_temperature ? ", temperature tuning" : "", ")");
+                 l.attn_temperature ? ", temperature tuning" : "",
+                 l.sliding_window > 0 ? str_cat(", window ", l.sliding_window) : "",
+                 c.attention_sinks ? ", sinks" : "", ")");
   } else {
     s += str_cat("short_conv(L=", c.conv_kernel, ")");
   }
@@ -164,7 +174,10 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
     s += str_cat(" + dense ", l.ffn_dff);
   } else {
     s += str_cat(" + moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
-                 router_kind_name(c.moe.router));
+                 router_kind_name(c.moe.router),
+                 c.moe.activation != ExpertActivation::kSwiGLU
+                     ? str_cat(" ", expert_activation_name(c.moe.activation))
+                     : std::string());
     if (c.moe.shared_dff > 0)
       s += str_cat(" + shared ", c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "");
   }

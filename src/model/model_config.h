@@ -80,6 +80,12 @@ enum class RouterKind {
   kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
 };
 
+// The gated activation of the routed experts (kernels::Activation's gated kinds).
+enum class ExpertActivation {
+  kSwiGLU,    // silu(gate) * up
+  kSwiGLUOai  // gpt-oss: min(gate,7) * sigmoid(1.702 min(gate,7)) * (clip(up,-7,7) + 1)
+};
+
 enum class MixerKind {
   kAttention,  // softmax attention with a KV cache
   kShortConv   // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
@@ -92,6 +98,7 @@ enum class FfnKind { kDense, kMoe };
 struct LayerModules {
   std::string input_norm, post_norm;               // pre-mixer and pre-FFN norms
   std::string q, k, v, o, q_norm, k_norm;          // attention
+  std::string sinks;                               // gpt-oss attention sinks [heads]: full tensor name
   std::string conv_in, conv, conv_out;             // short conv (conv: Conv1d [H, L, 1])
   std::string dense_gate, dense_up, dense_down;    // dense FFN
   std::string router, expert_bias;                 // MoE router [E, H]; expert_bias: full tensor name
@@ -112,6 +119,7 @@ struct LayerPlan {
   bool chunked_attention = false; // Llama-4 local layers: attend within attention_chunk_size
   bool qk_norm = false;           // this layer applies ModelConfig::qk_norm
   bool attn_temperature = false;  // Llama-4 NoPE layers: q *= log(floor((pos+1)/floor_scale)+1)*attn_scale+1
+  int64_t sliding_window = 0;     // > 0: attend to the last sliding_window positions (gpt-oss)
   FfnKind ffn = FfnKind::kMoe;
   int64_t ffn_dff = 0;            // dense intermediate size, or the expert Dff for MoE layers
   LayerModules names;
@@ -131,6 +139,8 @@ struct MoeParams {
   double routed_scaling_factor = 1.0; // LFM2
   double jitter_eps = 0.0;            // Phi-MoE sparsemixer
   bool expert_linear_bias = false;    // OLMoE mlp_bias: switch_mlp.*.bias [E, out]
+  bool router_bias = false;           // gpt-oss: the router Linear has a bias [E]
+  ExpertActivation activation = ExpertActivation::kSwiGLU;
   int64_t shared_dff = 0;             // 0: no shared expert
   bool shared_expert_gated = false;   // Qwen2-MoE: out += sigmoid(gate(x)) * shared(x)
   bool shared_expert_input_scaled = false;  // Llama-4: routed experts get x * score; shared gets x
@@ -152,6 +162,7 @@ struct ModelConfig {
   QkNormKind qk_norm = QkNormKind::kNone;
   double qk_norm_eps = 1e-6;
   double attn_scale = 0.0;  // softmax scale, head_dim^-0.5
+  bool attention_sinks = false;  // gpt-oss: a learned softmax logit per head ([heads] tensor)
   RopeParams rope;
   int64_t attention_chunk_size = 0;  // Llama-4 chunked layers
   double attn_temperature_floor_scale = 8192.0, attn_temperature_scale = 0.1;
@@ -186,6 +197,7 @@ const char* norm_kind_name(NormKind k);
 const char* qk_norm_kind_name(QkNormKind k);
 const char* rope_kind_name(RopeKind k);
 const char* router_kind_name(RouterKind k);  // "softmax_topk_renorm", ...
+const char* expert_activation_name(ExpertActivation a);  // "swiglu", "swiglu_oai"
 const char* mixer_kind_name(MixerKind k);
 const char* ffn_kind_name(FfnKind k);
 

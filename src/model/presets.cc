@@ -24,6 +24,21 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Mixtral-8x7B: 8 experts top-2, Dff 14336";
   add(p);
 
+  // openai/gpt-oss-20b and openai/gpt-oss-120b (config.json: hidden_size 2880,
+  // intermediate_size 2880, 64 heads / 8 kv heads of head_dim 64, vocab_size 201088,
+  // sliding_window 128 on alternate layers, rope_theta 150000 with YaRN factor 32).
+  p = {};
+  p.name = "gpt-oss-20b", p.model_type = "gpt_oss", p.hidden = 2880, p.moe_dff = 2880;
+  p.experts = 32, p.top_k = 4, p.layers = 24, p.heads = 64, p.kv_heads = 8, p.head_dim = 64;
+  p.vocab = 201088, p.max_position = 131072, p.expert_linear_bias = true;
+  p.activation = "swiglu_oai";
+  p.description = "gpt-oss-20b: 32 experts top-4 (swiglu_oai, biases), sinks, sliding 128";
+  add(p);
+
+  p.name = "gpt-oss-120b", p.experts = 128, p.layers = 36;
+  p.description = "gpt-oss-120b: 128 experts top-4 (swiglu_oai, biases), sinks, sliding 128";
+  add(p);
+
   p = {};
   p.name = "phi-3.5-moe", p.model_type = "phimoe", p.hidden = 4096, p.moe_dff = 6400;
   p.experts = 16, p.top_k = 2, p.layers = 32, p.heads = 32, p.kv_heads = 8, p.head_dim = 128;
@@ -113,6 +128,13 @@ std::vector<ModelPreset> make_presets() {
   p.name = "tiny-llama4", p.model_type = "llama4", p.moe_dff = 256, p.experts = 8, p.top_k = 1;
   p.shared_dff = 256, p.dense_dff = 512, p.layers = 4, p.heads = 4, p.kv_heads = 2;
   p.head_dim = 64, p.description = "tiny Llama-4 (4 layers: 3 chunked RoPE + 1 NoPE)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-gpt-oss", p.model_type = "gpt_oss", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.layers = 4, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.expert_linear_bias = true, p.activation = "swiglu_oai";
+  p.description = "tiny gpt-oss (sliding window 8 / full layers, sinks, swiglu_oai, biases)";
   tiny(p);
 
   p = {};

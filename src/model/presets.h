@@ -11,7 +11,7 @@ namespace moex::model {
 
 struct ModelPreset {
   std::string name;        // "qwen3-30b-a3b", "tiny-qwen3-moe", ...
-  std::string model_type;  // config.json model_type: qwen3_moe, mixtral, olmoe, qwen2_moe, phimoe, llama4_text, lfm2_moe
+  std::string model_type;  // config.json model_type: qwen3_moe, mixtral, olmoe, qwen2_moe, phimoe, llama4_text, lfm2_moe, gpt_oss
   int64_t hidden = 0;
   int64_t moe_dff = 0;         // expert intermediate size (Dff)
   int64_t experts = 0;
@@ -22,7 +22,7 @@ struct ModelPreset {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   int64_t vocab = 0;
   int64_t max_position = 4096;
-  std::string activation = "swiglu";  // swiglu | geglu | relu2
+  std::string activation = "swiglu";  // swiglu | geglu | relu2 | swiglu_oai
   bool tiny = false;
   // Added by the model-family owner (see presets.cc for the values of each preset):
   int64_t dense_layers = 0;                // leading dense-FFN layers (LFM2: 2)

@@ -102,6 +102,9 @@ void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, in
   b.linear(n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
   b.linear(n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
   b.output(n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
+  if (c.attention_sinks)
+    b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}, false, false,
+            ExpertProj::kNone, ""});
   if (c.qk_norm == QkNormKind::kPerHead) {
     b.rms_norm(n.q_norm, TensorRole::kAttention, i, c.head_dim);
     b.rms_norm(n.k_norm, TensorRole::kAttention, i, c.head_dim);
@@ -124,7 +127,7 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   const LayerModules& n = l.names;
   const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
   const bool eb = c.moe.expert_linear_bias;
-  b.linear(n.router, TensorRole::kRouter, i, {E, H}, false);
+  b.linear(n.router, TensorRole::kRouter, i, {E, H}, c.moe.router_bias);
   if (!n.expert_bias.empty())
     b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true,
             ExpertProj::kNone, ""});

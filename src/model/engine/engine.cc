@@ -312,7 +312,9 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
   const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
   be_->attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
                   .scale = scale, .out = att_.data() + s.row0 * cfg_.q_dim(),
-                  .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0});
+                  .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0,
+                  .window = plan.sliding_window,
+                  .sinks = a.sinks.empty() ? nullptr : a.sinks.data()});
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {

@@ -31,6 +31,7 @@ AttentionWeights bind_attention(const ModelConfig& c, WeightBinder& b, const Lay
   a.k = b.linear(n.k, c.kv_dim(), c.hidden, mode(c.k_bias));
   a.v = b.linear(n.v, c.kv_dim(), c.hidden, mode(c.v_bias));
   a.o = b.linear(n.o, c.hidden, c.q_dim(), mode(c.o_bias));
+  if (c.attention_sinks) a.sinks = b.vector(n.sinks, c.heads);
   if (l.qk_norm) {
     switch (c.qk_norm) {
       case QkNormKind::kPerHead:
@@ -67,7 +68,8 @@ MoeWeights bind_moe(const ModelConfig& c, WeightBinder& b, const LayerPlan& l) {
   const LayerModules& n = l.names;
   const MoeParams& p = c.moe;
   MoeWeights m;
-  m.router = b.linear(n.router, p.num_experts, c.hidden, BiasMode::kNone);
+  m.router = b.linear(n.router, p.num_experts, c.hidden,
+                      p.router_bias ? BiasMode::kRequired : BiasMode::kNone);
   const int64_t dff = l.ffn_dff > 0 ? l.ffn_dff : p.expert_dff;
   const bool stacked = b.has(n.experts_up + ".weight");
   // Llama-4's Hugging Face layout: gate and up in one [E, H, 2*Dff] tensor, down [E, Dff, H]
@@ -87,7 +89,8 @@ MoeWeights bind_moe(const ModelConfig& c, WeightBinder& b, const LayerPlan& l) {
     m.experts.up = proj(n.experts_up, n.hf_expert_up, dff, c.hidden);
     m.experts.down = proj(n.experts_down, n.hf_expert_down, c.hidden, dff);
   }
-  m.experts.act = kernels::Activation::kSwiGLU;
+  m.experts.act = p.activation == ExpertActivation::kSwiGLUOai ? kernels::Activation::kSwiGLUOai
+                                                               : kernels::Activation::kSwiGLU;
   if (p.expert_linear_bias) {
     if (!m.stacked_in_checkpoint)
       fail(n.experts_up, ": per-expert checkpoints with expert biases are not stacked here yet;",

@@ -22,6 +22,7 @@ struct NormWeights {
 struct AttentionWeights {
   ops::Linear q, k, v, o;
   ops::FloatVec q_norm, k_norm;  // empty when the layer has no q/k norm weights
+  ops::FloatVec sinks;           // [heads] attention sink logits, or empty
 };
 
 struct MlpWeights {  // SwiGLU MLP: down(silu(gate(x)) * up(x))
