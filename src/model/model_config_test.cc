@@ -251,7 +251,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 7u);
+  EXPECT_EQ(families.size(), 8u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -269,10 +269,10 @@ TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   json j = qwen3_30b_config();
-  j["model_type"] = "gpt_oss";
+  j["model_type"] = "glm4_moe";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
-               {"g/config.json", "gpt_oss", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
-                "llama4", "lfm2_moe"});
+               {"g/config.json", "glm4_moe", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
+                "llama4", "lfm2_moe", "gpt_oss"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

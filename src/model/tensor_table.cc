@@ -67,27 +67,30 @@ class TableBuilder {
  public:
   explicit TableBuilder(const ModelConfig& c) : c_(c) {}
 
-  void linear(const std::string& path, TensorRole role, int64_t layer, std::vector<int64_t> shape,
-              bool bias, ExpertProj proj = ExpertProj::kNone, const std::string& hf = "",
-              bool residual_out = false) {
+  void linear(Slot slot, const std::string& path, TensorRole role, int64_t layer,
+              std::vector<int64_t> shape, bool bias, ExpertProj proj = ExpertProj::kNone,
+              const std::string& hf = "", bool residual_out = false) {
     if (path.empty()) return;
     out_.push_back({path, ModuleKind::kLinear, role, layer, std::move(shape), bias, false, proj, hf,
-                    residual_out});
+                    residual_out, slot});
   }
-  void output(const std::string& path, TensorRole role, int64_t layer, std::vector<int64_t> shape,
-              bool bias) {
-    linear(path, role, layer, std::move(shape), bias, ExpertProj::kNone, "", true);
+  void output(Slot slot, const std::string& path, TensorRole role, int64_t layer,
+              std::vector<int64_t> shape, bool bias) {
+    linear(slot, path, role, layer, std::move(shape), bias, ExpertProj::kNone, "", true);
   }
-  void norm(const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
+  void norm(Slot slot, const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
     if (path.empty()) return;
     const ModuleKind k = c_.norm == NormKind::kLayerNorm ? ModuleKind::kLayerNorm : ModuleKind::kNorm;
-    out_.push_back({path, k, role, layer, {dim}, false, false, ExpertProj::kNone, ""});
+    push({path, k, role, layer, {dim}}, slot);
   }
-  void rms_norm(const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
+  void rms_norm(Slot slot, const std::string& path, TensorRole role, int64_t layer, int64_t dim) {
     if (path.empty()) return;
-    out_.push_back({path, ModuleKind::kNorm, role, layer, {dim}, false, false, ExpertProj::kNone, ""});
+    push({path, ModuleKind::kNorm, role, layer, {dim}}, slot);
   }
-  void push(ModuleSpec m) { out_.push_back(std::move(m)); }
+  void push(ModuleSpec m, Slot slot) {
+    m.slot = slot;
+    out_.push_back(std::move(m));
+  }
   std::vector<ModuleSpec> take() { return std::move(out_); }
 
  private:
@@ -98,80 +101,84 @@ class TableBuilder {
 void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden;
-  b.linear(n.q, TensorRole::kAttention, i, {c.q_dim(), H}, c.q_bias);
-  b.linear(n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
-  b.linear(n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
-  b.output(n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
+  b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {c.q_dim(), H}, c.q_bias);
+  b.linear(Slot::kK, n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
+  b.linear(Slot::kV, n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
+  b.output(Slot::kO, n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
   if (c.attention_sinks)
-    b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}, false, false,
-            ExpertProj::kNone, ""});
+    b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}}, Slot::kSinks);
   if (c.qk_norm == QkNormKind::kPerHead) {
-    b.rms_norm(n.q_norm, TensorRole::kAttention, i, c.head_dim);
-    b.rms_norm(n.k_norm, TensorRole::kAttention, i, c.head_dim);
+    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.head_dim);
+    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.head_dim);
   } else if (c.qk_norm == QkNormKind::kFullWidth) {
-    b.rms_norm(n.q_norm, TensorRole::kAttention, i, c.q_dim());
-    b.rms_norm(n.k_norm, TensorRole::kAttention, i, c.kv_dim());
+    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.q_dim());
+    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.kv_dim());
   }
 }
 
 void add_short_conv(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden;
-  b.linear(n.conv_in, TensorRole::kShortConv, i, {3 * H, H}, c.conv_bias);
-  b.push({n.conv, ModuleKind::kConv1d, TensorRole::kShortConv, i, {H, c.conv_kernel, 1}, c.conv_bias,
-          false, ExpertProj::kNone, ""});
-  b.output(n.conv_out, TensorRole::kShortConv, i, {H, H}, c.conv_bias);
+  b.linear(Slot::kConvIn, n.conv_in, TensorRole::kShortConv, i, {3 * H, H}, c.conv_bias);
+  b.push({n.conv, ModuleKind::kConv1d, TensorRole::kShortConv, i, {H, c.conv_kernel, 1}, c.conv_bias},
+         Slot::kConv);
+  b.output(Slot::kConvOut, n.conv_out, TensorRole::kShortConv, i, {H, H}, c.conv_bias);
 }
 
 void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
   const bool eb = c.moe.expert_linear_bias;
-  b.linear(n.router, TensorRole::kRouter, i, {E, H}, c.moe.router_bias);
+  b.linear(Slot::kRouter, n.router, TensorRole::kRouter, i, {E, H}, c.moe.router_bias);
   if (!n.expert_bias.empty())
-    b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true,
-            ExpertProj::kNone, ""});
+    b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true},
+           Slot::kExpertBias);
   // Per-expert HF names ("{e}"), or Llama-4's fused HF tensors (no "{e}").
   const std::string& hf_gate = n.hf_expert_gate.empty() ? n.hf_experts_gate_up : n.hf_expert_gate;
   const std::string& hf_up = n.hf_expert_up.empty() ? n.hf_experts_gate_up : n.hf_expert_up;
   const std::string& hf_down = n.hf_expert_down.empty() ? n.hf_experts_down : n.hf_expert_down;
-  b.linear(n.experts_gate, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kGate, hf_gate);
-  b.linear(n.experts_up, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kUp, hf_up);
-  b.linear(n.experts_down, TensorRole::kExperts, i, {E, H, F}, eb, ExpertProj::kDown, hf_down, true);
+  b.linear(Slot::kExperts, n.experts_gate, TensorRole::kExperts, i, {E, F, H}, eb,
+           ExpertProj::kGate, hf_gate);
+  b.linear(Slot::kExperts, n.experts_up, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kUp,
+           hf_up);
+  b.linear(Slot::kExperts, n.experts_down, TensorRole::kExperts, i, {E, H, F}, eb,
+           ExpertProj::kDown, hf_down, true);
   if (S > 0) {
-    b.linear(n.shared_gate, TensorRole::kSharedExpert, i, {S, H}, false);
-    b.linear(n.shared_up, TensorRole::kSharedExpert, i, {S, H}, false);
-    b.output(n.shared_down, TensorRole::kSharedExpert, i, {H, S}, false);
+    b.linear(Slot::kSharedGate, n.shared_gate, TensorRole::kSharedExpert, i, {S, H}, false);
+    b.linear(Slot::kSharedUp, n.shared_up, TensorRole::kSharedExpert, i, {S, H}, false);
+    b.output(Slot::kSharedDown, n.shared_down, TensorRole::kSharedExpert, i, {H, S}, false);
   }
-  b.linear(n.shared_expert_gate, TensorRole::kSharedExpertGate, i, {1, H}, false);
+  b.linear(Slot::kSharedExpertGate, n.shared_expert_gate, TensorRole::kSharedExpertGate, i, {1, H},
+           false);
 }
 
 }  // namespace
 
 std::vector<ModuleSpec> module_table(const ModelConfig& c) {
   TableBuilder b(c);
-  b.push({c.embed_name, ModuleKind::kEmbedding, TensorRole::kEmbedding, -1, {c.vocab, c.hidden},
-          false, false, ExpertProj::kNone, ""});
+  b.push({c.embed_name, ModuleKind::kEmbedding, TensorRole::kEmbedding, -1, {c.vocab, c.hidden}},
+         Slot::kEmbedding);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const LayerPlan& l = c.layers[size_t(i)];
-    b.norm(l.names.input_norm, TensorRole::kNorm, i, c.hidden);
+    b.norm(Slot::kInputNorm, l.names.input_norm, TensorRole::kNorm, i, c.hidden);
     if (l.mixer == MixerKind::kAttention)
       add_attention(b, c, l, i);
     else
       add_short_conv(b, c, l, i);
-    b.norm(l.names.post_norm, TensorRole::kNorm, i, c.hidden);
+    b.norm(Slot::kPostNorm, l.names.post_norm, TensorRole::kNorm, i, c.hidden);
     if (l.ffn == FfnKind::kMoe) {
       add_moe(b, c, l, i);
     } else {
       const int64_t H = c.hidden, F = l.ffn_dff;
-      b.linear(l.names.dense_gate, TensorRole::kDenseFfn, i, {F, H}, false);
-      b.linear(l.names.dense_up, TensorRole::kDenseFfn, i, {F, H}, false);
-      b.output(l.names.dense_down, TensorRole::kDenseFfn, i, {H, F}, false);
+      b.linear(Slot::kDenseGate, l.names.dense_gate, TensorRole::kDenseFfn, i, {F, H}, false);
+      b.linear(Slot::kDenseUp, l.names.dense_up, TensorRole::kDenseFfn, i, {F, H}, false);
+      b.output(Slot::kDenseDown, l.names.dense_down, TensorRole::kDenseFfn, i, {H, F}, false);
     }
   }
-  b.norm(c.final_norm_name, TensorRole::kNorm, -1, c.hidden);
+  b.norm(Slot::kFinalNorm, c.final_norm_name, TensorRole::kNorm, -1, c.hidden);
   if (!c.tie_word_embeddings)
-    b.linear(c.lm_head_name, TensorRole::kLmHead, -1, {c.vocab, c.hidden}, c.lm_head_bias);
+    b.linear(Slot::kLmHead, c.lm_head_name, TensorRole::kLmHead, -1, {c.vocab, c.hidden},
+             c.lm_head_bias);
   return b.take();
 }
 

@@ -42,6 +42,18 @@ enum class TensorRole {
 
 enum class ExpertProj : uint8_t { kNone, kGate, kUp, kDown };
 
+// The typed place a module binds into (engine/model_weights.h): every loader, checker, writer
+// and counter walks the same table, and the engine's binder dispatches on this.
+enum class Slot : uint8_t {
+  kEmbedding, kLmHead, kFinalNorm,
+  kInputNorm, kPostNorm,                          // per layer
+  kQ, kK, kV, kO, kQNorm, kKNorm, kSinks,         // attention
+  kConvIn, kConv, kConvOut,                       // LFM2 short convolution
+  kDenseGate, kDenseUp, kDenseDown,               // dense FFN
+  kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
+  kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate
+};
+
 const char* module_kind_name(ModuleKind k);
 const char* tensor_role_name(TensorRole r);
 
@@ -58,6 +70,7 @@ struct ModuleSpec {
                                 // (no "{e}") the fused HF tensor holding them (Llama-4)
   bool residual_out = false;    // output projection adding into the residual stream
                                 // (o_proj, conv out_proj, down projections)
+  Slot slot = Slot::kEmbedding;
 
   bool quantizable() const { return kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding; }
   int64_t in_dim() const { return shape.empty() ? 0 : shape.back(); }

@@ -79,7 +79,6 @@ class GptOssFamily final : public Family {
     j["intermediate_size"] = p.moe_dff;
     j["num_local_experts"] = p.experts;
     j["num_experts_per_tok"] = p.top_k;
-    j["experts_per_token"] = p.top_k;
     j["rms_norm_eps"] = 1e-5;
     j["rope_theta"] = 150000.0;
     j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0},
@@ -94,7 +93,6 @@ class GptOssFamily final : public Family {
     j["swiglu_limit"] = 7.0;
     j["hidden_act"] = "silu";
     j["tie_word_embeddings"] = false;
-    j["initial_context_length"] = 4096;
     return j;
   }
 
