@@ -77,6 +77,10 @@ enum class RouterKind {
                          // divided by (sum_k s_k + 1e-6) if renormalize, then * routed_scale
                          // (LFM2-MoE)
   kLlama4Top1Sigmoid,    // top-k (k=1) of l; the expert INPUT is x * sigmoid(l_k); score 1
+  kSigmoidGroupLimited,  // s = sigmoid(l); groups of experts ranked by the sum of their two best
+                         // s + expert_bias, the n_group - topk_group worst zeroed; top-k of the
+                         // rest; scores = s_k / sum_k s_k (norm_topk_prob, k > 1), then
+                         // * routed_scale (GLM-4.5, mlx-lm group_expert_select)
   kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
 };
 
@@ -136,7 +140,9 @@ struct MoeParams {
   bool topk_ties_to_higher_index = false;
   bool renormalize = true;            // kSigmoidBiasRenorm: norm_topk_prob
   bool use_expert_bias = false;       // LFM2
-  double routed_scaling_factor = 1.0; // LFM2
+  double routed_scaling_factor = 1.0; // LFM2, GLM-4.5
+  int64_t n_group = 1, topk_group = 1;  // kSigmoidGroupLimited
+  bool router_unquantized = false;      // GLM-4.5: the router is a bare weight, never quantized
   double jitter_eps = 0.0;            // Phi-MoE sparsemixer
   bool expert_linear_bias = false;    // OLMoE mlp_bias: switch_mlp.*.bias [E, out]
   bool router_bias = false;           // gpt-oss: the router Linear has a bias [E]

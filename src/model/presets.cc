@@ -39,6 +39,23 @@ std::vector<ModelPreset> make_presets() {
   p.description = "gpt-oss-120b: 128 experts top-4 (swiglu_oai, biases), sinks, sliding 128";
   add(p);
 
+  // zai-org/GLM-4.5-Air and zai-org/GLM-4.5 (config.json: 96 heads / 8 kv heads of
+  // head_dim 128, partial_rotary_factor 0.5, vocab_size 151552; Air: hidden 4096, 46 layers of
+  // which 1 dense (intermediate 10944), 128 experts of 1408 top-8 + 1 shared; GLM-4.5: hidden
+  // 5120, 92 layers of which 3 dense (12288), 160 experts of 1536 top-8 + 1 shared).
+  p = {};
+  p.name = "glm-4.5-air", p.model_type = "glm4_moe", p.hidden = 4096, p.moe_dff = 1408;
+  p.experts = 128, p.top_k = 8, p.shared_dff = 1408, p.dense_dff = 10944, p.dense_layers = 1;
+  p.layers = 46, p.heads = 96, p.kv_heads = 8, p.head_dim = 128, p.vocab = 151552;
+  p.max_position = 131072;
+  p.description = "GLM-4.5-Air: 128 experts top-8 (sigmoid + correction bias) + shared, Dff 1408";
+  add(p);
+
+  p.name = "glm-4.5", p.hidden = 5120, p.moe_dff = 1536, p.experts = 160, p.shared_dff = 1536;
+  p.dense_dff = 12288, p.dense_layers = 3, p.layers = 92;
+  p.description = "GLM-4.5: 160 experts top-8 (scaled 2.5) + shared, q/k norm, Dff 1536";
+  add(p);
+
   p = {};
   p.name = "phi-3.5-moe", p.model_type = "phimoe", p.hidden = 4096, p.moe_dff = 6400;
   p.experts = 16, p.top_k = 2, p.layers = 32, p.heads = 32, p.kv_heads = 8, p.head_dim = 128;
@@ -135,6 +152,13 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.layers = 4, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.expert_linear_bias = true, p.activation = "swiglu_oai";
   p.description = "tiny gpt-oss (sliding window 8 / full layers, sinks, swiglu_oai, biases)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-glm4-moe", p.model_type = "glm4_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
+  p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.description = "tiny GLM-4.5 (first layer dense, 2 expert groups, shared expert, partial RoPE)";
   tiny(p);
 
   p = {};

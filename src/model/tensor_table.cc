@@ -92,6 +92,7 @@ class TableBuilder {
     out_.push_back(std::move(m));
   }
   std::vector<ModuleSpec> take() { return std::move(out_); }
+  ModuleSpec& last() { return out_.back(); }
 
  private:
   const ModelConfig& c_;
@@ -130,6 +131,7 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
   const bool eb = c.moe.expert_linear_bias;
   b.linear(Slot::kRouter, n.router, TensorRole::kRouter, i, {E, H}, c.moe.router_bias);
+  if (c.moe.router_unquantized && !n.router.empty()) b.last().float_only = true;
   if (!n.expert_bias.empty())
     b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true},
            Slot::kExpertBias);

@@ -71,8 +71,11 @@ struct ModuleSpec {
   bool residual_out = false;    // output projection adding into the residual stream
                                 // (o_proj, conv out_proj, down projections)
   Slot slot = Slot::kEmbedding;
+  bool float_only = false;      // a Linear that mlx-lm never quantizes (GLM-4.5's bare router)
 
-  bool quantizable() const { return kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding; }
+  bool quantizable() const {
+    return !float_only && (kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding);
+  }
   int64_t in_dim() const { return shape.empty() ? 0 : shape.back(); }
   int64_t num_experts() const { return shape.size() == 3 && kind == ModuleKind::kLinear ? shape[0] : 1; }
   int64_t parameter_count() const;  // weight + bias elements

@@ -72,6 +72,19 @@ void RouterConfig::validate() const {
   for (float b : expert_bias)
     if (!std::isfinite(b)) fail("router: expert_bias holds a non-finite value");
   if (!std::isfinite(routed_scaling)) fail("router: routed_scaling_factor is not finite");
+  if (n_group < 1 || num_experts % n_group != 0)
+    fail("router: n_group = ", n_group, "; expected a divisor of num_experts = ", num_experts);
+  if (topk_group < 1 || topk_group > n_group)
+    fail("router: topk_group = ", topk_group, "; expected an integer in [1, n_group = ", n_group,
+         "]");
+  if (n_group > 1 && rule != RoutingRule::kSigmoidBiasTopK)
+    fail("router: group-limited selection (n_group > 1) is only used by sigmoid_bias_topk");
+  if (n_group > 1 && num_experts / n_group < 2)
+    fail("router: n_group = ", n_group, " leaves fewer than 2 experts per group (a group's score"
+         " is the sum of its two best)");
+  if (top_k > topk_group * (num_experts / n_group))
+    fail("router: top_k = ", top_k, " exceeds the ", topk_group * (num_experts / n_group),
+         " experts of the topk_group = ", topk_group, " groups kept");
   if (rule == RoutingRule::kSparseMixer && !(jitter_eps >= 0.f && std::isfinite(jitter_eps)))
     fail("router: router_jitter_noise = ", jitter_eps, "; expected a finite value >= 0");
 }
@@ -106,6 +119,18 @@ RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob
   c.expert_bias = std::move(expert_bias);
   return c;
 }
+RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                             float routed_scaling, std::vector<float> expert_bias,
+                             int64_t n_group, int64_t topk_group) {
+  RouterConfig c = base(RoutingRule::kSigmoidBiasTopK, TopKTies::kLowerIndexWins, experts, top_k);
+  c.renormalize = norm_topk_prob && top_k > 1;
+  c.renorm_eps = 0.f;
+  c.routed_scaling = routed_scaling;
+  c.expert_bias = std::move(expert_bias);
+  c.n_group = n_group;
+  c.topk_group = topk_group;
+  return c;
+}
 RouterConfig llama4_router(int64_t experts, int64_t top_k) {
   return base(RoutingRule::kSigmoidTop1ScalesInput, TopKTies::kLowerIndexWins, experts, top_k);
 }
@@ -116,6 +141,10 @@ Router::Router(RouterConfig config) : config_(std::move(config)) {
   keys_.resize(config_.num_experts);
   negated_.resize(config_.num_experts);
   order_.resize(config_.num_experts);
+  group_neg_.resize(size_t(config_.n_group));
+  group_scratch_.resize(size_t(config_.n_group));
+  group_order_.resize(size_t(config_.n_group));
+  group_ids_.resize(size_t(config_.n_group));
 }
 
 void Router::route(const float* logits, int64_t tokens, int32_t* ids, float* scores) {
@@ -152,16 +181,14 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
     case RoutingRule::kSigmoidBiasTopK: {
       // lfm2_moe: sigmoid weights; bias added (in f32) for the selection only.
       for (int64_t i = 0; i < e; ++i) p[i] = router_sigmoid(l[i]);
-      const float* sel = p;
-      if (!c.expert_bias.empty()) {
-        for (int64_t i = 0; i < e; ++i) keys_[i] = p[i] + c.expert_bias[i];
-        sel = keys_.data();
-      }
+      float* sel = keys_.data();
+      for (int64_t i = 0; i < e; ++i) sel[i] = c.expert_bias.empty() ? p[i] : p[i] + c.expert_bias[i];
+      if (c.n_group > 1) limit_groups(sel);
       mlx_topk(sel, e, k, c.ties, order_.data(), negated_.data(), ids);
       float sum = 0.f;
       for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
       if (c.renormalize)
-        for (int64_t j = 0; j < k; ++j) scores[j] /= (sum + 1e-6f);
+        for (int64_t j = 0; j < k; ++j) scores[j] /= (sum + c.renorm_eps);
       for (int64_t j = 0; j < k; ++j) scores[j] *= c.routed_scaling;
       return;
     }
@@ -172,6 +199,35 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       return;
     }
   }
+}
+
+// mlx-lm glm4_moe.group_expert_select's group step on the biased scores: a group's score is
+// the sum of its two largest; mx.argpartition(group_scores, kth=k-1)[:k] with
+// k = n_group - topk_group picks the lowest groups (ties: the lower group index), whose
+// scores become 0.
+void Router::limit_groups(float* sel) {
+  const RouterConfig& c = config_;
+  const int64_t per = c.num_experts / c.n_group, drop = c.n_group - c.topk_group;
+  if (drop == 0) return;
+  float* neg = group_neg_.data();
+  for (int64_t g = 0; g < c.n_group; ++g) {
+    float a = -std::numeric_limits<float>::infinity(), b = a;  // largest, second largest
+    for (int64_t i = g * per; i < (g + 1) * per; ++i) {
+      const float v = sel[i];
+      if (v > a || std::isnan(v)) {
+        b = a;
+        a = v;
+      } else if (v > b || std::isnan(v)) {
+        b = v;
+      }
+    }
+    neg[g] = -(a + b);  // argpartition(x)[:k] of the lowest = top-k of -x, lower index first
+  }
+  mlx_topk(neg, c.n_group, drop, TopKTies::kLowerIndexWins, group_order_.data(),
+           group_scratch_.data(), group_ids_.data());
+  for (int64_t j = 0; j < drop; ++j)
+    for (int64_t i = group_ids_[size_t(j)] * per; i < (group_ids_[size_t(j)] + 1) * per; ++i)
+      sel[i] = 0.f;
 }
 
 // mlx-lm phimoe.sparsemixer, inference path, for one token.

@@ -19,7 +19,10 @@ enum class RoutingRule {
   // "argmax of the still-unmasked logits, softmax over the jitter band around it".
   kSparseMixer,
   // s = sigmoid(l); select top-k of s + expert_bias (bias for selection only); scores s_k,
-  // divided by (sum_k s_k + 1e-6) when renormalize, then times routed_scaling (lfm2_moe).
+  // divided by (sum_k s_k + renorm_eps) when renormalize, then times routed_scaling
+  // (lfm2_moe: eps 1e-6). With n_group > 1 the selection is group-limited first (glm4_moe,
+  // DeepSeek's noaux_tc): experts split into n_group equal groups, a group's score is the sum
+  // of its two largest biased scores, the n_group - topk_group lowest groups are zeroed.
   kSigmoidBiasTopK,
   // top-1 of l; sigmoid(l_k) scales the expert INPUT, the output weight is 1 (llama4).
   kSigmoidTop1ScalesInput,
@@ -43,6 +46,8 @@ struct RouterConfig {
   int64_t top_k = 0;
   bool renormalize = false;        // kSoftmaxTopK, kSigmoidBiasTopK
   float routed_scaling = 1.0f;     // kSigmoidBiasTopK
+  float renorm_eps = 1e-6f;        // kSigmoidBiasTopK: added to the sum when renormalizing
+  int64_t n_group = 1, topk_group = 1;  // kSigmoidBiasTopK: group-limited selection
   std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
   float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
 
@@ -62,6 +67,11 @@ RouterConfig phimoe_router(int64_t experts, int64_t top_k, float jitter_eps);
 RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                              float routed_scaling, std::vector<float> expert_bias);
 RouterConfig llama4_router(int64_t experts, int64_t top_k);
+// glm4_moe (mlx-lm group_expert_select): ties to the lower index, no renormalization eps,
+// renormalized only when top_k > 1.
+RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                             float routed_scaling, std::vector<float> expert_bias,
+                             int64_t n_group, int64_t topk_group);
 
 // Routes M tokens. Holds its scratch (reused, so routing one token allocates nothing);
 // not thread-safe: one Router per thread.
@@ -77,10 +87,14 @@ class Router {
  private:
   void route_one(const float* logits, int32_t* ids, float* scores);
   void sparse_mixer_one(const float* logits, int32_t* ids, float* scores);
+  void limit_groups(float* biased_scores);
 
   RouterConfig config_;
   std::vector<float> probs_, keys_, negated_;
   std::vector<uint32_t> order_;
+  std::vector<float> group_neg_, group_scratch_;  // [n_group]
+  std::vector<uint32_t> group_order_;
+  std::vector<int32_t> group_ids_;
 };
 
 // sigmoid as MLX computes it for f32 (1 / (1 + exp(-x))).

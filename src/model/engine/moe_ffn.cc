@@ -33,6 +33,11 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
       r.routed_scaling = float(c.moe.routed_scaling_factor);
       r.expert_bias = w.expert_bias;
       return r;
+    case RouterKind::kSigmoidGroupLimited:
+      r = moe::glm4_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.renormalize,
+                               float(c.moe.routed_scaling_factor), w.expert_bias, c.moe.n_group,
+                               c.moe.topk_group);
+      return r;
     case RouterKind::kLlama4Top1Sigmoid: r.rule = moe::RoutingRule::kSigmoidTop1ScalesInput; return r;
   }
   fail(c.source, ": router ", router_kind_name(c.moe.router), " has no routing rule in the moe library");
