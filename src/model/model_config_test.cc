@@ -227,7 +227,8 @@ TEST(ModelConfig, HeadCountThatWrapsTheQWidthIsRejected) {
 // values whose products wrap int64) are refused naming the field, for one preset per family.
 TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
   // Fields where 0 is meaningful: eos id 0, no leading dense layers, Qwen3 with no experts.
-  const std::set<std::string> zero_ok = {"eos_token_id", "num_dense_layers", "num_experts"};
+  const std::set<std::string> zero_ok = {"eos_token_id", "num_dense_layers", "num_experts",
+                                         "first_k_dense_replace"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step"};
   const int64_t absurd[] = {-1, (int64_t{1} << 31) + 3, (int64_t{1} << 58) + 4, int64_t{1} << 62};
@@ -251,7 +252,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 8u);
+  EXPECT_EQ(families.size(), 9u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -269,10 +270,10 @@ TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   json j = qwen3_30b_config();
-  j["model_type"] = "glm4_moe";
+  j["model_type"] = "minimax";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
-               {"g/config.json", "glm4_moe", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
-                "llama4", "lfm2_moe", "gpt_oss"});
+               {"g/config.json", "minimax", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
+                "llama4", "lfm2_moe", "gpt_oss", "glm4_moe"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
-        "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss"]
+        "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
@@ -23,14 +23,16 @@ SEQ = 64
 
 
 class RouterTap:
-    """Wraps a router Linear and records its logits."""
+    """Wraps a router and records its logits."""
 
     def __init__(self, inner, sink):
         self.inner, self.sink = inner, sink
 
     def __call__(self, x):
         y = self.inner(x)
-        self.sink.append(y)
+        # A gate module that routes itself (glm4_moe's MoEGate returns ids and scores): its
+        # logits are x times its bare weight.
+        self.sink.append(x @ self.inner.weight.T if isinstance(y, tuple) else y)
         return y
 
 
@@ -99,7 +101,7 @@ def check(moex, work, preset, report):
     argmax = logits.argmax(-1)
     distinct = len(set(argmax.tolist())) / SEQ
     spread = float(np.std(logits, axis=0).mean() / (np.std(logits) + 1e-30))
-    e = tc.get("num_experts", tc.get("num_local_experts"))
+    e = tc.get("num_experts") or tc.get("num_local_experts") or tc.get("n_routed_experts")
     k = tc["num_experts_per_tok"]
     uniform_jaccard = k / (2 * e - k)  # expected overlap of two independent random k-sets ~
     for i, (used, jac, top_share) in enumerate(stats):
