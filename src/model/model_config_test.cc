@@ -1,6 +1,7 @@
 // Config parsing: real Hugging Face configs of each family, every preset round-trips through
 // its family, and bad input (wrong types, missing fields, unknown model_type) names the file
 // and field.
+#include <cmath>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -209,6 +210,47 @@ TEST(ModelConfig, InconsistentValuesAreRejected) {
   j = qwen3_30b_config();
   j["rope_scaling"] = {{"rope_type", "wobbly"}, {"factor", 2.0}};
   expect_error([&] { parse_model_config(j, "c.json"); }, {"rope_scaling", "wobbly"});
+}
+
+// gpt_oss and glm4_moe fields that are not sizes: each bad value names its field.
+TEST(ModelConfig, GptOssAndGlm4FieldsAreChecked) {
+  const json oss = preset_config_json(*find_preset("tiny-gpt-oss"));
+  json j = oss;
+  j["layer_types"] = json::array({"sliding_attention", "full_attention"});  // 2 for 4 layers
+  expect_error([&] { parse_model_config(j, "o.json"); }, {"o.json", "layer_types", "4"});
+  j = oss;
+  j["layer_types"][1] = "chunked_attention";
+  expect_error([&] { parse_model_config(j, "o.json"); }, {"layer_types", "[1]"});
+  j = oss;
+  j.erase("layer_types");
+  j["num_hidden_layers"] = 3;  // mlx-lm's default alternation would drop the last layer
+  expect_error([&] { parse_model_config(j, "o.json"); }, {"layer_types", "odd"});
+  j = oss;
+  j.erase("head_dim");
+  expect_error([&] { parse_model_config(j, "o.json"); }, {"head_dim"});
+
+  const json glm = preset_config_json(*find_preset("tiny-glm4-moe"));
+  for (double bad : {0.0, -0.5, 1.5, 1e300, 0.01, std::nan("")}) {
+    j = glm;
+    j["partial_rotary_factor"] = bad;
+    SCOPED_TRACE(bad);
+    expect_error([&] { parse_model_config(j, "g.json"); }, {"g.json", "partial_rotary_factor"});
+  }
+  j = glm;
+  j["n_group"] = 3;  // 8 experts do not split into 3 groups
+  expect_error([&] { parse_model_config(j, "g.json"); }, {"n_group"});
+  j = glm;
+  j["topk_group"] = 3;  // more groups kept than exist
+  expect_error([&] { parse_model_config(j, "g.json"); }, {"topk_group"});
+  j = glm;
+  j["num_experts_per_tok"] = 5;  // more than the 4 experts of the one group kept
+  expect_error([&] { parse_model_config(j, "g.json"); }, {"num_experts_per_tok"});
+  j = glm;
+  j["topk_method"] = "greedy";
+  expect_error([&] { parse_model_config(j, "g.json"); }, {"topk_method"});
+  j = glm;
+  j["routed_scaling_factor"] = std::nan("");
+  expect_error([&] { parse_model_config(j, "g.json"); }, {"routed_scaling_factor"});
 }
 
 // heads x head_dim used to wrap to the real q width (4 + 2^58 heads x 128 = 512 mod 2^64), so

@@ -42,8 +42,11 @@ class Glm4MoeFamily final : public Family {
     if (!(c.rope.theta > 1.0) || !std::isfinite(c.rope.theta))
       fail(f, ": field 'rope_theta' must be a finite number above 1, got ", c.rope.theta);
     const double partial = io::get_double(j, "partial_rotary_factor", f);
-    const int64_t dims_rot = int64_t(double(c.head_dim) * partial);  // python int(): truncates
-    if (!(partial > 0.0 && partial <= 1.0) || dims_rot < 2 || dims_rot % 2 != 0)
+    // Checked before the conversion (a NaN or huge factor must not reach the integer cast);
+    // then python's int(): truncation.
+    const bool in_range = partial > 0.0 && partial <= 1.0;
+    const int64_t dims_rot = in_range ? int64_t(double(c.head_dim) * partial) : 0;
+    if (!in_range || dims_rot < 2 || dims_rot % 2 != 0)
       fail(f, ": field 'partial_rotary_factor' = ", partial, " must give an even number of "
            "rotated dims in [2, head_dim = ", c.head_dim, "]");
     c.rope.dims = dims_rot;
