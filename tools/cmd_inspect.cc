@@ -25,7 +25,9 @@ struct InspectFlags {
 };
 
 std::string quant_text(const std::optional<io::ModuleQuant>& q) {
-  return q ? str_cat(q->bits, "-bit g", q->group_size) : std::string("float");
+  if (!q) return "float";
+  if (q->mode != io::kAffineMode) return str_cat(q->mode, " g", q->group_size);  // mxfp4, ...
+  return str_cat(q->bits, "-bit g", q->group_size);
 }
 
 void print_architecture(const model::ModelConfig& c) {
@@ -123,7 +125,10 @@ int run_inspect(const InspectFlags& f) {
   if (!f.summary) {
     std::printf("tensors:\n");
     for (const model::TensorRecord& t : m.tensors) {
-      const std::string q = t.bits > 0 ? str_cat(t.bits, "-bit g", t.group_size) : std::string("-");
+      const std::string q = t.bits == 0 ? std::string("-")
+                            : quant::is_fp_mode(t.mode)
+                                ? str_cat(quant::mode_name(t.mode), " g", t.group_size)
+                                : str_cat(t.bits, "-bit g", t.group_size);
       std::printf("  %-64s %-5s %-22s %-10s %s\n", t.name.c_str(), dtype_name(t.dtype),
                   io::shape_to_string(t.shape).c_str(), q.c_str(), model::tensor_role_name(t.role));
     }

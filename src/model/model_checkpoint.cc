@@ -54,7 +54,8 @@ class Checker {
     return t;
   }
 
-  TensorRecord record(const ModuleSpec& s, const io::TensorInfo& t, TensorPart part, int bits, int gs) {
+  TensorRecord record(const ModuleSpec& s, const io::TensorInfo& t, TensorPart part, int bits, int gs,
+                      quant::Mode mode = quant::Mode::kAffine) {
     TensorRecord r;
     r.name = t.name;
     r.module = s.path;
@@ -66,6 +67,7 @@ class Checker {
     r.proj = s.proj;
     r.bits = bits;
     r.group_size = gs;
+    r.mode = mode;
     r.num_experts = t.shape.size() == 3 && s.kind == ModuleKind::kLinear ? t.shape[0] : 1;
     return r;
   }
@@ -125,6 +127,7 @@ class Checker {
       return;
     }
     m_.module_quant_[path] = *q;
+    const quant::Mode qmode = quant::mode_from_name(q->mode).value_or(quant::Mode::kAffine);
     std::vector<int64_t> wshape = shape, sshape = shape;
     wshape.back() = in * q->bits / 32;
     sshape.back() = in / q->group_size;
@@ -137,7 +140,7 @@ class Checker {
       problem(str_cat("tensor '", wn, "': expected ", describe(DType::U32, wshape), qdesc, ", found ",
                       describe(w->dtype, w->shape)));
     else
-      m_.tensors.push_back(record(s, *w, TensorPart::kWeight, q->bits, q->group_size));
+      m_.tensors.push_back(record(s, *w, TensorPart::kWeight, q->bits, q->group_size, qmode));
     if (q->mode != io::kAffineMode) {  // fp modes: U8 scale codes and no biases
       const std::string sn = path + ".scales";
       const io::TensorInfo* t = get(sn);
@@ -146,7 +149,7 @@ class Checker {
                         describe(DType::U8, sshape), " (", q->mode, " scale codes)",
                         t ? str_cat(", found ", describe(t->dtype, t->shape)) : std::string(")")));
       else
-        m_.tensors.push_back(record(s, *t, TensorPart::kScales, q->bits, q->group_size));
+        m_.tensors.push_back(record(s, *t, TensorPart::kScales, q->bits, q->group_size, qmode));
       if (get(path + ".biases"))
         problem(str_cat("tensor '", path, ".biases': ", q->mode, " quantization has no biases"));
       return;
@@ -165,7 +168,7 @@ class Checker {
                         io::shape_to_string(sshape), qdesc, ", found ", describe(t->dtype, t->shape)));
         continue;
       }
-      m_.tensors.push_back(record(s, *t, part, q->bits, q->group_size));
+      m_.tensors.push_back(record(s, *t, part, q->bits, q->group_size, qmode));
     }
   }
 
