@@ -14,7 +14,7 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 # f32 checkpoints make mlx-lm compute in float32, so 1e-3 normalized RMS is meaningful.
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe)
+               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -39,7 +39,8 @@ foreach(case qwen3-moe:mxfp4 qwen3-moe:mxfp8 qwen3-moe:nvfp4 mixtral:mxfp4 olmoe
 endforeach()
 # The same modes as mlx-lm's own converter writes them (`mlx_lm convert -q --q-mode M` of a
 # float checkpoint): it keeps routers at 8-bit affine, so modes mix within one model.
-foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8 gpt-oss:mxfp4 glm4-moe:mxfp4)
+foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8 gpt-oss:mxfp4 glm4-moe:mxfp4
+             minimax:mxfp4)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 family)
   list(GET parts 1 qmode)
@@ -56,7 +57,7 @@ endforeach()
 # conversion (`mlx_lm convert --dtype D`, no -q) in bf16 and f16. Measured worst logits nRMS
 # 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe)
+               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -95,7 +96,7 @@ endforeach()
 # shards with an index; moex stacks (and for Llama-4 transposes) the experts at load. (An
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
 # stacks no bias tensors, and by moex with a message.)
-foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe)
+foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout

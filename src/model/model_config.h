@@ -77,6 +77,8 @@ enum class RouterKind {
                          // divided by (sum_k s_k + 1e-6) if renormalize, then * routed_scale
                          // (LFM2-MoE)
   kLlama4Top1Sigmoid,    // top-k (k=1) of l; the expert INPUT is x * sigmoid(l_k); score 1
+  kSigmoidBiasNorm,      // s = sigmoid(l); top-k of s + expert_bias; scores = s_k /
+                         // (sum_k s_k + 1e-20) (MiniMax-M2)
   kSigmoidGroupLimited,  // s = sigmoid(l); groups of experts ranked by the sum of their two best
                          // s + expert_bias, the n_group - topk_group worst zeroed; top-k of the
                          // rest; scores = s_k / sum_k s_k (norm_topk_prob, k > 1), then

@@ -272,7 +272,8 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
   const std::set<std::string> zero_ok = {"eos_token_id", "num_dense_layers", "num_experts",
                                          "first_k_dense_replace"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
-  const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step"};
+  const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",
+                                        "minimax:shared_intermediate_size"};
   const int64_t absurd[] = {-1, (int64_t{1} << 31) + 3, (int64_t{1} << 58) + 4, int64_t{1} << 62};
   std::set<std::string> families;
   for (const ModelPreset& p : all_presets()) {
@@ -294,7 +295,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 9u);
+  EXPECT_EQ(families.size(), 10u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -312,10 +313,10 @@ TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   json j = qwen3_30b_config();
-  j["model_type"] = "minimax";
+  j["model_type"] = "deepseek_v3";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
-               {"g/config.json", "minimax", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "phimoe",
-                "llama4", "lfm2_moe", "gpt_oss", "glm4_moe"});
+               {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
+                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

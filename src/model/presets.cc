@@ -56,6 +56,15 @@ std::vector<ModelPreset> make_presets() {
   p.description = "GLM-4.5: 160 experts top-8 (scaled 2.5) + shared, q/k norm, Dff 1536";
   add(p);
 
+  // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
+  // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
+  p = {};
+  p.name = "minimax-m2", p.model_type = "minimax", p.hidden = 3072, p.moe_dff = 1536;
+  p.experts = 256, p.top_k = 8, p.layers = 62, p.heads = 48, p.kv_heads = 8, p.head_dim = 128;
+  p.vocab = 200064, p.max_position = 196608;
+  p.description = "MiniMax-M2: 256 experts top-8 (sigmoid + correction bias), partial RoPE";
+  add(p);
+
   p = {};
   p.name = "phi-3.5-moe", p.model_type = "phimoe", p.hidden = 4096, p.moe_dff = 6400;
   p.experts = 16, p.top_k = 2, p.layers = 32, p.heads = 32, p.kv_heads = 8, p.head_dim = 128;
@@ -159,6 +168,12 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
   p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.description = "tiny GLM-4.5 (first layer dense, 2 expert groups, shared expert, partial RoPE)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-minimax", p.model_type = "minimax", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.description = "tiny MiniMax-M2 (full-width q/k norm, partial RoPE, sigmoid + bias routing)";
   tiny(p);
 
   p = {};

@@ -119,6 +119,13 @@ RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob
   c.expert_bias = std::move(expert_bias);
   return c;
 }
+RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> expert_bias) {
+  RouterConfig c = base(RoutingRule::kSigmoidBiasTopK, TopKTies::kLowerIndexWins, experts, top_k);
+  c.renormalize = true;
+  c.renorm_eps = 1e-20f;
+  c.expert_bias = std::move(expert_bias);
+  return c;
+}
 RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                              float routed_scaling, std::vector<float> expert_bias,
                              int64_t n_group, int64_t topk_group) {

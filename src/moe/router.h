@@ -67,6 +67,9 @@ RouterConfig phimoe_router(int64_t experts, int64_t top_k, float jitter_eps);
 RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                              float routed_scaling, std::vector<float> expert_bias);
 RouterConfig llama4_router(int64_t experts, int64_t top_k);
+// minimax (MiniMax-M2): sigmoid + correction bias for the selection, ties to the lower
+// index, always renormalized with an eps of 1e-20, no scaling.
+RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> expert_bias);
 // glm4_moe (mlx-lm group_expert_select): ties to the lower index, no renormalization eps,
 // renormalized only when top_k > 1.
 RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,

@@ -123,6 +123,19 @@ TEST(Router, Glm4GroupLimitedSigmoidWithCorrectionBias) {
   EXPECT_THROW(Router(glm4_moe_router(8, 1, true, 1.0f, bias, 8, 1)), Error);
 }
 
+// minimax (mlx-lm MiniMaxSparseMoeBlock, same logits and bias): always renormalized, so a
+// single expert scores exactly 1 (glm4_moe's rule leaves it unnormalized).
+TEST(Router, MinimaxSigmoidBiasAlwaysRenormalized) {
+  const std::vector<float> bias = {0.0f, -0.5f, 0.3f, 0.0f, 0.9f, 0.0f, 0.0f, -0.2f};
+  Routed a = route(minimax_router(8, 3, bias), kLogits);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{2, 4, 3, 2, 4, 3}));
+  expect_scores(a.scores, {0.3694535791873932, 0.2610928416252136, 0.3694535791873932,
+                           0.35326650738716125, 0.35326650738716125, 0.2934669554233551});
+  Routed b = route(minimax_router(8, 1, bias), kLogits);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{4, 4}));
+  expect_scores(b.scores, {1.0, 1.0});
+}
+
 TEST(Router, PhimoeSparseMixerJitterBand) {
   // Row 0: three logits within the 2*eps relative band of the top; row 1: all negative.
   const std::vector<float> p = {2.0f,  1.99f, 0.5f,  1.97f, -3.0f,  1.0f,  1.995f, 0.0f,

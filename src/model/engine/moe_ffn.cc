@@ -33,6 +33,9 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
       r.routed_scaling = float(c.moe.routed_scaling_factor);
       r.expert_bias = w.expert_bias;
       return r;
+    case RouterKind::kSigmoidBiasNorm:
+      r = moe::minimax_router(c.moe.num_experts, c.moe.top_k, w.expert_bias);
+      return r;
     case RouterKind::kSigmoidGroupLimited:
       r = moe::glm4_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.renormalize,
                                float(c.moe.routed_scaling_factor), w.expert_bias, c.moe.n_group,
