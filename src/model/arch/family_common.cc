@@ -142,6 +142,22 @@ std::vector<int64_t> parse_eos(const json& cfg, const std::string& file) {
   return {io::get_int(cfg, "eos_token_id", file)};
 }
 
+ModelConfig begin_config(const char* family, const json& cfg, const std::string& file) {
+  ModelConfig c;
+  c.family = family;
+  c.model_type = io::get_string(cfg, "model_type", file);
+  c.source = file;
+  return c;
+}
+
+void set_llama_model_names(ModelConfig& c, const json& cfg, const std::string& file) {
+  c.embed_name = "model.embed_tokens";
+  c.final_norm_name = "model.norm";
+  c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
+  c.eos_token_ids = parse_eos(cfg, file);
+  c.bos_token_id = io::get_int_or(cfg, "bos_token_id", -1, file);
+}
+
 void set_llama_attention_names(LayerModules& n, const std::string& p, bool qk_norm) {
   n.input_norm = p + ".input_layernorm";
   n.post_norm = p + ".post_attention_layernorm";

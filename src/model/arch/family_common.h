@@ -53,6 +53,14 @@ RopeParams parse_rope(const nlohmann::json& cfg, const std::string& file, int64_
 // eos_token_id: an integer, a list of integers, or missing/null (empty result).
 std::vector<int64_t> parse_eos(const nlohmann::json& cfg, const std::string& file);
 
+// The opening every family parser shares: family (the registry name), model_type as
+// config.json writes it, and source (the file, for messages).
+ModelConfig begin_config(const char* family, const nlohmann::json& cfg, const std::string& file);
+
+// The outer names and ids of a llama-style checkpoint, once c.tie_word_embeddings is set:
+// model.embed_tokens, model.norm, lm_head (none when tied), eos_token_id, bos_token_id.
+void set_llama_model_names(ModelConfig& c, const nlohmann::json& cfg, const std::string& file);
+
 // Names of a llama-style layer under `prefix` ("model.layers.3"): input_layernorm,
 // post_attention_layernorm, self_attn.{q,k,v,o}_proj (+ q_norm/k_norm if `qk_norm`).
 void set_llama_attention_names(LayerModules& n, const std::string& prefix, bool qk_norm);

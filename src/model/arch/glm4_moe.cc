@@ -23,10 +23,7 @@ class Glm4MoeFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"glm4_moe"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims;
     dims.head_dim = arch::HeadDimRule::kField;
     arch::parse_decoder_dims(j, f, dims, c);
@@ -81,11 +78,7 @@ class Glm4MoeFamily final : public Family {
     const int64_t first_dense =
         arch::get_size(j, "first_k_dense_replace", limits::kMaxLayers, f, 0);
     c.tie_word_embeddings = false;  // mlx-lm's glm4_moe always has its own lm_head
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool dense = i < first_dense;
       LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,

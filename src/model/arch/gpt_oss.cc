@@ -23,10 +23,7 @@ class GptOssFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"gpt_oss"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     // mlx-lm's ModelArgs defaults (the gpt-oss-120b shape) for absent fields.
     arch::DecoderDefaults dims;
     dims.hidden = 2880, dims.layers = 36, dims.vocab = 201088, dims.heads = 64;
@@ -50,11 +47,7 @@ class GptOssFamily final : public Family {
     c.moe.expert_linear_bias = true;
     c.moe.activation = ExpertActivation::kSwiGLUOai;
     c.tie_word_embeddings = false;  // mlx-lm's gpt_oss always has its own lm_head
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     const int64_t window = arch::get_size_or(j, "sliding_window", 128, limits::kMaxPosition, f);
     const std::vector<bool> sliding = layer_types(j, f, c.num_layers);
     for (int64_t i = 0; i < c.num_layers; ++i) {

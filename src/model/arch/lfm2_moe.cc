@@ -21,10 +21,7 @@ class Lfm2MoeFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"lfm2_moe"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims;
     dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
     arch::parse_decoder_dims(j, f, dims, c);

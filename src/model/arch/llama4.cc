@@ -29,10 +29,7 @@ class Llama4Family final : public Family {
   ModelConfig parse(const json& top, const std::string& file) const override {
     const json& j = io::get_object(top, "text_config", file);
     const std::string f = file + ": text_config";
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(top, "model_type", file);
-    c.source = file;
+    ModelConfig c = arch::begin_config(name(), top, file);
     arch::DecoderDefaults dims;
     dims.head_dim = arch::HeadDimRule::kField;
     arch::parse_decoder_dims(j, f, dims, c);

@@ -21,10 +21,7 @@ class MinimaxFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"minimax"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims;  // head_dim: the field, else hidden / heads (mlx-lm's rule)
     arch::parse_decoder_dims(j, f, dims, c);
     c.norm = NormKind::kRmsNorm;
@@ -48,11 +45,7 @@ class MinimaxFamily final : public Family {
     c.moe.router = RouterKind::kSigmoidBiasNorm;
     c.moe.use_expert_bias = true;
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);

@@ -19,10 +19,7 @@ class OlmoeFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"olmoe"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims;
     dims.max_position = 4096;
     dims.kv_heads_default_to_heads = true;
@@ -45,11 +42,7 @@ class OlmoeFamily final : public Family {
     c.moe.expert_linear_bias = io::get_bool_or(j, "mlp_bias", false, f);
     // mlx-lm's default is tied; real OLMoE configs say false.
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", true, f);
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);

@@ -19,10 +19,7 @@ class PhimoeFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"phimoe"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims{4096, 32, 32064, 131072, 32, 8};  // mlx-lm's ModelArgs defaults
     dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;
     arch::parse_decoder_dims(j, f, dims, c);
@@ -50,11 +47,7 @@ class PhimoeFamily final : public Family {
     c.moe.jitter_eps = io::get_double_or(j, "router_jitter_noise", 0.01, f);
     c.tie_word_embeddings = false;
     c.lm_head_bias = true;
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
       const std::string p = "model.layers." + std::to_string(i);

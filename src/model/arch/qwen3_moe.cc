@@ -19,10 +19,7 @@ class Qwen3MoeFamily final : public Family {
   std::vector<std::string> model_types() const override { return {"qwen3_moe"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c;
-    c.family = name();
-    c.model_type = io::get_string(j, "model_type", f);
-    c.source = f;
+    ModelConfig c = arch::begin_config(name(), j, f);
     arch::DecoderDefaults dims;
     dims.max_position = 40960;
     arch::parse_decoder_dims(j, f, dims, c);
@@ -47,11 +44,7 @@ class Qwen3MoeFamily final : public Family {
         io::has_field(j, "mlp_only_layers") ? io::get_int_array(j, "mlp_only_layers", f)
                                             : std::vector<int64_t>{};
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
-    c.embed_name = "model.embed_tokens";
-    c.final_norm_name = "model.norm";
-    c.lm_head_name = c.tie_word_embeddings ? "" : "lm_head";
-    c.eos_token_ids = arch::parse_eos(j, f);
-    c.bos_token_id = io::get_int_or(j, "bos_token_id", -1, f);
+    arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool dense = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end() ||
                          c.moe.num_experts <= 0 || (i + 1) % step != 0;

@@ -14,16 +14,20 @@ float row_max(const float* x, int64_t n) {
 }
 }  // namespace
 
-void softmax(float* x, int64_t n) {
+namespace {
+
+// softmax over x[0..n) and, when `sink` is given, one more logit that takes mass and has no
+// output. Without a sink the sum starts at 0, so the arithmetic is plain softmax's.
+void softmax_body(float* x, int64_t n, const float* sink) {
   if (n <= 0) return;
-  const float m = row_max(x, n);
+  const float m = sink ? std::max(row_max(x, n), *sink) : row_max(x, n);
   if (!std::isfinite(m)) {  // all -inf (fully masked) or +inf present: spread uniformly over maxima
-    int64_t cnt = 0;
+    int64_t cnt = sink && *sink == m;
     for (int64_t i = 0; i < n; ++i) cnt += (x[i] == m);
     for (int64_t i = 0; i < n; ++i) x[i] = (x[i] == m && cnt) ? 1.f / float(cnt) : 0.f;
     return;
   }
-  float sum = 0.f;
+  float sum = sink ? std::exp(*sink - m) : 0.f;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = std::exp(x[i] - m);
     sum += x[i];
@@ -33,24 +37,11 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void softmax_with_sink(float* x, int64_t n, float sink) {
-  if (n <= 0) return;
-  const float m = std::max(row_max(x, n), sink);
-  if (!std::isfinite(m)) {  // a non-finite sink or score: as softmax over the n + 1 logits
-    int64_t cnt = sink == m;
-    for (int64_t i = 0; i < n; ++i) cnt += (x[i] == m);
-    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] == m && cnt) ? 1.f / float(cnt) : 0.f;
-    return;
-  }
-  float sum = std::exp(sink - m);
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - m);
-    sum += x[i];
-  }
-  const float inv = 1.f / sum;
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
+}  // namespace
+
+void softmax(float* x, int64_t n) { softmax_body(x, n, nullptr); }
+
+void softmax_with_sink(float* x, int64_t n, float sink) { softmax_body(x, n, &sink); }
 
 void log_softmax(float* x, int64_t n) {
   if (n <= 0) return;
