@@ -96,16 +96,13 @@ const char* isa_kernel_suffix(Isa isa) {
 
 const char* qdot_unsupported_reason(const QuantWeightsView& w) {
   if (const char* why = quant::format_unsupported_reason(w.format())) return why;
-  if (w.mode == quant::Mode::kFloat) {
-    if (w.k <= 0) return "the input dimension must be positive";
-    if (w.n < 0 || w.experts < 0) return "negative expert or row count";
-    if (w.w == nullptr) return "weights must be present";
-    return nullptr;
-  }
-  if (w.k <= 0 || w.k % w.group_size != 0)
-    return "the input dimension must be a positive multiple of group_size";
+  const bool quantized = w.format().quantized();  // unquantized rows: no groups, no scales
+  if (w.k <= 0) return "the input dimension must be positive";
+  if (quantized && w.k % w.group_size != 0)
+    return "the input dimension must be a multiple of group_size";
   if (w.n < 0 || w.experts < 0) return "negative expert or row count";
-  if (w.w == nullptr || w.scales == nullptr) return "weights and scales must be present";
+  if (w.w == nullptr) return "weights must be present";
+  if (quantized && w.scales == nullptr) return "scales must be present";
   if (w.mode == quant::Mode::kAffine && w.biases == nullptr) return "affine biases must be present";
   return nullptr;
 }

@@ -35,7 +35,7 @@ class HostModelBackend final : public ModelBackend {
   void attention(const ops::AttentionArgs& a) const override { ops::attention(a); }
   void embedding_rows(const ops::MatrixRef& table, const int32_t* tokens, int64_t n,
                       float* out) const override {
-    for (int64_t i = 0; i < n; ++i) ops::embedding_row(table, tokens[i], out + i * table.k);
+    for (int64_t i = 0; i < n; ++i) ops::embedding_row(table, tokens[i], out + i * table.k());
   }
   void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {
     ops::swiglu(gate, up, out, n);

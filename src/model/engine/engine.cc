@@ -318,7 +318,7 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
-  const int64_t dff = m.gate.w.n;
+  const int64_t dff = m.gate.w.n();
   const ops::Linear* gate_up[] = {&m.gate, &m.up};
   float* gate_up_out[] = {gate_.data(), up_.data()};
   be_->linear_same_input(gate_up, gate_up_out, 2, x, n);

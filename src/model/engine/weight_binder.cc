@@ -33,14 +33,6 @@ void require_shape(const io::Checkpoint& c, const io::TensorInfo& t,
     fail(where(c, t), " has shape ", shape_string(t.shape), "; expected ", shape_string(shape));
 }
 
-// An unquantized tensor of `shape` [..., out, in] as a kernel view of `experts` stacks.
-kernels::QuantWeightsView float_view(const io::Checkpoint& c, const io::TensorInfo& t,
-                                     const std::vector<int64_t>& shape, int64_t experts) {
-  require_float(c, t);
-  require_shape(c, t, shape);
-  return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, shape[shape.size() - 2],
-                                          shape.back());
-}
 
 }  // namespace
 
@@ -145,8 +137,12 @@ ops::FloatVec WeightBinder::tensor(const std::string& tensor, const std::vector<
 
 kernels::QuantWeightsView WeightBinder::stacked(const std::string& path, int64_t experts,
                                                 int64_t out, int64_t in) {
-  if (!ckpt_.find(path + ".scales"))  // unquantized experts
-    return float_view(ckpt_, ckpt_.require(path + ".weight"), {experts, out, in}, experts);
+  if (!ckpt_.find(path + ".scales")) {  // unquantized experts
+    const io::TensorInfo& t = ckpt_.require(path + ".weight");
+    require_float(ckpt_, t);
+    require_shape(ckpt_, t, {experts, out, in});
+    return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, out, in);
+  }
   QuantParts p = quant_parts(path, {experts, out}, in);
   kernels::QuantWeightsView v;
   v.w = p.w->data;
@@ -224,7 +220,8 @@ kernels::QuantWeightsView WeightBinder::stack_float_experts(
     if (ckpt_.find(name_of(e) + ".scales"))
       fail("checkpoint '", ckpt_.dir(), "': expert projection '", name_of(e),
            "' is quantized while expert 0 is not");
-    float_view(ckpt_, t, {out, in}, 1);  // validates dtype and shape
+    require_float(ckpt_, t);
+    require_shape(ckpt_, t, {out, in});
     if (t.dtype != first.dtype)
       fail(where(ckpt_, t), " has dtype ", dtype_name(t.dtype), " but expert 0 has ",
            dtype_name(first.dtype));
@@ -237,10 +234,7 @@ kernels::QuantWeightsView WeightBinder::stack_float_experts(
     ckpt_.release_pages(*parts[size_t(e)]);  // the copy replaces them: peak stays one copy
   }
   copied_bytes_ += int64_t(bytes * uint64_t(experts));
-  io::TensorInfo stacked = first;
-  stacked.data = w.data();
-  stacked.shape = {experts, out, in};
-  return float_view(ckpt_, stacked, stacked.shape, experts);
+  return kernels::QuantWeightsView::dense(w.data(), first.dtype, experts, out, in);
 }
 
 kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& tensor,

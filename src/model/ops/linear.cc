@@ -21,8 +21,6 @@ int64_t MatrixRef::weight_bytes() const { return q.rows * q.format().row_bytes_w
 MatrixRef quantized_matrix(const quant::QuantMatrixView& v) {
   MatrixRef m;
   m.q = v;
-  m.n = v.rows;
-  m.k = v.k;
   return m;
 }
 
@@ -52,7 +50,7 @@ void add_bias(const Linear& l, int64_t rows, float* out) {
   if (l.bias.empty()) return;
   const float* b = l.bias.data();
   for (int64_t t = 0; t < rows; ++t)
-    for (int64_t r = 0; r < l.w.n; ++r) out[t * l.w.n + r] += b[r];
+    for (int64_t r = 0; r < l.w.n(); ++r) out[t * l.w.n() + r] += b[r];
 }
 
 }  // namespace

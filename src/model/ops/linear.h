@@ -15,9 +15,10 @@
 namespace moex::model::ops {
 
 struct MatrixRef {
-  quant::QuantMatrixView q;  // rows = n, k = k; mode kFloat for unquantized weights
-  int64_t n = 0, k = 0;
+  quant::QuantMatrixView q;  // mode kFloat for unquantized weights
 
+  int64_t n() const { return q.rows; }
+  int64_t k() const { return q.k; }
   bool quantized() const { return q.mode != quant::Mode::kFloat; }
   bool valid() const { return q.w != nullptr; }
   // Bytes of weight data read by one full pass (scales and biases included).

@@ -1,4 +1,5 @@
-// Softmax-family reductions over one f32 row: softmax, log-softmax, argmax, sigmoid, silu.
+// Softmax-family reductions over one f32 row: softmax (with or without a sink logit),
+// log-softmax, argmax, silu and SwiGLU.
 #pragma once
 
 #include <cmath>
@@ -17,7 +18,6 @@ void log_softmax(float* x, int64_t n);
 // Index of the first maximum (NaN entries are never chosen unless all are NaN -> 0).
 int64_t argmax(const float* x, int64_t n);
 
-inline float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
 inline float silu(float v) { return v / (1.f + std::exp(-v)); }
 
 // out[i] = silu(gate[i]) * up[i]; out may alias either input.
