@@ -223,15 +223,8 @@ class Checker {
         return;
       }
     }
-    std::vector<int64_t> shape = s.shape;
-    if (s.kind == ModuleKind::kConv1d) {
-      // PyTorch's depthwise Conv1d weight [channels, 1, kernel] (a Hugging Face checkpoint)
-      // holds the same bytes in the same order as MLX's [channels, kernel, 1]; mlx-lm's
-      // sanitize transposes one into the other.
-      const io::TensorInfo* t = get(s.path + ".weight");
-      const std::vector<int64_t> torch = {s.shape[0], 1, s.shape[1]};
-      if (t && t->shape == torch) shape = torch;
-    }
+    const io::TensorInfo* w = m_.weights.find(s.path + ".weight");  // check_weight records it
+    const std::vector<int64_t> shape = stored_weight_shape(s, w ? &w->shape : nullptr);
     check_weight(s, s.path, shape);
     if (s.bias || s.kind == ModuleKind::kLayerNorm) check_bias(s, s.path, shape);
   }

@@ -184,6 +184,12 @@ std::vector<ModuleSpec> module_table(const ModelConfig& c) {
   return b.take();
 }
 
+std::vector<int64_t> stored_weight_shape(const ModuleSpec& m, const std::vector<int64_t>* found) {
+  if (m.kind != ModuleKind::kConv1d || !found) return m.shape;
+  const std::vector<int64_t> torch = {m.shape[0], 1, m.shape[1]};
+  return *found == torch ? torch : m.shape;
+}
+
 std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules, DType float_dtype,
                                          const QuantDecision& decide) {
   if (!is_float_dtype(float_dtype))

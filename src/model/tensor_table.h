@@ -116,6 +116,13 @@ using QuantDecision = std::function<std::optional<io::ModuleQuant>(const ModuleS
 std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules, DType float_dtype,
                                          const QuantDecision& decide);
 
+// The weight shape module m is checked and bound with, given the shape `found` in the
+// checkpoint (nullptr: absent): m.shape, except that a depthwise Conv1d may be stored in
+// PyTorch's [channels, 1, kernel] (a Hugging Face checkpoint), which holds the same bytes in
+// the same order as MLX's [channels, kernel, 1] (mlx-lm's sanitize transposes one into the
+// other).
+std::vector<int64_t> stored_weight_shape(const ModuleSpec& m, const std::vector<int64_t>* found);
+
 // Looks up a module by path (nullptr if absent).
 const ModuleSpec* find_module(const std::vector<ModuleSpec>& modules, const std::string& path);
 

@@ -22,13 +22,10 @@ NormWeights bind_norm(WeightBinder& b, const ModuleSpec& m) {
   return n;
 }
 
-// LFM2's depthwise Conv1d weight: MLX's [H, L, 1] or PyTorch's [H, 1, L] (Hugging Face
-// layout), the same bytes.
+// LFM2's depthwise Conv1d weight in MLX's or PyTorch's layout (stored_weight_shape).
 ops::FloatVec bind_conv(WeightBinder& b, const ModuleSpec& m) {
   const std::string w = m.path + ".weight";
-  const std::vector<int64_t> torch = {m.shape[0], 1, m.shape[1]};
-  const bool torch_layout = b.has(w) && b.shape_of(w) == torch;
-  return b.tensor(w, torch_layout ? torch : m.shape);
+  return b.tensor(w, stored_weight_shape(m, b.has(w) ? &b.shape_of(w) : nullptr));
 }
 
 // One stacked expert projection [E][out][in]: stacked in the checkpoint, per expert (a
