@@ -197,6 +197,16 @@ TEST(ModelCheckpoint, PerExpertHuggingFaceLayoutNeedsStacking) {
           t.end());
   write_tensors(tmp.path(), t);
   expect_error([&] { open_model_checkpoint(tmp.path(), opt); }, {"model.layers.1.block_sparse_moe.experts.5.w2.weight"});
+  // A broken expert is the one problem reported: the experts after it are still this
+  // module's tensors, not tensors that nothing would read.
+  try {
+    open_model_checkpoint(tmp.path(), opt);
+    ADD_FAILURE() << "a missing expert was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(1 problem)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("nothing would read"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace
