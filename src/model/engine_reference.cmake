@@ -14,7 +14,8 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 # f32 checkpoints make mlx-lm compute in float32, so 1e-3 normalized RMS is meaningful.
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax)
+               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
+               tiny-dots1)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -40,7 +41,7 @@ endforeach()
 # The same modes as mlx-lm's own converter writes them (`mlx_lm convert -q --q-mode M` of a
 # float checkpoint): it keeps routers at 8-bit affine, so modes mix within one model.
 foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8 gpt-oss:mxfp4 glm4-moe:mxfp4
-             minimax:mxfp4)
+             minimax:mxfp4 dots1:mxfp4)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 family)
   list(GET parts 1 qmode)
@@ -57,7 +58,8 @@ endforeach()
 # conversion (`mlx_lm convert --dtype D`, no -q) in bf16 and f16. Measured worst logits nRMS
 # 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax)
+               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
+               tiny-dots1)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -81,7 +83,7 @@ endforeach()
 # Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128). Not
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
 # dependencies the reference venv does not install.
-foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe)
+foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1)
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
@@ -96,7 +98,8 @@ endforeach()
 # shards with an index; moex stacks (and for Llama-4 transposes) the experts at load. (An
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
 # stacks no bias tensors, and by moex with a message.)
-foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax)
+foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
+               dots1)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
@@ -124,6 +127,17 @@ add_test(NAME engine_parity_tiny-qwen2-moe_mxfp4_float_shared
 set_tests_properties(engine_parity_tiny-qwen3-moe_mixed_float
                      engine_parity_tiny-qwen2-moe_mxfp4_float_shared PROPERTIES
                      LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+# A "mixed" checkpoint as mlx-community ships dots.llm1: 4-bit experts with 6-bit down
+# projections under a quantization section that names only the 4-bit global setting, so both
+# sides read the 6-bit planes from their packed shapes (docs/quant_formats.md, "Checkpoints").
+add_test(NAME engine_parity_tiny-dots1_unlisted_6bit_down
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-dots1-unlisted-6bit-down
+          --make-preset tiny-dots1 --make-arg=--down-bits --make-arg=6
+          "--set=quantization={\"group_size\": 64, \"bits\": 4}"
+          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-dots1_unlisted_6bit_down PROPERTIES LABELS reference
+                     TIMEOUT 600 SKIP_RETURN_CODE 77)
 # A bf16 checkpoint (make-model's default dtype), with mlx-lm's compute dtype set to float32.
 add_test(NAME engine_parity_tiny-qwen3-moe_bf16
   COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>

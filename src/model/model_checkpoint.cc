@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/json_config.h"
 #include "model/family_registry.h"
+#include "model/module_quant.h"
 #include "quant/format.h"
 
 namespace moex::model {
@@ -99,7 +100,10 @@ class Checker {
       problem(str_cat("tensor '", path, ".scales' exists but config.json has no quantization section"));
       return std::nullopt;
     }
-    std::optional<io::ModuleQuant> q = m_.quant->lookup(path);
+    // An unnamed module is read with the format its packed shapes imply, as mlx-lm does.
+    std::optional<io::ModuleQuant> q =
+        resolve_module_quant(*m_.quant, path, m_.weights.find(path + ".weight"),
+                             m_.weights.find(path + ".scales"), in);
     if (!q) {
       problem(str_cat("module '", path, "' is marked unquantized (false) in config.json but has .scales"));
       return std::nullopt;

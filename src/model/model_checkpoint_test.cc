@@ -70,9 +70,9 @@ TEST(ModelCheckpoint, ConfigDisagreeingWithTensorsNamesTensorExpectedAndFound) {
   write_config(tmp.path(), j);
   expect_error([&] { open_model_checkpoint(tmp.path()); },
                {"missing tensor 'model.layers.3.self_attn.q_proj.weight'"});
-  j = plan.config_json;
-  j["quantization"]["bits"] = 8;
-  j["quantization_config"]["bits"] = 8;
+  j = plan.config_json;  // an override naming the module is believed over the shapes
+  j["quantization"]["model.embed_tokens"] = {{"bits", 8}, {"group_size", 64}};
+  j["quantization_config"] = j["quantization"];
   write_config(tmp.path(), j);
   expect_error([&] { open_model_checkpoint(tmp.path()); },
                {"model.embed_tokens.weight", "expected U32 [1024, 64]", "bits 8"});
@@ -81,6 +81,32 @@ TEST(ModelCheckpoint, ConfigDisagreeingWithTensorsNamesTensorExpectedAndFound) {
   j.erase("quantization_config");
   write_config(tmp.path(), j);
   expect_error([&] { open_model_checkpoint(tmp.path()); }, {"no quantization section"});
+}
+
+// mlx-lm's rule (docs/quant_formats.md, "Checkpoints"): a module the quantization section does
+// not name is read with the format its packed shapes imply, not the global setting; when the
+// shapes imply nothing supported, the global setting names the mismatch.
+TEST(ModelCheckpoint, UnlistedModulesTakeTheirPackedFormat) {
+  TempDir tmp;
+  SynthQuant q;
+  q.down_bits = 6;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-qwen3-moe"), 0, q, DType::BF16);
+  write_tensors(tmp.path(), plan.tensors);
+  nlohmann::json j = plan.config_json;
+  j["quantization"] = {{"group_size", 64}, {"bits", 8}};  // says 8; tensors are 4, 6 and 8
+  j["quantization_config"] = j["quantization"];
+  write_config(tmp.path(), j);
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+  EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.up_proj"), (io::ModuleQuant{4, 64, "affine"}));
+  EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.down_proj"), (io::ModuleQuant{6, 64, "affine"}));
+  EXPECT_EQ(m.module_quant("model.layers.1.mlp.gate"), (io::ModuleQuant{8, 64, "affine"}));
+  std::vector<TensorRecord> t = plan.tensors;
+  for (TensorRecord& r : t)  // 7-bit packing: nothing supported, so the global 8 bits decide
+    if (r.name == "model.layers.1.mlp.switch_mlp.up_proj.weight") r.shape.back() = 256 * 7 / 32;
+  write_tensors(tmp.path(), t);
+  expect_error([&] { open_model_checkpoint(tmp.path()); },
+               {"model.layers.1.mlp.switch_mlp.up_proj.weight", "expected U32 [8, 128, 64]",
+                "found U32 [8, 128, 56]", "bits 8"});
 }
 
 TEST(ModelCheckpoint, WrongDtypeAndUnknownTensors) {

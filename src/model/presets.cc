@@ -56,6 +56,17 @@ std::vector<ModelPreset> make_presets() {
   p.description = "GLM-4.5: 160 experts top-8 (scaled 2.5) + shared, q/k norm, Dff 1536";
   add(p);
 
+  // rednote-hilab/dots.llm1.inst (config.json: hidden_size 4096, 62 layers of which 1 dense
+  // (intermediate_size 10944), 32 heads / 32 kv heads of head_dim 128, 128 experts of 1408
+  // top-6 + 2 shared, routed_scaling_factor 2.5, vocab_size 152064, rope_theta 1e7).
+  p = {};
+  p.name = "dots.llm1", p.model_type = "dots1", p.hidden = 4096, p.moe_dff = 1408;
+  p.experts = 128, p.top_k = 6, p.shared_dff = 2 * 1408, p.dense_dff = 10944, p.dense_layers = 1;
+  p.layers = 62, p.heads = 32, p.kv_heads = 32, p.head_dim = 128, p.vocab = 152064;
+  p.max_position = 32768;
+  p.description = "dots.llm1: 128 experts top-6 (sigmoid + correction bias) + 2 shared, Dff 1408";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -168,6 +179,13 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
   p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.description = "tiny GLM-4.5 (first layer dense, 2 expert groups, shared expert, partial RoPE)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-dots1", p.model_type = "dots1", p.moe_dff = 128, p.experts = 8, p.top_k = 4;
+  p.shared_dff = 256, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3, p.heads = 4;
+  p.kv_heads = 2, p.head_dim = 64;
+  p.description = "tiny dots.llm1 (first layer dense, 2 expert groups, 2 shared experts)";
   tiny(p);
 
   p = {};

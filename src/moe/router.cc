@@ -126,9 +126,9 @@ RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> e
   c.expert_bias = std::move(expert_bias);
   return c;
 }
-RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
-                             float routed_scaling, std::vector<float> expert_bias,
-                             int64_t n_group, int64_t topk_group) {
+RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                                          float routed_scaling, std::vector<float> expert_bias,
+                                          int64_t n_group, int64_t topk_group) {
   RouterConfig c = base(RoutingRule::kSigmoidBiasTopK, TopKTies::kLowerIndexWins, experts, top_k);
   c.renormalize = norm_topk_prob && top_k > 1;
   c.renorm_eps = 0.f;

@@ -70,11 +70,11 @@ RouterConfig llama4_router(int64_t experts, int64_t top_k);
 // minimax (MiniMax-M2): sigmoid + correction bias for the selection, ties to the lower
 // index, always renormalized with an eps of 1e-20, no scaling.
 RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> expert_bias);
-// glm4_moe (mlx-lm group_expert_select): ties to the lower index, no renormalization eps,
-// renormalized only when top_k > 1.
-RouterConfig glm4_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
-                             float routed_scaling, std::vector<float> expert_bias,
-                             int64_t n_group, int64_t topk_group);
+// glm4_moe and dots1 (DeepSeek-V3's "noaux_tc", mlx-lm group_expert_select in both files):
+// ties to the lower index, no renormalization eps, renormalized only when top_k > 1.
+RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
+                                          float routed_scaling, std::vector<float> expert_bias,
+                                          int64_t n_group, int64_t topk_group);
 
 // Routes M tokens. Holds its scratch (reused, so routing one token allocates nothing);
 // not thread-safe: one Router per thread.

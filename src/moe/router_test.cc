@@ -101,26 +101,26 @@ TEST(Router, Lfm2BiasSelectsButScoresAreUnbiasedSigmoidRenormScaled) {
 // renormalization, none at all for k = 1.
 TEST(Router, Glm4GroupLimitedSigmoidWithCorrectionBias) {
   const std::vector<float> bias = {0.0f, -0.5f, 0.3f, 0.0f, 0.9f, 0.0f, 0.0f, -0.2f};
-  Routed a = route(glm4_moe_router(8, 3, true, 2.5f, bias, 2, 1), kLogits);
+  Routed a = route(group_limited_sigmoid_router(8, 3, true, 2.5f, bias, 2, 1), kLogits);
   EXPECT_EQ(a.ids, (std::vector<int32_t>{4, 5, 7, 7, 4, 6}));
   expect_scores(a.scores, {0.6336545348167419, 0.8966386914253235, 0.9697067141532898,
                            0.8921297788619995, 0.9977073073387146, 0.6101629734039307});
-  Routed b = route(glm4_moe_router(8, 3, true, 1.0f, bias, 4, 2), kLogits);
+  Routed b = route(group_limited_sigmoid_router(8, 3, true, 1.0f, bias, 4, 2), kLogits);
   EXPECT_EQ(b.ids, (std::vector<int32_t>{2, 4, 3, 2, 4, 3}));
   expect_scores(b.scores, {0.3694535791873932, 0.2610928416252136, 0.3694535791873932,
                            0.35326650738716125, 0.35326650738716125, 0.2934669554233551});
-  Routed c = route(glm4_moe_router(8, 3, false, 1.0f, bias, 1, 1), kLogits);
+  Routed c = route(group_limited_sigmoid_router(8, 3, false, 1.0f, bias, 1, 1), kLogits);
   EXPECT_EQ(c.ids, (std::vector<int32_t>{2, 4, 3, 2, 4, 3}));
   expect_scores(c.scores, {0.8807970881462097, 0.6224592924118042, 0.8807970881462097,
                            0.8175745010375977, 0.8175745010375977, 0.6791787147521973});
-  Routed d = route(glm4_moe_router(8, 1, true, 2.5f, bias, 4, 3), kLogits);
+  Routed d = route(group_limited_sigmoid_router(8, 1, true, 2.5f, bias, 4, 3), kLogits);
   EXPECT_EQ(d.ids, (std::vector<int32_t>{4, 4}));
   expect_scores(d.scores, {1.5561482906341553, 2.043936252593994});
   // Groups must split the experts evenly, keep at most n_group, and hold top_k.
-  EXPECT_THROW(Router(glm4_moe_router(8, 3, true, 1.0f, bias, 3, 1)), Error);
-  EXPECT_THROW(Router(glm4_moe_router(8, 3, true, 1.0f, bias, 2, 3)), Error);
-  EXPECT_THROW(Router(glm4_moe_router(8, 5, true, 1.0f, bias, 2, 1)), Error);
-  EXPECT_THROW(Router(glm4_moe_router(8, 1, true, 1.0f, bias, 8, 1)), Error);
+  EXPECT_THROW(Router(group_limited_sigmoid_router(8, 3, true, 1.0f, bias, 3, 1)), Error);
+  EXPECT_THROW(Router(group_limited_sigmoid_router(8, 3, true, 1.0f, bias, 2, 3)), Error);
+  EXPECT_THROW(Router(group_limited_sigmoid_router(8, 5, true, 1.0f, bias, 2, 1)), Error);
+  EXPECT_THROW(Router(group_limited_sigmoid_router(8, 1, true, 1.0f, bias, 8, 1)), Error);
 }
 
 // minimax (mlx-lm MiniMaxSparseMoeBlock, same logits and bias): always renormalized, so a

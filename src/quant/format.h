@@ -33,6 +33,13 @@ constexpr bool is_fp_mode(Mode m) {
 // The only bits / group size an fp mode allows (MLX's defaults are its only values).
 constexpr int fp_mode_bits(Mode m) { return m == Mode::kMxfp8 ? 8 : 4; }
 constexpr int fp_mode_group_size(Mode m) { return m == Mode::kNvfp4 ? 16 : 32; }
+// The fp mode whose only (bits, group size) this is, as mlx-lm infers a mode from U8 scales
+// (4/32 mxfp4, 8/32 mxfp8, 4/16 nvfp4); nullopt for any other pair.
+inline std::optional<Mode> fp_mode_for(int bits, int group_size) {
+  for (Mode m : {Mode::kMxfp4, Mode::kMxfp8, Mode::kNvfp4})
+    if (fp_mode_bits(m) == bits && fp_mode_group_size(m) == group_size) return m;
+  return std::nullopt;
+}
 
 // One matrix's format: everything a kernel, a loader or a byte counter needs to know besides
 // the shape. scale_dtype is F32/F16/BF16 for affine and U8 (the raw E8M0 or E4M3 code) for

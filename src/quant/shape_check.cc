@@ -195,4 +195,22 @@ QuantShape check_quant_shape(const QuantShapeArgs& a) {
   return s;
 }
 
+std::optional<Format> infer_packed_format(const std::vector<int64_t>& weight_shape,
+                                          const std::vector<int64_t>& scales_shape,
+                                          DType scales_dtype, int64_t k) {
+  if (weight_shape.empty() || scales_shape.empty() || k <= 0) return std::nullopt;
+  const int64_t words = weight_shape.back(), groups = scales_shape.back();
+  if (groups <= 0 || k % groups != 0 || words <= 0 || words > k || (words * 32) % k != 0)
+    return std::nullopt;
+  const int bits = int(words * 32 / k), group_size = int(k / groups);
+  Format f = Format::affine(bits, group_size, scales_dtype);
+  if (scales_dtype == DType::U8) {
+    const std::optional<Mode> fp = fp_mode_for(bits, group_size);
+    if (!fp) return std::nullopt;
+    f = Format::fp(*fp);
+  }
+  if (format_unsupported_reason(f)) return std::nullopt;
+  return f;
+}
+
 }  // namespace moex::quant

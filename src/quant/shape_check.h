@@ -58,4 +58,12 @@ struct QuantShape {
 
 QuantShape check_quant_shape(const QuantShapeArgs& a);
 
+// mlx-lm's infer_quant_config (mlx_lm/utils.py): the format a module's packed shapes imply for
+// logical input width k: group_size = k / scales columns, bits = weight columns * 32 / k; U8
+// scales mean the fp mode of that pair, other scale dtypes affine. Nullopt when the shapes imply
+// no whole, supported format (the caller then falls back to the config's setting).
+std::optional<Format> infer_packed_format(const std::vector<int64_t>& weight_shape,
+                                          const std::vector<int64_t>& scales_shape,
+                                          DType scales_dtype, int64_t k);
+
 }  // namespace moex::quant

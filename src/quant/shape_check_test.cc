@@ -182,5 +182,37 @@ TEST(QuantShape, FpModesHaveTheirOwnLayout) {
   expect_error(a, "expected affine, mxfp4, mxfp8 or nvfp4");
 }
 
+// mlx-lm's infer_quant_config: every valid affine pair and every fp mode is recovered from its
+// packed shapes; shapes that imply no whole or supported format give nullopt (the config's
+// setting then decides and reports).
+TEST(QuantShape, PackedFormatInference) {
+  const int64_t k = 768;
+  for (int b : {2, 3, 4, 5, 6, 8})
+    for (int g : {32, 64, 128}) {
+      SCOPED_TRACE(std::to_string(b) + " bits / group " + std::to_string(g));
+      const auto f = infer_packed_format({8, 96, k * b / 32}, {8, 96, k / g}, DType::BF16, k);
+      ASSERT_TRUE(f.has_value());
+      EXPECT_EQ(*f, Format::affine(b, g, DType::BF16));
+    }
+  for (Mode m : {Mode::kMxfp4, Mode::kMxfp8, Mode::kNvfp4}) {
+    const Format want = Format::fp(m);
+    const auto f = infer_packed_format({96, k * want.bits / 32}, {96, k / want.group_size},
+                                       DType::U8, k);
+    ASSERT_TRUE(f.has_value()) << mode_name(m);
+    EXPECT_EQ(*f, want);
+  }
+  // U8 scales with a pair no fp mode has (4 bits / 64), unsupported widths and groups,
+  // fractional ratios, empty and zero shapes.
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 12}, DType::U8, k));
+  EXPECT_FALSE(infer_packed_format({96, k * 7 / 32}, {96, 12}, DType::BF16, k));    // 7 bits
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 48}, DType::BF16, k));            // group 16
+  EXPECT_FALSE(infer_packed_format({96, 97}, {96, 12}, DType::BF16, k));            // 97*32/768
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 7}, DType::BF16, k));             // 768/7
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 0}, DType::BF16, k));
+  EXPECT_FALSE(infer_packed_format({}, {96, 12}, DType::BF16, k));
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 12}, DType::BF16, 0));
+  EXPECT_FALSE(infer_packed_format({96, 96}, {96, 12}, DType::I32, k));            // scale dtype
+}
+
 }  // namespace
 }  // namespace moex::quant

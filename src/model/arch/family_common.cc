@@ -172,11 +172,11 @@ void set_llama_attention_names(LayerModules& n, const std::string& p, bool qk_no
 }
 
 void set_switch_mlp_names(LayerModules& n, const std::string& moe, const std::string& router,
-                          const char* g, const char* u, const char* d) {
+                          const char* g, const char* u, const char* d, const char* stacked) {
   n.router = moe + "." + router;
-  n.experts_gate = moe + ".switch_mlp.gate_proj";
-  n.experts_up = moe + ".switch_mlp.up_proj";
-  n.experts_down = moe + ".switch_mlp.down_proj";
+  n.experts_gate = moe + "." + stacked + ".gate_proj";
+  n.experts_up = moe + "." + stacked + ".up_proj";
+  n.experts_down = moe + "." + stacked + ".down_proj";
   n.hf_expert_gate = moe + ".experts.{e}." + g;
   n.hf_expert_up = moe + ".experts.{e}." + u;
   n.hf_expert_down = moe + ".experts.{e}." + d;

@@ -66,10 +66,12 @@ void set_llama_model_names(ModelConfig& c, const nlohmann::json& cfg, const std:
 void set_llama_attention_names(LayerModules& n, const std::string& prefix, bool qk_norm);
 
 // MoE names under `moe` ("model.layers.3.mlp"): router `moe.<router>`, stacked experts
-// `moe.switch_mlp.{gate,up,down}_proj`, and the per-expert Hugging Face names
-// `moe.experts.{e}.<g>/<u>/<d>` (g/u/d: "gate_proj","up_proj","down_proj" or "w1","w3","w2").
+// `moe.<stacked>.{gate,up,down}_proj` (mlx-lm's SwitchGLU attribute: switch_mlp, or experts
+// in dots1), and the per-expert Hugging Face names `moe.experts.{e}.<g>/<u>/<d>` (g/u/d:
+// "gate_proj","up_proj","down_proj" or "w1","w3","w2").
 void set_switch_mlp_names(LayerModules& n, const std::string& moe, const std::string& router,
-                          const char* g, const char* u, const char* d);
+                          const char* g, const char* u, const char* d,
+                          const char* stacked = "switch_mlp");
 
 // Dense SwiGLU MLP names `mlp.{gate,up,down}_proj`.
 void set_dense_mlp_names(LayerModules& n, const std::string& mlp);

@@ -37,9 +37,9 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
       r = moe::minimax_router(c.moe.num_experts, c.moe.top_k, w.expert_bias);
       return r;
     case RouterKind::kSigmoidGroupLimited:
-      r = moe::glm4_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.renormalize,
-                               float(c.moe.routed_scaling_factor), w.expert_bias, c.moe.n_group,
-                               c.moe.topk_group);
+      r = moe::group_limited_sigmoid_router(
+          c.moe.num_experts, c.moe.top_k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
+          w.expert_bias, c.moe.n_group, c.moe.topk_group);
       return r;
     case RouterKind::kLlama4Top1Sigmoid: r.rule = moe::RoutingRule::kSigmoidTop1ScalesInput; return r;
   }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/qdot.h"
+#include "model/module_quant.h"
 #include "quant/format.h"
 #include "quant/shape_check.h"
 
@@ -57,7 +58,7 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
     a.biases_dtype = p.biases->dtype;
   }
   if (quant_) {
-    if (auto mq = quant_->lookup(path)) {
+    if (auto mq = resolve_module_quant(*quant_, path, p.w, p.scales, in)) {
       a.bits = mq->bits;
       a.group_size = mq->group_size;
       a.mode = mq->mode;

@@ -169,10 +169,14 @@ def to_hf_layout(model_dir):
         if name.endswith("conv.conv.weight") and t.ndim == 3 and t.shape[-1] == 1:
             out[name] = t.swapaxes(1, 2)  # LFM2: PyTorch's Conv1d layout [H, 1, L]
             continue
-        if ".switch_mlp." not in name:
+        # dots1 stacks its experts under mlp.experts (mlx-lm's attribute name), the rest under
+        # switch_mlp; either way the Hugging Face names are <moe>.experts.<e>.<proj>.
+        stacked = ".switch_mlp." if ".switch_mlp." in name else (
+            ".experts." if ".mlp.experts." in name and t.ndim == 3 else None)
+        if stacked is None:
             out[name] = t
             continue
-        prefix, rest = name.split(".switch_mlp.")
+        prefix, rest = name.split(stacked)
         proj, part = rest.split(".", 1)
         renamed = prefix.endswith("block_sparse_moe") or prefix.endswith("feed_forward")
         hf = HF_EXPERT_NAMES[proj] if renamed else proj
