@@ -185,6 +185,13 @@ struct ModelConfig {
   MoeParams moe;
   int64_t dense_dff = 0;  // intermediate size of dense FFN layers (0 if none)
 
+  // Scalar multipliers of the residual stream (Granite's muP factors; 1 elsewhere): the
+  // embedding rows are multiplied by embedding_scale, each layer adds residual_scale * (its
+  // attention / FFN output), and the logits are divided by logits_divisor.
+  double embedding_scale = 1.0;
+  double residual_scale = 1.0;
+  double logits_divisor = 1.0;
+
   bool tie_word_embeddings = false;
   bool lm_head_bias = false;  // Phi-MoE
   std::string embed_name;       // "model.embed_tokens"

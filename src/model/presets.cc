@@ -67,6 +67,17 @@ std::vector<ModelPreset> make_presets() {
   p.description = "dots.llm1: 128 experts top-6 (sigmoid + correction bias) + 2 shared, Dff 1408";
   add(p);
 
+  // ibm-granite/granite-3.1-3b-a800m-instruct (config.json: hidden_size 1536, 32 layers, 24
+  // heads / 8 kv heads (head_dim 64), 40 experts of intermediate_size 512 top-8, vocab 49155,
+  // tied embeddings, rope_theta 1e7). The muP multipliers are granite-3.0-1b-a400m's
+  // (docs/families.md); they change no shape.
+  p = {};
+  p.name = "granite-3.1-3b-a800m", p.model_type = "granitemoe", p.hidden = 1536, p.moe_dff = 512;
+  p.experts = 40, p.top_k = 8, p.layers = 32, p.heads = 24, p.kv_heads = 8, p.head_dim = 64;
+  p.vocab = 49155, p.max_position = 131072, p.tie_embeddings = true;
+  p.description = "Granite-3.1-3B-A800M: 40 experts top-8, Dff 512, muP multipliers";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -186,6 +197,13 @@ std::vector<ModelPreset> make_presets() {
   p.shared_dff = 256, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3, p.heads = 4;
   p.kv_heads = 2, p.head_dim = 64;
   p.description = "tiny dots.llm1 (first layer dense, 2 expert groups, 2 shared experts)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-granitemoe", p.model_type = "granitemoe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.tie_embeddings = true;
+  p.description = "tiny Granite MoE (muP multipliers, attention scale 0.1, q/k/v/o biases)";
   tiny(p);
 
   p = {};

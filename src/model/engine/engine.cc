@@ -375,6 +375,7 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
   norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
   clock.lap(DecodeOp::kNormsResidual);
   be_->linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+  scale_logits(logits_.data(), 1);
   clock.lap(DecodeOp::kLmHead);
   end_step(n, profiled);
   return logits_.data();
@@ -410,11 +411,30 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
     clock.lap(DecodeOp::kNormsResidual);
     be_->linear(
         {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
+    scale_logits(logits_.data() + done * V, rows);
     clock.lap(DecodeOp::kLmHead);
     done += rows;
   }
   end_step(n, profiling_);
   return logits_.data();
+}
+
+// h += residual_scale * mix over n rows (mlx-lm: x + multiplier * r; a plain add at 1).
+void Engine::add_residual(int64_t n) {
+  const int64_t count = n * cfg_.hidden;
+  if (cfg_.residual_scale == 1.0) {
+    for (int64_t i = 0; i < count; ++i) h_[size_t(i)] += mix_[size_t(i)];
+    return;
+  }
+  const float s = float(cfg_.residual_scale);
+  for (int64_t i = 0; i < count; ++i) h_[size_t(i)] += s * mix_[size_t(i)];
+}
+
+// logits /= logits_divisor over `rows` rows of the vocabulary (Granite's logits_scaling).
+void Engine::scale_logits(float* logits, int64_t rows) const {
+  if (cfg_.logits_divisor == 1.0) return;
+  const float d = float(cfg_.logits_divisor);
+  for (int64_t i = 0; i < rows * cfg_.vocab; ++i) logits[i] /= d;
 }
 
 // Runs the rows of segments_ (n in all) through every layer and advances their sequences;
@@ -423,6 +443,10 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   ensure_rows(n);
   const int64_t H = cfg_.hidden;
   be_->embedding_rows(w_.embed, tokens, n, h_.data());
+  if (cfg_.embedding_scale != 1.0) {
+    const float s = float(cfg_.embedding_scale);
+    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] *= s;
+  }
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
@@ -437,12 +461,12 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
     } else {
       attention_layer(l, n, clock);
     }
-    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
+    add_residual(n);
     norm(lw.post_norm, h_.data(), xn_.data(), n);
     clock.lap(DecodeOp::kNormsResidual);
     ffn_layer(l, n);
     clock.lap(dense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
-    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] += mix_[size_t(i)];
+    add_residual(n);
   }
   for (const Segment& s : segments_) s.seq->pos_ += s.rows;
 }

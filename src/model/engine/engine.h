@@ -167,6 +167,8 @@ class Engine {
   void ensure_rows(int64_t n);
   // One chunk of n rows made of `segments`; advances each segment's sequence.
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);
+  void add_residual(int64_t n);
+  void scale_logits(float* logits, int64_t rows) const;
   void apply_settings(const moe::FusedSettings& s);  // to every MoE layer
   void start_measurement_step();
   void finish_measurement();

@@ -36,11 +36,12 @@ inline void write_config(const std::string& dir, const nlohmann::json& j) {
   std::ofstream(dir + "/config.json") << j.dump(1);
 }
 
-// The eleven tiny families the engine tests run on, as a gtest parameter list.
+// Every tiny family (one per model family), which the engine tests run on, as a gtest parameter list.
 inline auto tiny_families() {
   return ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe",
                            "tiny-phimoe", "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss",
-                           "tiny-glm4-moe", "tiny-minimax", "tiny-dots1");
+                           "tiny-glm4-moe", "tiny-minimax", "tiny-dots1",
+                           "tiny-granitemoe");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked
