@@ -49,6 +49,7 @@ const char* router_kind_name(RouterKind k) {
     case RouterKind::kTopkSoftmax: return "topk_softmax";
     case RouterKind::kSigmoidBiasRenorm: return "sigmoid_bias_renorm";
     case RouterKind::kSigmoidGroupLimited: return "sigmoid_group_limited";
+    case RouterKind::kProbTopkRenormFloor: return "prob_topk_renorm_floor";
     case RouterKind::kSigmoidBiasNorm: return "sigmoid_bias_norm";
     case RouterKind::kLlama4Top1Sigmoid: return "llama4_top1_sigmoid";
     case RouterKind::kSparseMixer: return "sparsemixer";

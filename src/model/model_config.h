@@ -83,6 +83,8 @@ enum class RouterKind {
                          // s + expert_bias, the n_group - topk_group worst zeroed; top-k of the
                          // rest; scores = s_k / sum_k s_k (norm_topk_prob, k > 1), then
                          // * routed_scale (GLM-4.5, mlx-lm group_expert_select)
+  kProbTopkRenormFloor,  // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; top-k of s; scores
+                         // = s_k / max(sum_k s_k, 1e-12) (ERNIE-4.5)
   kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
 };
 
@@ -146,6 +148,7 @@ struct MoeParams {
   int64_t n_group = 1, topk_group = 1;  // kSigmoidGroupLimited
   bool router_unquantized = false;      // GLM-4.5: the router is a bare weight, never quantized
   double jitter_eps = 0.0;            // Phi-MoE sparsemixer
+  bool gate_sigmoid = false;          // kProbTopkRenormFloor: sigmoid instead of softmax
   bool expert_linear_bias = false;    // OLMoE mlp_bias: switch_mlp.*.bias [E, out]
   bool router_bias = false;           // gpt-oss: the router Linear has a bias [E]
   ExpertActivation activation = ExpertActivation::kSwiGLU;

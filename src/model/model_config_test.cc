@@ -268,9 +268,12 @@ TEST(ModelConfig, HeadCountThatWrapsTheQWidthIsRejected) {
 // Every integer field a family reads is range checked: absurd values (negative, past int32,
 // values whose products wrap int64) are refused naming the field, for one preset per family.
 TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
-  // Fields where 0 is meaningful: eos id 0, no leading dense layers, Qwen3 with no experts.
-  const std::set<std::string> zero_ok = {"eos_token_id", "num_dense_layers", "num_experts",
-                                         "first_k_dense_replace"};
+  // Fields where 0 is meaningful: eos id 0, no leading dense layers, Qwen3 with no experts;
+  // ERNIE's expert size 0 (= intermediate_size), no shared experts, MoE from/until layer 0.
+  const std::set<std::string> zero_ok = {
+      "eos_token_id", "num_dense_layers", "num_experts", "first_k_dense_replace",
+      "ernie4_5_moe:moe_intermediate_size", "ernie4_5_moe:moe_num_shared_experts",
+      "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",
                                         "minimax:shared_intermediate_size"};
@@ -286,7 +289,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       const ModelConfig ref = parse_model_config(base, "c.json");
       if (unread.count(ref.family + ":" + field)) continue;
       std::vector<int64_t> values(std::begin(absurd), std::end(absurd));
-      if (!zero_ok.count(field)) values.push_back(0);
+      if (!zero_ok.count(field) && !zero_ok.count(ref.family + ":" + field)) values.push_back(0);
       for (int64_t v : values) {
         SCOPED_TRACE(p.name + ": " + field + " = " + std::to_string(v));
         json j = base;
@@ -295,7 +298,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 12u);
+  EXPECT_EQ(families.size(), 13u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -316,7 +319,7 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   j["model_type"] = "deepseek_v3";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
-                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe"});
+                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

@@ -16,7 +16,7 @@ import numpy as np
 
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
         "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
-        "tiny-minimax", "tiny-dots1", "tiny-granitemoe"]
+        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
@@ -31,9 +31,13 @@ class RouterTap:
 
     def __call__(self, x):
         y = self.inner(x)
-        # A gate module that routes itself (glm4_moe's MoEGate returns ids and scores): its
-        # logits are x times its bare weight.
-        self.sink.append(x @ self.inner.weight.T if isinstance(y, tuple) else y)
+        # A gate module that routes itself returns ids and scores: its logits are x times its
+        # bare weight (glm4_moe's MoEGate, dots1) or its inner Linear's output (granitemoe's
+        # router.layer).
+        if isinstance(y, tuple):
+            inner = getattr(self.inner, "layer", None)
+            y = inner(x) if inner is not None else x @ self.inner.weight.T
+        self.sink.append(y)
         return y
 
 

@@ -78,6 +78,17 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Granite-3.1-3B-A800M: 40 experts top-8, Dff 512, muP multipliers";
   add(p);
 
+  // baidu/ERNIE-4.5-21B-A3B-PT (config.json as copies of it give it: hidden_size 2560, 28 layers
+  // of which layer 0 dense (intermediate_size 12288), 20 heads / 4 kv heads of head_dim 128, 64
+  // experts of 1536 top-6 + 2 shared, vocab_size 103424, rope_theta 500000, tied embeddings).
+  p = {};
+  p.name = "ernie-4.5-21b-a3b", p.model_type = "ernie4_5_moe", p.hidden = 2560;
+  p.moe_dff = 1536, p.experts = 64, p.top_k = 6, p.shared_dff = 2 * 1536, p.dense_dff = 12288;
+  p.dense_layers = 1, p.layers = 28, p.heads = 20, p.kv_heads = 4, p.head_dim = 128;
+  p.vocab = 103424, p.max_position = 131072, p.tie_embeddings = true;
+  p.description = "ERNIE-4.5-21B-A3B: 64 experts top-6 + 2 shared, Dff 1536, first layer dense";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -204,6 +215,13 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.tie_embeddings = true;
   p.description = "tiny Granite MoE (muP multipliers, attention scale 0.1, q/k/v/o biases)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-ernie4-5-moe", p.model_type = "ernie4_5_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 256, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
+  p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.tie_embeddings = true;
+  p.description = "tiny ERNIE-4.5 MoE (first layer dense, interleaved RoPE, 2 shared experts)";
   tiny(p);
 
   p = {};

@@ -1,6 +1,7 @@
 // The routing rules of router.h, each following its mlx-lm model file line by line.
 #include "moe/router.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -72,6 +73,8 @@ void RouterConfig::validate() const {
   for (float b : expert_bias)
     if (!std::isfinite(b)) fail("router: expert_bias holds a non-finite value");
   if (!std::isfinite(routed_scaling)) fail("router: routed_scaling_factor is not finite");
+  if (!(renorm_floor >= 0.f) || !std::isfinite(renorm_floor))
+    fail("router: renorm_floor = ", renorm_floor, "; expected a finite value >= 0");
   if (n_group < 1 || num_experts % n_group != 0)
     fail("router: n_group = ", n_group, "; expected a divisor of num_experts = ", num_experts);
   if (topk_group < 1 || topk_group > n_group)
@@ -126,6 +129,15 @@ RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> e
   c.expert_bias = std::move(expert_bias);
   return c;
 }
+RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid) {
+  RouterConfig c = base(sigmoid ? RoutingRule::kSigmoidBiasTopK : RoutingRule::kSoftmaxTopK,
+                        TopKTies::kLowerIndexWins, experts, top_k);
+  c.renormalize = true;
+  c.renorm_eps = 0.f;
+  c.renorm_floor = 1e-12f;
+  return c;
+}
+
 RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                                           float routed_scaling, std::vector<float> expert_bias,
                                           int64_t n_group, int64_t topk_group) {
@@ -171,8 +183,10 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       mlx_topk(p, e, k, c.ties, order_.data(), negated_.data(), ids);
       float sum = 0.f;
       for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
-      if (c.renormalize)
-        for (int64_t j = 0; j < k; ++j) scores[j] /= sum;
+      if (c.renormalize) {
+        const float d = std::max(sum, c.renorm_floor);
+        for (int64_t j = 0; j < k; ++j) scores[j] /= d;
+      }
       return;
     }
     case RoutingRule::kTopKSoftmax: {
@@ -194,8 +208,10 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       mlx_topk(sel, e, k, c.ties, order_.data(), negated_.data(), ids);
       float sum = 0.f;
       for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
-      if (c.renormalize)
-        for (int64_t j = 0; j < k; ++j) scores[j] /= (sum + c.renorm_eps);
+      if (c.renormalize) {
+        const float d = std::max(sum + c.renorm_eps, c.renorm_floor);
+        for (int64_t j = 0; j < k; ++j) scores[j] /= d;
+      }
       for (int64_t j = 0; j < k; ++j) scores[j] *= c.routed_scaling;
       return;
     }

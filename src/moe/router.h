@@ -47,6 +47,9 @@ struct RouterConfig {
   bool renormalize = false;        // kSoftmaxTopK, kSigmoidBiasTopK
   float routed_scaling = 1.0f;     // kSigmoidBiasTopK
   float renorm_eps = 1e-6f;        // kSigmoidBiasTopK: added to the sum when renormalizing
+  // kSoftmaxTopK, kSigmoidBiasTopK: the renormalizing divisor is max(sum + eps, renorm_floor)
+  // (ernie4_5_moe: max(sum, 1e-12)); 0 leaves it the sum.
+  float renorm_floor = 0.f;
   int64_t n_group = 1, topk_group = 1;  // kSigmoidBiasTopK: group-limited selection
   std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
   float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
@@ -72,6 +75,9 @@ RouterConfig llama4_router(int64_t experts, int64_t top_k);
 RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> expert_bias);
 // glm4_moe and dots1 (DeepSeek-V3's "noaux_tc", mlx-lm group_expert_select in both files):
 // ties to the lower index, no renormalization eps, renormalized only when top_k > 1.
+// ernie4_5_moe: softmax (or sigmoid with `sigmoid`) over all experts in f32, top-k of it with
+// ties to the lower index, divided by max(sum, 1e-12).
+RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid);
 RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                                           float routed_scaling, std::vector<float> expert_bias,
                                           int64_t n_group, int64_t topk_group);

@@ -123,6 +123,23 @@ TEST(Router, Glm4GroupLimitedSigmoidWithCorrectionBias) {
   EXPECT_THROW(Router(group_limited_sigmoid_router(8, 1, true, 1.0f, bias, 8, 1)), Error);
 }
 
+// ernie4_5_moe (mlx-lm Ernie4_5_MoeMLP, same logits): softmax or sigmoid over all experts, top-k
+// with ties to the lower index, divided by max(sum, 1e-12). With every sigmoid underflowed to
+// 0 the floor keeps the scores 0 where a plain division would give NaN.
+TEST(Router, ErnieSoftmaxOrSigmoidRenormalizedWithFloor) {
+  Routed a = route(ernie4_5_moe_router(8, 3, false), kLogits);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  expect_scores(a.scores, {0.42231881618499756, 0.42231881618499756, 0.15536241233348846,
+                           0.3836517333984375, 0.3836517333984375, 0.232696533203125});
+  Routed b = route(ernie4_5_moe_router(8, 3, true), kLogits);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7}));
+  expect_scores(b.scores, {0.341921329498291, 0.341921329498291, 0.31615734100341797,
+                           0.3455210328102112, 0.3455210328102112, 0.30895793437957764});
+  Routed c = route(ernie4_5_moe_router(8, 3, true), std::vector<float>(8, -200.f));
+  EXPECT_EQ(c.ids, (std::vector<int32_t>{1, 0, 2}));
+  for (float v : c.scores) EXPECT_EQ(v, 0.f);
+}
+
 // minimax (mlx-lm MiniMaxSparseMoeBlock, same logits and bias): always renormalized, so a
 // single expert scores exactly 1 (glm4_moe's rule leaves it unnormalized).
 TEST(Router, MinimaxSigmoidBiasAlwaysRenormalized) {

@@ -41,7 +41,8 @@ inline auto tiny_families() {
   return ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe",
                            "tiny-phimoe", "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss",
                            "tiny-glm4-moe", "tiny-minimax", "tiny-dots1",
-                           "tiny-granitemoe");
+                           "tiny-granitemoe",
+                           "tiny-ernie4-5-moe");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked
