@@ -21,6 +21,7 @@ const char* qk_norm_kind_name(QkNormKind k) {
     case QkNormKind::kPerHead: return "per_head";
     case QkNormKind::kFullWidth: return "full_width";
     case QkNormKind::kPerHeadNoWeight: return "per_head_no_weight";
+    case QkNormKind::kPerHeadAfterRope: return "per_head_after_rope";
   }
   return "?";
 }

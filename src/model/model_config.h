@@ -36,8 +36,9 @@ enum class QkNormKind {
   kPerHead,          // RMSNorm over head_dim with a [head_dim] weight, before RoPE (Qwen3, LFM2)
   kFullWidth,        // RMSNorm over heads*head_dim with a [heads*head_dim] weight, before the
                      // head reshape and RoPE (OLMoE)
-  kPerHeadNoWeight   // RMSNorm over head_dim, no weight, eps = qk_norm_eps, AFTER RoPE; only
+  kPerHeadNoWeight,  // RMSNorm over head_dim, no weight, eps = qk_norm_eps, AFTER RoPE; only
                      // on RoPE layers (Llama-4)
+  kPerHeadAfterRope  // RMSNorm over head_dim with a [head_dim] weight, AFTER RoPE (Hunyuan)
 };
 
 enum class RopeKind {

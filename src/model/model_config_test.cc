@@ -276,7 +276,8 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",
-                                        "minimax:shared_intermediate_size"};
+                                        "minimax:shared_intermediate_size",
+                                        "hunyuan:cla_share_factor"};
   const int64_t absurd[] = {-1, (int64_t{1} << 31) + 3, (int64_t{1} << 58) + 4, int64_t{1} << 62};
   std::set<std::string> families;
   for (const ModelPreset& p : all_presets()) {
@@ -298,7 +299,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 13u);
+  EXPECT_EQ(families.size(), 14u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -319,7 +320,7 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   j["model_type"] = "deepseek_v3";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
-                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe"});
+                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

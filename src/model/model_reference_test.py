@@ -16,7 +16,7 @@ import numpy as np
 
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
         "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
-        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe"]
+        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
@@ -34,10 +34,11 @@ class RouterTap:
         # A gate module that routes itself returns ids and scores: its logits are x times its
         # bare weight (glm4_moe's MoEGate, dots1) or its inner Linear's output (granitemoe's
         # router.layer).
+        logits = y
         if isinstance(y, tuple):
             inner = getattr(self.inner, "layer", None)
-            y = inner(x) if inner is not None else x @ self.inner.weight.T
-        self.sink.append(y)
+            logits = inner(x) if inner is not None else x @ self.inner.weight.T
+        self.sink.append(logits)
         return y
 
 
@@ -69,7 +70,9 @@ def route_stats(model, cfg, ids):
         setattr(ff, r, RouterTap(getattr(ff, r), sink))
         taps.append(sink)
     tc = cfg.get("text_config", cfg)
-    k = tc["num_experts_per_tok"]
+    # top-k under each family's name (hunyuan's may be a per-layer list of equal values)
+    k = next(tc[f] for f in ("num_experts_per_tok", "moe_k", "moe_topk") if f in tc)
+    k = k[0] if isinstance(k, list) else k
     logits = model(mx.array([ids]))
     mx.eval(logits)
     for (ff, r), sink in zip(blocks, taps):

@@ -89,6 +89,16 @@ std::vector<ModelPreset> make_presets() {
   p.description = "ERNIE-4.5-21B-A3B: 64 experts top-6 + 2 shared, Dff 1536, first layer dense";
   add(p);
 
+  // tencent/Hunyuan-A13B-Instruct (config.json: hidden_size 4096, 32 layers, 32 heads / 8 kv
+  // heads (head_dim 128), 64 experts of 3072 top-8 + 1 shared of intermediate_size 3072,
+  // vocab_size 128167, rope_theta 10000 with rope_scaling alpha 1000, tied embeddings).
+  p = {};
+  p.name = "hunyuan-a13b", p.model_type = "hunyuan", p.hidden = 4096, p.moe_dff = 3072;
+  p.experts = 64, p.top_k = 8, p.shared_dff = 3072, p.layers = 32, p.heads = 32, p.kv_heads = 8;
+  p.head_dim = 128, p.vocab = 128167, p.max_position = 32768, p.tie_embeddings = true;
+  p.description = "Hunyuan-A13B: 64 experts top-8 (softmax, not renormalized) + shared, Dff 3072";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -222,6 +232,13 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.shared_dff = 256, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
   p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.tie_embeddings = true;
   p.description = "tiny ERNIE-4.5 MoE (first layer dense, interleaved RoPE, 2 shared experts)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-hunyuan", p.model_type = "hunyuan", p.moe_dff = 128, p.experts = 8, p.top_k = 4;
+  p.shared_dff = 256, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.tie_embeddings = true;
+  p.description = "tiny Hunyuan-A13B (q/k norm after alpha-NTK RoPE, unnormalized top-k, shared MLP)";
   tiny(p);
 
   p = {};

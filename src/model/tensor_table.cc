@@ -108,7 +108,7 @@ void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, in
   b.output(Slot::kO, n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
   if (c.attention_sinks)
     b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}}, Slot::kSinks);
-  if (c.qk_norm == QkNormKind::kPerHead) {
+  if (c.qk_norm == QkNormKind::kPerHead || c.qk_norm == QkNormKind::kPerHeadAfterRope) {
     b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.head_dim);
     b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.head_dim);
   } else if (c.qk_norm == QkNormKind::kFullWidth) {

@@ -251,19 +251,20 @@ void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows
 }
 
 // q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,
-// LFM2); per head without weights after RoPE (Llama-4).
+// LFM2); per head after RoPE, without weights (Llama-4) or with them (Hunyuan).
 void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q, float* k,
                      int64_t n, bool after_rope) {
   if (!plan.qk_norm || cfg_.qk_norm == QkNormKind::kNone) return;
-  const bool late = cfg_.qk_norm == QkNormKind::kPerHeadNoWeight;
+  const bool weighted = cfg_.qk_norm != QkNormKind::kPerHeadNoWeight;
+  const bool late = !weighted || cfg_.qk_norm == QkNormKind::kPerHeadAfterRope;
   if (late != after_rope) return;
   const float eps = float(cfg_.qk_norm_eps);
   const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
   const int64_t hd = cfg_.head_dim;
-  be_->rms_norm({.x = q, .out = q, .weight = late ? nullptr : a.q_norm.data(),
+  be_->rms_norm({.x = q, .out = q, .weight = weighted ? a.q_norm.data() : nullptr,
                  .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.q_dim(),
                  .eps = eps});
-  be_->rms_norm({.x = k, .out = k, .weight = late ? nullptr : a.k_norm.data(),
+  be_->rms_norm({.x = k, .out = k, .weight = weighted ? a.k_norm.data() : nullptr,
                  .rows = per_head ? n * cfg_.kv_heads : n, .dim = per_head ? hd : cfg_.kv_dim(),
                  .eps = eps});
 }

@@ -42,7 +42,8 @@ inline auto tiny_families() {
                            "tiny-phimoe", "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss",
                            "tiny-glm4-moe", "tiny-minimax", "tiny-dots1",
                            "tiny-granitemoe",
-                           "tiny-ernie4-5-moe");
+                           "tiny-ernie4-5-moe",
+                           "tiny-hunyuan");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked
