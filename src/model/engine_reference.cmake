@@ -59,7 +59,7 @@ endforeach()
 # 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
-               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan)
+               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -100,7 +100,7 @@ endforeach()
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
 # stacks no bias tensors, and by moex with a message.)
 foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
-               dots1 ernie4-5-moe hunyuan)
+               dots1 ernie4-5-moe hunyuan bailing-moe)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
@@ -147,6 +147,31 @@ add_test(NAME engine_parity_tiny-ernie4-5-moe_sigmoid_gate
           --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
 set_tests_properties(engine_parity_tiny-ernie4-5-moe_sigmoid_gate PROPERTIES LABELS reference
                      TIMEOUT 600 SKIP_RETURN_CODE 77)
+# Ling (bailing_moe). make-model quantizes lm_head, and mlx-lm 0.32.2's sanitize would then
+# "normalize" its packed words for norm_head (zeroing them), so the head is stored float, as a
+# Hugging Face checkpoint has it, and both sides normalize its columns at load. Then Ling-lite's
+# softmax scoring; then mlx_lm convert at g128, whose head the converter normalized before
+# quantizing: norm_head is set false there so that mlx-lm reads that head as it is (moex reads a
+# quantized head as it is either way; docs/families.md).
+add_test(NAME engine_parity_tiny-bailing-moe
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe --make-preset tiny-bailing-moe
+          "--dequantize=^lm_head$" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+          --fused on,off --tol 1e-3)
+add_test(NAME engine_parity_tiny-bailing-moe_softmax_scores
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe-softmax
+          --make-preset tiny-bailing-moe "--dequantize=^lm_head$"
+          "--set=score_function=\"softmax\"" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
+          --steps 32 --fused on,off --tol 1e-3)
+add_test(NAME engine_parity_tiny-bailing-moe_mlx_convert_g128
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe-convert-g128
+          --make-preset tiny-bailing-moe "--mlx-convert=--q-group-size 128" --set=norm_head=false
+          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-bailing-moe engine_parity_tiny-bailing-moe_softmax_scores
+                     engine_parity_tiny-bailing-moe_mlx_convert_g128 PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 # A bf16 checkpoint (make-model's default dtype), with mlx-lm's compute dtype set to float32.
 add_test(NAME engine_parity_tiny-qwen3-moe_bf16
   COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>

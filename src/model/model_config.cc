@@ -51,6 +51,7 @@ const char* router_kind_name(RouterKind k) {
     case RouterKind::kSigmoidBiasRenorm: return "sigmoid_bias_renorm";
     case RouterKind::kSigmoidGroupLimited: return "sigmoid_group_limited";
     case RouterKind::kProbTopkRenormFloor: return "prob_topk_renorm_floor";
+    case RouterKind::kScoreBiasGroupTopk: return "score_bias_group_topk";
     case RouterKind::kSigmoidBiasNorm: return "sigmoid_bias_norm";
     case RouterKind::kLlama4Top1Sigmoid: return "llama4_top1_sigmoid";
     case RouterKind::kSparseMixer: return "sparsemixer";
@@ -137,7 +138,9 @@ void validate_model_config(const ModelConfig& c) {
     require_name(c, i, "input norm", n.input_norm);
     require_name(c, i, "post-mixer norm", n.post_norm);
     if (l.mixer == MixerKind::kAttention) {
-      require_name(c, i, "q_proj", n.q);
+      require_name(c, i, "q_proj (or a fused qkv)", n.q.empty() ? n.qkv : n.q);
+      if (!n.qkv.empty() && (c.q_bias != c.k_bias || c.q_bias != c.v_bias))
+        fail(c.source, ": a fused qkv projection has one bias for q, k and v, or none");
       require_name(c, i, "o_proj", n.o);
       if (c.attention_sinks) require_name(c, i, "attention sinks", n.sinks);
       if (l.sliding_window < 0 || l.sliding_window > limits::kMaxPosition)

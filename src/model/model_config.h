@@ -84,6 +84,10 @@ enum class RouterKind {
                          // s + expert_bias, the n_group - topk_group worst zeroed; top-k of the
                          // rest; scores = s_k / sum_k s_k (norm_topk_prob, k > 1), then
                          // * routed_scale (GLM-4.5, mlx-lm group_expert_select)
+  kScoreBiasGroupTopk,   // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; selection on
+                         // s + expert_bias (optional), group-limited as above, ties to the HIGHER
+                         // index; scores s_k / (sum + 1e-20) (norm_topk_prob, k > 1), then always
+                         // * routed_scale (Ling, mlx-lm bailing_moe)
   kProbTopkRenormFloor,  // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; top-k of s; scores
                          // = s_k / max(sum_k s_k, 1e-12) (ERNIE-4.5)
   kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
@@ -107,6 +111,7 @@ enum class FfnKind { kDense, kMoe };
 struct LayerModules {
   std::string input_norm, post_norm;               // pre-mixer and pre-FFN norms
   std::string q, k, v, o, q_norm, k_norm;          // attention
+  std::string qkv;  // one fused Linear [q; k; v] (Bailing's query_key_value); q, k, v empty
   std::string sinks;                               // gpt-oss attention sinks [heads]: full tensor name
   std::string conv_in, conv, conv_out;             // short conv (conv: Conv1d [H, L, 1])
   std::string dense_gate, dense_up, dense_down;    // dense FFN
@@ -198,6 +203,10 @@ struct ModelConfig {
 
   bool tie_word_embeddings = false;
   bool lm_head_bias = false;  // Phi-MoE
+  // Bailing norm_head: every column of a float lm_head weight is divided at load by its L2
+  // norm over the vocabulary + 1e-7, as mlx-lm's sanitize does (a quantized head was
+  // normalized by the converter and is read as it is).
+  bool lm_head_column_norm = false;
   std::string embed_name;       // "model.embed_tokens"
   std::string final_norm_name;  // "model.norm"
   std::string lm_head_name;     // "lm_head"; empty when tied (the embedding is the head)

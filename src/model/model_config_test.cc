@@ -299,7 +299,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 14u);
+  EXPECT_EQ(families.size(), 15u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -320,7 +320,7 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   j["model_type"] = "deepseek_v3";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
-                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan"});
+                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

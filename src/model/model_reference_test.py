@@ -16,11 +16,22 @@ import numpy as np
 
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
         "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
-        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan"]
+        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan", "tiny-bailing-moe"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
 SEQ = 64
+
+
+# The expert count and top-k under each family's field name.
+EXPERT_COUNT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+TOP_K_FIELDS = ("num_experts_per_tok", "moe_k", "moe_topk")
+
+
+def family_field(tc, names):
+    """The first of `names` the config has (hunyuan's may be a per-layer list of equal values)."""
+    v = next(tc[f] for f in names if f in tc)
+    return v[0] if isinstance(v, list) else v
 
 
 class RouterTap:
@@ -33,10 +44,10 @@ class RouterTap:
         y = self.inner(x)
         # A gate module that routes itself returns ids and scores: its logits are x times its
         # bare weight (glm4_moe's MoEGate, dots1) or its inner Linear's output (granitemoe's
-        # router.layer).
+        # router.layer, bailing_moe's gate.gate_proj).
         logits = y
         if isinstance(y, tuple):
-            inner = getattr(self.inner, "layer", None)
+            inner = getattr(self.inner, "layer", None) or getattr(self.inner, "gate_proj", None)
             logits = inner(x) if inner is not None else x @ self.inner.weight.T
         self.sink.append(logits)
         return y
@@ -70,9 +81,7 @@ def route_stats(model, cfg, ids):
         setattr(ff, r, RouterTap(getattr(ff, r), sink))
         taps.append(sink)
     tc = cfg.get("text_config", cfg)
-    # top-k under each family's name (hunyuan's may be a per-layer list of equal values)
-    k = next(tc[f] for f in ("num_experts_per_tok", "moe_k", "moe_topk") if f in tc)
-    k = k[0] if isinstance(k, list) else k
+    k = family_field(tc, TOP_K_FIELDS)
     logits = model(mx.array([ids]))
     mx.eval(logits)
     for (ff, r), sink in zip(blocks, taps):
@@ -109,8 +118,8 @@ def check(moex, work, preset, report):
     argmax = logits.argmax(-1)
     distinct = len(set(argmax.tolist())) / SEQ
     spread = float(np.std(logits, axis=0).mean() / (np.std(logits) + 1e-30))
-    e = tc.get("num_experts") or tc.get("num_local_experts") or tc.get("n_routed_experts")
-    k = tc["num_experts_per_tok"]
+    e = family_field(tc, EXPERT_COUNT_FIELDS)
+    k = family_field(tc, TOP_K_FIELDS)
     uniform_jaccard = k / (2 * e - k)  # expected overlap of two independent random k-sets ~
     for i, (used, jac, top_share) in enumerate(stats):
         if report:

@@ -99,6 +99,16 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Hunyuan-A13B: 64 experts top-8 (softmax, not renormalized) + shared, Dff 3072";
   add(p);
 
+  // inclusionAI/Ling-lite (config.json in the inclusionAI/Ling repository: hidden_size 2048, 28
+  // layers, 16 heads / 4 kv heads (head_dim 128), 64 experts of 1408 top-6 + 2 shared, all
+  // layers MoE, vocab_size 126464, rope_theta 600000, norm_head).
+  p = {};
+  p.name = "ling-lite", p.model_type = "bailing_moe", p.hidden = 2048, p.moe_dff = 1408;
+  p.experts = 64, p.top_k = 6, p.shared_dff = 2 * 1408, p.dense_dff = 5632, p.layers = 28;
+  p.heads = 16, p.kv_heads = 4, p.head_dim = 128, p.vocab = 126464, p.max_position = 16384;
+  p.description = "Ling-lite: 64 experts top-6 (softmax) + 2 shared, Dff 1408, fused qkv";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -239,6 +249,13 @@ std::vector<ModelPreset> make_presets() {
   p.shared_dff = 256, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.tie_embeddings = true;
   p.description = "tiny Hunyuan-A13B (q/k norm after alpha-NTK RoPE, unnormalized top-k, shared MLP)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-bailing-moe", p.model_type = "bailing_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
+  p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.description = "tiny Ling (fused qkv, sigmoid + bias groups, partial RoPE, norm_head)";
   tiny(p);
 
   p = {};

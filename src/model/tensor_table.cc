@@ -105,6 +105,8 @@ void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, in
   b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {c.q_dim(), H}, c.q_bias);
   b.linear(Slot::kK, n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
   b.linear(Slot::kV, n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
+  b.linear(Slot::kQkv, n.qkv, TensorRole::kAttention, i, {c.q_dim() + 2 * c.kv_dim(), H},
+           c.q_bias);
   b.output(Slot::kO, n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
   if (c.attention_sinks)
     b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}}, Slot::kSinks);

@@ -48,6 +48,7 @@ enum class Slot : uint8_t {
   kEmbedding, kLmHead, kFinalNorm,
   kInputNorm, kPostNorm,                          // per layer
   kQ, kK, kV, kO, kQNorm, kKNorm, kSinks,         // attention
+  kQkv,                                           // fused [q; k; v] rows of one Linear
   kConvIn, kConv, kConvOut,                       // LFM2 short convolution
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)

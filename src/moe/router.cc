@@ -138,6 +138,20 @@ RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid) {
   return c;
 }
 
+RouterConfig bailing_moe_router(int64_t experts, int64_t top_k, bool softmax, bool norm_topk_prob,
+                                float routed_scaling, std::vector<float> expert_bias,
+                                int64_t n_group, int64_t topk_group) {
+  RouterConfig c = base(RoutingRule::kSigmoidBiasTopK, TopKTies::kHigherIndexWins, experts, top_k);
+  c.softmax_scores = softmax;
+  c.renormalize = norm_topk_prob && top_k > 1;
+  c.renorm_eps = 1e-20f;
+  c.routed_scaling = routed_scaling;
+  c.expert_bias = std::move(expert_bias);
+  c.n_group = n_group;
+  c.topk_group = topk_group;
+  return c;
+}
+
 RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                                           float routed_scaling, std::vector<float> expert_bias,
                                           int64_t n_group, int64_t topk_group) {
@@ -201,7 +215,12 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       return;
     case RoutingRule::kSigmoidBiasTopK: {
       // lfm2_moe: sigmoid weights; bias added (in f32) for the selection only.
-      for (int64_t i = 0; i < e; ++i) p[i] = router_sigmoid(l[i]);
+      if (c.softmax_scores) {
+        for (int64_t i = 0; i < e; ++i) p[i] = l[i];
+        softmax_inplace(p, e);
+      } else {
+        for (int64_t i = 0; i < e; ++i) p[i] = router_sigmoid(l[i]);
+      }
       float* sel = keys_.data();
       for (int64_t i = 0; i < e; ++i) sel[i] = c.expert_bias.empty() ? p[i] : p[i] + c.expert_bias[i];
       if (c.n_group > 1) limit_groups(sel);

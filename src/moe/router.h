@@ -50,6 +50,9 @@ struct RouterConfig {
   // kSoftmaxTopK, kSigmoidBiasTopK: the renormalizing divisor is max(sum + eps, renorm_floor)
   // (ernie4_5_moe: max(sum, 1e-12)); 0 leaves it the sum.
   float renorm_floor = 0.f;
+  // kSigmoidBiasTopK: the scores are softmax(l) over all experts instead of sigmoid(l)
+  // (bailing_moe's score_function "softmax"); bias, groups and scaling act the same.
+  bool softmax_scores = false;
   int64_t n_group = 1, topk_group = 1;  // kSigmoidBiasTopK: group-limited selection
   std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
   float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
@@ -78,6 +81,12 @@ RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> e
 // ernie4_5_moe: softmax (or sigmoid with `sigmoid`) over all experts in f32, top-k of it with
 // ties to the lower index, divided by max(sum, 1e-12).
 RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid);
+// bailing_moe (mlx-lm group_expert_select in bailing_moe.py): softmax or sigmoid scores in f32,
+// optional selection bias, group-limited like glm4_moe, top-k with ties to the HIGHER index,
+// divided by (sum + 1e-20) when norm_topk_prob and k > 1, then always * routed_scaling.
+RouterConfig bailing_moe_router(int64_t experts, int64_t top_k, bool softmax, bool norm_topk_prob,
+                                float routed_scaling, std::vector<float> expert_bias,
+                                int64_t n_group, int64_t topk_group);
 RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                                           float routed_scaling, std::vector<float> expert_bias,
                                           int64_t n_group, int64_t topk_group);

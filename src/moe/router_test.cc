@@ -140,6 +140,27 @@ TEST(Router, ErnieSoftmaxOrSigmoidRenormalizedWithFloor) {
   for (float v : c.scores) EXPECT_EQ(v, 0.f);
 }
 
+// bailing_moe (mlx-lm group_expert_select in bailing_moe.py, same logits and bias): softmax or
+// sigmoid scores, groups zeroed like glm4_moe, ties to the HIGHER index, scaled always.
+TEST(Router, BailingSoftmaxOrSigmoidGroupLimitedHigherIndexWinsTies) {
+  const std::vector<float> bias = {0.0f, -0.5f, 0.3f, 0.0f, 0.9f, 0.0f, 0.0f, -0.2f};
+  Routed a = route(bailing_moe_router(8, 3, true, true, 1.0f, {}, 1, 1), kLogits);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{5, 1, 7, 7, 4, 2}));
+  expect_scores(a.scores, {0.15536239743232727, 0.4223187565803528, 0.4223187565803528,
+                           0.232696533203125, 0.3836517333984375, 0.3836517333984375});
+  Routed b = route(bailing_moe_router(8, 3, false, true, 2.5f, bias, 2, 1), kLogits);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{7, 5, 4, 6, 7, 4}));
+  expect_scores(b.scores, {0.9697067141532898, 0.8966386914253235, 0.6336545348167419,
+                           0.6101629734039307, 0.8921297788619995, 0.9977073073387146});
+  Routed c = route(bailing_moe_router(8, 3, true, false, 1.0f, bias, 4, 2), kLogits);
+  EXPECT_EQ(c.ids, (std::vector<int32_t>{5, 4, 2, 3, 4, 2}));
+  expect_scores(c.scores, {0.11016418039798737, 0.024580949917435646, 0.11016418039798737,
+                           0.12582802772521973, 0.26637792587280273, 0.26637792587280273});
+  Routed d = route(bailing_moe_router(8, 1, false, true, 2.5f, {}, 1, 1), kLogits);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{7, 4}));
+  expect_scores(d.scores, {2.3814353942871094, 2.043936252593994});
+}
+
 // minimax (mlx-lm MiniMaxSparseMoeBlock, same logits and bias): always renormalized, so a
 // single expert scores exactly 1 (glm4_moe's rule leaves it unnormalized).
 TEST(Router, MinimaxSigmoidBiasAlwaysRenormalized) {

@@ -45,6 +45,17 @@ struct QuantMatrixView {
   int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat
   const uint8_t* row(int64_t r) const { return w + r * row_bytes(); }
   int64_t sb_offset(int64_t r) const { return r * groups_per_row(); }
+  // Rows [r0, r0 + n) as a view of their own (a fused projection's q, k or v part). The
+  // caller keeps 0 <= r0 and r0 + n <= rows.
+  QuantMatrixView row_slice(int64_t r0, int64_t n) const {
+    QuantMatrixView v = *this;
+    const int64_t sb = sb_offset(r0) * int64_t(dtype_size(sb_dtype));
+    v.w = row(r0);
+    if (scales) v.scales = static_cast<const uint8_t*>(scales) + sb;
+    if (biases) v.biases = static_cast<const uint8_t*>(biases) + sb;
+    v.rows = n;
+    return v;
+  }
 };
 
 // Throws moex::Error naming `what` and the offending field when the view's parameters are

@@ -43,7 +43,8 @@ inline auto tiny_families() {
                            "tiny-glm4-moe", "tiny-minimax", "tiny-dots1",
                            "tiny-granitemoe",
                            "tiny-ernie4-5-moe",
-                           "tiny-hunyuan");
+                           "tiny-hunyuan",
+                           "tiny-bailing-moe");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

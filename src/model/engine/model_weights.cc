@@ -70,11 +70,17 @@ void bind_expert_projection(WeightBinder& b, const ModuleSpec& m, MoeWeights& mo
   }
 }
 
-void bind_module(WeightBinder& b, const ModuleSpec& m, ModelWeights& w) {
+void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, ModelWeights& w) {
   LayerWeights* l = m.layer >= 0 ? &w.layers[size_t(m.layer)] : nullptr;
   switch (m.slot) {
     case Slot::kEmbedding: w.embed = b.linear(m.path, m.shape[0], m.shape[1], BiasMode::kNone).w; return;
-    case Slot::kLmHead: w.lm_head = bind_linear(b, m); return;
+    case Slot::kLmHead:
+      // A quantized head can only come from mlx_lm convert, whose sanitize normalized it before
+      // quantizing: it is read as it is (docs/families.md, bailing_moe).
+      w.lm_head = c.lm_head_column_norm && !b.has(m.path + ".scales")
+                      ? b.column_normalized(m.path, m.shape[0], m.shape[1])
+                      : bind_linear(b, m);
+      return;
     case Slot::kFinalNorm: w.final_norm = bind_norm(b, m); return;
     case Slot::kInputNorm: l->input_norm = bind_norm(b, m); return;
     case Slot::kPostNorm: l->post_norm = bind_norm(b, m); return;
@@ -82,6 +88,14 @@ void bind_module(WeightBinder& b, const ModuleSpec& m, ModelWeights& w) {
     case Slot::kK: l->attn.k = bind_linear(b, m); return;
     case Slot::kV: l->attn.v = bind_linear(b, m); return;
     case Slot::kO: l->attn.o = bind_linear(b, m); return;
+    case Slot::kQkv: {  // q, k and v are consecutive row ranges of the one stored matrix
+      const ops::Linear fused = bind_linear(b, m);
+      const int64_t q = c.q_dim(), kv = c.kv_dim();
+      l->attn.q = ops::linear_rows(fused, 0, q, m.path + " [q rows]");
+      l->attn.k = ops::linear_rows(fused, q, kv, m.path + " [k rows]");
+      l->attn.v = ops::linear_rows(fused, q + kv, kv, m.path + " [v rows]");
+      return;
+    }
     case Slot::kQNorm: l->attn.q_norm = b.vector(m.path + ".weight", m.shape[0]); return;
     case Slot::kKNorm: l->attn.k_norm = b.vector(m.path + ".weight", m.shape[0]); return;
     case Slot::kSinks: l->attn.sinks = b.vector(m.path, m.shape[0]); return;
@@ -117,7 +131,7 @@ void bind_module(WeightBinder& b, const ModuleSpec& m, ModelWeights& w) {
 ModelWeights bind_model_weights(const ModelConfig& c, WeightBinder& b) {
   ModelWeights w;
   w.layers.resize(size_t(c.num_layers));
-  for (const ModuleSpec& m : module_table(c)) bind_module(b, m, w);
+  for (const ModuleSpec& m : module_table(c)) bind_module(c, b, m, w);
   if (c.tie_word_embeddings) {
     w.lm_head.w = w.embed;
     w.lm_head.name = c.embed_name + " (tied head)";

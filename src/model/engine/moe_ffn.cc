@@ -41,6 +41,11 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
           c.moe.num_experts, c.moe.top_k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
           w.expert_bias, c.moe.n_group, c.moe.topk_group);
       return r;
+    case RouterKind::kScoreBiasGroupTopk:
+      r = moe::bailing_moe_router(c.moe.num_experts, c.moe.top_k, !c.moe.gate_sigmoid,
+                                  c.moe.renormalize, float(c.moe.routed_scaling_factor),
+                                  w.expert_bias, c.moe.n_group, c.moe.topk_group);
+      return r;
     case RouterKind::kProbTopkRenormFloor:
       r = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.gate_sigmoid);
       return r;

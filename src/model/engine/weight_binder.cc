@@ -1,6 +1,7 @@
 // WeightBinder: checkpoint tensors -> ops::Linear / FloatVec / stacked expert views.
 #include "model/engine/weight_binder.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -89,6 +90,35 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
   if (const char* why = kernels::qdot_unsupported_reason(v))
     fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "': ", why);
   return p;
+}
+
+ops::Linear WeightBinder::column_normalized(const std::string& path, int64_t out, int64_t in) {
+  if (ckpt_.find(path + ".scales"))
+    fail("checkpoint '", ckpt_.dir(), "': module '", path, "' is quantized, but its columns must be "
+         "normalized at load (norm_head); only an unquantized weight can be");
+  const io::TensorInfo& t = ckpt_.require(path + ".weight");
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, {out, in});
+  // f32 sums of squares accumulated row after row: MLX's CPU reduction over axis 0, bit for bit
+  // (this file is built without FMA, so nothing fuses the multiply into the add).
+  std::vector<float> col_norm(static_cast<size_t>(in), 0.f);
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t c = 0; c < in; ++c) {
+      const float v = load_as_f32(t.data, t.dtype, size_t(r * in + c));
+      col_norm[size_t(c)] += v * v;
+    }
+  for (float& n : col_norm) n = std::sqrt(n) + 1e-7f;
+  std::vector<uint8_t>& buf = owned_.emplace_back(size_t(out * in) * dtype_size(t.dtype));
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t c = 0; c < in; ++c) {
+      const size_t i = size_t(r * in + c);
+      store_from_f32(buf.data(), t.dtype, i, load_as_f32(t.data, t.dtype, i) / col_norm[size_t(c)]);
+    }
+  copied_bytes_ += int64_t(buf.size());
+  ops::Linear l;
+  l.name = path + " (columns normalized)";
+  l.w = ops::dense_matrix(buf.data(), t.dtype, out, in);
+  return l;
 }
 
 ops::Linear WeightBinder::linear(const std::string& path, int64_t out, int64_t in, BiasMode bias) {

@@ -51,7 +51,12 @@ class WeightBinder {
   // tensors), columns [col0, col0 + n) transposed into an owned [experts][n][in] stack.
   kernels::QuantWeightsView transposed_experts(const std::string& tensor, int64_t experts,
                                                int64_t in, int64_t cols, int64_t col0, int64_t n);
-  // Bytes copied by stack_experts / transposed_experts so far (0 for stacked checkpoints).
+  // Unquantized Linear `path` [out][in] with every column divided by its L2 norm over the out
+  // rows + 1e-7, computed in f32 as MLX does (stored back in the tensor's dtype), an owned
+  // copy. An Error when the module is quantized.
+  ops::Linear column_normalized(const std::string& path, int64_t out, int64_t in);
+  // Bytes copied at load so far: stack_experts / transposed_experts stacks and
+  // column_normalized heads (0 for a stacked checkpoint read as it is).
   int64_t stacked_copy_bytes() const { return copied_bytes_; }
 
  private:

@@ -28,6 +28,18 @@ MatrixRef dense_matrix(const void* data, DType dtype, int64_t n, int64_t k) {
   return quantized_matrix(quant::QuantMatrixView::dense(data, dtype, n, k));
 }
 
+Linear linear_rows(const Linear& l, int64_t r0, int64_t n, std::string name) {
+  if (r0 < 0 || n < 1 || r0 + n > l.w.n())
+    fail("linear '", l.name, "': rows [", r0, ", ", r0 + n, ") are outside its ", l.w.n(),
+         " output rows");
+  Linear out;
+  out.w = quantized_matrix(l.w.q.row_slice(r0, n));
+  if (l.bias.size() > 0)
+    out.bias = FloatVec(std::vector<float>(l.bias.data() + r0, l.bias.data() + r0 + n));
+  out.name = std::move(name);
+  return out;
+}
+
 kernels::QuantWeightsView as_one_expert(const MatrixRef& m) {
   const quant::QuantMatrixView& q = m.q;
   kernels::QuantWeightsView v;

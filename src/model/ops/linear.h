@@ -36,6 +36,9 @@ struct Linear {
   FloatVec bias;  // empty or [n]
   std::string name;  // module path, for messages and -v
 };
+// Output rows [r0, r0 + n) of `l` as a Linear of their own, viewing the same weights (its
+// bias part copied); `name` names it. Throws if the range is outside l's rows.
+Linear linear_rows(const Linear& l, int64_t r0, int64_t n, std::string name);
 
 struct LinearArgs {
   const Linear* lin = nullptr;
