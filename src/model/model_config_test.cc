@@ -269,11 +269,13 @@ TEST(ModelConfig, HeadCountThatWrapsTheQWidthIsRejected) {
 // values whose products wrap int64) are refused naming the field, for one preset per family.
 TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
   // Fields where 0 is meaningful: eos id 0, no leading dense layers, Qwen3 with no experts;
-  // ERNIE's expert size 0 (= intermediate_size), no shared experts, MoE from/until layer 0.
+  // ERNIE's expert size 0 (= intermediate_size), no shared experts, MoE from/until layer 0;
+  // Ling without shared experts.
   const std::set<std::string> zero_ok = {
       "eos_token_id", "num_dense_layers", "num_experts", "first_k_dense_replace",
       "ernie4_5_moe:moe_intermediate_size", "ernie4_5_moe:moe_num_shared_experts",
-      "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index"};
+      "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index",
+      "bailing_moe:num_shared_experts"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",
                                         "minimax:shared_intermediate_size",
