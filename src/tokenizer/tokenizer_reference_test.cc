@@ -190,7 +190,8 @@ TEST_P(TokenizerReference, IdsDecodeAndStreamMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TokenizerReference,
-                         ::testing::Values("bytelevel_qwen", "bytelevel_llama3", "bytelevel_gpt2",
+                         ::testing::Values("bytelevel_qwen", "bytelevel_llama3", "bytelevel_o200k",
+                                           "bytelevel_gpt2",
                                            "sentencepiece_legacy", "sentencepiece_metaspace",
                                            "real_llama32", "real_qwen25", "real_mistral_v1"));
 

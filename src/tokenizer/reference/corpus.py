@@ -41,6 +41,10 @@ TEXTS = [
     "",
     "x",
     "▁existing▁metaspace▁chars and Ġ byte-level chars Ċ",
+    # o200k's split (gpt-oss): case runs, contractions glued to either case run, punctuation
+    # runs that swallow following newlines and slashes, title-case and modifier letters.
+    "camelCaseWords HTTPServer McDonald's iPhone XMLHttpRequest ǅungla ʰmod DON'T I'M",
+    "path/a.b/c//d ../up\\win ;/\n end:/\r\n next",
 ]
 
 # Invalid UTF-8 inputs (bytes); the reference sees them as bytes.decode("utf-8", "replace").

@@ -21,6 +21,16 @@ from tokenizers import pre_tokenizers, processors, trainers
 QWEN_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
                 r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 LLAMA3_PATTERN = QWEN_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|")
+# o200k (gpt-oss's tokenizer.json): upper/title-case runs split from lower-case runs, each with
+# an optional contraction, digit runs of up to 3, and punctuation runs that keep following
+# newlines and slashes.
+_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
+_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+O200K_PATTERN = "|".join([
+    r"[^\r\n\p{L}\p{N}]?" + _UPPER + "*" + _LOWER + "+" + _CONTRACTION,
+    r"[^\r\n\p{L}\p{N}]?" + _UPPER + "+" + _LOWER + "*" + _CONTRACTION,
+    r"\p{N}{1,3}", r" ?[^\s\p{L}\p{N}]+[\r\n/]*", r"\s*[\r\n]+", r"\s+(?!\S)", r"\s+"])
 CHATML = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
@@ -145,6 +155,7 @@ def prepare(out):
     for name, pattern, nfc, ignore, gpt2_prefix in [
             ("bytelevel_qwen", QWEN_PATTERN, True, False, False),
             ("bytelevel_llama3", LLAMA3_PATTERN, False, True, False),
+            ("bytelevel_o200k", O200K_PATTERN, False, False, False),
             ("bytelevel_gpt2", None, False, False, True)]:
         train_byte_level(out, name, pattern, nfc, ignore, gpt2_prefix)
         names.append(name)
