@@ -128,6 +128,18 @@ add_test(NAME engine_parity_tiny-qwen2-moe_mxfp4_float_shared
 set_tests_properties(engine_parity_tiny-qwen3-moe_mixed_float
                      engine_parity_tiny-qwen2-moe_mxfp4_float_shared PROPERTIES
                      LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+# gpt-oss in openai's original layout (what the Hugging Face repository holds): mxfp4 experts as
+# gate_up_proj_blocks / _scales / _bias with gate and up rows alternating and down_proj_*, the
+# other modules in float, config quantization_config {"quant_method": "mxfp4"}. moex binds down
+# as a view and copies gate / up apart (docs/families.md, gpt_oss).
+add_test(NAME engine_parity_tiny-gpt-oss_original_layout
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gpt-oss-original
+          --make-preset tiny-gpt-oss --make-arg=--mode --make-arg=mxfp4
+          "--dequantize=self_attn|router|embed_tokens|lm_head" --gpt-oss-original
+          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-gpt-oss_original_layout PROPERTIES LABELS reference
+                     TIMEOUT 600 SKIP_RETURN_CODE 77)
 # A "mixed" checkpoint as mlx-community ships dots.llm1: 4-bit experts with 6-bit down
 # projections under a quantization section that names only the 4-bit global setting, so both
 # sides read the 6-bit planes from their packed shapes (docs/quant_formats.md, "Checkpoints").

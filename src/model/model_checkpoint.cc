@@ -69,7 +69,8 @@ class Checker {
     r.bits = bits;
     r.group_size = gs;
     r.mode = mode;
-    r.num_experts = t.shape.size() == 3 && s.kind == ModuleKind::kLinear ? t.shape[0] : 1;
+    // Stacked weights and scales lead with the expert axis (3-D, or 4-D mxfp4 blocks).
+    r.num_experts = t.shape.size() >= 3 && s.kind == ModuleKind::kLinear ? t.shape[0] : 1;
     return r;
   }
 
@@ -184,8 +185,46 @@ class Checker {
     expect_float(s, path + ".bias", wshape, TensorPart::kBias);
   }
 
+  // gpt-oss's original mxfp4 tensors: <pat>_blocks U8 [E, rows, in/32, 16], <pat>_scales U8
+  // [E, rows, in/32], <pat>_bias float [E, rows]; gate and up share gate_up_proj (2 x Dff rows,
+  // recorded once, with the gate).
+  void check_interleaved_mxfp4(const ModuleSpec& s) {
+    const quant::Format f = quant::Format::fp(quant::Mode::kMxfp4);
+    const int64_t E = s.shape[0], in = s.shape[2];
+    const int64_t rows = s.proj == ExpertProj::kDown ? s.shape[1] : 2 * s.shape[1];
+    if (in % f.group_size != 0)
+      return problem(str_cat("'", s.hf_pattern, "': input width ", in,
+                             " is not a multiple of mxfp4's group of 32"));
+    const int64_t groups = in / f.group_size;
+    m_.module_quant_[s.path] = io::ModuleQuant{f.bits, f.group_size, quant::mode_name(f.mode)};
+    const bool keep = s.proj != ExpertProj::kUp;
+    const auto part = [&](const char* suffix, std::vector<int64_t> shape, TensorPart kind,
+                          bool quantized) {
+      const std::string name = s.hf_pattern + suffix;
+      const io::TensorInfo* t = get(name);
+      const bool ok = t && (quantized ? t->dtype == DType::U8 : is_float_dtype(t->dtype)) &&
+                      t->shape == shape;
+      if (!ok)
+        return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "'",
+                               t ? ": expected " : " (expected ",
+                               quantized ? describe(DType::U8, shape)
+                                         : "float " + io::shape_to_string(shape),
+                               t ? str_cat(", found ", describe(t->dtype, t->shape)) : ")"));
+      if (keep)
+        m_.tensors.push_back(record(s, *t, kind, quantized ? f.bits : 0,
+                                       quantized ? f.group_size : 0, f.mode));
+    };
+    part("_blocks", {E, rows, groups, f.group_size * f.bits / 8}, TensorPart::kWeight, true);
+    part("_scales", {E, rows, groups}, TensorPart::kScales, true);
+    if (s.bias) part("_bias", {E, rows}, TensorPart::kBias, false);
+    if (std::find(m_.per_expert_layouts.begin(), m_.per_expert_layouts.end(), s.path) ==
+        m_.per_expert_layouts.end())
+      m_.per_expert_layouts.push_back(s.path);
+  }
+
   void check_per_expert(const ModuleSpec& s) {
     const std::string& pat = s.hf_pattern;
+    if (s.hf_interleaved_mxfp4) return check_interleaved_mxfp4(s);
     if (pat.find("{e}") == std::string::npos) {  // Llama-4 fused HF tensor
       const io::TensorInfo* t = get(pat);
       if (!t || !is_float_dtype(t->dtype))
@@ -220,7 +259,8 @@ class Checker {
       return;
     }
     if (s.role == TensorRole::kExperts && !s.hf_pattern.empty() && !m_.weights.find(s.path + ".weight")) {
-      const std::string probe = s.hf_pattern.find("{e}") == std::string::npos
+      const std::string probe = s.hf_interleaved_mxfp4 ? s.hf_pattern + "_blocks"
+                                : s.hf_pattern.find("{e}") == std::string::npos
                                     ? s.hf_pattern
                                     : replace_expert(s.hf_pattern, 0) + ".weight";
       if (m_.weights.find(probe) || m_.weights.find(replace_expert(s.hf_pattern, 0) + ".scales")) {

@@ -235,5 +235,50 @@ TEST(ModelCheckpoint, PerExpertHuggingFaceLayoutNeedsStacking) {
   }
 }
 
+// gpt-oss's original layout (docs/families.md): mxfp4 gate_up_proj_blocks / _scales / _bias
+// with gate and up rows alternating, down_proj_blocks / _scales / _bias. Each is checked by
+// shape and dtype, recorded, and read as mxfp4 g32; a wrong shape is named with expected and
+// found.
+TEST(ModelCheckpoint, GptOssOriginalMxfp4Layout) {
+  TempDir tmp;
+  SynthQuant q;
+  q.mode = quant::Mode::kMxfp4, q.bits = 4, q.group_size = 32, q.router_bits = 0;
+  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-gpt-oss"), 0, q, DType::BF16);
+  std::vector<TensorRecord> t;
+  for (const TensorRecord& r : plan.tensors)
+    if (r.role != TensorRole::kExperts) t.push_back(r);
+  const ModelConfig& c = plan.config;
+  const int64_t E = c.moe.num_experts, F = c.moe.expert_dff, H = c.hidden;
+  auto add = [&](const std::string& name, DType d, std::vector<int64_t> shape) {
+    TensorRecord x;
+    x.name = name, x.dtype = d, x.shape = std::move(shape);
+    t.push_back(x);
+  };
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    add(p + "gate_up_proj_blocks", DType::U8, {E, 2 * F, H / 32, 16});
+    add(p + "gate_up_proj_scales", DType::U8, {E, 2 * F, H / 32});
+    add(p + "gate_up_proj_bias", DType::BF16, {E, 2 * F});
+    add(p + "down_proj_blocks", DType::U8, {E, H, F / 32, 16});
+    add(p + "down_proj_scales", DType::U8, {E, H, F / 32});
+    add(p + "down_proj_bias", DType::BF16, {E, H});
+  }
+  write_tensors(tmp.path(), t);
+  write_config(tmp.path(), plan.config_json);
+  CheckOptions opt;
+  opt.allow_per_expert_layout = true;
+  const ModelCheckpoint m = open_model_checkpoint(tmp.path(), opt);
+  EXPECT_TRUE(m.unknown_tensors.empty());
+  EXPECT_EQ(m.per_expert_layouts.size(), size_t(3 * c.num_layers));
+  EXPECT_EQ(m.module_quant("model.layers.0.mlp.experts.up_proj"), (io::ModuleQuant{4, 32, "mxfp4"}));
+  EXPECT_FALSE(moe_layer_infos(m)[0].stacked);
+  for (TensorRecord& r : t)
+    if (r.name == "model.layers.2.mlp.experts.gate_up_proj_scales") r.shape = {E, F, H / 32};
+  write_tensors(tmp.path(), t);
+  expect_error([&] { open_model_checkpoint(tmp.path(), opt); },
+               {"model.layers.2.mlp.experts.gate_up_proj_scales",
+                "expected U8 [8, 256, 8]", "found U8 [8, 128, 8]"});
+}
+
 }  // namespace
 }  // namespace moex::model

@@ -125,6 +125,10 @@ struct LayerModules {
   // Llama-4's Hugging Face layout instead: experts.gate_up_proj [E, H, 2*Dff] and
   // experts.down_proj [E, Dff, H] as plain tensors (no ".weight"); empty otherwise.
   std::string hf_experts_gate_up, hf_experts_down;
+  // gpt-oss's original layout under the same two names: mxfp4 `<name>_blocks` [E, rows, in/32,
+  // 16] and `<name>_scales` [E, rows, in/32] plus `<name>_bias` [E, rows], gate and up rows
+  // alternating in gate_up_proj (docs/families.md).
+  bool hf_experts_interleaved_mxfp4 = false;
 };
 
 struct LayerPlan {

@@ -137,16 +137,21 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   if (!n.expert_bias.empty())
     b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true},
            Slot::kExpertBias);
-  // Per-expert HF names ("{e}"), or Llama-4's fused HF tensors (no "{e}").
+  // Per-expert HF names ("{e}"), or the fused HF tensors (no "{e}") of Llama-4 (float,
+  // transposed) and gpt-oss (mxfp4, gate and up rows alternating).
   const std::string& hf_gate = n.hf_expert_gate.empty() ? n.hf_experts_gate_up : n.hf_expert_gate;
   const std::string& hf_up = n.hf_expert_up.empty() ? n.hf_experts_gate_up : n.hf_expert_up;
   const std::string& hf_down = n.hf_expert_down.empty() ? n.hf_experts_down : n.hf_expert_down;
-  b.linear(Slot::kExperts, n.experts_gate, TensorRole::kExperts, i, {E, F, H}, eb,
-           ExpertProj::kGate, hf_gate);
-  b.linear(Slot::kExperts, n.experts_up, TensorRole::kExperts, i, {E, F, H}, eb, ExpertProj::kUp,
-           hf_up);
-  b.linear(Slot::kExperts, n.experts_down, TensorRole::kExperts, i, {E, H, F}, eb,
-           ExpertProj::kDown, hf_down, true);
+  const auto experts = [&](const std::string& path, std::vector<int64_t> shape, ExpertProj proj,
+                           const std::string& hf, bool residual_out) {
+    if (path.empty()) return;
+    b.linear(Slot::kExperts, path, TensorRole::kExperts, i, std::move(shape), eb, proj, hf,
+             residual_out);
+    b.last().hf_interleaved_mxfp4 = n.hf_experts_interleaved_mxfp4;
+  };
+  experts(n.experts_gate, {E, F, H}, ExpertProj::kGate, hf_gate, false);
+  experts(n.experts_up, {E, F, H}, ExpertProj::kUp, hf_up, false);
+  experts(n.experts_down, {E, H, F}, ExpertProj::kDown, hf_down, true);
   if (S > 0) {
     b.linear(Slot::kSharedGate, n.shared_gate, TensorRole::kSharedExpert, i, {S, H}, false);
     b.linear(Slot::kSharedUp, n.shared_up, TensorRole::kSharedExpert, i, {S, H}, false);

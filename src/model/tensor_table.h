@@ -73,6 +73,9 @@ struct ModuleSpec {
                                 // (o_proj, conv out_proj, down projections)
   Slot slot = Slot::kEmbedding;
   bool float_only = false;      // a Linear that mlx-lm never quantizes (GLM-4.5's bare router)
+  // hf_pattern names gpt-oss's original mxfp4 tensors (`_blocks`, `_scales`, `_bias`; gate and
+  // up rows alternating): LayerModules::hf_experts_interleaved_mxfp4.
+  bool hf_interleaved_mxfp4 = false;
 
   bool quantizable() const {
     return !float_only && (kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding);

@@ -60,6 +60,10 @@ class GptOssFamily final : public Family {
       l.names.experts_gate = p + ".mlp.experts.gate_proj";
       l.names.experts_up = p + ".mlp.experts.up_proj";
       l.names.experts_down = p + ".mlp.experts.down_proj";
+      // The original (Hugging Face) layout: mxfp4 gate_up_proj / down_proj blocks and scales.
+      l.names.hf_experts_gate_up = p + ".mlp.experts.gate_up_proj";
+      l.names.hf_experts_down = p + ".mlp.experts.down_proj";
+      l.names.hf_experts_interleaved_mxfp4 = true;
       c.layers.push_back(std::move(l));
     }
     validate_model_config(c);

@@ -49,10 +49,26 @@ kernels::QuantWeightsView bind_experts(WeightBinder& b, const ModuleSpec& m, Moe
   }
 }
 
+// gpt-oss's original layout: gate = even rows and up = odd rows of gate_up_proj (weights and
+// bias), down as stored; mxfp4 codes and scales used as MLX packs them (mlx-lm's sanitize).
+kernels::QuantWeightsView bind_interleaved_mxfp4(WeightBinder& b, const ModuleSpec& m,
+                                                 MoeWeights& moe, ops::FloatVec& bias) {
+  const int64_t E = m.shape[0], out = m.shape[1], in = m.shape[2];
+  const bool down = m.proj == ExpertProj::kDown;
+  const int64_t rows = down ? out : 2 * out, row0 = m.proj == ExpertProj::kUp ? 1 : 0;
+  const int64_t stride = down ? 1 : 2;
+  moe.stacked_in_checkpoint = false;
+  if (m.bias) bias = b.strided_rows(m.hf_pattern + "_bias", E, rows, row0, stride, out);
+  return b.strided_mxfp4_experts(m.hf_pattern, E, rows, in, row0, stride, out);
+}
+
 void bind_expert_projection(WeightBinder& b, const ModuleSpec& m, MoeWeights& moe) {
   const int64_t E = m.shape[0], out = m.shape[1];
-  const kernels::QuantWeightsView v = bind_experts(b, m, moe);
-  ops::FloatVec bias = m.bias ? b.tensor(m.path + ".bias", {E, out}) : ops::FloatVec();
+  ops::FloatVec bias;
+  const bool original = m.hf_interleaved_mxfp4 && !b.has(m.path + ".weight");
+  const kernels::QuantWeightsView v =
+      original ? bind_interleaved_mxfp4(b, m, moe, bias) : bind_experts(b, m, moe);
+  if (!original && m.bias) bias = b.tensor(m.path + ".bias", {E, out});
   switch (m.proj) {
     case ExpertProj::kGate:
       moe.experts.gate = v;

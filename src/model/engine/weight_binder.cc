@@ -299,4 +299,58 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
 }
 
+kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string& base,
+                                                             int64_t experts, int64_t rows,
+                                                             int64_t in, int64_t row0,
+                                                             int64_t stride, int64_t n) {
+  const quant::Format f = quant::Format::fp(quant::Mode::kMxfp4);
+  if (in % f.group_size != 0)
+    fail("checkpoint '", ckpt_.dir(), "': '", base, "': input width ", in,
+         " is not a multiple of mxfp4's group of ", f.group_size);
+  const int64_t groups = in / f.group_size, row_bytes = in * f.bits / 8;
+  const io::TensorInfo& blocks = ckpt_.require(base + "_blocks");
+  const io::TensorInfo& scales = ckpt_.require(base + "_scales");
+  for (const io::TensorInfo* t : {&blocks, &scales})
+    if (t->dtype != DType::U8)
+      fail(where(ckpt_, *t), " has dtype ", dtype_name(t->dtype), "; expected U8 (mxfp4)");
+  require_shape(ckpt_, blocks, {experts, rows, groups, row_bytes / groups});
+  require_shape(ckpt_, scales, {experts, rows, groups});
+  if (row0 < 0 || stride < 1 || row0 + (n - 1) * stride >= rows)
+    fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", base, "' outside ", rows);
+  kernels::QuantWeightsView v;
+  v.mode = f.mode, v.bits = f.bits, v.group_size = f.group_size, v.sb_dtype = DType::U8;
+  v.experts = experts, v.n = n, v.k = in;
+  if (stride == 1 && n == rows) {
+    v.w = blocks.data;
+    v.scales = scales.data;
+    return v;
+  }
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n * row_bytes));
+  std::vector<uint8_t>& sc = owned_.emplace_back(size_t(experts * n * groups));
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t src = e * rows + row0 + r * stride, dst = e * n + r;
+      std::memcpy(w.data() + dst * row_bytes, blocks.data + src * row_bytes, size_t(row_bytes));
+      std::memcpy(sc.data() + dst * groups, scales.data + src * groups, size_t(groups));
+    }
+  copied_bytes_ += int64_t(w.size() + sc.size());
+  v.w = w.data();
+  v.scales = sc.data();
+  return v;
+}
+
+ops::FloatVec WeightBinder::strided_rows(const std::string& tensor, int64_t experts, int64_t rows,
+                                         int64_t row0, int64_t stride, int64_t n) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, {experts, rows});
+  if (row0 < 0 || stride < 1 || row0 + (n - 1) * stride >= rows)
+    fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", tensor, "' outside ", rows);
+  std::vector<float> out(size_t(experts * n));
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t r = 0; r < n; ++r)
+      out[size_t(e * n + r)] = load_as_f32(t.data, t.dtype, size_t(e * rows + row0 + r * stride));
+  return ops::FloatVec(std::move(out));
+}
+
 }  // namespace moex::model::engine

@@ -51,6 +51,17 @@ class WeightBinder {
   // tensors), columns [col0, col0 + n) transposed into an owned [experts][n][in] stack.
   kernels::QuantWeightsView transposed_experts(const std::string& tensor, int64_t experts,
                                                int64_t in, int64_t cols, int64_t col0, int64_t n);
+  // gpt-oss's original layout: `<base>_blocks` U8 [experts][rows][in/32][16] (mxfp4 codes, the
+  // bytes of MLX's packed rows) and `<base>_scales` U8 [experts][rows][in/32]. Rows row0,
+  // row0 + stride, ... (n of them) as an mxfp4 stack: a view of the tensors when stride is 1
+  // and n = rows, else an owned copy (gate/up, whose rows alternate in gate_up_proj).
+  kernels::QuantWeightsView strided_mxfp4_experts(const std::string& base, int64_t experts,
+                                                  int64_t rows, int64_t in, int64_t row0,
+                                                  int64_t stride, int64_t n);
+  // A float [experts][rows] tensor's entries row0, row0 + stride, ... (n per expert) as f32
+  // [experts][n] (gpt-oss's gate_up_proj_bias, gate and up alternating).
+  ops::FloatVec strided_rows(const std::string& tensor, int64_t experts, int64_t rows,
+                             int64_t row0, int64_t stride, int64_t n);
   // Unquantized Linear `path` [out][in] with every column divided by its L2 norm over the out
   // rows + 1e-7, computed in f32 as MLX does (stored back in the tensor's dtype), an owned
   // copy. An Error when the module is quantized.

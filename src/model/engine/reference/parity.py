@@ -76,6 +76,12 @@ def main():
                     help="with --make-preset: rewrite the (float) checkpoint into the Hugging"
                          " Face layout mlx_lm.load also accepts: every expert its own tensors"
                          " (experts.E.gate_proj / w1 ...), split over two shards with an index")
+    ap.add_argument("--gpt-oss-original", action="store_true",
+                    help="rewrite an mxfp4 gpt-oss checkpoint into openai's original layout:"
+                         " experts.gate_up_proj_blocks/_scales/_bias with gate and up rows"
+                         " alternating, down_proj_blocks/_scales/_bias, and a Hugging Face"
+                         " quantization_config (quant_method mxfp4); dequantize the other modules"
+                         " first (--dequantize)")
     ap.add_argument("--make-arg", action="append", default=[],
                     help="extra make-model argument (e.g. --make-arg=--mode --make-arg=mxfp4)")
     ap.add_argument("--set", action="append", default=[], help="config.json edit PATH=JSON")
@@ -117,6 +123,8 @@ def main():
         dequantize_modules(a.model, a.dequantize)
     if a.hf_layout:
         to_hf_layout(a.model)
+    if a.gpt_oss_original:
+        to_gpt_oss_original(a.model)
     if a.set:
         path = os.path.join(a.model, "config.json")
         cfg = json.load(open(path))
@@ -196,6 +204,59 @@ def to_hf_layout(model_dir):
         weight_map.update({n: fname for n in shard})
     json.dump({"metadata": {}, "weight_map": weight_map}, open(index, "w"), indent=1)
     print(f"parity: Hugging Face layout: {split} stacked projections split per expert")
+
+
+def to_gpt_oss_original(model_dir):
+    """openai/gpt-oss's own layout, as mlx-lm's gpt_oss sanitize reads it back."""
+    import glob
+    files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
+    tensors = {}
+    for f in files:
+        tensors.update(mx.load(f))
+        os.remove(f)
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        os.remove(index)
+
+    def interleave(a, b):  # rows (axis -2 for 3-D, -1 for biases) a0 b0 a1 b1 ...
+        axis = a.ndim - 2 if a.ndim == 3 else a.ndim - 1
+        return mx.stack([a, b], axis=axis + 1).flatten(axis, axis + 1)
+
+    def blocks(w):  # U32 [E, rows, in/8] -> U8 [E, rows, in/32, 16]
+        u8 = w.view(mx.uint8)
+        return u8.reshape(*u8.shape[:-1], u8.shape[-1] // 16, 16)
+
+    out, done = {}, 0
+    for name in list(tensors):
+        if not name.endswith(".mlp.experts.gate_proj.weight"):
+            continue
+        p = name[: -len(".gate_proj.weight")]
+        g, u, d = (f"{p}.{x}_proj" for x in ("gate", "up", "down"))
+        out[p + ".gate_up_proj_blocks"] = blocks(interleave(tensors.pop(g + ".weight"),
+                                                            tensors.pop(u + ".weight")))
+        out[p + ".gate_up_proj_scales"] = interleave(tensors.pop(g + ".scales"),
+                                                     tensors.pop(u + ".scales"))
+        out[p + ".gate_up_proj_bias"] = interleave(tensors.pop(g + ".bias"), tensors.pop(u + ".bias"))
+        out[p + ".down_proj_blocks"] = blocks(tensors.pop(d + ".weight"))
+        out[p + ".down_proj_scales"] = tensors.pop(d + ".scales")
+        out[p + ".down_proj_bias"] = tensors.pop(d + ".bias")
+        done += 1
+    left = [n for n in tensors if n.endswith(".scales")]
+    if done == 0 or left:
+        print(f"parity: --gpt-oss-original: {done} expert layers; still quantized: {left[:3]}")
+        sys.exit(2)
+    out.update(tensors)
+    mx.save_safetensors(os.path.join(model_dir, "model.safetensors"), out,
+                        metadata={"format": "pt"})
+    path = os.path.join(model_dir, "config.json")
+    cfg = json.load(open(path))
+    cfg.pop("quantization", None)
+    cfg["quantization_config"] = {"quant_method": "mxfp4",
+                                  "modules_to_not_convert": ["model.layers.*.self_attn",
+                                                             "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"]}
+    json.dump(cfg, open(path, "w"), indent=1)
+    print(f"parity: gpt-oss original layout: {done} layers of interleaved mxfp4 experts")
 
 
 def dequantize_modules(model_dir, pattern):
