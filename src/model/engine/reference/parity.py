@@ -150,16 +150,22 @@ def main():
 HF_EXPERT_NAMES = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 
 
-def to_hf_layout(model_dir):
+def take_tensors(model_dir):
+    """Every tensor of the checkpoint, its safetensors files (and index) removed."""
     import glob
-    files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
     tensors = {}
-    for f in files:
+    for f in sorted(glob.glob(os.path.join(model_dir, "*.safetensors"))):
         tensors.update(mx.load(f))
         os.remove(f)
     index = os.path.join(model_dir, "model.safetensors.index.json")
     if os.path.exists(index):
         os.remove(index)
+    return tensors
+
+
+def to_hf_layout(model_dir):
+    tensors = take_tensors(model_dir)
+    index = os.path.join(model_dir, "model.safetensors.index.json")
     out, split = {}, 0
     for name, t in tensors.items():
         if name.endswith(".feed_forward.experts.gate_proj.weight"):
@@ -208,15 +214,7 @@ def to_hf_layout(model_dir):
 
 def to_gpt_oss_original(model_dir):
     """openai/gpt-oss's own layout, as mlx-lm's gpt_oss sanitize reads it back."""
-    import glob
-    files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
-    tensors = {}
-    for f in files:
-        tensors.update(mx.load(f))
-        os.remove(f)
-    index = os.path.join(model_dir, "model.safetensors.index.json")
-    if os.path.exists(index):
-        os.remove(index)
+    tensors = take_tensors(model_dir)
 
     def interleave(a, b):  # rows (axis -2 for 3-D, -1 for biases) a0 b0 a1 b1 ...
         axis = a.ndim - 2 if a.ndim == 3 else a.ndim - 1
