@@ -78,14 +78,7 @@ class BailingMoeFamily final : public Family {
     c.moe.topk_group = c.moe.n_group > 1 ? arch::get_size_or(j, "topk_group", 4,
                                                              limits::kMaxExperts, f)
                                          : 1;
-    if (c.moe.num_experts % c.moe.n_group != 0 || c.moe.topk_group > c.moe.n_group ||
-        (c.moe.n_group > 1 && c.moe.num_experts / c.moe.n_group < 2))
-      fail(f, ": n_group = ", c.moe.n_group, " and topk_group = ", c.moe.topk_group,
-           " must split num_experts = ", c.moe.num_experts,
-           " into equal groups of at least 2 with topk_group <= n_group");
-    if (c.moe.top_k > c.moe.topk_group * (c.moe.num_experts / c.moe.n_group))
-      fail(f, ": num_experts_per_tok = ", c.moe.top_k, " exceeds the experts of the topk_group",
-           " groups kept");
+    arch::check_expert_groups(c, f, "num_experts");
     const int64_t shared = arch::get_size(j, "num_shared_experts", 64, f, 0);
     const int64_t shared_size = arch::get_size_or(j, "moe_shared_expert_intermediate_size",
                                                   c.moe.expert_dff, limits::kMaxDff, f);
@@ -121,9 +114,7 @@ class BailingMoeFamily final : public Family {
                                    "down_proj");
         if (c.moe.use_expert_bias) n.expert_bias = p + ".mlp.gate.expert_bias";
         if (c.moe.shared_dff > 0) {
-          n.shared_gate = p + ".mlp.shared_experts.gate_proj";
-          n.shared_up = p + ".mlp.shared_experts.up_proj";
-          n.shared_down = p + ".mlp.shared_experts.down_proj";
+          arch::set_shared_mlp_names(n, p + ".mlp.shared_experts");
         }
       }
       c.layers.push_back(std::move(l));
@@ -134,7 +125,7 @@ class BailingMoeFamily final : public Family {
 
   // mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
-    return c.tie_word_embeddings && tensor == "lm_head.weight";
+    return arch::drops_tied_lm_head(c, tensor);
   }
 
   json preset_config(const ModelPreset& p) const override {

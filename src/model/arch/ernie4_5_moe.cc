@@ -84,9 +84,7 @@ class Ernie45MoeFamily final : public Family {
         arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj",
                                    "down_proj");
         if (shared > 0) {
-          l.names.shared_gate = p + ".mlp.shared_experts.gate_proj";
-          l.names.shared_up = p + ".mlp.shared_experts.up_proj";
-          l.names.shared_down = p + ".mlp.shared_experts.down_proj";
+          arch::set_shared_mlp_names(l.names, p + ".mlp.shared_experts");
         }
       }
       c.layers.push_back(std::move(l));

@@ -188,6 +188,39 @@ void set_dense_mlp_names(LayerModules& n, const std::string& mlp) {
   n.dense_down = mlp + ".down_proj";
 }
 
+void set_shared_mlp_names(LayerModules& n, const std::string& mlp) {
+  n.shared_gate = mlp + ".gate_proj";
+  n.shared_up = mlp + ".up_proj";
+  n.shared_down = mlp + ".down_proj";
+}
+
+bool drops_tied_lm_head(const ModelConfig& c, std::string_view tensor) {
+  return c.tie_word_embeddings && tensor == "lm_head.weight";
+}
+
+void check_expert_groups(const ModelConfig& c, const std::string& f, const char* experts_field) {
+  const MoeParams& m = c.moe;
+  if (m.num_experts % m.n_group != 0 || m.topk_group > m.n_group ||
+      (m.n_group > 1 && m.num_experts / m.n_group < 2))
+    fail(f, ": n_group = ", m.n_group, " and topk_group = ", m.topk_group, " must split ",
+         experts_field, " = ", m.num_experts,
+         " into equal groups of at least 2 with topk_group <= n_group");
+  if (m.top_k > m.topk_group * (m.num_experts / m.n_group))
+    fail(f, ": num_experts_per_tok = ", m.top_k, " exceeds the experts of the topk_group",
+         " groups kept");
+}
+
+void set_noaux_tc_routing(ModelConfig& c, const json& cfg, const std::string& f) {
+  check_expert_groups(c, f, "n_routed_experts");
+  c.moe.routed_scaling_factor = io::get_double(cfg, "routed_scaling_factor", f);
+  if (!std::isfinite(c.moe.routed_scaling_factor))
+    fail(f, ": field 'routed_scaling_factor' must be finite");
+  c.moe.renormalize = io::get_bool(cfg, "norm_topk_prob", f);
+  c.moe.router = RouterKind::kSigmoidGroupLimited;
+  c.moe.use_expert_bias = true;
+  c.moe.router_unquantized = true;
+}
+
 LayerPlan llama_layer_plan(const ModelConfig& c, FfnKind ffn, int64_t dff) {
   LayerPlan l;
   l.mixer = MixerKind::kAttention;

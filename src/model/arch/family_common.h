@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,22 @@ void set_switch_mlp_names(LayerModules& n, const std::string& moe, const std::st
 
 // Dense SwiGLU MLP names `mlp.{gate,up,down}_proj`.
 void set_dense_mlp_names(LayerModules& n, const std::string& mlp);
+// Shared-expert MLP names `mlp.{gate,up,down}_proj` (e.g. "model.layers.3.mlp.shared_experts").
+void set_shared_mlp_names(LayerModules& n, const std::string& mlp);
+
+// mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
+bool drops_tied_lm_head(const ModelConfig& c, std::string_view tensor);
+
+// DeepSeek-V3's "noaux_tc" routing as mlx-lm's glm4_moe and dots1 read it, once n_group and
+// topk_group are read: routed_scaling_factor (finite), norm_topk_prob, a bare (never quantized)
+// router with an e_score_correction_bias, and the group checks below.
+void set_noaux_tc_routing(ModelConfig& c, const nlohmann::json& cfg, const std::string& file);
+
+// Group-limited routing (c.moe.n_group, c.moe.topk_group, already read): the groups split the
+// experts (counted by `experts_field`) evenly into groups of at least 2, topk_group <= n_group,
+// and top_k fits in the groups kept. Errors name the file and fields.
+void check_expert_groups(const ModelConfig& c, const std::string& file,
+                         const char* experts_field);
 
 // Fills layer i of `c` as a plain attention layer with the given FFN.
 LayerPlan llama_layer_plan(const ModelConfig& c, FfnKind ffn, int64_t dff);

@@ -57,21 +57,7 @@ class Glm4MoeFamily final : public Family {
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     c.moe.n_group = arch::get_size(j, "n_group", limits::kMaxExperts, f);
     c.moe.topk_group = arch::get_size(j, "topk_group", limits::kMaxExperts, f);
-    if (c.moe.num_experts % c.moe.n_group != 0 || c.moe.topk_group > c.moe.n_group ||
-        (c.moe.n_group > 1 && c.moe.num_experts / c.moe.n_group < 2))
-      fail(f, ": n_group = ", c.moe.n_group, " and topk_group = ", c.moe.topk_group,
-           " must split n_routed_experts = ", c.moe.num_experts,
-           " into equal groups of at least 2 with topk_group <= n_group");
-    if (c.moe.top_k > c.moe.topk_group * (c.moe.num_experts / c.moe.n_group))
-      fail(f, ": num_experts_per_tok = ", c.moe.top_k, " exceeds the experts of the topk_group",
-           " groups kept");
-    c.moe.routed_scaling_factor = io::get_double(j, "routed_scaling_factor", f);
-    if (!std::isfinite(c.moe.routed_scaling_factor))
-      fail(f, ": field 'routed_scaling_factor' must be finite");
-    c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
-    c.moe.router = RouterKind::kSigmoidGroupLimited;
-    c.moe.use_expert_bias = true;
-    c.moe.router_unquantized = true;
+    arch::set_noaux_tc_routing(c, j, f);
     const bool shared = io::has_field(j, "n_shared_experts") && !j["n_shared_experts"].is_null();
     if (shared)
       c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;
@@ -92,9 +78,7 @@ class Glm4MoeFamily final : public Family {
                                    "down_proj");
         l.names.expert_bias = p + ".mlp.gate.e_score_correction_bias";
         if (shared) {
-          l.names.shared_gate = p + ".mlp.shared_experts.gate_proj";
-          l.names.shared_up = p + ".mlp.shared_experts.up_proj";
-          l.names.shared_down = p + ".mlp.shared_experts.down_proj";
+          arch::set_shared_mlp_names(l.names, p + ".mlp.shared_experts");
         }
       }
       c.layers.push_back(std::move(l));

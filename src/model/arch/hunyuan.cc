@@ -102,9 +102,7 @@ class HunyuanFamily final : public Family {
       arch::set_switch_mlp_names(l.names, p + ".mlp", "gate.wg", "gate_proj", "up_proj",
                                  "down_proj");
       if (c.moe.shared_dff > 0) {
-        l.names.shared_gate = p + ".mlp.shared_mlp.gate_proj";
-        l.names.shared_up = p + ".mlp.shared_mlp.up_proj";
-        l.names.shared_down = p + ".mlp.shared_mlp.down_proj";
+        arch::set_shared_mlp_names(l.names, p + ".mlp.shared_mlp");
       }
       c.layers.push_back(std::move(l));
     }

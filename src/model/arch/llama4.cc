@@ -82,9 +82,7 @@ class Llama4Family final : public Family {
         l.names.experts_gate = ff + ".experts.gate_proj";
         l.names.experts_up = ff + ".experts.up_proj";
         l.names.experts_down = ff + ".experts.down_proj";
-        l.names.shared_gate = ff + ".shared_expert.gate_proj";
-        l.names.shared_up = ff + ".shared_expert.up_proj";
-        l.names.shared_down = ff + ".shared_expert.down_proj";
+        arch::set_shared_mlp_names(l.names, ff + ".shared_expert");
         l.names.hf_experts_gate_up = ff + ".experts.gate_up_proj";
         l.names.hf_experts_down = ff + ".experts.down_proj";
       } else {

@@ -51,7 +51,7 @@ class MixtralFamily final : public Family {
 
   // mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
-    return c.tie_word_embeddings && tensor == "lm_head.weight";
+    return arch::drops_tied_lm_head(c, tensor);
   }
 
   json preset_config(const ModelPreset& p) const override {

@@ -51,9 +51,7 @@ class Qwen2MoeFamily final : public Family {
       const std::string p = "model.layers." + std::to_string(i);
       arch::set_llama_attention_names(l.names, p, false);
       arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
-      l.names.shared_gate = p + ".mlp.shared_expert.gate_proj";
-      l.names.shared_up = p + ".mlp.shared_expert.up_proj";
-      l.names.shared_down = p + ".mlp.shared_expert.down_proj";
+      arch::set_shared_mlp_names(l.names, p + ".mlp.shared_expert");
       l.names.shared_expert_gate = p + ".mlp.shared_expert_gate";
       c.layers.push_back(std::move(l));
     }
