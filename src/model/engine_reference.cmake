@@ -15,7 +15,7 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
-               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan)
+               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-gemma4)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -59,7 +59,8 @@ endforeach()
 # 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
-               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe)
+               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe
+               tiny-gemma4)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -84,7 +85,7 @@ endforeach()
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
 # dependencies the reference venv does not install.
 foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1 granitemoe
-               ernie4-5-moe hunyuan)
+               ernie4-5-moe hunyuan gemma4)
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128

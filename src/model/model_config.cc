@@ -11,6 +11,21 @@ int64_t ModelConfig::num_moe_layers() const {
   return n;
 }
 
+int64_t ModelConfig::layer_head_dim(int64_t l) const {
+  const int64_t d = layers.at(size_t(l)).head_dim;
+  return d > 0 ? d : head_dim;
+}
+
+int64_t ModelConfig::layer_kv_heads(int64_t l) const {
+  const int64_t h = layers.at(size_t(l)).kv_heads;
+  return h > 0 ? h : kv_heads;
+}
+
+const RopeParams& ModelConfig::layer_rope(int64_t l) const {
+  const LayerPlan& p = layers.at(size_t(l));
+  return p.rope ? *p.rope : rope;
+}
+
 const char* norm_kind_name(NormKind k) {
   return k == NormKind::kRmsNorm ? "rms_norm" : "layer_norm";
 }
@@ -35,12 +50,18 @@ const char* rope_kind_name(RopeKind k) {
     case RopeKind::kLongRope: return "longrope";
     case RopeKind::kYarn: return "yarn";
     case RopeKind::kDynamic: return "dynamic";
+    case RopeKind::kProportional: return "proportional";
   }
   return "?";
 }
 
 const char* expert_activation_name(ExpertActivation a) {
-  return a == ExpertActivation::kSwiGLUOai ? "swiglu_oai" : "swiglu";
+  switch (a) {
+    case ExpertActivation::kSwiGLU: return "swiglu";
+    case ExpertActivation::kSwiGLUOai: return "swiglu_oai";
+    case ExpertActivation::kGeGLU: return "geglu";
+  }
+  return "?";
 }
 
 const char* router_kind_name(RouterKind k) {
@@ -55,6 +76,7 @@ const char* router_kind_name(RouterKind k) {
     case RouterKind::kSigmoidBiasNorm: return "sigmoid_bias_norm";
     case RouterKind::kLlama4Top1Sigmoid: return "llama4_top1_sigmoid";
     case RouterKind::kSparseMixer: return "sparsemixer";
+    case RouterKind::kTopkSoftmaxExpertScale: return "topk_softmax_expert_scale";
   }
   return "?";
 }
@@ -143,6 +165,15 @@ void validate_model_config(const ModelConfig& c) {
         fail(c.source, ": a fused qkv projection has one bias for q, k and v, or none");
       require_name(c, i, "o_proj", n.o);
       if (c.attention_sinks) require_name(c, i, "attention sinks", n.sinks);
+      if (l.head_dim != 0) require_size(c, "layer head_dim", l.head_dim, limits::kMaxHeadDim);
+      if (l.kv_heads != 0) require_size(c, "layer key/value heads", l.kv_heads, limits::kMaxHeads);
+      if (c.heads % c.layer_kv_heads(i) != 0 || c.layer_head_dim(i) % 2 != 0)
+        fail(c.source, ": layer ", i, ": num_attention_heads (", c.heads,
+             ") must be a multiple of its key/value heads (", c.layer_kv_heads(i),
+             ") and its head_dim (", c.layer_head_dim(i), ") even");
+      if (!l.values_from_keys && n.qkv.empty()) require_name(c, i, "v_proj", n.v);
+      if (l.values_from_keys && !n.v.empty())
+        fail(c.source, ": layer ", i, " takes its values from k_proj but names a v_proj");
       if (l.sliding_window < 0 || l.sliding_window > limits::kMaxPosition)
         fail(c.source, ": layer ", i, " has sliding window ", l.sliding_window, "; expected [0, ",
              limits::kMaxPosition, "]");
@@ -160,6 +191,10 @@ void validate_model_config(const ModelConfig& c) {
       require_name(c, i, "router", n.router);
       require_name(c, i, "stacked experts", n.experts_gate);
       if (c.moe.shared_dff > 0) require_name(c, i, "shared expert", n.shared_gate);
+      if (l.parallel_dense_dff != 0) {
+        require_size(c, "parallel dense intermediate size", l.parallel_dense_dff, limits::kMaxDff);
+        require_name(c, i, "parallel dense gate_proj", n.dense_gate);
+      }
     }
   }
 }
@@ -168,7 +203,11 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
   const LayerPlan& l = c.layers.at(size_t(layer));
   std::string s = str_cat("L", layer, ": ");
   if (l.mixer == MixerKind::kAttention) {
-    s += str_cat("attention(", l.use_rope ? rope_kind_name(c.rope.kind) : "nope",
+    s += str_cat("attention(", l.use_rope ? rope_kind_name(c.layer_rope(layer).kind) : "nope",
+                 l.head_dim || l.kv_heads
+                     ? str_cat(", ", c.layer_kv_heads(layer), "x", c.layer_head_dim(layer), " kv")
+                     : std::string(),
+                 l.values_from_keys ? ", v=k" : "",
                  l.chunked_attention ? str_cat(", chunk ", c.attention_chunk_size) : "",
                  l.qk_norm ? str_cat(", qk_norm ", qk_norm_kind_name(c.qk_norm)) : "",
                  l.attn_temperature ? ", temperature tuning" : "",
@@ -180,6 +219,7 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
   if (l.ffn == FfnKind::kDense) {
     s += str_cat(" + dense ", l.ffn_dff);
   } else {
+    if (l.parallel_dense_dff > 0) s += str_cat(" + dense ", l.parallel_dense_dff);
     s += str_cat(" + moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
                  router_kind_name(c.moe.router),
                  c.moe.activation != ExpertActivation::kSwiGLU

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,10 @@ enum class RopeKind {
   kLongRope,  // Phi "su"/longrope: freqs * long_factor[i], input scaled by mscale (mlx-lm
               // SuScaledRoPE always uses long_factor; short_factor kept for completeness)
   kYarn,      // YaRN (mlx-lm YarnRoPE): ramped frequencies, mscale on the rotated features
-  kDynamic    // dynamic NTK (mlx-lm DynamicNTKScalingRoPE): base grows past max_position
+  kDynamic,   // dynamic NTK (mlx-lm DynamicNTKScalingRoPE): base grows past max_position
+  kProportional  // mlx-lm ProportionalRoPE (Gemma-4 full layers): pairs (i, i + d/2) of the
+                 // whole head, frequency factor * theta^(2i/d) for i < rotated_dims/2, the
+                 // other pairs unrotated
 };
 
 struct RopeParams {
@@ -64,6 +68,7 @@ struct RopeParams {
   double short_mscale = 0.0, long_mscale = 0.0;           // longrope; 0 = derived
   double beta_fast = 32.0, beta_slow = 1.0;               // yarn (mlx-lm's defaults)
   double mscale = 1.0, mscale_all_dim = 0.0;              // yarn
+  int64_t rotated_dims = 0;  // kProportional: int(head_dim * partial_rotary_factor)
   // The scale applied to q/k before rotation (longrope mscale; 1 otherwise).
   double input_scale = 1.0;
 };
@@ -90,13 +95,17 @@ enum class RouterKind {
                          // * routed_scale (Ling, mlx-lm bailing_moe)
   kProbTopkRenormFloor,  // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; top-k of s; scores
                          // = s_k / max(sum_k s_k, 1e-12) (ERNIE-4.5)
-  kSparseMixer           // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
+  kSparseMixer,          // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
+  kTopkSoftmaxExpertScale  // top-k of l (ties to the higher index); scores = softmax over the k
+                           // selected logits * per_expert_scale[id] (Gemma-4; the router input
+                           // is RMSNorm(residual) with weight router.scale * hidden^-0.5)
 };
 
 // The gated activation of the routed experts (kernels::Activation's gated kinds).
 enum class ExpertActivation {
   kSwiGLU,    // silu(gate) * up
-  kSwiGLUOai  // gpt-oss: min(gate,7) * sigmoid(1.702 min(gate,7)) * (clip(up,-7,7) + 1)
+  kSwiGLUOai,  // gpt-oss: min(gate,7) * sigmoid(1.702 min(gate,7)) * (clip(up,-7,7) + 1)
+  kGeGLU       // gelu_tanh(gate) * up (Gemma-4)
 };
 
 enum class MixerKind {
@@ -129,6 +138,16 @@ struct LayerModules {
   // 16] and `<name>_scales` [E, rows, in/32] plus `<name>_bias` [E, rows], gate and up rows
   // alternating in gate_up_proj (docs/families.md).
   bool hf_experts_interleaved_mxfp4 = false;
+  // Gemma-4 ("sandwich" norms and the parallel dense + MoE block), empty elsewhere:
+  std::string attn_out_norm;     // RMSNorm of the attention output before the residual add
+  std::string ffn_out_norm;      // RMSNorm of the FFN output before the residual add
+  std::string dense_out_norm;    // RMSNorm of the parallel dense MLP's output
+  std::string experts_in_norm;   // RMSNorm of the residual that feeds the routed experts
+  std::string experts_out_norm;  // RMSNorm of the routed experts' output
+  std::string router_input_scale;   // [H] full tensor name: the router's input RMSNorm weight,
+                                    // times hidden^-0.5 (router reads the raw residual)
+  std::string router_expert_scale;  // [E] full tensor name: per-expert score multiplier
+  std::string layer_scalar;         // [1] full tensor name: the residual is multiplied by it
 };
 
 struct LayerPlan {
@@ -140,6 +159,14 @@ struct LayerPlan {
   int64_t sliding_window = 0;     // > 0: attend to the last sliding_window positions (gpt-oss)
   FfnKind ffn = FfnKind::kMoe;
   int64_t ffn_dff = 0;            // dense intermediate size, or the expert Dff for MoE layers
+  // MoE layers that also run a dense MLP on the same normed input and add the two (Gemma-4):
+  // its intermediate size (names dense_gate/up/down); 0: none.
+  int64_t parallel_dense_dff = 0;
+  // Per-layer attention geometry (Gemma-4's full layers): 0 = ModelConfig's.
+  int64_t head_dim = 0, kv_heads = 0;
+  bool values_from_keys = false;  // no v_proj: the values are the raw k_proj output
+  bool value_norm = false;        // values RMSNorm'd over head_dim without a weight (qk_norm_eps)
+  std::optional<RopeParams> rope; // this layer's RoPE; absent: ModelConfig::rope
   LayerModules names;
 };
 
@@ -204,6 +231,10 @@ struct ModelConfig {
   double embedding_scale = 1.0;
   double residual_scale = 1.0;
   double logits_divisor = 1.0;
+  // > 0: logits = tanh(logits / cap) * cap after the head (Gemma-4 final_logit_softcapping).
+  double final_logit_softcap = 0.0;
+  // The gated activation of dense (and parallel dense) MLP layers.
+  ExpertActivation dense_activation = ExpertActivation::kSwiGLU;
 
   bool tie_word_embeddings = false;
   bool lm_head_bias = false;  // Phi-MoE
@@ -223,6 +254,12 @@ struct ModelConfig {
   int64_t num_moe_layers() const;
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }
+  // The attention geometry of one layer (LayerPlan overrides, else the model's).
+  int64_t layer_head_dim(int64_t l) const;
+  int64_t layer_kv_heads(int64_t l) const;
+  int64_t layer_q_dim(int64_t l) const { return heads * layer_head_dim(l); }
+  int64_t layer_kv_dim(int64_t l) const { return layer_kv_heads(l) * layer_head_dim(l); }
+  const RopeParams& layer_rope(int64_t l) const;
 };
 
 const char* norm_kind_name(NormKind k);

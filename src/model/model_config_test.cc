@@ -275,7 +275,8 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       "eos_token_id", "num_dense_layers", "num_experts", "first_k_dense_replace",
       "ernie4_5_moe:moe_intermediate_size", "ernie4_5_moe:moe_num_shared_experts",
       "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index",
-      "bailing_moe:num_shared_experts"};
+      "bailing_moe:num_shared_experts", "gemma4_text:hidden_size_per_layer_input",
+      "gemma4_text:num_kv_shared_layers", "gemma4_text:global_head_dim"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",
                                         "minimax:shared_intermediate_size",
@@ -301,7 +302,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 15u);
+  EXPECT_EQ(families.size(), 16u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -322,7 +323,8 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   j["model_type"] = "deepseek_v3";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
-                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe"});
+                "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe",
+                "gemma4_text"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }
@@ -330,6 +332,34 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
 TEST(ModelConfig, LoadFromDirectoryNamesMissingFile) {
   testing::TempDir tmp;
   expect_error([&] { load_model_config(tmp.path()); }, {tmp.path() + "/config.json"});
+}
+
+// gemma4_text runs the MoE variant only; mlx-lm's defaults for the per-layer-input and
+// KV-sharing fields are the E2B model's, so a config that omits them is refused, not misread.
+TEST(ModelConfig, Gemma4RefusesWhatItDoesNotRun) {
+  const json base = preset_config_json(*find_preset("tiny-gemma4"));
+  const ModelConfig c = parse_model_config(base, "g/config.json");
+  EXPECT_EQ(c.layer_head_dim(0), 64);
+  EXPECT_EQ(c.layer_head_dim(3), 128);
+  EXPECT_EQ(c.layer_kv_heads(3), 1);
+  EXPECT_TRUE(c.layers[3].values_from_keys);
+  EXPECT_FALSE(c.layers[2].values_from_keys);
+  EXPECT_EQ(c.layer_rope(3).kind, RopeKind::kProportional);
+  EXPECT_EQ(c.layer_rope(3).rotated_dims, 32);
+  EXPECT_EQ(c.layers[0].sliding_window, 8);
+  for (const char* field : {"hidden_size_per_layer_input", "num_kv_shared_layers"}) {
+    json j = base;
+    j.erase(field);
+    expect_error([&] { parse_model_config(j, "g/config.json"); }, {"g/config.json", std::string(field)});
+    j[field] = 1;
+    expect_error([&] { parse_model_config(j, "g/config.json"); }, {"g/config.json", std::string(field)});
+  }
+  json j = base;
+  j["enable_moe_block"] = false;
+  expect_error([&] { parse_model_config(j, "g/config.json"); }, {"enable_moe_block"});
+  j = base;
+  j["rope_parameters"]["full_attention"]["rope_type"] = "yarn";
+  expect_error([&] { parse_model_config(j, "g/config.json"); }, {"full_attention", "yarn"});
 }
 
 }  // namespace

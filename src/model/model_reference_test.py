@@ -16,7 +16,8 @@ import numpy as np
 
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
         "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
-        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan", "tiny-bailing-moe"]
+        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan", "tiny-bailing-moe",
+        "tiny-gemma4"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
@@ -25,7 +26,7 @@ SEQ = 64
 
 # The expert count and top-k under each family's field name.
 EXPERT_COUNT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
-TOP_K_FIELDS = ("num_experts_per_tok", "moe_k", "moe_topk")
+TOP_K_FIELDS = ("num_experts_per_tok", "moe_k", "moe_topk", "top_k_experts")
 
 
 def family_field(tc, names):
@@ -46,7 +47,12 @@ class RouterTap:
         # bare weight (glm4_moe's MoEGate, dots1) or its inner Linear's output (granitemoe's
         # router.layer, bailing_moe's gate.gate_proj).
         logits = y
-        if isinstance(y, tuple):
+        if isinstance(y, tuple) and hasattr(self.inner, "per_expert_scale"):
+            # gemma4_text's Router: proj of the residual RMSNorm'd with scale * hidden^-0.5.
+            import mlx.core as mx
+            r = self.inner
+            logits = r.proj(mx.fast.rms_norm(x, r.scale * r._root_size, r.eps))
+        elif isinstance(y, tuple):
             inner = getattr(self.inner, "layer", None) or getattr(self.inner, "gate_proj", None)
             logits = inner(x) if inner is not None else x @ self.inner.weight.T
         self.sink.append(logits)
@@ -58,6 +64,10 @@ def moe_blocks(model):
     layers = model.layers
     out = []
     for layer in layers:
+        # gemma4_text: the experts and their router sit on the layer itself, beside its mlp.
+        if hasattr(layer, "experts") and "router" in layer:
+            out.append((layer, "router"))
+            continue
         for ff_name in ("mlp", "block_sparse_moe", "feed_forward"):
             ff = getattr(layer, ff_name, None)
             if ff is None:

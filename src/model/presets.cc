@@ -109,6 +109,19 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Ling-lite: 64 experts top-6 (softmax) + 2 shared, Dff 1408, fused qkv";
   add(p);
 
+  // google/gemma-4-26B-A4B (Hugging Face transformers convert_gemma4_weights.py, variant
+  // gemma-4-26b-a4b, with Gemma4TextConfig's defaults: hidden 2816, 30 layers of types
+  // ([sliding] * 5 + [full]) * 5, 16 heads, 8 kv heads of head_dim 256 on sliding layers and 2 of
+  // global_head_dim 512 on full ones (attention_k_eq_v), dense MLP 2112 beside 128 experts of
+  // 704 top-8, vocab 262144, sliding_window 1024, max_position_embeddings 262144, tied).
+  p = {};
+  p.name = "gemma-4-26b-a4b", p.model_type = "gemma4_text", p.hidden = 2816, p.moe_dff = 704;
+  p.experts = 128, p.top_k = 8, p.dense_dff = 2112, p.layers = 30, p.heads = 16, p.kv_heads = 8;
+  p.head_dim = 256, p.vocab = 262144, p.max_position = 262144, p.tie_embeddings = true;
+  p.activation = "geglu";
+  p.description = "Gemma-4 26B-A4B: 128 experts top-8 (GeGLU) beside a dense MLP, sliding/full";
+  add(p);
+
   // MiniMaxAI/MiniMax-M2 (config.json: hidden_size 3072, 62 layers, 48 heads / 8 kv heads of
   // head_dim 128, rotary_dim 64, 256 experts of intermediate_size 1536 top-8, vocab 200064).
   p = {};
@@ -256,6 +269,13 @@ std::vector<ModelPreset> make_presets() {
   p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 3;
   p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.description = "tiny Ling (fused qkv, sigmoid + bias groups, partial RoPE, norm_head)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-gemma4", p.model_type = "gemma4_text", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 3, p.dense_dff = 256, p.layers = 4, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.tie_embeddings = true, p.activation = "geglu";
+  p.description = "tiny Gemma-4 MoE (sliding 64-dim / full 128-dim k=v layers alternating, window 8, dense + experts)";
   tiny(p);
 
   p = {};

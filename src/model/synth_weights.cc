@@ -75,11 +75,23 @@ InitDist init_distribution(const ModuleSpec& m, TensorPart part, const ModelConf
     if (m.residual_out) return {0.f, 0.5f * mixer_out_rms};
     return {0.f, kStd};
   }
+  // A model without a softmax scale (Gemma-4: attention scale 1) has it in its per-head q/k
+  // norm weights, as trained ones do: head_dim^-0.25 each, so that q.k has the usual
+  // head_dim^-0.5 (with weights around 1 the softmax is all but one-hot and rounding-chaotic).
+  if (cfg.attn_scale == 1.0 && (m.slot == Slot::kQNorm || m.slot == Slot::kKNorm) &&
+      cfg.qk_norm == QkNormKind::kPerHead)
+    return {std::pow(float(m.shape[0]), -0.25f), 0.02f * std::pow(float(m.shape[0]), -0.25f)};
   switch (m.kind) {
     case ModuleKind::kNorm:
     case ModuleKind::kLayerNorm: return {1.0f, 0.02f};
     case ModuleKind::kConv1d: return {0.f, 0.2f};
-    case ModuleKind::kTensor: return {0.f, 0.01f};  // LFM2 expert_bias: small vs sigmoid spread
+    case ModuleKind::kTensor:
+      // Gemma-4's multiplicative vectors (router input norm weight, per-expert score scale,
+      // layer scalar) sit around 1 like norm weights.
+      if (m.slot == Slot::kRouterInputScale || m.slot == Slot::kRouterExpertScale ||
+          m.slot == Slot::kLayerScalar)
+        return {1.0f, 0.02f};
+      return {0.f, 0.01f};  // LFM2 expert_bias: small vs sigmoid spread
     default: break;
   }
   switch (m.role) {

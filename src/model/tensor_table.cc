@@ -101,22 +101,22 @@ class TableBuilder {
 
 void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
-  const int64_t H = c.hidden;
-  b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {c.q_dim(), H}, c.q_bias);
-  b.linear(Slot::kK, n.k, TensorRole::kAttention, i, {c.kv_dim(), H}, c.k_bias);
-  b.linear(Slot::kV, n.v, TensorRole::kAttention, i, {c.kv_dim(), H}, c.v_bias);
-  b.linear(Slot::kQkv, n.qkv, TensorRole::kAttention, i, {c.q_dim() + 2 * c.kv_dim(), H},
-           c.q_bias);
-  b.output(Slot::kO, n.o, TensorRole::kAttention, i, {H, c.q_dim()}, c.o_bias);
+  const int64_t H = c.hidden, q = c.layer_q_dim(i), kv = c.layer_kv_dim(i);
+  b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {q, H}, c.q_bias);
+  b.linear(Slot::kK, n.k, TensorRole::kAttention, i, {kv, H}, c.k_bias);
+  b.linear(Slot::kV, n.v, TensorRole::kAttention, i, {kv, H}, c.v_bias);
+  b.linear(Slot::kQkv, n.qkv, TensorRole::kAttention, i, {q + 2 * kv, H}, c.q_bias);
+  b.output(Slot::kO, n.o, TensorRole::kAttention, i, {H, q}, c.o_bias);
   if (c.attention_sinks)
     b.push({n.sinks, ModuleKind::kTensor, TensorRole::kAttention, i, {c.heads}}, Slot::kSinks);
   if (c.qk_norm == QkNormKind::kPerHead || c.qk_norm == QkNormKind::kPerHeadAfterRope) {
-    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.head_dim);
-    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.head_dim);
+    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.layer_head_dim(i));
+    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.layer_head_dim(i));
   } else if (c.qk_norm == QkNormKind::kFullWidth) {
-    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, c.q_dim());
-    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, c.kv_dim());
+    b.rms_norm(Slot::kQNorm, n.q_norm, TensorRole::kAttention, i, q);
+    b.rms_norm(Slot::kKNorm, n.k_norm, TensorRole::kAttention, i, kv);
   }
+  b.norm(Slot::kAttnOutNorm, n.attn_out_norm, TensorRole::kNorm, i, H);
 }
 
 void add_short_conv(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
@@ -134,6 +134,21 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   const bool eb = c.moe.expert_linear_bias;
   b.linear(Slot::kRouter, n.router, TensorRole::kRouter, i, {E, H}, c.moe.router_bias);
   if (c.moe.router_unquantized && !n.router.empty()) b.last().float_only = true;
+  if (!n.router_input_scale.empty())
+    b.push({n.router_input_scale, ModuleKind::kTensor, TensorRole::kRouter, i, {H}},
+           Slot::kRouterInputScale);
+  if (!n.router_expert_scale.empty())
+    b.push({n.router_expert_scale, ModuleKind::kTensor, TensorRole::kRouter, i, {E}},
+           Slot::kRouterExpertScale);
+  if (l.parallel_dense_dff > 0) {
+    const int64_t D = l.parallel_dense_dff;
+    b.linear(Slot::kDenseGate, n.dense_gate, TensorRole::kDenseFfn, i, {D, H}, false);
+    b.linear(Slot::kDenseUp, n.dense_up, TensorRole::kDenseFfn, i, {D, H}, false);
+    b.output(Slot::kDenseDown, n.dense_down, TensorRole::kDenseFfn, i, {H, D}, false);
+    b.norm(Slot::kDenseOutNorm, n.dense_out_norm, TensorRole::kNorm, i, H);
+  }
+  b.norm(Slot::kExpertsInNorm, n.experts_in_norm, TensorRole::kNorm, i, H);
+  b.norm(Slot::kExpertsOutNorm, n.experts_out_norm, TensorRole::kNorm, i, H);
   if (!n.expert_bias.empty())
     b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true},
            Slot::kExpertBias);
@@ -183,6 +198,10 @@ std::vector<ModuleSpec> module_table(const ModelConfig& c) {
       b.linear(Slot::kDenseUp, l.names.dense_up, TensorRole::kDenseFfn, i, {F, H}, false);
       b.output(Slot::kDenseDown, l.names.dense_down, TensorRole::kDenseFfn, i, {H, F}, false);
     }
+    b.norm(Slot::kFfnOutNorm, l.names.ffn_out_norm, TensorRole::kNorm, i, c.hidden);
+    if (!l.names.layer_scalar.empty())
+      b.push({l.names.layer_scalar, ModuleKind::kTensor, TensorRole::kNorm, i, {1}},
+             Slot::kLayerScalar);
   }
   b.norm(Slot::kFinalNorm, c.final_norm_name, TensorRole::kNorm, -1, c.hidden);
   if (!c.tie_word_embeddings)

@@ -52,7 +52,11 @@ enum class Slot : uint8_t {
   kConvIn, kConv, kConvOut,                       // LFM2 short convolution
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
-  kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate
+  kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,
+  // Gemma-4: output norms of the attention / FFN / dense branch / experts, the experts' input
+  // norm, the router's input norm weight [H] and per-expert score scale [E], the layer scalar
+  kAttnOutNorm, kFfnOutNorm, kDenseOutNorm, kExpertsInNorm, kExpertsOutNorm,
+  kRouterInputScale, kRouterExpertScale, kLayerScalar
 };
 
 const char* module_kind_name(ModuleKind k);

@@ -72,6 +72,12 @@ void RouterConfig::validate() const {
          " entries; expected num_experts = ", num_experts);
   for (float b : expert_bias)
     if (!std::isfinite(b)) fail("router: expert_bias holds a non-finite value");
+  if (!expert_scale.empty() && rule != RoutingRule::kTopKSoftmax)
+    fail("router: a per-expert scale is only used by topk_softmax routing (gemma4_text), not by ",
+         routing_rule_name(rule));
+  if (!expert_scale.empty() && int64_t(expert_scale.size()) != num_experts)
+    fail("router: per_expert_scale has ", expert_scale.size(),
+         " entries; expected num_experts = ", num_experts);
   if (!std::isfinite(routed_scaling)) fail("router: routed_scaling_factor is not finite");
   if (!(renorm_floor >= 0.f) || !std::isfinite(renorm_floor))
     fail("router: renorm_floor = ", renorm_floor, "; expected a finite value >= 0");
@@ -120,6 +126,12 @@ RouterConfig lfm2_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob
   c.renormalize = norm_topk_prob;
   c.routed_scaling = routed_scaling;
   c.expert_bias = std::move(expert_bias);
+  return c;
+}
+RouterConfig topk_softmax_expert_scale_router(int64_t experts, int64_t top_k,
+                                              std::vector<float> per_expert_scale) {
+  RouterConfig c = base(RoutingRule::kTopKSoftmax, TopKTies::kHigherIndexWins, experts, top_k);
+  c.expert_scale = std::move(per_expert_scale);
   return c;
 }
 RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> expert_bias) {
@@ -208,6 +220,8 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       mlx_topk(l, e, k, c.ties, order_.data(), negated_.data(), ids);
       for (int64_t j = 0; j < k; ++j) scores[j] = l[ids[j]];
       softmax_inplace(scores, k);
+      if (!c.expert_scale.empty())  // gemma4_text: * per_expert_scale[id]
+        for (int64_t j = 0; j < k; ++j) scores[j] *= c.expert_scale[size_t(ids[j])];
       return;
     }
     case RoutingRule::kSparseMixer:

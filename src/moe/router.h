@@ -56,6 +56,9 @@ struct RouterConfig {
   int64_t n_group = 1, topk_group = 1;  // kSigmoidBiasTopK: group-limited selection
   std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
   float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
+  // kTopKSoftmax: each score is multiplied by expert_scale[its expert] after the softmax
+  // (gemma4_text's per_expert_scale); [E] or empty (none).
+  std::vector<float> expert_scale;
 
   // Throws moex::Error naming the field when the config is inconsistent
   // (k outside [1, E], bias of the wrong size, llama4 with k != 1, ...).
@@ -87,6 +90,10 @@ RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid);
 RouterConfig bailing_moe_router(int64_t experts, int64_t top_k, bool softmax, bool norm_topk_prob,
                                 float routed_scaling, std::vector<float> expert_bias,
                                 int64_t n_group, int64_t topk_group);
+// gemma4_text: top-k of the logits with ties to the HIGHER index (argpartition(l, kth=-k)[-k:]),
+// softmax over the k selected logits, times per_expert_scale[id]; no renormalization after.
+RouterConfig topk_softmax_expert_scale_router(int64_t experts, int64_t top_k,
+                                              std::vector<float> per_expert_scale);
 RouterConfig group_limited_sigmoid_router(int64_t experts, int64_t top_k, bool norm_topk_prob,
                                           float routed_scaling, std::vector<float> expert_bias,
                                           int64_t n_group, int64_t topk_group);

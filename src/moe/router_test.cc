@@ -161,6 +161,21 @@ TEST(Router, BailingSoftmaxOrSigmoidGroupLimitedHigherIndexWinsTies) {
   expect_scores(d.scores, {2.3814353942871094, 2.043936252593994});
 }
 
+// gemma4_text (mlx-lm Router, same logits, per_expert_scale below): argpartition(l, kth=-k)[-k:]
+// (ties to the higher index), softmax over the k logits, times per_expert_scale[id]; values
+// from mlx 0.32 on this machine.
+TEST(Router, Gemma4TopKSoftmaxTimesPerExpertScale) {
+  const std::vector<float> scale = {1.0f, 0.5f, 1.25f, 2.0f, 0.75f, 1.5f, 0.9f, 1.1f};
+  Routed a = route(topk_softmax_expert_scale_router(8, 3, scale), kLogits);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{5, 1, 7, 7, 4, 2}));
+  expect_scores(a.scores, {0.2330436110496521, 0.21115940809249878, 0.4645507037639618,
+                           0.2559662163257599, 0.2877388000488281, 0.4795646667480469});
+  Routed b = route(topk_softmax_expert_scale_router(8, 1, scale), kLogits);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{7, 4}));
+  expect_scores(b.scores, {1.100000023841858, 0.75});
+  EXPECT_THROW(Router(topk_softmax_expert_scale_router(8, 2, {1.f, 2.f})), Error);
+}
+
 // minimax (mlx-lm MiniMaxSparseMoeBlock, same logits and bias): always renormalized, so a
 // single expert scores exactly 1 (glm4_moe's rule leaves it unnormalized).
 TEST(Router, MinimaxSigmoidBiasAlwaysRenormalized) {

@@ -3,6 +3,7 @@
 // the device while every other op of the step runs here.
 #include <memory>
 
+#include "kernels/elementwise.h"
 #include "model/backend/model_backend.h"
 #include "model/ops/softmax.h"
 
@@ -39,6 +40,11 @@ class HostModelBackend final : public ModelBackend {
   }
   void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {
     ops::swiglu(gate, up, out, n);
+  }
+  void gated_activation(kernels::Activation act, const float* gate, const float* up, float* out,
+                        int64_t n) const override {
+    if (act == kernels::Activation::kSwiGLU) return ops::swiglu(gate, up, out, n);
+    kernels::apply_activation({.act = act, .gate = gate, .up = up, .rows = 1, .n = n, .out = out});
   }
 
  private:

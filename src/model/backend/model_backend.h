@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "kernels/moe_contract.h"
 #include "model/ops/attention.h"
 #include "model/ops/linear.h"
 #include "model/ops/norm.h"
@@ -49,6 +50,10 @@ class ModelBackend {
                               float* out) const = 0;
   // out = silu(gate) * up elementwise over n values (the dense MLP's activation).
   virtual void swiglu(const float* gate, const float* up, float* out, int64_t n) const = 0;
+  // out = act(gate, up) elementwise over n values for any gated kind (kernels::apply_activation;
+  // kSwiGLU is swiglu above).
+  virtual void gated_activation(kernels::Activation act, const float* gate, const float* up,
+                                float* out, int64_t n) const = 0;
 };
 
 // The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws

@@ -22,10 +22,9 @@ namespace moex::model::engine {
 
 namespace {
 
-ops::RopeSpec rope_spec(const ModelConfig& c) {
-  const RopeParams& r = c.rope;
+ops::RopeSpec rope_spec(const RopeParams& r, int64_t head_dim, int64_t max_position) {
   ops::RopeSpec s;
-  s.dims = r.dims > 0 ? r.dims : c.head_dim;
+  s.dims = r.dims > 0 ? r.dims : head_dim;
   s.base = r.theta;
   s.traditional = r.traditional;
   s.factor = r.factor;
@@ -34,13 +33,14 @@ ops::RopeSpec rope_spec(const ModelConfig& c) {
   s.original_max_position = r.original_max_position;
   s.short_factor = r.short_factor;
   s.long_factor = r.long_factor;
-  s.max_position = c.max_position;
+  s.max_position = max_position;
   s.short_mscale = r.short_mscale;
   s.long_mscale = r.long_mscale;
   s.beta_fast = r.beta_fast;
   s.beta_slow = r.beta_slow;
   s.mscale = r.mscale;
   s.mscale_all_dim = r.mscale_all_dim;
+  s.rotated_dims = r.rotated_dims;
   switch (r.kind) {
     case RopeKind::kDefault: s.kind = ops::RopeKind::kDefault; break;
     case RopeKind::kLinear: s.kind = ops::RopeKind::kLinear; break;
@@ -48,6 +48,7 @@ ops::RopeSpec rope_spec(const ModelConfig& c) {
     case RopeKind::kLongRope: s.kind = ops::RopeKind::kLongrope; break;
     case RopeKind::kYarn: s.kind = ops::RopeKind::kYarn; break;
     case RopeKind::kDynamic: s.kind = ops::RopeKind::kDynamic; break;
+    case RopeKind::kProportional: s.kind = ops::RopeKind::kProportional; break;
     case RopeKind::kNone: break;  // NoPE layers skip rotation; the table is unused
   }
   return s;
@@ -92,7 +93,11 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
   w_ = bind_model_weights(cfg_, *binder_);
-  rope_ = ops::Rope(rope_spec(cfg_));
+  ropes_.resize(size_t(cfg_.num_layers));
+  for (int64_t i = 0; i < cfg_.num_layers; ++i)
+    if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention)
+      ropes_[size_t(i)] = ops::Rope(
+          rope_spec(cfg_.layer_rope(i), cfg_.layer_head_dim(i), cfg_.max_position));
   if (opt.context < 0) fail("context length must be positive, got ", opt.context);
   if (cfg_.max_position > 0 && opt.context > cfg_.max_position)
     fail("context length ", opt.context, " exceeds the model's max_position_embeddings (",
@@ -107,6 +112,8 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
   moe_.resize(size_t(cfg_.num_layers));
   conv_.resize(size_t(cfg_.num_layers));
+  dense_act_ = kernel_activation(cfg_.dense_activation);
+  for (const LayerPlan& l : cfg_.layers) any_parallel_dense_ |= l.parallel_dense_dff > 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
     if (plan.mixer != MixerKind::kAttention)
@@ -169,7 +176,8 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
     if (conv_[size_t(i)]) {
       seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
     } else {
-      seq->caches_[size_t(i)] = ops::KvCache(cfg_.kv_heads, cfg_.head_dim, context_);
+      seq->caches_[size_t(i)] =
+          ops::KvCache(cfg_.layer_kv_heads(i), cfg_.layer_head_dim(i), context_);
     }
   }
   return seq;
@@ -227,15 +235,21 @@ void Engine::ensure_rows(int64_t n) {
   if (n <= rows_) return;
   rows_ = n;
   const size_t H = size_t(cfg_.hidden), N = size_t(n);
-  int64_t dff = cfg_.dense_dff;
-  for (const LayerPlan& l : cfg_.layers) dff = std::max(dff, l.ffn_dff);
+  int64_t dff = cfg_.dense_dff, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    const LayerPlan& l = cfg_.layers[size_t(i)];
+    dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
+    q_dim = std::max(q_dim, cfg_.layer_q_dim(i));
+    kv_dim = std::max(kv_dim, cfg_.layer_kv_dim(i));
+  }
   h_.resize(N * H);
   xn_.resize(N * H);
   mix_.resize(N * H);
-  q_.resize(N * size_t(cfg_.q_dim()));
-  att_.resize(N * size_t(cfg_.q_dim()));
-  k_.resize(N * size_t(cfg_.kv_dim()));
-  v_.resize(N * size_t(cfg_.kv_dim()));
+  if (any_parallel_dense_) branch_.resize(N * H);
+  q_.resize(N * size_t(q_dim));
+  att_.resize(N * size_t(q_dim));
+  k_.resize(N * size_t(kv_dim));
+  v_.resize(N * size_t(kv_dim));
   gate_.resize(N * size_t(dff));
   up_.resize(N * size_t(dff));
 }
@@ -252,21 +266,21 @@ void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows
 
 // q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,
 // LFM2); per head after RoPE, without weights (Llama-4) or with them (Hunyuan).
-void Engine::qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q, float* k,
-                     int64_t n, bool after_rope) {
+void Engine::qk_norm(int64_t layer, const AttentionWeights& a, float* q, float* k, int64_t n,
+                     bool after_rope) {
+  const LayerPlan& plan = cfg_.layers[size_t(layer)];
   if (!plan.qk_norm || cfg_.qk_norm == QkNormKind::kNone) return;
   const bool weighted = cfg_.qk_norm != QkNormKind::kPerHeadNoWeight;
   const bool late = !weighted || cfg_.qk_norm == QkNormKind::kPerHeadAfterRope;
   if (late != after_rope) return;
   const float eps = float(cfg_.qk_norm_eps);
   const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
-  const int64_t hd = cfg_.head_dim;
+  const int64_t hd = cfg_.layer_head_dim(layer), kvh = cfg_.layer_kv_heads(layer);
   be_->rms_norm({.x = q, .out = q, .weight = weighted ? a.q_norm.data() : nullptr,
-                 .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.q_dim(),
+                 .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.heads * hd,
                  .eps = eps});
   be_->rms_norm({.x = k, .out = k, .weight = weighted ? a.k_norm.data() : nullptr,
-                 .rows = per_head ? n * cfg_.kv_heads : n, .dim = per_head ? hd : cfg_.kv_dim(),
-                 .eps = eps});
+                 .rows = per_head ? n * kvh : n, .dim = per_head ? hd : kvh * hd, .eps = eps});
 }
 
 void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
@@ -274,9 +288,16 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
   const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
   float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
-  be_->linear_same_input(qkv, qkv_out, 3, xn_.data(), n);
+  const int64_t hd = cfg_.layer_head_dim(layer), kv_dim = cfg_.layer_kv_dim(layer);
+  be_->linear_same_input(qkv, qkv_out, plan.values_from_keys ? 2 : 3, xn_.data(), n);
+  // Gemma-4's full layers: the values are the raw (un-normed, un-rotated) k_proj output.
+  if (plan.values_from_keys) std::copy_n(k_.data(), size_t(n * kv_dim), v_.data());
   clock.lap(DecodeOp::kAttentionProjections);
-  qk_norm(plan, a, q_.data(), k_.data(), n, false);
+  if (plan.value_norm)  // RMSNorm over head_dim without a weight (mlx-lm RMSNormNoScale)
+    be_->rms_norm({.x = v_.data(), .out = v_.data(), .weight = nullptr,
+                   .rows = n * cfg_.layer_kv_heads(layer), .dim = hd,
+                   .eps = float(cfg_.qk_norm_eps)});
+  qk_norm(layer, a, q_.data(), k_.data(), n, false);
   for (const Segment& s : segments_) attention_segment(layer, s);
   clock.lap(DecodeOp::kAttentionCore);
   be_->linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
@@ -288,15 +309,17 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
 void Engine::attention_segment(int64_t layer, const Segment& s) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
-  const int64_t hd = cfg_.head_dim, n = s.rows, pos0 = s.seq->pos_;
-  float* q = q_.data() + s.row0 * cfg_.q_dim();
-  float* k = k_.data() + s.row0 * cfg_.kv_dim();
-  const float* v = v_.data() + s.row0 * cfg_.kv_dim();
-  if (plan.use_rope && cfg_.rope.kind != RopeKind::kNone) {
-    be_->rope(rope_, q, n, cfg_.heads, hd, pos0);
-    be_->rope(rope_, k, n, cfg_.kv_heads, hd, pos0);
+  const int64_t hd = cfg_.layer_head_dim(layer), n = s.rows, pos0 = s.seq->pos_;
+  const int64_t q_dim = cfg_.layer_q_dim(layer), kv_dim = cfg_.layer_kv_dim(layer);
+  float* q = q_.data() + s.row0 * q_dim;
+  float* k = k_.data() + s.row0 * kv_dim;
+  const float* v = v_.data() + s.row0 * kv_dim;
+  if (plan.use_rope && cfg_.layer_rope(layer).kind != RopeKind::kNone) {
+    const ops::Rope& rope = ropes_[size_t(layer)];
+    be_->rope(rope, q, n, cfg_.heads, hd, pos0);
+    be_->rope(rope, k, n, cfg_.layer_kv_heads(layer), hd, pos0);
   }
-  qk_norm(plan, a, q, k, n, true);
+  qk_norm(layer, a, q, k, n, true);
   if (plan.attn_temperature) {
     // Llama-4 NoPE layers: q *= log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1.
     const float floor_scale = float(cfg_.attn_temperature_floor_scale);
@@ -304,15 +327,15 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
     for (int64_t r = 0; r < n; ++r) {
       const float t =
           std::log(std::floor(float(pos0 + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
-      float* qr = q + r * cfg_.q_dim();
-      for (int64_t i = 0; i < cfg_.q_dim(); ++i) qr[i] *= t;
+      float* qr = q + r * q_dim;
+      for (int64_t i = 0; i < q_dim; ++i) qr[i] *= t;
     }
   }
   ops::KvCache& cache = s.seq->caches_[size_t(layer)];
   be_->kv_append(cache, k, v, n);
   const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
   be_->attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
-                  .scale = scale, .out = att_.data() + s.row0 * cfg_.q_dim(),
+                  .scale = scale, .out = att_.data() + s.row0 * q_dim,
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0,
                   .window = plan.sliding_window,
                   .sinks = a.sinks.empty() ? nullptr : a.sinks.data()});
@@ -323,19 +346,37 @@ void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* ou
   const ops::Linear* gate_up[] = {&m.gate, &m.up};
   float* gate_up_out[] = {gate_.data(), up_.data()};
   be_->linear_same_input(gate_up, gate_up_out, 2, x, n);
-  be_->swiglu(gate_.data(), up_.data(), gate_.data(), n * dff);
+  be_->gated_activation(dense_act_, gate_.data(), up_.data(), gate_.data(), n * dff);
   be_->linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
 }
 
 void Engine::ffn_layer(int64_t layer, int64_t n) {
-  if (cfg_.layers[size_t(layer)].ffn == FfnKind::kDense) {
-    dense_mlp(w_.layers[size_t(layer)].dense, xn_.data(), n, mix_.data());
+  const LayerPlan& plan = cfg_.layers[size_t(layer)];
+  const LayerWeights& lw = w_.layers[size_t(layer)];
+  if (plan.ffn == FfnKind::kDense) {
+    dense_mlp(lw.dense, xn_.data(), n, mix_.data());
     return;
   }
+  // Gemma-4: a dense MLP on the normed input beside the experts, its output normed, the two
+  // branches added; the experts' block then normalizes the raw residual itself.
+  float* moe_out = mix_.data();
+  if (plan.parallel_dense_dff > 0) {
+    dense_mlp(lw.dense, xn_.data(), n, mix_.data());
+    norm_if(lw.dense_out_norm, mix_.data(), n);
+    moe_out = branch_.data();
+  }
+  MoeFfn& moe = *moe_[size_t(layer)];
   const bool timed = measure_ && n == 1 && measure_->recording();
   const double t0 = timed ? now_seconds() : 0;
-  moe_[size_t(layer)]->forward(xn_.data(), n, mix_.data(), counters_, moe_scratch_);
+  moe.forward(moe.input_is_raw() ? h_.data() : xn_.data(), n, moe_out, counters_, moe_scratch_);
   if (timed) measure_->record(layer_shapes_[size_t(layer)], now_seconds() - t0);
+  if (moe_out != mix_.data())
+    for (int64_t i = 0; i < n * cfg_.hidden; ++i) mix_[size_t(i)] += moe_out[i];
+}
+
+// x = norm(x) in place over n rows when the layer has that norm (its weight is not empty).
+void Engine::norm_if(const NormWeights& w, float* x, int64_t rows) const {
+  if (!w.weight.empty()) norm(w, x, x, rows);
 }
 
 void Engine::check_tokens(const int32_t* tokens, int64_t n) const {
@@ -431,11 +472,18 @@ void Engine::add_residual(int64_t n) {
   for (int64_t i = 0; i < count; ++i) h_[size_t(i)] += s * mix_[size_t(i)];
 }
 
-// logits /= logits_divisor over `rows` rows of the vocabulary (Granite's logits_scaling).
+// logits /= logits_divisor over `rows` rows of the vocabulary (Granite's logits_scaling);
+// then the soft-cap tanh(logits / cap) * cap (Gemma-4's final_logit_softcapping).
 void Engine::scale_logits(float* logits, int64_t rows) const {
-  if (cfg_.logits_divisor == 1.0) return;
-  const float d = float(cfg_.logits_divisor);
-  for (int64_t i = 0; i < rows * cfg_.vocab; ++i) logits[i] /= d;
+  const int64_t count = rows * cfg_.vocab;
+  if (cfg_.logits_divisor != 1.0) {
+    const float d = float(cfg_.logits_divisor);
+    for (int64_t i = 0; i < count; ++i) logits[i] /= d;
+  }
+  if (cfg_.final_logit_softcap > 0) {
+    const float cap = float(cfg_.final_logit_softcap);
+    for (int64_t i = 0; i < count; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
+  }
 }
 
 // Runs the rows of segments_ (n in all) through every layer and advances their sequences;
@@ -462,12 +510,16 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
     } else {
       attention_layer(l, n, clock);
     }
+    norm_if(lw.attn_out_norm, mix_.data(), n);
     add_residual(n);
     norm(lw.post_norm, h_.data(), xn_.data(), n);
     clock.lap(DecodeOp::kNormsResidual);
     ffn_layer(l, n);
     clock.lap(dense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
+    norm_if(lw.ffn_out_norm, mix_.data(), n);
     add_residual(n);
+    if (lw.layer_scalar != 1.f)  // Gemma-4: the whole residual stream times the layer scalar
+      for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] *= lw.layer_scalar;
   }
   for (const Segment& s : segments_) s.seq->pos_ += s.rows;
 }
@@ -492,7 +544,8 @@ int64_t Engine::scratch_bytes() const {
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
   for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores,
                         &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y, &h_, &xn_,
-                        &q_, &k_, &v_, &att_, &mix_, &gate_, &up_})
+                        &q_, &k_, &v_, &att_, &mix_, &gate_, &up_, &branch_,
+                        &moe_scratch_.router_in, &moe_scratch_.experts_in})
     add(*v);
   add(moe_scratch_.ids);
   return total;

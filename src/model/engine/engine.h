@@ -175,8 +175,9 @@ class Engine {
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void attention_segment(int64_t layer, const Segment& s);  // q_, k_, v_ rows -> att_ rows
-  void qk_norm(const LayerPlan& plan, const AttentionWeights& a, float* q, float* k, int64_t n,
+  void qk_norm(int64_t layer, const AttentionWeights& a, float* q, float* k, int64_t n,
                bool after_rope);
+  void norm_if(const NormWeights& w, float* x, int64_t rows) const;
   void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
 
@@ -191,7 +192,9 @@ class Engine {
   double resident_at_open_ = 0;
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
-  ops::Rope rope_;
+  std::vector<ops::Rope> ropes_;  // per attention layer (each layer's own RoPE and head_dim)
+  kernels::Activation dense_act_ = kernels::Activation::kSwiGLU;  // of the dense MLPs
+  bool any_parallel_dense_ = false;
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   moe::PathCounters counters_;
@@ -211,6 +214,7 @@ class Engine {
   MoeFfnScratch moe_scratch_;
   ShortConvScratch conv_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
+  std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
   std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
 };
 

@@ -44,7 +44,8 @@ inline auto tiny_families() {
                            "tiny-granitemoe",
                            "tiny-ernie4-5-moe",
                            "tiny-hunyuan",
-                           "tiny-bailing-moe");
+                           "tiny-bailing-moe",
+                           "tiny-gemma4");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

@@ -2,6 +2,8 @@
 // module bound with the shape and bias the table gives into the slot it names.
 #include "model/engine/model_weights.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "model/tensor_table.h"
 
@@ -138,11 +140,40 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
     case Slot::kSharedUp: l->moe.shared.up = bind_linear(b, m); return;
     case Slot::kSharedDown: l->moe.shared.down = bind_linear(b, m); return;
     case Slot::kSharedExpertGate: l->moe.shared_gate = bind_linear(b, m); return;
+    case Slot::kAttnOutNorm: l->attn_out_norm = bind_norm(b, m); return;
+    case Slot::kFfnOutNorm: l->ffn_out_norm = bind_norm(b, m); return;
+    case Slot::kDenseOutNorm: l->dense_out_norm = bind_norm(b, m); return;
+    case Slot::kExpertsInNorm: l->moe.experts_in_norm = bind_norm(b, m); return;
+    case Slot::kExpertsOutNorm: l->moe.experts_out_norm = bind_norm(b, m); return;
+    case Slot::kRouterInputScale: {
+      // mlx-lm: rms_norm(x, scale * hidden**-0.5): the product formed once, in f32.
+      const ops::FloatVec scale = b.vector(m.path, m.shape[0]);
+      const float root = float(std::pow(double(c.hidden), -0.5));
+      l->moe.router_norm.resize(size_t(scale.size()));
+      for (size_t j = 0; j < l->moe.router_norm.size(); ++j)
+        l->moe.router_norm[j] = scale.data()[j] * root;
+      return;
+    }
+    case Slot::kRouterExpertScale: {
+      const ops::FloatVec s = b.vector(m.path, m.shape[0]);
+      l->moe.expert_scale.assign(s.data(), s.data() + s.size());
+      return;
+    }
+    case Slot::kLayerScalar: l->layer_scalar = b.vector(m.path, 1).data()[0]; return;
   }
   fail("internal: module '", m.path, "' has no slot");
 }
 
 }  // namespace
+
+kernels::Activation kernel_activation(ExpertActivation a) {
+  switch (a) {
+    case ExpertActivation::kSwiGLU: return kernels::Activation::kSwiGLU;
+    case ExpertActivation::kSwiGLUOai: return kernels::Activation::kSwiGLUOai;
+    case ExpertActivation::kGeGLU: return kernels::Activation::kGeGLU;
+  }
+  return kernels::Activation::kSwiGLU;
+}
 
 ModelWeights bind_model_weights(const ModelConfig& c, WeightBinder& b) {
   ModelWeights w;
@@ -152,9 +183,7 @@ ModelWeights bind_model_weights(const ModelConfig& c, WeightBinder& b) {
     w.lm_head.w = w.embed;
     w.lm_head.name = c.embed_name + " (tied head)";
   }
-  const kernels::Activation act = c.moe.activation == ExpertActivation::kSwiGLUOai
-                                      ? kernels::Activation::kSwiGLUOai
-                                      : kernels::Activation::kSwiGLU;
+  const kernels::Activation act = kernel_activation(c.moe.activation);
   for (LayerWeights& l : w.layers) l.moe.experts.act = act;
   w.stacked_copy_bytes = b.stacked_copy_bytes();
   return w;

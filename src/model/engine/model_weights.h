@@ -40,10 +40,19 @@ struct MoeWeights {
   // OLMoE mlp_bias: per-expert linear biases in f32, [E][Dff] (gate, up) and [E][H] (down);
   // empty without. MoeFfn points the kernel view at them.
   ops::FloatVec gate_bias, up_bias, down_bias;
+  // Gemma-4: the router's input is RMSNorm(router input) with this [H] weight (router.scale *
+  // hidden^-0.5, multiplied in f32 at load); empty: the router reads its input as it is.
+  std::vector<float> router_norm;
+  std::vector<float> expert_scale;  // [E] per-expert score multiplier, or empty
+  NormWeights experts_in_norm, experts_out_norm;  // empty weights: none
 };
 
 struct LayerWeights {
   NormWeights input_norm, post_norm;
+  // Output norms (Gemma-4; empty weights: none): of the attention output, of the FFN output,
+  // of a parallel dense MLP's output.
+  NormWeights attn_out_norm, ffn_out_norm, dense_out_norm;
+  float layer_scalar = 1.f;  // the residual stream is multiplied by it after the layer
   AttentionWeights attn;     // MixerKind::kAttention
   ShortConvWeights conv;     // MixerKind::kShortConv
   MlpWeights dense;  // FfnKind::kDense
@@ -61,5 +70,8 @@ struct ModelWeights {
 // Binds every tensor the plan needs, checking names, dtypes and shapes. Throws moex::Error
 // naming the tensor on any mismatch; unsupported plan features are an Error naming them.
 ModelWeights bind_model_weights(const ModelConfig& cfg, WeightBinder& binder);
+
+// The kernels' gated activation of a config's activation kind.
+kernels::Activation kernel_activation(ExpertActivation a);
 
 }  // namespace moex::model::engine

@@ -50,6 +50,11 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
       r = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.gate_sigmoid);
       return r;
     case RouterKind::kLlama4Top1Sigmoid: r.rule = moe::RoutingRule::kSigmoidTop1ScalesInput; return r;
+    case RouterKind::kTopkSoftmaxExpertScale:
+      if (int64_t(w.expert_scale.size()) != c.moe.num_experts)
+        fail(c.source, ": router ", router_kind_name(c.moe.router), " needs a per-expert scale of ",
+             c.moe.num_experts, " entries, got ", w.expert_scale.size());
+      return moe::topk_softmax_expert_scale_router(c.moe.num_experts, c.moe.top_k, w.expert_scale);
   }
   fail(c.source, ": router ", router_kind_name(c.moe.router), " has no routing rule in the moe library");
 }
@@ -103,7 +108,22 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   if (s.logits.size() < size_t(n * e)) s.logits.resize(size_t(n * e));
   if (s.ids.size() < size_t(n * k)) s.ids.resize(size_t(n * k));
   if (s.scores.size() < size_t(n * k)) s.scores.resize(size_t(n * k));
-  be_.linear({.lin = &w_.router, .x = x, .rows = n, .out = s.logits.data()});
+  const int64_t H = cfg_.hidden;
+  const float eps = float(cfg_.norm_eps);
+  const float* router_x = x;
+  if (!w_.router_norm.empty()) {
+    if (s.router_in.size() < size_t(n * H)) s.router_in.resize(size_t(n * H));
+    be_.rms_norm({.x = x, .out = s.router_in.data(), .weight = w_.router_norm.data(), .rows = n,
+                  .dim = H, .eps = eps});
+    router_x = s.router_in.data();
+  }
+  if (input_is_raw()) {
+    if (s.experts_in.size() < size_t(n * H)) s.experts_in.resize(size_t(n * H));
+    be_.rms_norm({.x = x, .out = s.experts_in.data(),
+                  .weight = w_.experts_in_norm.weight.data(), .rows = n, .dim = H, .eps = eps});
+    x = s.experts_in.data();
+  }
+  be_.linear({.lin = &w_.router, .x = router_x, .rows = n, .out = s.logits.data()});
   router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
   s.expert_seen.assign(size_t(e), 0);
   int64_t distinct = 0;
@@ -122,6 +142,9 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   call.scores_scale_input = !router_.config().scores_scale_output();
   call.out = out;
   block_->run(call, s.block, &counters);
+  if (!w_.experts_out_norm.weight.empty())
+    be_.rms_norm({.x = out, .out = out, .weight = w_.experts_out_norm.weight.data(), .rows = n,
+                  .dim = H, .eps = eps});
 }
 
 }  // namespace moex::model::engine

@@ -30,6 +30,7 @@ struct MoeFfnScratch {
   std::vector<float> logits, scores;
   std::vector<int32_t> ids;
   std::vector<uint8_t> expert_seen;  // [num_experts]: which experts a call selected
+  std::vector<float> router_in, experts_in;  // the block's own input norms (Gemma-4)
 };
 
 class MoeFfn {
@@ -38,13 +39,18 @@ class MoeFfn {
   MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
          const moe::MoePolicy& policy);
 
-  // x [n][H] -> out [n][H] (overwritten).
+  // x [n][H] -> out [n][H] (overwritten). x is what the engine gives the block: the normed
+  // residual, or the raw residual when the block has its own input norms (moe_input_is_raw):
+  // the router then reads RMSNorm(x) with MoeWeights::router_norm and the experts
+  // experts_in_norm(x); experts_out_norm, when present, normalizes the output.
   void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
                MoeFfnScratch& scratch);
   // The policy's decision for `tokens` tokens (routed experts; and the shared expert's).
   moe::DispatchDecision decision(int64_t tokens) const { return block_->decision(tokens); }
   std::optional<moe::DispatchDecision> shared_decision(int64_t tokens) const;
   int64_t layer() const { return layer_; }
+  // Whether the block takes the raw residual and normalizes it itself (Gemma-4).
+  bool input_is_raw() const { return !w_.experts_in_norm.weight.empty(); }
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
  private:

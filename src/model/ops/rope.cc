@@ -17,6 +17,7 @@ const char* rope_kind_name(RopeKind k) {
     case RopeKind::kLongrope: return "longrope";
     case RopeKind::kYarn: return "yarn";
     case RopeKind::kDynamic: return "dynamic";
+    case RopeKind::kProportional: return "proportional";
   }
   return "?";
 }
@@ -99,6 +100,23 @@ Rope::Rope(const RopeSpec& spec) : spec_(spec) {
         fail("rope: dynamic scaling needs max_position_embeddings > 0 and more than 2 rotated "
              "dims");
       inv_freqs_ = plain_inv_freqs(s, s.base, s.kind == RopeKind::kLinear ? 1.0 / s.factor : 1.0);
+      return;
+    }
+    case RopeKind::kProportional: {
+      if (s.rotated_dims < 0 || s.rotated_dims > s.dims || s.rotated_dims % 2 != 0)
+        fail("rope: proportional rotated dims must be even and in [0, ", s.dims, "], got ",
+             s.rotated_dims);
+      if (!(s.factor > 0.0)) fail("rope: proportional factor must be positive, got ", s.factor);
+      // mlx-lm: factor * base ** (arange(0, rotated, 2, f32) / dims), all in f32; mx.fast.rope
+      // rotates by position / freq, and 1 / inf = 0 leaves the remaining pairs unrotated.
+      inv_freqs_.assign(half, 0.f);
+      const float fbase = float(s.base), fdims = float(s.dims), ffactor = float(s.factor);
+      for (size_t i = 0; i < size_t(s.rotated_dims / 2); ++i) {
+        const float freq = ffactor * std::pow(fbase, float(2 * i) / fdims);
+        if (!(freq > 0.f) || !std::isfinite(freq))
+          fail("rope: proportional frequency ", i, " is not positive and finite");
+        inv_freqs_[i] = 1.f / freq;
+      }
       return;
     }
     case RopeKind::kYarn:

@@ -2,7 +2,8 @@
 // default/linear (half-split or traditional interleaved pairs), llama3 frequency scaling,
 // Phi-3.5 "longrope"/su scaling (long factors and its input scale, as mlx-lm applies it), YaRN
 // (YarnRoPE: ramped frequencies and an mscale on the rotated features) and dynamic NTK
-// (DynamicNTKScalingRoPE: past max_position_embeddings, a base grown with the sequence length).
+// (DynamicNTKScalingRoPE: past max_position_embeddings, a base grown with the sequence length)
+// and proportional (ProportionalRoPE: a fraction of the pairs of the whole head rotated).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 namespace moex::model::ops {
 
-enum class RopeKind { kDefault, kLinear, kLlama3, kLongrope, kYarn, kDynamic };
+enum class RopeKind { kDefault, kLinear, kLlama3, kLongrope, kYarn, kDynamic, kProportional };
 const char* rope_kind_name(RopeKind k);
 
 struct RopeSpec {
@@ -31,6 +32,10 @@ struct RopeSpec {
   double short_mscale = 0.0, long_mscale = 0.0;
   // yarn (mlx-lm's defaults); max_position above is also dynamic's max_position_embeddings
   double beta_fast = 32.0, beta_slow = 1.0, mscale = 1.0, mscale_all_dim = 0.0;
+  // proportional (mlx-lm ProportionalRoPE, Gemma-4): dims is the whole head; pairs (i, i+dims/2)
+  // for i < rotated_dims/2 rotate with frequency factor * base^(2i/dims) (f32, as mlx), the
+  // other pairs are left as they are (mlx's infinite frequencies).
+  int64_t rotated_dims = 0;
 };
 
 class Rope {

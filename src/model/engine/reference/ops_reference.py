@@ -51,6 +51,10 @@ def rope_module(c):
     if kind == "dynamic":
         return initialize_rope(dims, base, trad, {"rope_type": "dynamic", "factor": c["factor"]},
                                c["max_position"])
+    if kind == "proportional":  # as gemma4_text.py builds its full-attention RoPE
+        cfg = {"rope_type": "proportional", "factor": c["factor"],
+               "partial_rotary_factor": c["rotated_dims"] / dims}
+        return initialize_rope(dims, base, trad, cfg, None)
     if kind == "longrope":  # as phimoe.py builds it
         return SuScaledRoPE(dims, base=base, max_position_embeddings=c["max_position"],
                             original_max_position_embeddings=c["original_max_position"],

@@ -94,6 +94,12 @@ void rope_cases(Dump& d) {
   // Dynamic NTK past max_position_embeddings (the call ends at 1005 > 512).
   specs.push_back({"dynamic", RopeSpec{.kind = RopeKind::kDynamic, .dims = 64, .base = 1e4,
                                        .factor = 2.0, .max_position = 512}});
+  // Gemma-4's full layers: a quarter of the pairs of the whole head rotated (dims = head_dim).
+  specs.push_back({"proportional", RopeSpec{.kind = RopeKind::kProportional, .dims = 64,
+                                            .base = 1e6, .rotated_dims = 16}});
+  specs.push_back({"proportional_factor", RopeSpec{.kind = RopeKind::kProportional, .dims = 64,
+                                                   .base = 1e4, .factor = 2.0,
+                                                   .rotated_dims = 32}});
   const int64_t rows = 5, heads = 3, hd = 64, pos0 = 1000;
   int seed = 100;
   for (auto& r : specs) {
@@ -110,7 +116,7 @@ void rope_cases(Dump& d) {
                         {"short_mscale", r.spec.short_mscale}, {"beta_fast", r.spec.beta_fast},
                         {"beta_slow", r.spec.beta_slow}, {"mscale", r.spec.mscale},
                         {"mscale_all_dim", r.spec.mscale_all_dim},
-                        {"rows", rows}, {"heads", heads}, {"head_dim", hd}, {"offset", pos0},
+                        {"rotated_dims", r.spec.rotated_dims}, {"rows", rows}, {"heads", heads}, {"head_dim", hd}, {"offset", pos0},
                         {"x", d.write(r.name + "_x.bin", x)}, {"y", d.write(r.name + "_y.bin", y)}};
     d.add(c);
   }
