@@ -129,6 +129,22 @@ add_test(NAME engine_parity_tiny-qwen2-moe_mxfp4_float_shared
 set_tests_properties(engine_parity_tiny-qwen3-moe_mixed_float
                      engine_parity_tiny-qwen2-moe_mxfp4_float_shared PROPERTIES
                      LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+# Gemma-4 in the multimodal wrapper's config (model_type gemma4: text_config, the top-level
+# vocab_size, tensors under language_model.*), as make-model writes it and as mlx_lm convert
+# rewrites it at g128 (router at 8-bit g64).
+add_test(NAME engine_parity_tiny-gemma4-wrapped
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gemma4-wrapped
+          --make-preset tiny-gemma4-wrapped --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
+          --steps 32 --fused on,off --tol 1e-3)
+add_test(NAME engine_parity_tiny-gemma4-wrapped_mlx_convert_g128
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gemma4-wrapped-convert-g128
+          --make-preset tiny-gemma4-wrapped "--mlx-convert=--q-group-size 128" --dtype f32
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-gemma4-wrapped
+                     engine_parity_tiny-gemma4-wrapped_mlx_convert_g128 PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 # gpt-oss in openai's original layout (what the Hugging Face repository holds): mxfp4 experts as
 # gate_up_proj_blocks / _scales / _bias with gate and up rows alternating and down_proj_*, the
 # other modules in float, config quantization_config {"quant_method": "mxfp4"}. moex binds down

@@ -302,7 +302,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 16u);
+  EXPECT_EQ(families.size(), 17u);  // model_types: gemma4_text and its wrapper gemma4
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {

@@ -277,6 +277,9 @@ std::vector<ModelPreset> make_presets() {
   p.tie_embeddings = true, p.activation = "geglu";
   p.description = "tiny Gemma-4 MoE (sliding 64-dim / full 128-dim k=v layers alternating, window 8, dense + experts)";
   tiny(p);
+  p.name = "tiny-gemma4-wrapped", p.model_type = "gemma4";
+  p.description = "tiny-gemma4 in the multimodal wrapper's config (text_config, language_model.*)";
+  tiny(p);
 
   p = {};
   p.name = "tiny-minimax", p.model_type = "minimax", p.moe_dff = 128, p.experts = 8;

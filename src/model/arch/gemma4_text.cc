@@ -6,7 +6,9 @@
 // router reads the raw residual (RMSNorm with router.scale * hidden^-0.5, top-k of the logits,
 // softmax over the k, * per_expert_scale); a layer scalar on the residual; embedding * sqrt(H),
 // tied head, tanh soft-capped logits. Refused: per-layer inputs (E2B/E4B), KV sharing, the
-// dense-only variant, RoPE types other than default / proportional.
+// dense-only variant, RoPE types other than default / proportional. The multimodal wrapper
+// (model_type gemma4, mlx-lm models/gemma4.py) is read too: its text_config with the top-level
+// vocab_size, tensors under language_model.model.*, the vision and audio towers dropped.
 #include <algorithm>
 #include <cmath>
 
@@ -111,10 +113,22 @@ void set_layer_names(LayerModules& n, const std::string& p, bool has_v) {
 class Gemma4TextFamily final : public Family {
  public:
   const char* name() const override { return "gemma4_text"; }
-  std::vector<std::string> model_types() const override { return {"gemma4_text"}; }
+  std::vector<std::string> model_types() const override { return {"gemma4_text", "gemma4"}; }
 
-  ModelConfig parse(const json& j, const std::string& f) const override {
-    ModelConfig c = arch::begin_config(name(), j, f);
+  ModelConfig parse(const json& top, const std::string& file) const override {
+    // The wrapper: mlx-lm's gemma4.ModelArgs overwrites text_config.vocab_size with its own
+    // vocab_size (default 262144) and prefixes every text tensor with language_model.
+    const bool wrapped = io::get_string(top, "model_type", file) == "gemma4";
+    json wrapped_text;
+    if (wrapped) {
+      wrapped_text = io::get_object(top, "text_config", file);
+      wrapped_text["vocab_size"] =
+          arch::get_size_or(top, "vocab_size", 262144, limits::kMaxVocab, file);
+    }
+    const json& j = wrapped ? wrapped_text : top;
+    const std::string f = wrapped ? file + ": text_config" : file;
+    const std::string prefix = wrapped ? "language_model." : "";
+    ModelConfig c = arch::begin_config(name(), top, file);
     // mlx-lm's ModelArgs defaults (the E2B shape) for absent fields.
     arch::DecoderDefaults dims;
     dims.hidden = 1536, dims.layers = 35, dims.vocab = 262144, dims.heads = 8, dims.kv_heads = 1;
@@ -173,7 +187,10 @@ class Gemma4TextFamily final : public Family {
     if (c.final_logit_softcap < 0)
       fail(f, ": field 'final_logit_softcapping' must be positive, got ", c.final_logit_softcap);
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", true, f);
-    arch::set_llama_model_names(c, j, f);
+    arch::set_llama_model_names(c, wrapped ? top : j, file);
+    c.embed_name = prefix + c.embed_name;
+    c.final_norm_name = prefix + c.final_norm_name;
+    if (!c.lm_head_name.empty()) c.lm_head_name = prefix + c.lm_head_name;
     const std::vector<bool> sliding = sliding_layers(j, c.num_layers, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, FfnKind::kMoe, c.moe.expert_dff);
@@ -187,14 +204,41 @@ class Gemma4TextFamily final : public Family {
         l.values_from_keys = k_eq_v;
         l.rope = full_rope;
       }
-      set_layer_names(l.names, "model.layers." + std::to_string(i), !l.values_from_keys);
+      set_layer_names(l.names, prefix + "model.layers." + std::to_string(i), !l.values_from_keys);
       c.layers.push_back(std::move(l));
     }
     validate_model_config(c);
     return c;
   }
 
+  // The wrapper's sanitize drops the vision and audio towers (stored with or without "model.").
+  bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
+    if (c.model_type != "gemma4") return false;
+    if (tensor.substr(0, 6) == "model.") tensor.remove_prefix(6);
+    for (std::string_view tower : {"vision_tower", "multi_modal_projector", "audio_tower",
+                                   "embed_audio", "embed_vision", "vision_embedder"})
+      if (tensor.substr(0, tower.size()) == tower) return true;
+    return false;
+  }
+
   json preset_config(const ModelPreset& p) const override {
+    json j = text_preset_config(p);
+    if (p.model_type != "gemma4") return j;
+    // The multimodal wrapper as mlx-community converts it (the towers are not written).
+    json top = {{"architectures", json::array({"Gemma4ForConditionalGeneration"})},
+                {"model_type", "gemma4"}, {"vocab_size", p.vocab},
+                {"torch_dtype", j["torch_dtype"]}, {"eos_token_id", j["eos_token_id"]},
+                {"bos_token_id", j["bos_token_id"]}, {"tie_word_embeddings", true}};
+    j["model_type"] = "gemma4_text";
+    for (const char* moved :
+         {"architectures", "eos_token_id", "bos_token_id", "torch_dtype", "vocab_size"})
+      j.erase(moved);
+    top["text_config"] = j;
+    return top;
+  }
+
+ private:
+  static json text_preset_config(const ModelPreset& p) {
     json j = arch::base_preset_config(p, "Gemma4ForCausalLM");
     // Full layers: twice the sliding head_dim and a quarter of the kv heads (26B-A4B: 512 and
     // 2 against 256 and 8; the tiny preset: 128 and 1 against 64 and 2).
