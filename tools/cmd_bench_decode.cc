@@ -174,13 +174,15 @@ int run_bench(const BenchFlags& f) {
   load.done();
   for (Arm& a : arms) {
     engine->set_fused_settings(a.settings);
-    const auto d = engine->decode_decisions();
-    a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
     if (warmup > 0) {
       std::fprintf(stderr, "bench-decode: arm %s warm-up (%lld tokens)\n", a.name.c_str(),
                    (long long)warmup);
       run_pass(*engine, prompt.ids, warmup);  // not reported
     }
+    // Read after the warm-up: an untuned auto arm measures both paths there, and its measured
+    // passes then run under the decision that measurement made.
+    const auto d = engine->decode_decisions();
+    a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
   }
   engine->set_profiling(true);  // two clock reads per op group: ~0.02% of a step
   for (int r = 0; r < repeats; ++r)

@@ -96,12 +96,13 @@ foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1 g
 endforeach()
 # A Hugging Face-layout directory (what mlx_lm.load also accepts): bf16, every expert its
 # own tensors (experts.E.gate_proj / Mixtral's and LFM2's w1 ...; Llama-4's fused
-# gate_up_proj [E, H, 2*Dff] and down_proj [E, Dff, H]; LFM2's conv weights [H, 1, L]), two
+# gate_up_proj [E, H, 2*Dff] and down_proj [E, Dff, H]; Granite's input_linear and Gemma-4's
+# experts.gate_up_proj [E, 2*Dff, H], gate rows first; LFM2's conv weights [H, 1, L]), two
 # shards with an index; moex stacks (and for Llama-4 transposes) the experts at load. (An
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
 # stacks no bias tensors, and by moex with a message.)
 foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
-               dots1 ernie4-5-moe hunyuan bailing-moe)
+               dots1 ernie4-5-moe hunyuan bailing-moe granitemoe gemma4 gemma4-wrapped)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout

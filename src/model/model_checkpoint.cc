@@ -224,12 +224,20 @@ class Checker {
 
   void check_per_expert(const ModuleSpec& s) {
     const std::string& pat = s.hf_pattern;
-    if (s.hf_interleaved_mxfp4) return check_interleaved_mxfp4(s);
-    if (pat.find("{e}") == std::string::npos) {  // Llama-4 fused HF tensor
+    if (s.hf_fused == HfFusedExperts::kInterleavedMxfp4) return check_interleaved_mxfp4(s);
+    if (s.hf_fused != HfFusedExperts::kNone) {  // one float tensor for gate and up, one for down
+      const int64_t E = s.shape[0], out = s.shape[1], in = s.shape[2];
+      const bool down = s.proj == ExpertProj::kDown;
+      const int64_t rows = down ? out : 2 * out;
+      const std::vector<int64_t> want = s.hf_fused == HfFusedExperts::kInputsFirst
+                                            ? std::vector<int64_t>{E, in, rows}
+                                            : std::vector<int64_t>{E, rows, in};
       const io::TensorInfo* t = get(pat);
-      if (!t || !is_float_dtype(t->dtype))
-        return problem(str_cat("missing tensor '", s.path, ".weight' (expected ",
-                               io::shape_to_string(s.shape), " stacked experts)"));
+      if (!t || !is_float_dtype(t->dtype) || t->shape != want)
+        return problem(str_cat(t ? "tensor '" : "missing tensor '", pat, "'",
+                               t ? ": expected float " : " (expected float ",
+                               io::shape_to_string(want),
+                               t ? str_cat(", found ", describe(t->dtype, t->shape)) : ")"));
       if (std::find(m_.per_expert_layouts.begin(), m_.per_expert_layouts.end(), s.path) ==
           m_.per_expert_layouts.end())
         m_.per_expert_layouts.push_back(s.path);
@@ -259,10 +267,10 @@ class Checker {
       return;
     }
     if (s.role == TensorRole::kExperts && !s.hf_pattern.empty() && !m_.weights.find(s.path + ".weight")) {
-      const std::string probe = s.hf_interleaved_mxfp4 ? s.hf_pattern + "_blocks"
-                                : s.hf_pattern.find("{e}") == std::string::npos
-                                    ? s.hf_pattern
-                                    : replace_expert(s.hf_pattern, 0) + ".weight";
+      const std::string probe =
+          s.hf_fused == HfFusedExperts::kInterleavedMxfp4 ? s.hf_pattern + "_blocks"
+          : s.hf_fused != HfFusedExperts::kNone           ? s.hf_pattern
+                                                          : replace_expert(s.hf_pattern, 0) + ".weight";
       if (m_.weights.find(probe) || m_.weights.find(replace_expert(s.hf_pattern, 0) + ".scales")) {
         check_per_expert(s);
         if (!opt_.allow_per_expert_layout)

@@ -115,6 +115,17 @@ enum class MixerKind {
 
 enum class FfnKind { kDense, kMoe };
 
+// How a Hugging Face checkpoint fuses its experts (LayerModules::hf_experts_gate_up / _down;
+// docs/families.md under each family).
+enum class HfFusedExperts : uint8_t {
+  kNone,
+  kInputsFirst,   // Llama-4: gate_up [E, H, 2*Dff] (gate columns, then up), down [E, Dff, H]
+  kOutputsFirst,  // Granite input_linear, Gemma-4 experts.gate_up_proj: [E, 2*Dff, H] (gate
+                  // rows, then up), down [E, H, Dff]
+  kInterleavedMxfp4  // gpt-oss: mxfp4 `<name>_blocks` [E, rows, in/32, 16] and `_scales`
+                     // [E, rows, in/32] plus `_bias` [E, rows]; gate and up rows alternate
+};
+
 // Tensor-module paths of one layer in the checkpoint (mlx-lm names, no ".weight" suffix).
 // Empty string: the module does not exist in this layer.
 struct LayerModules {
@@ -131,13 +142,10 @@ struct LayerModules {
   // Unstacked Hugging Face per-expert layout, "{e}" stands for the expert index
   // (e.g. "model.layers.3.block_sparse_moe.experts.{e}.w1"); empty if not applicable.
   std::string hf_expert_gate, hf_expert_up, hf_expert_down;
-  // Llama-4's Hugging Face layout instead: experts.gate_up_proj [E, H, 2*Dff] and
-  // experts.down_proj [E, Dff, H] as plain tensors (no ".weight"); empty otherwise.
+  // Or one fused Hugging Face tensor for gate and up and one for down (full tensor names),
+  // laid out as hf_fused says; empty otherwise.
   std::string hf_experts_gate_up, hf_experts_down;
-  // gpt-oss's original layout under the same two names: mxfp4 `<name>_blocks` [E, rows, in/32,
-  // 16] and `<name>_scales` [E, rows, in/32] plus `<name>_bias` [E, rows], gate and up rows
-  // alternating in gate_up_proj (docs/families.md).
-  bool hf_experts_interleaved_mxfp4 = false;
+  HfFusedExperts hf_fused = HfFusedExperts::kNone;
   // Gemma-4 ("sandwich" norms and the parallel dense + MoE block), empty elsewhere:
   std::string attn_out_norm;     // RMSNorm of the attention output before the residual add
   std::string ffn_out_norm;      // RMSNorm of the FFN output before the residual add

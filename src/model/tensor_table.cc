@@ -152,8 +152,7 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   if (!n.expert_bias.empty())
     b.push({n.expert_bias, ModuleKind::kTensor, TensorRole::kRouterBias, i, {E}, false, true},
            Slot::kExpertBias);
-  // Per-expert HF names ("{e}"), or the fused HF tensors (no "{e}") of Llama-4 (float,
-  // transposed) and gpt-oss (mxfp4, gate and up rows alternating).
+  // Per-expert HF names ("{e}"), or the fused HF tensors (no "{e}") laid out as n.hf_fused says.
   const std::string& hf_gate = n.hf_expert_gate.empty() ? n.hf_experts_gate_up : n.hf_expert_gate;
   const std::string& hf_up = n.hf_expert_up.empty() ? n.hf_experts_gate_up : n.hf_expert_up;
   const std::string& hf_down = n.hf_expert_down.empty() ? n.hf_experts_down : n.hf_expert_down;
@@ -162,7 +161,7 @@ void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
     if (path.empty()) return;
     b.linear(Slot::kExperts, path, TensorRole::kExperts, i, std::move(shape), eb, proj, hf,
              residual_out);
-    b.last().hf_interleaved_mxfp4 = n.hf_experts_interleaved_mxfp4;
+    b.last().hf_fused = n.hf_expert_gate.empty() ? n.hf_fused : HfFusedExperts::kNone;
   };
   experts(n.experts_gate, {E, F, H}, ExpertProj::kGate, hf_gate, false);
   experts(n.experts_up, {E, F, H}, ExpertProj::kUp, hf_up, false);

@@ -72,14 +72,13 @@ struct ModuleSpec {
   bool keep_f32 = false;        // stored in float32 whatever the model dtype (expert_bias)
   ExpertProj proj = ExpertProj::kNone;
   std::string hf_pattern;       // stacked experts: per-expert HF module name with "{e}", or
-                                // (no "{e}") the fused HF tensor holding them (Llama-4)
+                                // (no "{e}") the fused HF tensor holding them (hf_fused)
   bool residual_out = false;    // output projection adding into the residual stream
                                 // (o_proj, conv out_proj, down projections)
   Slot slot = Slot::kEmbedding;
   bool float_only = false;      // a Linear that mlx-lm never quantizes (GLM-4.5's bare router)
-  // hf_pattern names gpt-oss's original mxfp4 tensors (`_blocks`, `_scales`, `_bias`; gate and
-  // up rows alternating): LayerModules::hf_experts_interleaved_mxfp4.
-  bool hf_interleaved_mxfp4 = false;
+  // How hf_pattern (no "{e}": one fused tensor) lays out the experts.
+  HfFusedExperts hf_fused = HfFusedExperts::kNone;
 
   bool quantizable() const {
     return !float_only && (kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding);

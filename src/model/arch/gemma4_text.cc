@@ -107,6 +107,11 @@ void set_layer_names(LayerModules& n, const std::string& p, bool has_v) {
   n.experts_gate = p + ".experts.switch_glu.gate_proj";
   n.experts_up = p + ".experts.switch_glu.up_proj";
   n.experts_down = p + ".experts.switch_glu.down_proj";
+  // The Hugging Face layout: experts.gate_up_proj [E, 2*Dff, H] (gate rows, then up) and
+  // experts.down_proj [E, H, Dff], plain tensors (mlx-lm's sanitize splits / renames them).
+  n.hf_experts_gate_up = p + ".experts.gate_up_proj";
+  n.hf_experts_down = p + ".experts.down_proj";
+  n.hf_fused = HfFusedExperts::kOutputsFirst;
   n.layer_scalar = p + ".layer_scalar";
 }
 

@@ -63,7 +63,7 @@ class GptOssFamily final : public Family {
       // The original (Hugging Face) layout: mxfp4 gate_up_proj / down_proj blocks and scales.
       l.names.hf_experts_gate_up = p + ".mlp.experts.gate_up_proj";
       l.names.hf_experts_down = p + ".mlp.experts.down_proj";
-      l.names.hf_experts_interleaved_mxfp4 = true;
+      l.names.hf_fused = HfFusedExperts::kInterleavedMxfp4;
       c.layers.push_back(std::move(l));
     }
     validate_model_config(c);

@@ -57,8 +57,12 @@ class GraniteMoeFamily final : public Family {
       arch::set_llama_attention_names(l.names, p, false);
       arch::set_switch_mlp_names(l.names, p + ".block_sparse_moe", "router.layer", "gate_proj",
                                  "up_proj", "down_proj");
-      // The Hugging Face layout fuses gate and up (input_linear); moex reads mlx-lm's split.
+      // The Hugging Face layout: input_linear [E, 2*Dff, H] (gate rows, then up), and
+      // output_linear [E, H, Dff] as down (mlx-lm's sanitize splits / renames them).
       l.names.hf_expert_gate = l.names.hf_expert_up = l.names.hf_expert_down = "";
+      l.names.hf_experts_gate_up = p + ".block_sparse_moe.input_linear.weight";
+      l.names.hf_experts_down = p + ".block_sparse_moe.output_linear.weight";
+      l.names.hf_fused = HfFusedExperts::kOutputsFirst;
       c.layers.push_back(std::move(l));
     }
     validate_model_config(c);

@@ -85,6 +85,7 @@ class Llama4Family final : public Family {
         arch::set_shared_mlp_names(l.names, ff + ".shared_expert");
         l.names.hf_experts_gate_up = ff + ".experts.gate_up_proj";
         l.names.hf_experts_down = ff + ".experts.down_proj";
+        l.names.hf_fused = HfFusedExperts::kInputsFirst;
       } else {
         arch::set_dense_mlp_names(l.names, ff);
       }

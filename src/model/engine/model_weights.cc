@@ -31,9 +31,10 @@ ops::FloatVec bind_conv(WeightBinder& b, const ModuleSpec& m) {
 }
 
 // One stacked expert projection [E][out][in]: stacked in the checkpoint, per expert (a
-// pattern with "{e}"), or Llama-4's fused Hugging Face tensors (gate and up in one
-// [E, H, 2*Dff], down [E, Dff, H], inputs first; transposed into stacks as mlx-lm's
-// sanitize does).
+// pattern with "{e}"), or fused Hugging Face tensors: Llama-4's inputs-first gate_up
+// [E, H, 2*Dff] and down [E, Dff, H], transposed into stacks as mlx-lm's sanitize does;
+// Granite's / Gemma-4's outputs-first gate_up [E, 2*Dff, H] (gate rows first), whose halves
+// are copied apart, and down [E, H, Dff], read in place.
 kernels::QuantWeightsView bind_experts(WeightBinder& b, const ModuleSpec& m, MoeWeights& moe) {
   const int64_t E = m.shape[0], out = m.shape[1], in = m.shape[2];
   const std::string& hf = m.hf_pattern;
@@ -44,6 +45,11 @@ kernels::QuantWeightsView bind_experts(WeightBinder& b, const ModuleSpec& m, Moe
     fail(m.path, ": per-expert checkpoints with expert biases are not stacked here yet;",
          " convert with mlx_lm.convert (it stacks them)");
   if (hf.find("{e}") != std::string::npos) return b.stack_experts(hf, E, out, in);
+  if (m.hf_fused == HfFusedExperts::kOutputsFirst) {
+    const bool down = m.proj == ExpertProj::kDown;
+    return b.expert_rows(hf, E, down ? out : 2 * out, in, m.proj == ExpertProj::kUp ? out : 0,
+                         out);
+  }
   switch (m.proj) {
     case ExpertProj::kGate: return b.transposed_experts(hf, E, in, 2 * out, 0, out);
     case ExpertProj::kUp: return b.transposed_experts(hf, E, in, 2 * out, out, out);
@@ -67,7 +73,8 @@ kernels::QuantWeightsView bind_interleaved_mxfp4(WeightBinder& b, const ModuleSp
 void bind_expert_projection(WeightBinder& b, const ModuleSpec& m, MoeWeights& moe) {
   const int64_t E = m.shape[0], out = m.shape[1];
   ops::FloatVec bias;
-  const bool original = m.hf_interleaved_mxfp4 && !b.has(m.path + ".weight");
+  const bool original =
+      m.hf_fused == HfFusedExperts::kInterleavedMxfp4 && !b.has(m.path + ".weight");
   const kernels::QuantWeightsView v =
       original ? bind_interleaved_mxfp4(b, m, moe, bias) : bind_experts(b, m, moe);
   if (!original && m.bias) bias = b.tensor(m.path + ".bias", {E, out});

@@ -107,6 +107,45 @@ TEST(OriginalLayout, GptOssInterleavedMxfp4ExpertsMatchTheMlxLayout) {
   EXPECT_TRUE(a == b) << "original layout logits differ from the MLX layout's";
 }
 
+// Granite's Hugging Face layout: input_linear [E, 2*Dff, H] (gate rows, then up) and
+// output_linear [E, H, Dff]; the halves copied apart, down read in place.
+TEST(OriginalLayout, GraniteFusedInputLinearMatchesTheMlxLayout) {
+  testing::TempDir tmp("moex_layout");
+  SynthQuant q;
+  q.bits = 0;  // Hugging Face checkpoints are unquantized
+  const CheckpointPlan plan =
+      plan_preset_checkpoint(*find_preset("tiny-granitemoe"), 0, q, DType::F32);
+  SynthArgs args;
+  args.out_dir = tmp.file("mlx");
+  write_synthetic_checkpoint(plan, args);
+  const std::vector<Tensor> mlx = read_all(args.out_dir);
+  const std::string hf = tmp.file("hf");
+  std::filesystem::create_directories(hf);
+  std::filesystem::copy_file(args.out_dir + "/config.json", hf + "/config.json");
+  std::vector<Tensor> out;
+  for (const Tensor& t : mlx)
+    if (t.spec.name.find(".switch_mlp.") == std::string::npos) out.push_back(t);
+  const int64_t E = plan.config.moe.num_experts;
+  for (int64_t l = 0; l < plan.config.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".block_sparse_moe.";
+    const Tensor& g = find(mlx, p + "switch_mlp.gate_proj.weight");
+    const Tensor& u = find(mlx, p + "switch_mlp.up_proj.weight");
+    const Tensor& d = find(mlx, p + "switch_mlp.down_proj.weight");
+    std::vector<uint8_t> fused;
+    const size_t half = g.bytes.size() / size_t(E);
+    for (int64_t e = 0; e < E; ++e) {  // expert e: its gate rows, then its up rows
+      fused.insert(fused.end(), g.bytes.begin() + e * half, g.bytes.begin() + (e + 1) * half);
+      fused.insert(fused.end(), u.bytes.begin() + e * half, u.bytes.begin() + (e + 1) * half);
+    }
+    std::vector<int64_t> shape = g.spec.shape;
+    shape[1] *= 2;
+    out.push_back({{p + "input_linear.weight", g.spec.dtype, shape}, fused});
+    out.push_back({{p + "output_linear.weight", d.spec.dtype, d.spec.shape}, d.bytes});
+  }
+  write_all(hf, out);
+  EXPECT_TRUE(prefill(args.out_dir) == prefill(hf)) << "input_linear logits differ";
+}
+
 // norm_head: a float lm_head normalized at load equals the same head stored normalized (the
 // sums of squares in f32, row after row, as the binder computes them) with norm_head false.
 TEST(OriginalLayout, LingNormHeadEqualsAPreNormalizedHead) {

@@ -299,6 +299,25 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
 }
 
+kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,
+                                                   int64_t rows, int64_t in, int64_t row0,
+                                                   int64_t n) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, {experts, rows, in});
+  if (row0 < 0 || n < 1 || row0 + n > rows)
+    fail("internal: rows [", row0, ", ", row0 + n, ") of '", tensor, "' outside ", rows);
+  if (row0 == 0 && n == rows) return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, n, in);
+  const size_t row_bytes = size_t(in) * dtype_size(t.dtype);
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n) * row_bytes);
+  for (int64_t e = 0; e < experts; ++e)
+    std::memcpy(w.data() + size_t(e * n) * row_bytes, t.data + size_t(e * rows + row0) * row_bytes,
+                size_t(n) * row_bytes);
+  if (row0 + n == rows) ckpt_.release_pages(t);  // the last half read: the copies replace it
+  copied_bytes_ += int64_t(w.size());
+  return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
+}
+
 kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string& base,
                                                              int64_t experts, int64_t rows,
                                                              int64_t in, int64_t row0,

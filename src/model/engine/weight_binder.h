@@ -51,6 +51,11 @@ class WeightBinder {
   // tensors), columns [col0, col0 + n) transposed into an owned [experts][n][in] stack.
   kernels::QuantWeightsView transposed_experts(const std::string& tensor, int64_t experts,
                                                int64_t in, int64_t cols, int64_t col0, int64_t n);
+  // An unquantized [experts][rows][in] tensor's rows [row0, row0 + n) of every expert as a
+  // stack: a view of the tensor when they are all its rows, else an owned copy (the gate or
+  // up half of an outputs-first fused gate_up tensor).
+  kernels::QuantWeightsView expert_rows(const std::string& tensor, int64_t experts, int64_t rows,
+                                        int64_t in, int64_t row0, int64_t n);
   // gpt-oss's original layout: `<base>_blocks` U8 [experts][rows][in/32][16] (mxfp4 codes, the
   // bytes of MLX's packed rows) and `<base>_scales` U8 [experts][rows][in/32]. Rows row0,
   // row0 + stride, ... (n of them) as an mxfp4 stack: a view of the tensors when stride is 1

@@ -163,10 +163,29 @@ def take_tensors(model_dir):
     return tensors
 
 
+# Families whose Hugging Face checkpoints fuse gate and up as [E, 2*Dff, H] (gate rows first),
+# by model_type: the stacked MLX names, then the fused gate_up and the down names mlx-lm's
+# sanitize reads.
+HF_OUTPUTS_FIRST = {
+    "granitemoe": (".block_sparse_moe.switch_mlp.", ".block_sparse_moe.input_linear.weight",
+                   ".block_sparse_moe.output_linear.weight"),
+    "gemma4_text": (".experts.switch_glu.", ".experts.gate_up_proj", ".experts.down_proj"),
+    "gemma4": (".experts.switch_glu.", ".experts.gate_up_proj", ".experts.down_proj")}
+
+
 def to_hf_layout(model_dir):
     tensors = take_tensors(model_dir)
     index = os.path.join(model_dir, "model.safetensors.index.json")
     out, split = {}, 0
+    model_type = json.load(open(os.path.join(model_dir, "config.json")))["model_type"]
+    if model_type in HF_OUTPUTS_FIRST:
+        stacked, gate_up, down = HF_OUTPUTS_FIRST[model_type]
+        for name in [n for n in tensors if n.endswith(stacked + "gate_proj.weight")]:
+            base = name[: -len(stacked + "gate_proj.weight")]
+            g, u, d = (tensors.pop(base + stacked + p + "_proj.weight") for p in ("gate", "up", "down"))
+            out[base + gate_up] = mx.concatenate([g, u], axis=1)
+            out[base + down] = d
+            split += 1
     for name, t in tensors.items():
         if name.endswith(".feed_forward.experts.gate_proj.weight"):
             # Llama-4: gate and up as one [E, H, 2*Dff] tensor, down as [E, Dff, H]
