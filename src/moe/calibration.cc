@@ -77,7 +77,12 @@ bool is_iso_date(const std::string& s) {  // YYYY-MM-DDTHH:MM:SSZ
 }
 
 CalibrationPoint parse_point(const json& j, const Where& w) {
-  require_keys(j, w, {"hidden", "dff", "top_k", "bits", "fused_us", "fallback_us", "ratio"});
+  const std::vector<std::string> required = {"hidden",   "dff",         "top_k", "bits",
+                                             "fused_us", "fallback_us", "ratio"};
+  std::vector<std::string> keys = required;
+  for (const char* k : {"samples", "fused_spread", "fallback_spread"})
+    if (j.is_object() && j.contains(k)) keys.push_back(k);  // optional
+  require_keys(j, w, keys);
   CalibrationPoint p;
   p.hidden = get_int(j["hidden"], w.at("hidden"), 1, kMaxDffLimit);
   p.dff = get_int(j["dff"], w.at("dff"), 1, kMaxDffLimit);
@@ -86,6 +91,15 @@ CalibrationPoint parse_point(const json& j, const Where& w) {
   p.fused_us = get_positive(j["fused_us"], w.at("fused_us"));
   p.fallback_us = get_positive(j["fallback_us"], w.at("fallback_us"));
   p.ratio = get_positive(j["ratio"], w.at("ratio"));
+  if (j.contains("samples")) p.samples = get_int(j["samples"], w.at("samples"), 1, 1 << 20);
+  for (auto [key, out] : {std::pair{"fused_spread", &p.fused_spread},
+                          std::pair{"fallback_spread", &p.fallback_spread}})
+    if (j.contains(key)) {
+      const json& v = j[key];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        w.at(key).fail_with("expected a finite number >= 0 ((max - min) / median)");
+      *out = v.get<double>();
+    }
   const double expect = p.fallback_us / p.fused_us;
   if (std::fabs(p.ratio - expect) > 1e-3 * expect)
     w.at("ratio").fail_with(str_cat(p.ratio, " != fallback_us / fused_us = ", expect,
@@ -116,9 +130,15 @@ CalibrationEntry parse_entry(const json& j, const Where& w) {
 }
 
 json point_to_json(const CalibrationPoint& p) {
-  return json{{"hidden", p.hidden}, {"dff", p.dff},           {"top_k", p.top_k},
-              {"bits", p.bits},     {"fused_us", p.fused_us}, {"fallback_us", p.fallback_us},
-              {"ratio", p.ratio}};
+  json j{{"hidden", p.hidden}, {"dff", p.dff},           {"top_k", p.top_k},
+         {"bits", p.bits},     {"fused_us", p.fused_us}, {"fallback_us", p.fallback_us},
+         {"ratio", p.ratio}};
+  if (p.samples > 0) {
+    j["samples"] = p.samples;
+    j["fused_spread"] = p.fused_spread;
+    j["fallback_spread"] = p.fallback_spread;
+  }
+  return j;
 }
 
 }  // namespace

@@ -28,6 +28,10 @@ struct CalibrationPoint {
   int64_t hidden = 0, dff = 0, top_k = 0;
   int bits = 4;
   double fused_us = 0, fallback_us = 0, ratio = 0;
+  // How the medians were taken: timed samples per path and each path's (max - min) / median
+  // over them. Optional in the file (absent in files written before they were kept): 0.
+  int64_t samples = 0;
+  double fused_spread = 0, fallback_spread = 0;
 };
 
 struct CalibrationEntry {

@@ -45,6 +45,7 @@ TEST(Calibration, RoundTripAndLookup) {
   EXPECT_EQ(g.entries[0].cap, 5000);
   EXPECT_EQ(g.entries[0].grid.at(0).dff, 768);
   EXPECT_DOUBLE_EQ(g.entries[0].grid.at(0).ratio, 1.25);
+  EXPECT_EQ(g.entries[0].grid.at(0).samples, 0);  // not recorded: not written, read as 0
   // The full key: cpu A has entries for 2 threads (5000) and 1 thread (7000).
   EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).entry->cap, 5000);
   EXPECT_TRUE(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).exact);
@@ -52,6 +53,23 @@ TEST(Calibration, RoundTripAndLookup) {
   EXPECT_EQ(find_calibration(g, {"cpu", "cpu B", 2, "avx512"}).entry->cap, 6000);
   EXPECT_EQ(find_calibration(g, {"cuda", "cpu B", 1, "avx512"}).entry, nullptr);
   EXPECT_EQ(find_calibration(g, {"cpu", "cpu C", 2, "avx512"}).entry, nullptr);
+}
+
+// A point's samples and spreads (the measurement's provenance) survive the round trip; a file
+// without them (written before they were kept) still reads.
+TEST(Calibration, SamplesAndSpreadsRoundTrip) {
+  CalibrationFile f;
+  CalibrationEntry e = entry("cpu A", 4000);
+  e.grid[0].samples = 6;
+  e.grid[0].fused_spread = 0.031;
+  e.grid[0].fallback_spread = 0.047;
+  upsert_calibration(f, e);
+  const CalibrationFile g = parse_calibration(calibration_to_json(f), "round.json");
+  const CalibrationPoint& p = g.entries.at(0).grid.at(0);
+  EXPECT_EQ(p.samples, 6);
+  EXPECT_DOUBLE_EQ(p.fused_spread, 0.031);
+  EXPECT_DOUBLE_EQ(p.fallback_spread, 0.047);
+  EXPECT_NE(calibration_to_json(f).find("\"samples\": 6"), std::string::npos);
 }
 
 // The writer replaces entries in place, so file order is not age: a threads=2/avx512 entry
@@ -170,6 +188,12 @@ TEST(Calibration, StrictValidationNamesFileAndField) {
            "", "",
            R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":100,"fallback_us":125,"ratio":0.8})")),
        "entries[0].grid[0].ratio"},
+      {file(ent("", "",
+                R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":100,"fallback_us":125,"ratio":1.25,"samples":0})")),
+       "entries[0].grid[0].samples"},
+      {file(ent("", "",
+                R"({"hidden":2048,"dff":768,"top_k":8,"bits":4,"fused_us":100,"fallback_us":125,"ratio":1.25,"fused_spread":-0.1})")),
+       "entries[0].grid[0].fused_spread"},
   };
   for (const auto& c : cases) {
     try {

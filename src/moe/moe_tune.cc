@@ -131,7 +131,12 @@ int64_t tune_largest_pool_bytes(const TuneArgs& args) {
 
 std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& pts) {
   std::vector<CalibrationPoint> v;
-  for (const auto& p : pts) v.push_back(p.point);
+  for (const auto& p : pts) {
+    CalibrationPoint c = p.point;
+    c.fused_spread = p.fused_spread;
+    c.fallback_spread = p.fallback_spread;
+    v.push_back(c);
+  }
   return v;
 }
 
@@ -154,6 +159,7 @@ std::vector<TunePoint> run_tune_grid(const TuneArgs& args) {
       const MoeBenchResult r = run_moe_bench(b);  // its pool is freed before the next point
       TunePoint tp;
       tp.point = {s.hidden, dff, s.top_k, s.bits, r.fused.median, r.fallback.median, r.ratio};
+      tp.point.samples = args.repeats;
       tp.fused_spread = (r.fused.max - r.fused.min) / r.fused.median;
       tp.fallback_spread = (r.fallback.max - r.fallback.min) / r.fallback.median;
       tp.layers = b.plan.layers;

@@ -83,6 +83,7 @@ std::vector<TunePoint> OnlineMeasurement::points() const {
     const double f = median(x.fused), b = median(x.fallback);
     p.point = {x.shape.din, x.shape.dff, x.shape.top_k, x.shape.bits, f * 1e6, b * 1e6,
                f > 0 ? b / f : 1.0};
+    p.point.samples = int64_t(std::min(x.fused.size(), x.fallback.size()));
     p.fused_spread = spread(x.fused);
     p.fallback_spread = spread(x.fallback);
     out.push_back(p);
