@@ -55,11 +55,15 @@ const char* setting_source_name(SettingSource s);
 // Dff ~3260 (Din 4096, top-2) and ~11440 (Din 2048, top-8); the smallest, rounded down to a
 // multiple of 256. (The prior system's 8192 came from a GB10 with MLX's kernels, docs/background.md §2.)
 inline constexpr int64_t kCudaDefaultMaxDff = 3072;
-// CPU: the 2-core AVX-512 development machine (docs/benchmark_results/cpu-moe-2026-11-29.md;
+// CPU: a prior for hosts nobody tuned, used until the engine's online measurement (moe/
+// online_measure.h) has timed both paths on this host, and whenever that measurement is turned
+// off. Derived on the 2-core Intel Xeon (AVX-512) VM (docs/benchmark_results/cpu-moe-2026-11-29.md;
 // raw data benchmarks/cpu-2026-11-29/): `moex tune` found no Dff in 256..16384 where fused is
 // slower than the fallback beyond run-to-run noise, and the model-level sweep (Dff 768..14336)
-// tied at every point. Both paths read the same bytes with the same row kernels, so the cap
-// admits every measured Dff: the largest grid point.
+// tied at every point; the 48-layer qwen3-30b-a3b run of 2026-12-02 measured the same
+// (docs/benchmark_results/policy-measurement-48l-2026-12-02.md). On the 2-core AMD Zen 5 hosts
+// of the same machine kind the fused path measured 5-7% slower at Dff 768 in earlier sessions,
+// which this prior gets wrong; there the measurement, not this constant, makes the choice.
 inline constexpr int64_t kCpuDefaultMaxDff = 16384;
 int64_t backend_default_max_dff(Backend b);
 // Largest accepted --max-dff / MOEX_FUSED_MOE_MAX_DFF / calibration cap.
