@@ -158,6 +158,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       op(DecodeOp::kDenseMlp) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
     else
       op(DecodeOp::kMoe) += bytes(lw.moe.router) + bytes(lw.moe.shared_gate);
+    // Gemma-4's dense MLP beside the experts runs inside the MoE op's clock (ffn_layer).
+    if (plan.ffn == FfnKind::kMoe && plan.parallel_dense_dff > 0)
+      op(DecodeOp::kMoe) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
   }
   op(DecodeOp::kMoe) += weight_bytes_.routed_experts + weight_bytes_.shared_experts;
   op(DecodeOp::kLmHead) = weight_bytes_.lm_head;
