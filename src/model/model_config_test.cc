@@ -264,6 +264,22 @@ TEST(ModelConfig, HeadCountThatWrapsTheQWidthIsRejected) {
   j["num_hidden_layers"] = 1000000000;  // used to build a billion-entry layer plan first
   expect_error([&] { parse_model_config(j, "c.json"); }, {"num_hidden_layers", "[1, 1024]"});
 }
+// Fields whose absence is an error, and zeros that mlx-lm reads as "derive it": a Hunyuan
+// config without moe_topk or num_shared_expert is refused naming the field (it used to read a
+// missing key of a const object), and ERNIE's head_dim 0 means hidden_size / heads.
+TEST(ModelConfig, MissingListFieldsAndZeroHeadDim) {
+  const json hy = preset_config_json(*find_preset("tiny-hunyuan"));
+  for (const char* field : {"moe_topk", "num_shared_expert"}) {
+    json j = hy;
+    j.erase(field);
+    expect_error([&] { parse_model_config(j, "h.json"); }, {"h.json", field});
+  }
+  json er = preset_config_json(*find_preset("tiny-ernie4-5-moe"));
+  er["head_dim"] = 0;
+  const ModelConfig c = parse_model_config(er, "e.json");
+  EXPECT_EQ(c.head_dim, c.hidden / c.heads);
+}
+
 
 // Every integer field a family reads is range checked: absurd values (negative, past int32,
 // values whose products wrap int64) are refused naming the field, for one preset per family.
@@ -275,7 +291,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       "eos_token_id", "num_dense_layers", "num_experts", "first_k_dense_replace",
       "ernie4_5_moe:moe_intermediate_size", "ernie4_5_moe:moe_num_shared_experts",
       "ernie4_5_moe:moe_layer_start_index", "ernie4_5_moe:moe_layer_end_index",
-      "bailing_moe:num_shared_experts", "gemma4_text:hidden_size_per_layer_input",
+      "bailing_moe:num_shared_experts", "ernie4_5_moe:head_dim", "gemma4_text:hidden_size_per_layer_input",
       "gemma4_text:num_kv_shared_layers", "gemma4_text:global_head_dim"};
   // Written by the presets but read by none of mlx-lm's model files for that family.
   const std::set<std::string> unread = {"qwen2_moe:decoder_sparse_step",

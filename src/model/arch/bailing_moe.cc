@@ -80,8 +80,14 @@ class BailingMoeFamily final : public Family {
                                          : 1;
     arch::check_expert_groups(c, f, "num_experts");
     const int64_t shared = arch::get_size(j, "num_shared_experts", 64, f, 0);
-    const int64_t shared_size = arch::get_size_or(j, "moe_shared_expert_intermediate_size",
-                                                  c.moe.expert_dff, limits::kMaxDff, f);
+    // mlx-lm: (moe_shared_expert_intermediate_size or moe_intermediate_size), so 0 or null
+    // means the expert size.
+    const int64_t shared_field =
+        io::has_field(j, "moe_shared_expert_intermediate_size") &&
+                !j.at("moe_shared_expert_intermediate_size").is_null()
+            ? arch::get_size(j, "moe_shared_expert_intermediate_size", limits::kMaxDff, f, 0)
+            : 0;
+    const int64_t shared_size = shared_field > 0 ? shared_field : c.moe.expert_dff;
     if (shared > 0 && io::get_bool_or(j, "moe_router_enable_shared_expert", true, f))
       c.moe.shared_dff = shared * shared_size;
     const int64_t first_dense =

@@ -42,7 +42,15 @@ class Ernie45MoeFamily final : public Family {
 
   ModelConfig parse(const json& j, const std::string& f) const override {
     ModelConfig c = arch::begin_config(name(), j, f);
-    arch::parse_decoder_dims(j, f, arch::DecoderDefaults{}, c);
+    // mlx-lm: head_dim = args.head_dim or hidden_size // heads, so 0 means derived.
+    if (io::has_field(j, "head_dim") && j.at("head_dim").is_number_integer() &&
+        j.at("head_dim").get<int64_t>() == 0) {
+      json derived = j;
+      derived.erase("head_dim");
+      arch::parse_decoder_dims(derived, f, arch::DecoderDefaults{}, c);
+    } else {
+      arch::parse_decoder_dims(j, f, arch::DecoderDefaults{}, c);
+    }
     c.norm = NormKind::kRmsNorm;
     c.norm_eps = io::get_double(j, "rms_norm_eps", f);
     c.attn_scale = arch::default_attn_scale(c.head_dim);

@@ -21,7 +21,8 @@ using nlohmann::json;
 // runs one value for every layer, so a list must hold num_layers equal values.
 int64_t get_uniform(const json& j, const char* field, int64_t lo, int64_t hi, int64_t layers,
                     const std::string& f) {
-  if (!j[field].is_array()) return arch::get_size(j, field, hi, f, lo);
+  // (j is const: operator[] on a missing key is undefined, so test for it first.)
+  if (!io::has_field(j, field) || !j.at(field).is_array()) return arch::get_size(j, field, hi, f, lo);
   const std::vector<int64_t> v = io::get_int_array(j, field, f);
   if (int64_t(v.size()) != layers)
     fail(f, ": field '", field, "' lists ", v.size(), " values; expected one per layer (",

@@ -115,7 +115,7 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
     case Slot::kO: l->attn.o = bind_linear(b, m); return;
     case Slot::kQkv: {  // q, k and v are consecutive row ranges of the one stored matrix
       const ops::Linear fused = bind_linear(b, m);
-      const int64_t q = c.q_dim(), kv = c.kv_dim();
+      const int64_t q = c.layer_q_dim(m.layer), kv = c.layer_kv_dim(m.layer);
       l->attn.q = ops::linear_rows(fused, 0, q, m.path + " [q rows]");
       l->attn.k = ops::linear_rows(fused, q, kv, m.path + " [k rows]");
       l->attn.v = ops::linear_rows(fused, q + kv, kv, m.path + " [v rows]");
