@@ -4,6 +4,7 @@
 // every pass, median/min/max, the path counters of the measured decode steps, peak memory and
 // the host facts; md, csv or json (the json is what `moex sweep` reads).
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdio>
 #include <iostream>
@@ -216,10 +217,21 @@ int run_bench(const BenchFlags& f) {
     const eng::Engine::LayerDecision d = engine->decode_decisions().at(0);
     auto_pick = d.routed.path == moe::Path::kFused ? "on" : "off";
     const std::string faster = ratio >= 1 ? "on" : "off";
+    // The rule moex tune judges with (moe::within_noise): a ratio whose distance from 1 is
+    // inside either arm's run-to-run spread cannot say which path is faster.
+    auto spread = [](const std::vector<double>& v) {
+      const double m = harness::median(v);
+      return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m
+                   : 0.0;
+    };
+    const double band = std::max(spread(arms[0].tps()), spread(arms[1].tps()));
+    const bool tie = std::fabs(ratio - 1.0) <= band;
     auto_note = str_cat("the auto policy picks the ", auto_pick == "on" ? "fused" : "fallback",
                         " path (", d.routed.explanation(), "); the faster arm in this run was ",
-                        faster, " (ratio ", ratio, "): the policy's pick was the ",
-                        auto_pick == faster ? "faster" : "slower", " one");
+                        faster, " (ratio ", ratio, ", arms' spread ", band, "): ",
+                        tie ? "a tie within that spread, so either pick is as fast"
+                            : str_cat("the policy's pick was the ",
+                                      auto_pick == faster ? "faster" : "slower", " one"));
   }
   std::vector<std::string> measure_notes;
   for (const std::string& line : engine->policy_measurement_report())
