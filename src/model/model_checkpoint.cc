@@ -185,13 +185,21 @@ class Checker {
     expect_float(s, path + ".bias", wshape, TensorPart::kBias);
   }
 
+  // "missing tensor 'N' (expected E)" or "tensor 'N': expected E, found D S".
+  static std::string mismatch(const std::string& name, const io::TensorInfo* t,
+                              const std::string& expected) {
+    return t ? str_cat("tensor '", name, "': expected ", expected, ", found ",
+                       describe(t->dtype, t->shape))
+             : str_cat("missing tensor '", name, "' (expected ", expected, ")");
+  }
+
   // gpt-oss's original mxfp4 tensors: <pat>_blocks U8 [E, rows, in/32, 16], <pat>_scales U8
   // [E, rows, in/32], <pat>_bias float [E, rows]; gate and up share gate_up_proj (2 x Dff rows,
   // recorded once, with the gate).
   void check_interleaved_mxfp4(const ModuleSpec& s) {
     const quant::Format f = quant::Format::fp(quant::Mode::kMxfp4);
     const int64_t E = s.shape[0], in = s.shape[2];
-    const int64_t rows = s.proj == ExpertProj::kDown ? s.shape[1] : 2 * s.shape[1];
+    const int64_t rows = s.hf_fused_rows();
     if (in % f.group_size != 0)
       return problem(str_cat("'", s.hf_pattern, "': input width ", in,
                              " is not a multiple of mxfp4's group of 32"));
@@ -205,11 +213,8 @@ class Checker {
       const bool ok = t && (quantized ? t->dtype == DType::U8 : is_float_dtype(t->dtype)) &&
                       t->shape == shape;
       if (!ok)
-        return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "'",
-                               t ? ": expected " : " (expected ",
-                               quantized ? describe(DType::U8, shape)
-                                         : "float " + io::shape_to_string(shape),
-                               t ? str_cat(", found ", describe(t->dtype, t->shape)) : ")"));
+        return problem(mismatch(name, t, quantized ? describe(DType::U8, shape)
+                                                   : "float " + io::shape_to_string(shape)));
       if (keep)
         m_.tensors.push_back(record(s, *t, kind, quantized ? f.bits : 0,
                                        quantized ? f.group_size : 0, f.mode));
@@ -217,30 +222,21 @@ class Checker {
     part("_blocks", {E, rows, groups, f.group_size * f.bits / 8}, TensorPart::kWeight, true);
     part("_scales", {E, rows, groups}, TensorPart::kScales, true);
     if (s.bias) part("_bias", {E, rows}, TensorPart::kBias, false);
-    if (std::find(m_.per_expert_layouts.begin(), m_.per_expert_layouts.end(), s.path) ==
-        m_.per_expert_layouts.end())
-      m_.per_expert_layouts.push_back(s.path);
+    m_.per_expert_layouts.push_back(s.path);  // each module is checked once
   }
 
   void check_per_expert(const ModuleSpec& s) {
     const std::string& pat = s.hf_pattern;
     if (s.hf_fused == HfFusedExperts::kInterleavedMxfp4) return check_interleaved_mxfp4(s);
     if (s.hf_fused != HfFusedExperts::kNone) {  // one float tensor for gate and up, one for down
-      const int64_t E = s.shape[0], out = s.shape[1], in = s.shape[2];
-      const bool down = s.proj == ExpertProj::kDown;
-      const int64_t rows = down ? out : 2 * out;
+      const int64_t E = s.shape[0], in = s.shape[2], rows = s.hf_fused_rows();
       const std::vector<int64_t> want = s.hf_fused == HfFusedExperts::kInputsFirst
                                             ? std::vector<int64_t>{E, in, rows}
                                             : std::vector<int64_t>{E, rows, in};
       const io::TensorInfo* t = get(pat);
       if (!t || !is_float_dtype(t->dtype) || t->shape != want)
-        return problem(str_cat(t ? "tensor '" : "missing tensor '", pat, "'",
-                               t ? ": expected float " : " (expected float ",
-                               io::shape_to_string(want),
-                               t ? str_cat(", found ", describe(t->dtype, t->shape)) : ")"));
-      if (std::find(m_.per_expert_layouts.begin(), m_.per_expert_layouts.end(), s.path) ==
-          m_.per_expert_layouts.end())
-        m_.per_expert_layouts.push_back(s.path);
+        return problem(mismatch(pat, t, "float " + io::shape_to_string(want)));
+      m_.per_expert_layouts.push_back(s.path);
       // gate and up share the fused tensor: record it once (with the gate).
       if (s.proj != ExpertProj::kUp) m_.tensors.push_back(record(s, *t, TensorPart::kWeight, 0, 0));
       return;

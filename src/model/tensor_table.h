@@ -84,6 +84,9 @@ struct ModuleSpec {
     return !float_only && (kind == ModuleKind::kLinear || kind == ModuleKind::kEmbedding);
   }
   int64_t in_dim() const { return shape.empty() ? 0 : shape.back(); }
+  // Output rows of the fused Hugging Face tensor an expert module reads (hf_fused): gate and
+  // up share one of 2 x Dff rows, down has its own.
+  int64_t hf_fused_rows() const { return proj == ExpertProj::kDown ? shape[1] : 2 * shape[1]; }
   int64_t num_experts() const { return shape.size() == 3 && kind == ModuleKind::kLinear ? shape[0] : 1; }
   int64_t parameter_count() const;  // weight + bias elements
 };

@@ -45,11 +45,8 @@ kernels::QuantWeightsView bind_experts(WeightBinder& b, const ModuleSpec& m, Moe
     fail(m.path, ": per-expert checkpoints with expert biases are not stacked here yet;",
          " convert with mlx_lm.convert (it stacks them)");
   if (hf.find("{e}") != std::string::npos) return b.stack_experts(hf, E, out, in);
-  if (m.hf_fused == HfFusedExperts::kOutputsFirst) {
-    const bool down = m.proj == ExpertProj::kDown;
-    return b.expert_rows(hf, E, down ? out : 2 * out, in, m.proj == ExpertProj::kUp ? out : 0,
-                         out);
-  }
+  if (m.hf_fused == HfFusedExperts::kOutputsFirst)
+    return b.expert_rows(hf, E, m.hf_fused_rows(), in, m.proj == ExpertProj::kUp ? out : 0, out);
   switch (m.proj) {
     case ExpertProj::kGate: return b.transposed_experts(hf, E, in, 2 * out, 0, out);
     case ExpertProj::kUp: return b.transposed_experts(hf, E, in, 2 * out, out, out);
@@ -62,9 +59,8 @@ kernels::QuantWeightsView bind_experts(WeightBinder& b, const ModuleSpec& m, Moe
 kernels::QuantWeightsView bind_interleaved_mxfp4(WeightBinder& b, const ModuleSpec& m,
                                                  MoeWeights& moe, ops::FloatVec& bias) {
   const int64_t E = m.shape[0], out = m.shape[1], in = m.shape[2];
-  const bool down = m.proj == ExpertProj::kDown;
-  const int64_t rows = down ? out : 2 * out, row0 = m.proj == ExpertProj::kUp ? 1 : 0;
-  const int64_t stride = down ? 1 : 2;
+  const int64_t rows = m.hf_fused_rows(), row0 = m.proj == ExpertProj::kUp ? 1 : 0;
+  const int64_t stride = m.proj == ExpertProj::kDown ? 1 : 2;
   moe.stacked_in_checkpoint = false;
   if (m.bias) bias = b.strided_rows(m.hf_pattern + "_bias", E, rows, row0, stride, out);
   return b.strided_mxfp4_experts(m.hf_pattern, E, rows, in, row0, stride, out);

@@ -35,6 +35,22 @@ void require_shape(const io::Checkpoint& c, const io::TensorInfo& t,
     fail(where(c, t), " has shape ", shape_string(t.shape), "; expected ", shape_string(shape));
 }
 
+// Rows row0, row0 + stride, ... (n of them) of each of `experts` [rows] stacks, checked to lie
+// inside; the callers' offsets come from the tensor table, so a miss is moex's own bug.
+void check_row_selection(const std::string& tensor, int64_t rows, int64_t row0, int64_t stride,
+                         int64_t n) {
+  if (row0 < 0 || stride < 1 || n < 1 || row0 + (n - 1) * stride >= rows)
+    fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", tensor, "' outside ", rows);
+}
+
+// Copies those rows (row_bytes each) of every expert of `src` into `dst`, expert-major.
+void gather_rows(const uint8_t* src, size_t row_bytes, int64_t experts, int64_t rows,
+                 int64_t row0, int64_t stride, int64_t n, uint8_t* dst) {
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(dst + size_t(e * n + r) * row_bytes,
+                  src + size_t(e * rows + row0 + r * stride) * row_bytes, row_bytes);
+}
 
 }  // namespace
 
@@ -305,14 +321,11 @@ kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, i
   const io::TensorInfo& t = ckpt_.require(tensor);
   require_float(ckpt_, t);
   require_shape(ckpt_, t, {experts, rows, in});
-  if (row0 < 0 || n < 1 || row0 + n > rows)
-    fail("internal: rows [", row0, ", ", row0 + n, ") of '", tensor, "' outside ", rows);
+  check_row_selection(tensor, rows, row0, 1, n);
   if (row0 == 0 && n == rows) return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, n, in);
   const size_t row_bytes = size_t(in) * dtype_size(t.dtype);
   std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n) * row_bytes);
-  for (int64_t e = 0; e < experts; ++e)
-    std::memcpy(w.data() + size_t(e * n) * row_bytes, t.data + size_t(e * rows + row0) * row_bytes,
-                size_t(n) * row_bytes);
+  gather_rows(t.data, row_bytes, experts, rows, row0, 1, n, w.data());
   if (row0 + n == rows) ckpt_.release_pages(t);  // the last half read: the copies replace it
   copied_bytes_ += int64_t(w.size());
   return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
@@ -334,8 +347,7 @@ kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string&
       fail(where(ckpt_, *t), " has dtype ", dtype_name(t->dtype), "; expected U8 (mxfp4)");
   require_shape(ckpt_, blocks, {experts, rows, groups, row_bytes / groups});
   require_shape(ckpt_, scales, {experts, rows, groups});
-  if (row0 < 0 || stride < 1 || row0 + (n - 1) * stride >= rows)
-    fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", base, "' outside ", rows);
+  check_row_selection(base, rows, row0, stride, n);
   kernels::QuantWeightsView v;
   v.mode = f.mode, v.bits = f.bits, v.group_size = f.group_size, v.sb_dtype = DType::U8;
   v.experts = experts, v.n = n, v.k = in;
@@ -346,12 +358,8 @@ kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string&
   }
   std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n * row_bytes));
   std::vector<uint8_t>& sc = owned_.emplace_back(size_t(experts * n * groups));
-  for (int64_t e = 0; e < experts; ++e)
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t src = e * rows + row0 + r * stride, dst = e * n + r;
-      std::memcpy(w.data() + dst * row_bytes, blocks.data + src * row_bytes, size_t(row_bytes));
-      std::memcpy(sc.data() + dst * groups, scales.data + src * groups, size_t(groups));
-    }
+  gather_rows(blocks.data, size_t(row_bytes), experts, rows, row0, stride, n, w.data());
+  gather_rows(scales.data, size_t(groups), experts, rows, row0, stride, n, sc.data());
   copied_bytes_ += int64_t(w.size() + sc.size());
   v.w = w.data();
   v.scales = sc.data();
@@ -363,8 +371,7 @@ ops::FloatVec WeightBinder::strided_rows(const std::string& tensor, int64_t expe
   const io::TensorInfo& t = ckpt_.require(tensor);
   require_float(ckpt_, t);
   require_shape(ckpt_, t, {experts, rows});
-  if (row0 < 0 || stride < 1 || row0 + (n - 1) * stride >= rows)
-    fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", tensor, "' outside ", rows);
+  check_row_selection(tensor, rows, row0, stride, n);
   std::vector<float> out(size_t(experts * n));
   for (int64_t e = 0; e < experts; ++e)
     for (int64_t r = 0; r < n; ++r)
