@@ -47,6 +47,17 @@ TEST(ChatErrors, TypeErrorsNameTheTypes) {
             "t:1:24: OverflowError: integer result out of 64-bit range");
 }
 
+TEST(ChatErrors, NumbersBeyondInt64AreErrorsNotCrashes) {
+  // Python's int has no bound; moex's is int64, and a longer digit run is a named error (a
+  // fuzzer found std::stoll's out_of_range escaping from 'x.<digits>').
+  EXPECT_EQ(error_of("{% for a in b.99999999999999999999 %}{% endfor %}"),
+            "t:1:15: number '99999999999999999999' after '.' is out of range");
+  EXPECT_EQ(error_of("{{ '{99999999999999999999}'.format(1) }}"), "t:1:29: ValueError: Too many decimal digits in format string");
+  EXPECT_EQ(error_of("{{ [[1]]|map(attribute='99999999999999999999')|list }}"), "t:1:10: IndexError: attribute '99999999999999999999': index 99999999999999999999 is out of range");
+  EXPECT_EQ(render("{{ '{0[1x]}{0[1]}'.format({'1x': 5, 1: 6}) }}"), "56");
+  EXPECT_EQ(error_of("{{ '{1x}'.format(1) }}"), "t:1:11: KeyError: '1x'");
+}
+
 TEST(ChatErrors, MacroErrorsPointInsideTheMacro) {
   EXPECT_EQ(error_of("{% macro m(x) %}\n  {{ x.y.z }}\n{% endmacro %}{{ m({}) }}"),
             "t:2:10: UndefinedError: 'dict object' has no attribute 'y'");

@@ -78,8 +78,10 @@ Value attr_path(const Value& item, const std::string& path) {
   for (;;) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? dot : dot - start);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = get_item(v, digits ? Value(int64_t(std::stoll(part))) : Value(part));
+    const std::optional<int64_t> index = parse_digits(part);
+    if (!index && !part.empty() && part.find_first_not_of("0123456789") == std::string::npos)
+      throw RenderError("IndexError: attribute '" + path + "': index " + part + " is out of range");
+    v = get_item(v, index ? Value(*index) : Value(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }

@@ -52,8 +52,11 @@ std::string py_format(const std::string& fmt, const CallArgs& args) {
     size_t end = field.find_first_of(".[");
     const std::string head = field.substr(0, end);
     Value v;
-    if (head.empty() || std::isdigit(static_cast<unsigned char>(head[0]))) {
-      const size_t idx = head.empty() ? auto_index++ : size_t(std::stoul(head));
+    const bool numbered = !head.empty() && head.find_first_not_of("0123456789") == std::string::npos;
+    if (head.empty() || numbered) {
+      const std::optional<int64_t> given = numbered ? parse_digits(head) : std::nullopt;
+      if (numbered && !given) bad("Too many decimal digits in format string");
+      const size_t idx = head.empty() ? auto_index++ : size_t(*given);
       if (idx >= args.pos.size()) throw RenderError("IndexError: Replacement index out of range");
       v = args.pos[idx];
     } else {
@@ -74,9 +77,8 @@ std::string py_format(const std::string& fmt, const CallArgs& args) {
         const size_t rb = field.find(']', end);
         if (rb == std::string::npos) bad("Missing ']' in format string");
         const std::string key = field.substr(end + 1, rb - end - 1);
-        v = !key.empty() && std::isdigit(static_cast<unsigned char>(key[0]))
-                ? get_item(v, Value(int64_t(std::stoll(key))))
-                : get_item(v, Value(key));
+        const std::optional<int64_t> index = parse_digits(key);
+        v = index ? get_item(v, Value(*index)) : get_item(v, Value(key));
         end = rb + 1;
       }
     }

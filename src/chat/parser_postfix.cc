@@ -1,5 +1,6 @@
 // Postfix parsing: attribute and item access, slices, calls, filters (|f) and tests (is t).
 #include "chat/parser.h"
+#include "chat/py_text.h"
 #include "core/error.h"
 
 namespace moex::chat {
@@ -54,7 +55,9 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
       error(attr, "expected a name or number after '.', got " + describe(attr));
     auto e = make(ExprKind::kGetitem, attr);
     auto idx = make(ExprKind::kLiteral, attr);
-    idx->literal = Value(int64_t(std::stoll(attr.value)));
+    const std::optional<int64_t> n = parse_digits(attr.value);
+    if (!n) error(attr, "number '" + attr.value + "' after '.' is out of range");
+    idx->literal = Value(*n);
     e->args.push_back(std::move(node));
     e->args.push_back(std::move(idx));
     return e;

@@ -131,6 +131,15 @@ std::string py_str(const Value& v) {
   }
 }
 
+std::optional<int64_t> parse_digits(std::string_view s) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 namespace {
 
 void json_string(std::string* out, const std::string& s, bool ascii) {

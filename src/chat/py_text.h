@@ -2,8 +2,11 @@
 // float repr, and json.dumps as transformers' tojson filter calls it.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "chat/value.h"
 
@@ -23,6 +26,11 @@ struct JsonDumpArgs {
   bool sort_keys = false;
   bool ensure_ascii = false;
 };
+
+// int(s) for a run of ASCII digits, as a template's numeric subscripts, attribute paths and
+// format fields read it; nullopt when s is empty, has any other character, or exceeds int64
+// (Python's int has no bound, so the caller reports that as out of range).
+std::optional<int64_t> parse_digits(std::string_view s);
 
 // json.dumps(v, ...); raises TypeError (RenderError) for Undefined and callables as Python does.
 std::string json_dumps(const Value& v, const JsonDumpArgs& args);

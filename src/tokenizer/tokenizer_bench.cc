@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/strict_parse.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -28,8 +29,8 @@ BenchArgs parse_args(int argc, char** argv) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--tokenizer") a.tokenizer = v;
     else if (k == "--corpus") a.corpus = v;
-    else if (k == "--chunk-bytes") a.chunk_bytes = std::stoul(v);
-    else if (k == "--reps") a.reps = std::stoi(v);
+    else if (k == "--chunk-bytes") a.chunk_bytes = size_t(moex::parse_int_strict(v, "--chunk-bytes", 1, int64_t(1) << 30));
+    else if (k == "--reps") a.reps = int(moex::parse_int_strict(v, "--reps", 1, 1000000));
     else moex::fail("unknown flag ", k);
   }
   if (a.tokenizer.empty() || a.corpus.empty()) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "core/strict_parse.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "kernels/moe_kernels.h"
@@ -30,8 +31,8 @@ int main(int argc, char** argv) {
       return *t;
     };
     const auto& meta = f->metadata();
-    const int bits = std::stoi(meta.at("bits").get<std::string>());
-    const int gs = std::stoi(meta.at("group_size").get<std::string>());
+    const int bits = int(parse_int_strict(meta.at("bits").get<std::string>(), "metadata bits", 1, 8));
+    const int gs = int(parse_int_strict(meta.at("group_size").get<std::string>(), "metadata group_size", 1, 1 << 20));
     set_active_isa(parse_isa(meta.at("isa").get<std::string>(), "metadata isa"));
     const std::string mode_name = meta.contains("mode") ? meta.at("mode").get<std::string>() : "affine";
     const auto mode = quant::mode_from_name(mode_name);
