@@ -121,7 +121,7 @@ void MoeBlock::run_path(const DispatchDecision& d, const PreparedExperts& ex, co
 
 void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const {
   const MoeExpertsView& ex = layer_.experts;
-  const int64_t m = call.tokens, k = call.top_k, din = ex.din();
+  const int64_t m = call.tokens, k = call.top_k;
   if (m <= 0) return;
   if (k < 1 || k > ex.up.experts)
     fail("MoE block: top_k = ", k, "; expected [1, ", ex.up.experts, "]");
@@ -132,13 +132,24 @@ void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* cou
       fail("MoE block: expert id ", call.expert_ids[p], " at pair ", p, " outside [0, ",
            ex.up.experts, ")");
 
+  RoutedCall c{.x = call.x, .tokens = m, .expert_ids = call.expert_ids, .scores = call.scores,
+               .top_k = int(k), .out = call.out};
+  if (call.owned_experts)
+    run_owned(call, ws, counters);
+  else
+    run_routed(c, call.scores_scale_input, ws, counters);
+  if (layer_.shared && call.run_shared) run_shared(call, ws, counters);
+}
+
+void MoeBlock::run_routed(const RoutedCall& call, bool scores_scale_input, MoeWorkspace& ws,
+                          PathCounters* counters) const {
+  const int64_t m = call.tokens, din = layer_.experts.din();
   DispatchDecision prefill;
   if (m != 1) prefill = decision(m);
   const DispatchDecision& d = m == 1 ? decode_ : prefill;
   if (counters) counters->record(d, ExpertSite::kRouted);
-  RoutedCall c{.x = call.x, .tokens = m, .expert_ids = call.expert_ids, .scores = call.scores,
-               .top_k = int(k), .out = call.out};
-  if (call.scores_scale_input) {  // top_k == 1: expert(x * s), output weight 1
+  RoutedCall c = call;
+  if (scores_scale_input) {  // top_k == 1: expert(x * s), output weight 1
     float* xs = ws.floats(kSlotScaledX, m * din);
     for (int64_t t = 0; t < m; ++t)
       for (int64_t h = 0; h < din; ++h) xs[t * din + h] = call.x[t * din + h] * call.scores[t];
@@ -148,7 +159,48 @@ void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* cou
     c.scores = ones;
   }
   run_path(d, *routed_, c, ws);
-  if (layer_.shared) run_shared(call, ws, counters);
+}
+
+// Each token's owned pairs keep their order k = 0..top_k-1, so a process owning every expert
+// computes what run_routed does, bit for bit (the kernels compute each row on its own).
+void MoeBlock::run_owned(const MoeBlockCall& call, MoeWorkspace& ws,
+                         PathCounters* counters) const {
+  const int64_t m = call.tokens, k = call.top_k, din = layer_.experts.din();
+  std::fill(call.out, call.out + m * din, 0.f);
+  for (int64_t c = 1; c <= k; ++c) {
+    int64_t rows = 0;
+    for (int64_t t = 0; t < m; ++t) {
+      int64_t owned = 0;
+      for (int64_t j = 0; j < k; ++j) owned += call.owned_experts[call.expert_ids[t * k + j]] != 0;
+      rows += owned == c;
+    }
+    if (rows == 0) continue;
+    float* x = ws.floats(kSlotOwnedX, rows * din);
+    float* scores = ws.floats(kSlotOwnedScores, rows * c);
+    int32_t* ids = ws.ints(kSlotOwnedIds, rows * c);
+    float* out = ws.floats(kSlotOwnedOut, rows * din);
+    int32_t* token_of = ws.ints(kSlotOwnedRows, rows);  // group row -> token
+    int64_t r = 0;
+    for (int64_t t = 0; t < m; ++t) {
+      int64_t owned = 0;
+      for (int64_t j = 0; j < k; ++j) owned += call.owned_experts[call.expert_ids[t * k + j]] != 0;
+      if (owned != c) continue;
+      int64_t slot = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        if (!call.owned_experts[call.expert_ids[t * k + j]]) continue;
+        ids[r * c + slot] = call.expert_ids[t * k + j];
+        scores[r * c + slot] = call.scores[t * k + j];
+        ++slot;
+      }
+      std::copy(call.x + t * din, call.x + (t + 1) * din, x + r * din);
+      token_of[r++] = int32_t(t);
+    }
+    run_routed({.x = x, .tokens = rows, .expert_ids = ids, .scores = scores, .top_k = int(c),
+                .out = out},
+               call.scores_scale_input, ws, counters);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(out + r * din, out + (r + 1) * din, call.out + int64_t(token_of[r]) * din);
+  }
 }
 
 // out[m] += g_m * shared(x[m]), g_m = sigmoid(gate . x[m]) or 1: the shared expert runs as a

@@ -47,6 +47,14 @@ struct MoeBlockCall {
   // requires top_k == 1 (as mlx-lm asserts). Router::config().scores_scale_output() == false.
   bool scores_scale_input = false;
   float* out = nullptr;  // [M][Din], overwritten
+  // Expert parallelism (src/dist/): only the pairs whose expert this process owns run
+  // (owned_experts[e] != 0, one entry per expert), so `out` is this process's part of the
+  // routed sum (0 for a token with no owned pair); summed over the processes it is the
+  // routed output. Tokens are grouped by their number of owned pairs c, each group one call
+  // with top_k = c, so a decode token is still one M = 1 call. nullptr: every pair runs.
+  const uint8_t* owned_experts = nullptr;
+  // Whether the shared expert runs in this call (one process per layer runs it).
+  bool run_shared = true;
 };
 
 class MoeBlock {
@@ -75,6 +83,9 @@ class MoeBlock {
   DispatchDecision decide(const PreparedExperts& ex, bool stacked, int64_t tokens) const;
   void run_path(const DispatchDecision& d, const PreparedExperts& ex, const RoutedCall& c,
                 MoeWorkspace& ws) const;
+  void run_routed(const RoutedCall& c, bool scores_scale_input, MoeWorkspace& ws,
+                  PathCounters* counters) const;
+  void run_owned(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
   void run_shared(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
 
   MoeLayer layer_;

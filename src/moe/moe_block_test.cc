@@ -396,6 +396,85 @@ TEST(MoeBlock, SharedExpertPlainAndSigmoidGated) {
   }
 }
 
+// Expert parallelism: each process runs its owned pairs (owned_experts) and one runs the
+// shared expert; the parts, summed in rank order as dist::Collective does, are the whole
+// block up to the re-association of the k-sum; owning every expert is the whole block bit
+// for bit.
+TEST(MoeBlock, ExpertParallelPartsSumToTheWholeBlock) {
+  SyntheticExpertsArgs a;
+  a.experts = 16;
+  a.din = 256;
+  a.dff = 128;
+  SyntheticExperts routed(a);
+  SyntheticExpertsArgs sa = a;
+  sa.experts = 1;
+  sa.seed = 41;
+  SyntheticExperts shared_mlp(sa);
+  const SharedExpert sh{shared_mlp.view()};
+  const MoeLayer layer{routed.view(), true, &sh};
+  const int64_t din = 256, k = 4;
+  auto run = [&](const MoeBlock& b, const Problem& p, MoeWorkspace& ws, PathCounters* c,
+                 const uint8_t* owned, bool shared) {
+    std::vector<float> out(size_t(p.m * din), -777.f);
+    MoeBlockCall call{p.x.data(), p.m, p.ids.data(), p.scores.data(), int(p.k), false,
+                      out.data(), owned, shared};
+    b.run(call, ws, c);
+    return out;
+  };
+  for (const char* mode : {"on", "off"}) {
+    const MoeBlock block(layer, policy(mode));
+    MoeWorkspace ws;
+    for (int64_t m : {1, 7, 20}) {  // 20 tokens x 4: 80 pairs, sorted by the fallback
+      SCOPED_TRACE(str_cat("fused ", mode, ", M = ", m));
+      const Problem p = make_problem(m, 16, k, din, uint32_t(11 + m));
+      const auto whole = run(block, p, ws, nullptr, nullptr, true);
+      const std::vector<uint8_t> all(16, 1);
+      expect_bit_identical(run(block, p, ws, nullptr, all.data(), true), whole, "owning every expert");
+      // Sum of |each term| per value: the pairs one by one (shared off), and the shared expert.
+      std::vector<double> magnitude(size_t(m * din), 0.0);
+      const auto routed_only = run(block, p, ws, nullptr, nullptr, false);
+      for (int64_t t = 0; t < m; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+          Problem one{1, 1, std::vector<float>(p.x.begin() + t * din, p.x.begin() + (t + 1) * din),
+                      {p.scores[size_t(t * k + j)]}, {p.ids[size_t(t * k + j)]}};
+          const auto y = run(block, one, ws, nullptr, nullptr, false);
+          for (int64_t h = 0; h < din; ++h) magnitude[size_t(t * din + h)] += std::fabs(y[size_t(h)]);
+        }
+      for (size_t i = 0; i < magnitude.size(); ++i)
+        magnitude[i] += std::fabs(whole[i] - routed_only[i]);
+      for (int ranks : {2, 3}) {
+        std::vector<float> sum(size_t(m * din), 0.f);
+        int64_t routed_calls = 0;
+        for (int r = 0; r < ranks; ++r) {
+          std::vector<uint8_t> owned(16);
+          for (int64_t e = 0; e < 16; ++e) owned[size_t(e)] = e * ranks / 16 == r;
+          PathCounters c;
+          const auto part = run(block, p, ws, &c, owned.data(), r == ranks - 1);
+          routed_calls += c.fused_calls(ExpertSite::kRouted) + c.fallback_calls(ExpertSite::kRouted);
+          for (int64_t t = 0; t < m; ++t) {
+            bool any = false;
+            for (int64_t j = 0; j < k; ++j) any |= owned[size_t(p.ids[size_t(t * k + j)])] != 0;
+            if (!any && r != ranks - 1) {  // nothing owned, no shared expert: exactly zero
+              for (int64_t h = 0; h < din; ++h) EXPECT_EQ(part[size_t(t * din + h)], 0.f);
+            }
+          }
+          for (size_t i = 0; i < sum.size(); ++i) sum[i] = r == 0 ? part[i] : sum[i] + part[i];
+        }
+        if (m == 1) {
+          EXPECT_LE(routed_calls, ranks);
+        }  // a decode token: one M = 1 call per rank
+        // Each f32 addition of the two orders rounds once, relative error 2^-24 of a partial
+        // sum no larger than the sum of magnitudes: (k + ranks + 1) roundings bound both.
+        double worst = 0;
+        for (size_t i = 0; i < sum.size(); ++i)
+          worst = std::max(worst, std::fabs(double(sum[i]) - whole[i]) /
+                                      (double(k + ranks + 1) * 0x1p-24 * magnitude[i] + 1e-30));
+        EXPECT_LE(worst, 1.0) << ranks << " ranks: worst |parts - whole| / re-association bound";
+      }
+    }
+  }
+}
+
 TEST(MoeBlock, CapDecidesAndCountersRecordReasons) {
   SyntheticExpertsArgs a;
   a.experts = 8;
