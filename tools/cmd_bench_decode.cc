@@ -25,6 +25,7 @@
 #include "model/ops/softmax.h"
 #include "moe/dispatch_policy.h"
 #include "tools/command.h"
+#include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
 #include "tools/util_report.h"
@@ -43,6 +44,7 @@ struct BenchFlags {
   std::optional<std::string> prompt_ids, n, warmup, repeats, fused, max_dff, threads, isa,
       backend;
   std::string output = "md";
+  ExpertParallelFlags expert_parallel;
 };
 
 struct Counts {
@@ -72,6 +74,10 @@ struct Pass {
   int64_t prompt_tokens = 0, generated = 0;
   double prefill_s = 0, decode_s = 0;
   Counts decode_counts, prefill_counts;
+  int64_t expert_bytes = 0;  // routed-expert bytes this process read in the decode steps
+  // Expert parallelism, decode steps only: this rank's collectives and the steps' imbalance.
+  dist::CollectiveStats comm;
+  std::vector<double> imbalance;
   double prefill_tps() const { return double(prompt_tokens) / std::max(prefill_s, 1e-12); }
   double decode_tps() const { return double(generated) / std::max(decode_s, 1e-12); }
 };
@@ -91,7 +97,8 @@ struct Arm {
 };
 
 // One pass: reset, timed prefill, then exactly `n` timed greedy decode steps.
-Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
+Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n,
+              dist::Collective* collective = nullptr) {
   Pass p;
   e.reset();
   e.counters().reset();
@@ -101,6 +108,10 @@ Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   p.prompt_tokens = int64_t(prompt.size());
   p.prefill_counts.add(e.counters());
   e.counters().reset();
+  if (collective) {
+    collective->reset_stats();
+    e.reset_expert_parallel_stats();
+  }
   int32_t tok = int32_t(model::ops::argmax(logits, e.vocab()));
   t = now_seconds();
   for (int64_t i = 0; i < n; ++i) {
@@ -110,6 +121,11 @@ Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   p.decode_s = now_seconds() - t;
   p.generated = n;
   p.decode_counts.add(e.counters());
+  p.expert_bytes = e.counters().routed_expert_bytes_read();
+  if (collective) {
+    p.comm = collective->stats();
+    p.imbalance = e.expert_parallel_stats()->step_imbalance;
+  }
   return p;
 }
 
@@ -136,6 +152,91 @@ std::vector<ProfileRow> profile_rows(const eng::DecodeProfile& p,
   return rows;
 }
 
+// --expert-parallel: every rank's figures of the measured decode steps, gathered to rank 0.
+struct ExpertParallelReport {
+  std::vector<std::string> lines;  // for the markdown notes
+  json data;
+};
+
+ExpertParallelReport expert_parallel_report(ExpertParallelRun& ep, const eng::Engine& e,
+                                            const std::vector<Arm>& arms) {
+  // Per rank: decode tok/s (median over every measured pass), routed-expert bytes read per
+  // token, collective bytes (sent + received) and seconds per token, resident checkpoint
+  // bytes, bytes populated at open, experts owned in the first MoE layer, ranges populated.
+  std::vector<double> tps, imbalance;
+  int64_t tokens = 0, expert_bytes = 0;
+  dist::CollectiveStats comm;
+  double decode_s = 0;
+  for (const Arm& a : arms)
+    for (const Pass& p : a.passes) {
+      tps.push_back(p.decode_tps());
+      tokens += p.generated;
+      decode_s += p.decode_s;
+      expert_bytes += p.expert_bytes;
+      comm.calls += p.comm.calls;
+      comm.bytes_sent += p.comm.bytes_sent;
+      comm.bytes_received += p.comm.bytes_received;
+      comm.seconds += p.comm.seconds;
+      imbalance.insert(imbalance.end(), p.imbalance.begin(), p.imbalance.end());
+    }
+  const eng::ExpertParallelStats st = *e.expert_parallel_stats();
+  const model::WeightBytes& wb = e.weight_bytes();
+  const double t = double(std::max<int64_t>(tokens, 1));
+  // Every rank reads the replicated weights (all but the routed and shared experts), its own
+  // routed experts (measured) and the shared experts of the layers it runs them for.
+  const double weight_per_token = double(wb.per_token - wb.routed_experts - wb.shared_experts) +
+                                  double(expert_bytes) / t + double(wb.shared_experts) * st.shared_share;
+  const std::vector<double> mine = {
+      harness::median(tps),
+      double(expert_bytes) / t,
+      weight_per_token,
+      double(comm.bytes_sent + comm.bytes_received) / t,
+      comm.seconds / t,
+      decode_s > 0 ? comm.seconds / decode_s : 0.0,
+      double(e.resident_weight_bytes()),
+      double(st.bytes_read_at_open),
+      double(ep.placement().owned_count(ep.rank(), st.first_moe_layer)),
+      double(st.ranges_read_at_open)};
+  const std::vector<double> all = ep.collective().gather_to_root(mine);
+  ExpertParallelReport r;
+  if (!ep.root()) return r;
+  const size_t w = mine.size();
+  json ranks = json::array();
+  double total_weight = 0, total_comm = 0;
+  for (int k = 0; k < ep.ranks(); ++k) {
+    const double* v = all.data() + size_t(k) * w;
+    total_weight += v[2];
+    total_comm += v[3];
+    ranks.push_back({{"rank", k}, {"median_decode_tps", v[0]}, {"routed_expert_bytes_per_token", v[1]},
+                     {"weight_bytes_per_token", v[2]}, {"comm_bytes_per_token", v[3]},
+                     {"comm_seconds_per_token", v[4]}, {"comm_share_of_decode", v[5]},
+                     {"resident_checkpoint_bytes", v[6]}, {"checkpoint_bytes_read_at_open", v[7]},
+                     {"experts_owned_first_moe_layer", v[8]},
+                     {"checkpoint_ranges_read_at_open", v[9]}});
+    r.lines.push_back(str_cat(
+        "expert parallel rank ", k, ": ", number_cell(v[0], 2).text, " tok/s; weights read ",
+        number_cell(v[2] / 1e6, 2).text, " MB/token (routed experts ", number_cell(v[1] / 1e6, 2).text,
+        " MB); collective ", number_cell(v[3] / 1e3, 1).text, " KB/token, ",
+        number_cell(v[4] * 1e3, 3).text, " ms/token (", number_cell(100 * v[5], 1).text,
+        "% of decode); checkpoint resident ", eng::format_bytes(int64_t(v[6])), ", read at open ",
+        eng::format_bytes(int64_t(v[7])), "; owns ", int64_t(v[8]), " experts of the first MoE layer"));
+  }
+  const double imb_median = imbalance.empty() ? 0.0 : harness::median(imbalance);
+  const double imb_max = imbalance.empty() ? 0.0 : *std::max_element(imbalance.begin(), imbalance.end());
+  r.lines.push_back(str_cat("expert parallel total over ", ep.ranks(), " ranks (",
+                            ep.placement().description(), "): weights read ",
+                            number_cell(total_weight / 1e6, 2).text, " MB/token, collective ",
+                            number_cell(total_comm / 1e3, 1).text,
+                            " KB/token; imbalance (max/mean experts run per rank per step) median ",
+                            number_cell(imb_median, 3).text, ", max ", number_cell(imb_max, 3).text,
+                            " over ", imbalance.size(), " steps"));
+  r.data = {{"ranks", ep.ranks()}, {"placement", ep.placement().description()}, {"per_rank", ranks},
+            {"total_weight_bytes_per_token", total_weight}, {"total_comm_bytes_per_token", total_comm},
+            {"imbalance_median", imb_median}, {"imbalance_max", imb_max},
+            {"imbalance_steps", imbalance.size()}};
+  return r;
+}
+
 double stat(const std::vector<double>& v, int which) {  // 0 median, 1 min, 2 max
   if (which == 1) return *std::min_element(v.begin(), v.end());
   if (which == 2) return *std::max_element(v.begin(), v.end());
@@ -144,6 +245,8 @@ double stat(const std::vector<double>& v, int which) {  // 0 median, 1 min, 2 ma
 
 int run_bench(const BenchFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
+  ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
+  dist::Collective* collective = ep ? &ep->collective() : nullptr;
   eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
   const int64_t warmup =
@@ -170,15 +273,17 @@ int run_bench(const BenchFlags& f) {
     arms.push_back(std::move(arm));
   }
   eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context, f.backend);
+  if (ep) ep->apply(opt);
   const LoadProgress load("bench-decode", f.model);
   auto engine = eng::Engine::open(f.model, opt);
   load.done();
+  if (ep) ep->quiet_other_ranks();
   for (Arm& a : arms) {
     engine->set_fused_settings(a.settings);
     if (warmup > 0) {
       std::fprintf(stderr, "bench-decode: arm %s warm-up (%lld tokens)\n", a.name.c_str(),
                    (long long)warmup);
-      run_pass(*engine, prompt.ids, warmup);  // not reported
+      run_pass(*engine, prompt.ids, warmup, collective);  // not reported
     }
     // Read after the warm-up: an untuned auto arm measures both paths there, and its measured
     // passes then run under the decision that measurement made.
@@ -190,7 +295,7 @@ int run_bench(const BenchFlags& f) {
     for (Arm& a : arms) {
       engine->set_fused_settings(a.settings);
       engine->reset_profile();
-      Pass p = run_pass(*engine, prompt.ids, n);
+      Pass p = run_pass(*engine, prompt.ids, n, collective);
       std::fprintf(stderr, "bench-decode: arm %s pass %d/%d: %lld tokens, %.2f tokens/s\n",
                    a.name.c_str(), r + 1, repeats, (long long)n, p.decode_tps());
       a.profile.add(engine->profile());
@@ -233,6 +338,8 @@ int run_bench(const BenchFlags& f) {
                             : str_cat("the policy's pick was the ",
                                       auto_pick == faster ? "faster" : "slower", " one"));
   }
+  const std::optional<ExpertParallelReport> ep_report =
+      ep ? std::optional(expert_parallel_report(*ep, *engine, arms)) : std::nullopt;
   std::vector<std::string> measure_notes;
   for (const std::string& line : engine->policy_measurement_report())
     measure_notes.push_back("policy measured on this host during warm-up: " + line);
@@ -278,6 +385,7 @@ int run_bench(const BenchFlags& f) {
     if (arms.size() == 2) j["fused_over_fallback"] = ratio;
     if (!auto_pick.empty()) j["auto_policy"] = {{"arm", auto_pick}, {"note", auto_note}};
     if (!measure_notes.empty()) j["policy_measurement"] = measure_notes;
+    if (ep_report) j["expert_parallel"] = ep_report->data;
     j["peak_rss_bytes"] = peak;
     j["weights_resident_at_open"] = resident;
     j["weights_pmd_mapped_fraction"] = pmd;
@@ -354,6 +462,8 @@ int run_bench(const BenchFlags& f) {
       rep.notes.push_back(str_cat("fused/fallback decode ratio (medians): ", ratio));
     if (!auto_note.empty()) rep.notes.push_back(auto_note);
     for (const std::string& m : measure_notes) rep.notes.push_back(m);
+    if (ep_report)
+      for (const std::string& line : ep_report->lines) rep.notes.push_back(line);
     rep.notes.push_back(str_cat("peak resident memory: ", eng::format_bytes(peak)));
   }
   std::cout << render_report(rep, fmt);
@@ -383,6 +493,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
                  "rest of the step on the host)");
   sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
       ->capture_default_str();
+  add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_bench(*f); };
 };
 

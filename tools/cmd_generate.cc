@@ -25,6 +25,7 @@
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
 #include "tools/util_sampling.h"
@@ -41,6 +42,7 @@ struct GenerateFlags {
   std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, isa,
       dump_logits, prefill_chunk, backend;
   SamplingFlags sampling;
+  ExpertParallelFlags expert_parallel;
   bool verbose = false, ignore_eos = false, chat = false;
 };
 
@@ -59,8 +61,10 @@ eng::Prompt chat_prompt(const GenerateFlags& f, std::string* origin) {
   return p;
 }
 
-int run_generate(const GenerateFlags& f) {
+int run_generate(GenerateFlags f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
+  ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
+  if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
   eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
   if (f.system && !f.chat) fail("--system is a turn of the chat template: it needs --chat");
@@ -84,8 +88,10 @@ int run_generate(const GenerateFlags& f) {
   if (f.prefill_chunk)
     options.prefill_chunk =
         parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
+  if (ep) ep->apply(options);
   auto engine = eng::Engine::open(f.model, options);
   load.done();
+  if (ep) ep->quiet_other_ranks();
 
   // The tokenizer gives end-of-sequence ids however the prompt arrived (ids too, as mlx-lm
   // always loads it); its text is printed only for a text prompt.
@@ -208,6 +214,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--system", f->system, "a system turn before -p (with --chat)")
       ->type_name("TEXT");
   add_sampling_options(sub, f->sampling);
+  add_expert_parallel_flags(sub, &f->expert_parallel);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/sysinfo.h"
 #include "tools/command.h"
+#include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
 
 namespace moex::tools {
@@ -39,9 +40,11 @@ bool reject_unknown_command(int argc, char** argv) {
   return true;
 }
 
-int report(const char* what) {
+int report(const char* what, int exit_code = 2) {
+  // One rank of an expert-parallel run stops them all (and says which rank failed).
+  moex::tools::expert_parallel_fatal(what, exit_code);
   std::fprintf(stderr, "moex: error: %s\n", what);
-  return 2;
+  return exit_code;
 }
 
 }  // namespace
@@ -65,24 +68,26 @@ int main(int argc, char** argv) {
       return rc == 0 ? 0 : 2;
     }
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) {
+        const int rc = run();
+        expert_parallel_finish();
+        return rc;
+      }
   } catch (const moex::Error& e) {
     return report(e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "moex: error: out of memory\n");
-    return 3;
+    return report("out of memory", 3);
   } catch (const std::filesystem::filesystem_error& e) {
     return report(e.what());  // names the path(s) and the system's reason
   } catch (const std::system_error& e) {
     // Thread creation (the worker pool) and other system calls that C++ reports this way.
     const std::string what = e.what(), code = e.code().message();
-    std::fprintf(stderr, "moex: error: %s%s%s\n", what.c_str(),
-                 what.find(code) == std::string::npos ? (" (" + code + ")").c_str() : "",
-                 e.code() == std::errc::resource_unavailable_try_again
-                     ? "; the system refused another thread or more memory: try a smaller "
-                       "--threads"
-                     : "");
-    return 2;
+    const std::string line =
+        what + (what.find(code) == std::string::npos ? " (" + code + ")" : "") +
+        (e.code() == std::errc::resource_unavailable_try_again
+             ? "; the system refused another thread or more memory: try a smaller --threads"
+             : "");
+    return report(line.c_str());
   } catch (const std::exception& e) {
     return report(e.what());
   } catch (...) {

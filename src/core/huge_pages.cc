@@ -2,10 +2,12 @@
 #include "core/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -34,6 +36,32 @@ double huge_page_share_since(int64_t before, int64_t bytes) {
   const int64_t after = anon_huge_page_bytes();
   if (before < 0 || after < 0 || bytes <= 0) return -1;
   return std::clamp(double(after - before) / double(bytes), 0.0, 1.0);
+}
+
+int64_t resident_bytes_in(const void* begin, uint64_t size) {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return -1;
+  // Mappings end on a page boundary; the range need not.
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(begin), hi = (lo + size + page - 1) / page * page;
+  std::string line;
+  bool inside = false;
+  int64_t total = 0;
+  while (std::getline(in, line)) {
+    unsigned long long a = 0, b = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (line.find(':') != std::string::npos && line.compare(0, 4, "Rss:") == 0) {
+      if (inside) {
+        long long kb = 0;
+        std::istringstream(line.substr(4)) >> kb;
+        total += kb * 1024;
+      }
+    } else if (head >> std::hex >> a >> dash >> b && dash == '-') {
+      inside = a >= lo && b <= hi;  // a mapping header line: "start-end perms offset ..."
+    }
+  }
+  return total;
 }
 
 int64_t smaps_rollup_bytes(const char* field) {

@@ -35,6 +35,10 @@ HugeArray<T> make_huge_array(size_t count, const char* what) {
 // A field of /proc/self/smaps_rollup in bytes ("AnonHugePages", "FilePmdMapped", "Rss"), -1
 // when unreadable or absent.
 int64_t smaps_rollup_bytes(const char* field);
+// Bytes of [begin, begin + size) resident in this process's page tables: the Rss of every
+// mapping (/proc/self/smaps) lying inside the range. Unlike mincore, pages another process
+// brought into the page cache do not count. -1 where /proc/self/smaps cannot be read.
+int64_t resident_bytes_in(const void* begin, uint64_t size);
 // AnonHugePages of this process in bytes, -1 when unreadable.
 inline int64_t anon_huge_page_bytes() { return smaps_rollup_bytes("AnonHugePages"); }
 // Share of a new `bytes`-long buffer on huge pages: AnonHugePages growth since `before` (an

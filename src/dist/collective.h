@@ -21,10 +21,11 @@ class Collective {
   virtual ~Collective() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // data[0..n) <- the sum over ranks of every rank's data[0..n), added in rank order 0, 1, ...
-  // R-1 on every rank, so the result is bit-identical on all ranks and does not depend on
-  // timing or on the transport's reduction algorithm.
-  virtual void sum_in_rank_order(float* data, int64_t n) = 0;
+  // all <- every rank's `mine` concatenated in rank order, on every rank; counts[r] is rank r's
+  // element count (each rank passes the same counts; mine holds counts[rank()]). all is
+  // resized to the total.
+  virtual void allgather(const float* mine, const std::vector<int64_t>& counts,
+                         std::vector<float>& all) = 0;
   // Rank 0 gets every rank's values (rank-major, each rank giving the same count); other
   // ranks get an empty vector.
   virtual std::vector<double> gather_to_root(const std::vector<double>& values) = 0;

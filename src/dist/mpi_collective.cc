@@ -1,6 +1,7 @@
 // The MPI implementation of dist::Collective (built when CMake finds MPI).
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <vector>
@@ -29,28 +30,38 @@ class MpiWorld final : public Collective {
     check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    counts_.resize(size_t(size_));
+    displs_.resize(size_t(size_));
   }
   ~MpiWorld() override { MPI_Finalize(); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void sum_in_rank_order(float* data, int64_t n) override {
-    if (size_ == 1 || n == 0) return;
-    if (n > int64_t(INT32_MAX)) fail("MPI: a reduction of ", n, " floats exceeds MPI's int count");
-    const auto t0 = Clock::now();
-    all_.resize(size_t(n) * size_t(size_));
-    check(MPI_Allgather(data, int(n), MPI_FLOAT, all_.data(), int(n), MPI_FLOAT, MPI_COMM_WORLD),
-          "MPI_Allgather");
-    // Rank 0's part first, then each further rank's, in order: the same additions on every rank.
-    for (int64_t i = 0; i < n; ++i) {
-      float s = all_[size_t(i)];
-      for (int r = 1; r < size_; ++r) s += all_[size_t(r) * size_t(n) + size_t(i)];
-      data[i] = s;
+  void allgather(const float* mine, const std::vector<int64_t>& counts,
+                 std::vector<float>& all) override {
+    if (int(counts.size()) != size_)
+      fail("MPI: allgather with ", counts.size(), " counts for ", size_, " ranks");
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs_[size_t(r)] = int(total);
+      counts_[size_t(r)] = int(counts[size_t(r)]);
+      total += counts[size_t(r)];
+      if (counts[size_t(r)] < 0 || total > int64_t(INT32_MAX))
+        fail("MPI: an allgather of ", total, " floats exceeds MPI's int counts");
     }
+    all.resize(size_t(total));
+    if (size_ == 1) {
+      std::copy(mine, mine + total, all.data());
+      return;
+    }
+    const auto t0 = Clock::now();
+    check(MPI_Allgatherv(mine, counts_[size_t(rank_)], MPI_FLOAT, all.data(), counts_.data(),
+                         displs_.data(), MPI_FLOAT, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
     stats_.calls += 1;
-    stats_.bytes_sent += n * int64_t(sizeof(float));
-    stats_.bytes_received += n * int64_t(sizeof(float)) * (size_ - 1);
+    stats_.bytes_sent += counts[size_t(rank_)] * int64_t(sizeof(float));
+    stats_.bytes_received += (total - counts[size_t(rank_)]) * int64_t(sizeof(float));
     stats_.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -69,7 +80,7 @@ class MpiWorld final : public Collective {
 
  private:
   int rank_ = 0, size_ = 1;
-  std::vector<float> all_;
+  std::vector<int> counts_, displs_;
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 // header (safetensors_header.cc) and hand out zero-copy views.
 #include "io/safetensors.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -34,20 +36,26 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, size_);
 }
 
-void SafetensorsFile::populate() const {
+void SafetensorsFile::populate() const { populate(0, size_); }
+
+void SafetensorsFile::populate(uint64_t offset, uint64_t bytes) const {
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14
 #endif
-  if (::madvise(map_, size_, MADV_POPULATE_READ) == 0) return;
+  if (offset >= size_ || bytes == 0) return;
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  const uint64_t end = std::min(size_, offset + std::min(bytes, size_ - offset));
+  uint8_t* start = static_cast<uint8_t*>(map_) + begin;
+  if (::madvise(start, end - begin, MADV_POPULATE_READ) == 0) return;
   // EINVAL: a kernel without MADV_POPULATE_READ, so touch the pages. Anything else (EIO, or
   // EFAULT from a file truncated after it was mapped) would be a SIGBUS on first use.
   if (errno != EINVAL)
     fail(path_, ": reading the weights into memory failed (", std::strerror(errno),
          "); the file may have been truncated or the disk failed");
   const auto* p = static_cast<const volatile uint8_t*>(map_);
-  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
   uint8_t sink = 0;
-  for (uint64_t o = 0; o < size_; o += page) sink = uint8_t(sink + p[o]);
+  for (uint64_t o = begin; o < end; o += page) sink = uint8_t(sink + p[o]);
   (void)sink;
 }
 

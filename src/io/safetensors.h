@@ -47,6 +47,10 @@ class SafetensorsFile {
   // kernel lacks it), so that decoding never waits on the disk and pages not yet cached come
   // in through the huge-page-advised mapping (2 MB folios where the file system allows).
   void populate() const;
+  // The same for bytes [offset, offset + bytes) of the file (widened to whole pages).
+  void populate(uint64_t offset, uint64_t bytes) const;
+  // The mapping's first byte: a tensor's data pointer minus this is its file offset.
+  const uint8_t* mapping() const { return static_cast<const uint8_t*>(map_); }
   // Share of the file's pages resident in the page cache (mincore), in [0, 1].
   double resident_fraction() const;
 

@@ -3,8 +3,10 @@
 #include "moe/moe_block.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/elementwise.h"
 #include "kernels/moe_kernels.h"
 #include "kernels/qdot.h"
 #include "moe/router.h"
@@ -134,11 +136,8 @@ void MoeBlock::run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* cou
 
   RoutedCall c{.x = call.x, .tokens = m, .expert_ids = call.expert_ids, .scores = call.scores,
                .top_k = int(k), .out = call.out};
-  if (call.owned_experts)
-    run_owned(call, ws, counters);
-  else
-    run_routed(c, call.scores_scale_input, ws, counters);
-  if (layer_.shared && call.run_shared) run_shared(call, ws, counters);
+  run_routed(c, call.scores_scale_input, ws, counters);
+  if (layer_.shared) run_shared(call, ws, counters);
 }
 
 void MoeBlock::run_routed(const RoutedCall& call, bool scores_scale_input, MoeWorkspace& ws,
@@ -161,54 +160,76 @@ void MoeBlock::run_routed(const RoutedCall& call, bool scores_scale_input, MoeWo
   run_path(d, *routed_, c, ws);
 }
 
-// Each token's owned pairs keep their order k = 0..top_k-1, so a process owning every expert
-// computes what run_routed does, bit for bit (the kernels compute each row on its own).
-void MoeBlock::run_owned(const MoeBlockCall& call, MoeWorkspace& ws,
-                         PathCounters* counters) const {
+int64_t MoeBlock::owned_pairs(const MoeBlockCall& call, const uint8_t* owned) {
+  int64_t n = 0;
+  for (int64_t p = 0; p < call.tokens * call.top_k; ++p) n += owned[call.expert_ids[p]] != 0;
+  return n;
+}
+
+void MoeBlock::run_owned_pairs(const MoeBlockCall& call, const uint8_t* owned, float* y,
+                               MoeWorkspace& ws, PathCounters* counters) const {
   const int64_t m = call.tokens, k = call.top_k, din = layer_.experts.din();
-  std::fill(call.out, call.out + m * din, 0.f);
-  for (int64_t c = 1; c <= k; ++c) {
-    int64_t rows = 0;
-    for (int64_t t = 0; t < m; ++t) {
-      int64_t owned = 0;
-      for (int64_t j = 0; j < k; ++j) owned += call.owned_experts[call.expert_ids[t * k + j]] != 0;
-      rows += owned == c;
+  const int64_t pairs = owned_pairs(call, owned);
+  if (pairs == 0) return;
+  // Each pair as one row: its token's input (scaled by its score for llama4), weight 1.
+  float* x = ws.floats(kSlotOwnedX, pairs * din);
+  int32_t* ids = ws.ints(kSlotOwnedIds, pairs);
+  float* ones = ws.floats(kSlotOwnedScores, pairs);
+  std::fill(ones, ones + pairs, 1.f);
+  int64_t p = 0;
+  for (int64_t t = 0; t < m; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      if (!owned[call.expert_ids[t * k + j]]) continue;
+      ids[p] = call.expert_ids[t * k + j];
+      const float s = call.scores_scale_input ? call.scores[t * k + j] : 1.f;
+      for (int64_t h = 0; h < din; ++h) x[p * din + h] = call.x[t * din + h] * s;
+      ++p;
     }
-    if (rows == 0) continue;
-    float* x = ws.floats(kSlotOwnedX, rows * din);
-    float* scores = ws.floats(kSlotOwnedScores, rows * c);
-    int32_t* ids = ws.ints(kSlotOwnedIds, rows * c);
-    float* out = ws.floats(kSlotOwnedOut, rows * din);
-    int32_t* token_of = ws.ints(kSlotOwnedRows, rows);  // group row -> token
-    int64_t r = 0;
-    for (int64_t t = 0; t < m; ++t) {
-      int64_t owned = 0;
-      for (int64_t j = 0; j < k; ++j) owned += call.owned_experts[call.expert_ids[t * k + j]] != 0;
-      if (owned != c) continue;
-      int64_t slot = 0;
-      for (int64_t j = 0; j < k; ++j) {
-        if (!call.owned_experts[call.expert_ids[t * k + j]]) continue;
-        ids[r * c + slot] = call.expert_ids[t * k + j];
-        scores[r * c + slot] = call.scores[t * k + j];
-        ++slot;
-      }
-      std::copy(call.x + t * din, call.x + (t + 1) * din, x + r * din);
-      token_of[r++] = int32_t(t);
-    }
-    run_routed({.x = x, .tokens = rows, .expert_ids = ids, .scores = scores, .top_k = int(c),
-                .out = out},
-               call.scores_scale_input, ws, counters);
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(out + r * din, out + (r + 1) * din, call.out + int64_t(token_of[r]) * din);
+  if (m == 1) {  // decode: the decode path, one pair at a time
+    if (counters) counters->record(decode_, ExpertSite::kRouted);
+    for (int64_t q = 0; q < pairs; ++q)
+      run_path(decode_, *routed_,
+               {.x = x + q * din, .tokens = 1, .expert_ids = ids + q, .scores = ones + q,
+                .top_k = 1, .out = y + q * din},
+               ws);
+    return;
   }
+  run_routed({.x = x, .tokens = pairs, .expert_ids = ids, .scores = ones, .top_k = 1, .out = y},
+             false, ws, counters);
+}
+
+void MoeBlock::combine_pairs(const MoeBlockCall& call, const float* y) const {
+  kernels::WeightedSumArgs sum;
+  sum.y = y;
+  sum.tokens = call.tokens;
+  sum.top_k = call.top_k;
+  sum.n = layer_.experts.din();
+  sum.out = call.out;
+  std::vector<float> ones;
+  if (call.scores_scale_input) {  // top_k == 1: the score went into the input
+    ones.assign(size_t(call.tokens), 1.f);
+    sum.scores = ones.data();
+  } else {
+    sum.scores = call.scores;
+  }
+  kernels::weighted_sum(sum);
 }
 
 // out[m] += g_m * shared(x[m]), g_m = sigmoid(gate . x[m]) or 1: the shared expert runs as a
 // 1-expert layer on the block's backend with g as its score.
 void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
                           PathCounters* counters) const {
+  const int64_t n = call.tokens * layer_.shared->mlp.din();
+  float* y = ws.floats(kSlotSharedOut, n);
+  run_shared_term(call, y, ws, counters);
+  for (int64_t i = 0; i < n; ++i) call.out[i] += y[i];
+}
+
+void MoeBlock::run_shared_term(const MoeBlockCall& call, float* term, MoeWorkspace& ws,
+                               PathCounters* counters) const {
+  if (!layer_.shared) fail("MoE block: the layer has no shared expert");
   const SharedExpert& sh = *layer_.shared;
-  const int64_t m = call.tokens, din = sh.mlp.din();
+  const int64_t m = call.tokens;
   int32_t* zeros = ws.ints(kSlotZeros, m);
   std::fill(zeros, zeros + m, 0);
 
@@ -226,11 +247,9 @@ void MoeBlock::run_shared(const MoeBlockCall& call, MoeWorkspace& ws,
   if (m != 1) prefill = shared_decision(m);
   const DispatchDecision& d = m == 1 ? shared_decode_ : prefill;
   if (counters) counters->record(d, ExpertSite::kShared);
-  float* y = ws.floats(kSlotSharedOut, m * din);
   run_path(d, *shared_, {.x = call.x, .tokens = m, .expert_ids = zeros, .scores = g, .top_k = 1,
-                         .out = y},
+                         .out = term},
            ws);
-  for (int64_t i = 0; i < m * din; ++i) call.out[i] += y[i];
 }
 
 }  // namespace moex::moe

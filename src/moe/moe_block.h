@@ -47,14 +47,6 @@ struct MoeBlockCall {
   // requires top_k == 1 (as mlx-lm asserts). Router::config().scores_scale_output() == false.
   bool scores_scale_input = false;
   float* out = nullptr;  // [M][Din], overwritten
-  // Expert parallelism (src/dist/): only the pairs whose expert this process owns run
-  // (owned_experts[e] != 0, one entry per expert), so `out` is this process's part of the
-  // routed sum (0 for a token with no owned pair); summed over the processes it is the
-  // routed output. Tokens are grouped by their number of owned pairs c, each group one call
-  // with top_k = c, so a decode token is still one M = 1 call. nullptr: every pair runs.
-  const uint8_t* owned_experts = nullptr;
-  // Whether the shared expert runs in this call (one process per layer runs it).
-  bool run_shared = true;
 };
 
 class MoeBlock {
@@ -69,6 +61,25 @@ class MoeBlock {
 
   // Runs one call; records the routed (and shared) decision in `counters` if non-null.
   void run(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
+
+  // run() in pieces, for expert parallelism (src/dist/): each process computes the expert
+  // outputs of the pairs it owns, the processes exchange them, and every process combines all
+  // of them as run() does, so the result equals run()'s bit for bit (the fused kernel and the
+  // fallback give the same bits; both end in kernels::weighted_sum's order k = 0..top_k-1).
+  //
+  // The pairs (t, j) of `call` whose expert is owned (owned[e] != 0), in (t, j) order:
+  // y[p][Din] = expert(x[t]) with weight 1 (llama4's scores_scale_input: expert(x[t] * s)).
+  // A decode token (M = 1) runs one M = 1 call per owned pair, on the decode path; more tokens
+  // run their owned pairs as rows of one call. y must hold owned_pairs(call, owned) rows.
+  static int64_t owned_pairs(const MoeBlockCall& call, const uint8_t* owned);
+  void run_owned_pairs(const MoeBlockCall& call, const uint8_t* owned, float* y, MoeWorkspace& ws,
+                       PathCounters* counters) const;
+  // call.out[t] = sum_j scores[t][j] * y[t][j] (weight 1 for llama4) from y [M][top_k][Din].
+  void combine_pairs(const MoeBlockCall& call, const float* y) const;
+  // term [M][Din] = what run() adds to the routed sum for the shared expert (gated); the layer
+  // must have one.
+  void run_shared_term(const MoeBlockCall& call, float* term, MoeWorkspace& ws,
+                       PathCounters* counters) const;
 
   // The decision for M = tokens (decode's is computed once; prefill's on each call, cheap
   // next to a prefill). The shared one is meaningful only when the layer has a shared expert.
@@ -85,7 +96,6 @@ class MoeBlock {
                 MoeWorkspace& ws) const;
   void run_routed(const RoutedCall& c, bool scores_scale_input, MoeWorkspace& ws,
                   PathCounters* counters) const;
-  void run_owned(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
   void run_shared(const MoeBlockCall& call, MoeWorkspace& ws, PathCounters* counters) const;
 
   MoeLayer layer_;

@@ -10,7 +10,7 @@ namespace moex::moe {
 
 class MoeWorkspace {
  public:
-  static constexpr int kFloatSlots = 11, kIntSlots = 7;
+  static constexpr int kFloatSlots = 10, kIntSlots = 6;
   // Grows buffer slot `i` to hold n elements; returns its data.
   float* floats(int i, int64_t n);
   int32_t* ints(int i, int64_t n);
@@ -32,13 +32,12 @@ enum MoeFloatSlot {
   kSlotOnes,
   kSlotSharedOut,
   kSlotSharedGate,
-  kSlotOwnedX,       // expert parallelism: the rows of one owned-pair count, gathered...
+  kSlotOwnedX,       // expert parallelism: a row per owned pair, and its weight 1
   kSlotOwnedScores,
-  kSlotOwnedOut,     // ...and their output before it is scattered back
   kNumMoeFloatSlots
 };
 enum MoeIntSlot {
-  kSlotLhs, kSlotRhs, kSlotOrder, kSlotCounts, kSlotZeros, kSlotOwnedIds, kSlotOwnedRows, kNumMoeIntSlots
+  kSlotLhs, kSlotRhs, kSlotOrder, kSlotCounts, kSlotZeros, kSlotOwnedIds, kNumMoeIntSlots
 };
 static_assert(kNumMoeFloatSlots == MoeWorkspace::kFloatSlots &&
               kNumMoeIntSlots == MoeWorkspace::kIntSlots);

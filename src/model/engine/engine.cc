@@ -2,6 +2,7 @@
 // and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
 // norm -> head, for the last row only.
 #include "model/engine/engine.h"
+#include "model/engine/expert_parallel.h"
 #include "model/weight_bytes.h"
 
 #include <algorithm>
@@ -56,6 +57,22 @@ ops::RopeSpec rope_spec(const RopeParams& r, int64_t head_dim, int64_t max_posit
 
 }  // namespace
 
+int64_t Engine::resident_weight_bytes() const {
+  int64_t total = 0;
+  for (const auto& f : ckpt_.files()) total += std::max<int64_t>(0, resident_bytes_in(f->mapping(), f->file_size()));
+  return total;
+}
+
+std::optional<ExpertParallelStats> Engine::expert_parallel_stats() const {
+  if (!collective_) return std::nullopt;
+  return ep_stats_;
+}
+
+void Engine::reset_expert_parallel_stats() {
+  std::fill(ep_stats_.experts_run.begin(), ep_stats_.experts_run.end(), 0);
+  ep_stats_.step_imbalance.clear();
+}
+
 double Engine::weights_pmd_mapped_fraction() const {
   const int64_t pmd = smaps_rollup_bytes("FilePmdMapped");
   if (pmd < 0 || file_bytes_ == 0) return 0.0;
@@ -83,8 +100,18 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     resident_bytes += f->resident_fraction() * double(f->file_size());
   }
   resident_at_open_ = file_bytes_ ? resident_bytes / double(file_bytes_) : 1.0;
-  if (opt.populate)
+  if (opt.collective) {
+    if (!opt.placement) fail("expert parallelism: no expert placement given");
+    if (opt.placement->ranks() != opt.collective->size())
+      fail("expert parallelism: the placement is for ", opt.placement->ranks(), " ranks, the run has ",
+           opt.collective->size());
+    if (cfg_.moe.num_experts < 1 || opt.placement->experts() != cfg_.moe.num_experts)
+      fail("expert parallelism: ", dir_, "/config.json has ", cfg_.moe.num_experts,
+           " routed experts, the placement ", opt.placement->experts());
+    collective_ = opt.collective;
+  } else if (opt.populate) {
     for (const auto& f : ckpt_.files()) f->populate();
+  }
   // Every op runs on the chosen backend; its MoE backend's capability is a policy input.
   be_ = &model_backend(opt.backend);
   policy_.backend = &be_->moe();
@@ -93,6 +120,18 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
   w_ = bind_model_weights(cfg_, *binder_);
+  if (collective_) {
+    ep_stats_.rank = collective_->rank();
+    ep_stats_.ranks = collective_->size();
+    ep_stats_.experts_run.assign(size_t(ep_stats_.ranks), 0);
+    moe_scratch_.rank_experts.assign(size_t(ep_stats_.ranks), 0);
+    for (const FileRange& r :
+         expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, collective_->rank())) {
+      if (opt.populate) r.file->populate(r.offset, r.bytes);
+      ep_stats_.bytes_read_at_open += r.bytes;
+      ++ep_stats_.ranges_read_at_open;
+    }
+  }
   ropes_.resize(size_t(cfg_.num_layers));
   for (int64_t i = 0; i < cfg_.num_layers; ++i)
     if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention)
@@ -114,13 +153,22 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   conv_.resize(size_t(cfg_.num_layers));
   dense_act_ = kernel_activation(cfg_.dense_activation);
   for (const LayerPlan& l : cfg_.layers) any_parallel_dense_ |= l.parallel_dense_dff > 0;
+  int64_t moe_index = 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
     if (plan.mixer != MixerKind::kAttention)
       conv_[size_t(i)] = std::make_unique<ShortConv>(*be_, w_.layers[size_t(i)].conv, cfg_.hidden,
                                                      cfg_.conv_kernel);
-    if (plan.ffn == FfnKind::kMoe)
-      moe_[size_t(i)] = std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_);
+    if (plan.ffn != FfnKind::kMoe) continue;
+    std::optional<ExpertParallelLayer> ep;
+    if (collective_) {
+      ep = expert_parallel_layer(*opt.placement, *collective_, i, moe_index);
+      if (moe_index == 0) ep_stats_.first_moe_layer = i;
+      ep_stats_.shared_share += ep->runs_shared() ? 1.0 / double(cfg_.num_moe_layers()) : 0.0;
+    }
+    ++moe_index;
+    moe_[size_t(i)] =
+        std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_, std::move(ep));
   }
   own_ = new_sequence();
   user_settings_ = policy_.settings;
@@ -139,7 +187,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       policy_.settings.mode == moe::FusedMode::kAuto && !policy_.settings.max_dff;
   const bool trusted = policy_.calibration && policy_.calibration->exact &&
                        policy_.calibration->moex_commit == moex_commit();
-  if (opt.measure_policy && any_moe && plain_auto && !trusted &&
+  if (opt.measure_policy && !collective_ && any_moe && plain_auto && !trusted &&
       policy_.backend->kind() == moe::Backend::kCpu)
     measure_ = std::make_unique<moe::OnlineMeasurement>(opt.measure_time);
   logits_.resize(size_t(cfg_.vocab));
@@ -396,6 +444,17 @@ void Engine::begin_step(int64_t n) {
 
 void Engine::end_step(int64_t n, bool profiled) {
   if (profiled) ++profile_.steps;
+  if (collective_) {
+    std::vector<int64_t>& run = moe_scratch_.rank_experts;
+    int64_t most = 0, total = 0;
+    for (size_t r = 0; r < run.size(); ++r) {
+      ep_stats_.experts_run[r] += run[r];
+      most = std::max(most, run[r]);
+      total += run[r];
+    }
+    if (total > 0) ep_stats_.step_imbalance.push_back(double(most) * double(run.size()) / double(total));
+    std::fill(run.begin(), run.end(), 0);
+  }
   if (measure_ && n == 1 && measure_->end_step()) finish_measurement();
 }
 

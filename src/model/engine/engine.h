@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "dist/collective.h"
+#include "dist/expert_placement.h"
 #include "io/checkpoint.h"
 #include "model/backend/model_backend.h"
 #include "model/engine/decode_profile.h"
@@ -52,6 +54,28 @@ struct EngineOptions {
   // tools ask, unless MOEX_FUSED_MOE_MEASURE=0).
   bool measure_policy = false;
   moe::MeasureTime measure_time;  // tests: a model of the paths' times (empty: real time)
+  // Expert parallelism (src/dist/, docs/expert_parallel.md): this process is rank
+  // collective->rank() of collective->size(); it owns the experts `placement` gives it, reads
+  // no other expert rows of the checkpoint, and each MoE layer's output is its part summed
+  // over the ranks in rank order (identical on every rank). Both must outlive the engine;
+  // nullptr: one process runs every expert. Turns the online policy measurement off (its
+  // timings would include the collective).
+  dist::Collective* collective = nullptr;
+  const dist::ExpertPlacement* placement = nullptr;
+};
+
+// An expert-parallel run's figures for this rank (Engine::expert_parallel_stats).
+struct ExpertParallelStats {
+  int rank = 0, ranks = 1;
+  // Distinct experts each rank ran, summed over the MoE layers and steps since the reset
+  // (every rank computes all ranks' counts from the replicated routing).
+  std::vector<int64_t> experts_run;
+  // Per step: max over ranks / mean over ranks of the experts each ran in that step.
+  std::vector<double> step_imbalance;
+  uint64_t bytes_read_at_open = 0;  // the checkpoint bytes this rank populated...
+  int64_t ranges_read_at_open = 0;  // ...in this many ranges
+  double shared_share = 0;          // of the MoE layers' shared experts, the share it runs
+  int64_t first_moe_layer = 0;
 };
 inline constexpr int64_t kDefaultContext = 4096;
 inline constexpr int64_t kDefaultPrefillChunk = 512;
@@ -132,6 +156,7 @@ class Engine {
   // Weight bytes read per decoded token, as `moex inspect` reports them (model/weight_bytes.h):
   // the numerator of the napkin-math bandwidth figure.
   int64_t active_weight_bytes_per_token() const;
+  const model::WeightBytes& weight_bytes() const { return weight_bytes_; }
   int64_t stacked_copy_bytes() const { return w_.stacked_copy_bytes; }
   // Share of the checkpoint's pages that were in the page cache when open() began (before
   // populate): below 1, opening read the rest from disk.
@@ -140,6 +165,12 @@ class Engine {
   // (FilePmdMapped / file bytes): reads from 4 KB mappings are TLB-bound on our hosts.
   double weights_pmd_mapped_fraction() const;
   const ModelWeights& weights() const { return w_; }
+  // Bytes of the checkpoint's files resident in this process's page tables (not the page
+  // cache's: another process's pages do not count).
+  int64_t resident_weight_bytes() const;
+  // Expert parallelism's figures (nullopt in a single-process run); reset clears the counts.
+  std::optional<ExpertParallelStats> expert_parallel_stats() const;
+  void reset_expert_parallel_stats();
 
   // Decode profiling (decode_profile.h): while on, every single-token forward pass and every
   // decode_batch step adds its time per op group to profile() (one step each). Off by default.
@@ -208,6 +239,8 @@ class Engine {
   bool profiling_ = false;
   DecodeProfile profile_;
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
+  dist::Collective* collective_ = nullptr;  // expert parallelism, when on
+  ExpertParallelStats ep_stats_;
 
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).

@@ -61,9 +61,13 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
 
 
 MoeFfn::MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w,
-               int64_t layer, const moe::MoePolicy& policy)
+               int64_t layer, const moe::MoePolicy& policy, std::optional<ExpertParallelLayer> ep)
     : be_(be),
-      cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)) {
+      cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)), ep_(std::move(ep)) {
+  if (ep_ && (int64_t(ep_->owned.size()) != cfg.moe.num_experts ||
+              int64_t(ep_->owner.size()) != cfg.moe.num_experts || !ep_->collective))
+    fail("MoE layer ", layer, ": expert-parallel share of ", ep_->owned.size(), " experts for a ",
+         cfg.moe.num_experts, "-expert layer");
   layer_views_.experts = w.experts;
   layer_views_.experts.gate_bias = w.gate_bias.data();
   layer_views_.experts.up_bias = w.up_bias.data();
@@ -126,10 +130,16 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   be_.linear({.lin = &w_.router, .x = router_x, .rows = n, .out = s.logits.data()});
   router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
   s.expert_seen.assign(size_t(e), 0);
-  int64_t distinct = 0;
+  int64_t distinct = 0;  // that this process runs
   for (int64_t i = 0; i < n * k; ++i) {
-    uint8_t& seen = s.expert_seen[size_t(s.ids[size_t(i)])];
-    distinct += !seen;
+    const int32_t id = s.ids[size_t(i)];
+    uint8_t& seen = s.expert_seen[size_t(id)];
+    if (!seen && ep_) {
+      const size_t r = size_t(ep_->owner[size_t(id)]);
+      if (s.rank_experts.size() <= r) s.rank_experts.resize(r + 1);
+      ++s.rank_experts[r];
+    }
+    distinct += !seen && (!ep_ || ep_->owned[size_t(id)]);
     seen = 1;
   }
   counters.record_expert_reads(distinct, distinct * bytes_per_expert_);
@@ -141,10 +151,45 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   call.top_k = int(k);
   call.scores_scale_input = !router_.config().scores_scale_output();
   call.out = out;
-  block_->run(call, s.block, &counters);
+  if (ep_)
+    run_expert_parallel(call, counters, s);
+  else
+    block_->run(call, s.block, &counters);
   if (!w_.experts_out_norm.weight.empty())
     be_.rms_norm({.x = out, .out = out, .weight = w_.experts_out_norm.weight.data(), .rows = n,
                   .dim = H, .eps = eps});
+}
+
+// This rank's pairs (and the shared term on its rank), exchanged in one allgather; then every
+// rank puts each pair's output in (token, k) order from its owner's block and combines them.
+void MoeFfn::run_expert_parallel(const moe::MoeBlockCall& call, moe::PathCounters& counters,
+                                 MoeFfnScratch& s) {
+  const int64_t n = call.tokens, k = call.top_k, H = cfg_.hidden;
+  const int ranks = ep_->collective->size(), me = ep_->collective->rank();
+  const bool shared = w_.has_shared;
+  s.ep_counts.assign(size_t(ranks), 0);
+  for (int64_t q = 0; q < n * k; ++q) s.ep_counts[size_t(ep_->owner[size_t(call.expert_ids[q])])] += H;
+  const int64_t my_pairs = s.ep_counts[size_t(me)] / H;
+  if (shared) s.ep_counts[size_t(ep_->shared_rank)] += n * H;
+  s.ep_mine.resize(size_t(s.ep_counts[size_t(me)]));
+  block_->run_owned_pairs(call, ep_->owned.data(), s.ep_mine.data(), s.block, &counters);
+  if (shared && ep_->runs_shared())
+    block_->run_shared_term(call, s.ep_mine.data() + my_pairs * H, s.block, &counters);
+  ep_->collective->allgather(s.ep_mine.data(), s.ep_counts, s.ep_all);
+  s.ep_next.assign(size_t(ranks), 0);
+  for (int r = 1; r < ranks; ++r)
+    s.ep_next[size_t(r)] = s.ep_next[size_t(r - 1)] + s.ep_counts[size_t(r - 1)];
+  s.ep_pairs.resize(size_t(n * k * H));
+  for (int64_t q = 0; q < n * k; ++q) {
+    int64_t& at = s.ep_next[size_t(ep_->owner[size_t(call.expert_ids[q])])];
+    std::copy_n(s.ep_all.data() + at, H, s.ep_pairs.data() + q * H);
+    at += H;
+  }
+  block_->combine_pairs(call, s.ep_pairs.data());
+  if (shared) {  // what run() adds last: its owner's block ends with it
+    const float* term = s.ep_all.data() + s.ep_next[size_t(ep_->shared_rank)];
+    for (int64_t i = 0; i < n * H; ++i) call.out[i] += term[i];
+  }
 }
 
 }  // namespace moex::model::engine

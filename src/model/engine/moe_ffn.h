@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "dist/collective.h"
 #include "model/backend/model_backend.h"
 #include "model/engine/model_weights.h"
 #include "model/model_config.h"
@@ -31,18 +32,38 @@ struct MoeFfnScratch {
   std::vector<int32_t> ids;
   std::vector<uint8_t> expert_seen;  // [num_experts]: which experts a call selected
   std::vector<float> router_in, experts_in;  // the block's own input norms (Gemma-4)
+  // Expert parallelism: distinct experts each rank ran since the engine's step began (every
+  // rank computes every rank's count from the replicated routing: no communication); this
+  // rank's expert outputs, every rank's, and the pairs' outputs in (token, k) order.
+  std::vector<int64_t> rank_experts, ep_counts, ep_next;
+  std::vector<float> ep_mine, ep_all, ep_pairs;
+};
+
+// One MoE layer's share of an expert-parallel run (src/dist/): the experts this process owns,
+// the owner of each, the rank that runs the shared expert, and the collective through which
+// the ranks exchange their experts' outputs.
+struct ExpertParallelLayer {
+  std::vector<uint8_t> owned;  // [experts]
+  std::vector<int32_t> owner;  // [experts]
+  int shared_rank = 0;
+  dist::Collective* collective = nullptr;
+  bool runs_shared() const { return shared_rank == collective->rank(); }
 };
 
 class MoeFfn {
  public:
   // policy.backend must be be.moe().
+  // ep: this process's share of an expert-parallel run (nullopt: it runs every expert).
   MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
-         const moe::MoePolicy& policy);
+         const moe::MoePolicy& policy, std::optional<ExpertParallelLayer> ep = std::nullopt);
 
   // x [n][H] -> out [n][H] (overwritten). x is what the engine gives the block: the normed
   // residual, or the raw residual when the block has its own input norms (moe_input_is_raw):
   // the router then reads RMSNorm(x) with MoeWeights::router_norm and the experts
-  // experts_in_norm(x); experts_out_norm, when present, normalizes the output.
+  // experts_in_norm(x); experts_out_norm, when present, normalizes the output. Expert
+  // parallel: this process runs its owned pairs (and the shared expert if it is its), the
+  // ranks exchange those outputs, and every rank combines them as one process does: the
+  // output is the single-process one bit for bit, on every rank.
   void forward(const float* x, int64_t n, float* out, moe::PathCounters& counters,
                MoeFfnScratch& scratch);
   // The policy's decision for `tokens` tokens (routed experts; and the shared expert's).
@@ -54,6 +75,8 @@ class MoeFfn {
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
  private:
+  void run_expert_parallel(const moe::MoeBlockCall& call, moe::PathCounters& counters,
+                           MoeFfnScratch& s);
 
   const ModelBackend& be_;
   const ModelConfig& cfg_;
@@ -65,6 +88,7 @@ class MoeFfn {
   kernels::QuantWeightsView shared_gate_;
   int64_t bytes_per_expert_ = 0;  // packed weights, scales and biases of one routed expert
   std::unique_ptr<moe::MoeBlock> block_;
+  std::optional<ExpertParallelLayer> ep_;
 };
 
 }  // namespace moex::model::engine

@@ -1,0 +1,95 @@
+// What one rank of an expert-parallel run reads, and its share of each MoE layer.
+#include "model/engine/expert_parallel.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/dtype.h"
+
+namespace moex::model::engine {
+
+namespace {
+
+using Ranges = std::map<const io::SafetensorsFile*, std::vector<std::pair<uint64_t, uint64_t>>>;
+
+// [p, p + bytes) as a range of the file whose mapping holds it; false when none does (a copy).
+bool add_range(const io::Checkpoint& ckpt, const void* p, uint64_t bytes, Ranges* out) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (const auto& f : ckpt.files()) {
+    const uint8_t* m = f->mapping();
+    if (b >= m && b + bytes <= m + f->file_size()) {
+      (*out)[f.get()].push_back({uint64_t(b - m), uint64_t(b - m) + bytes});
+      return true;
+    }
+  }
+  return false;
+}
+
+// Expert e's rows of one stacked projection: packed weights, scales, biases.
+void add_expert(const io::Checkpoint& ckpt, const kernels::QuantWeightsView& v, int64_t e,
+                Ranges* out) {
+  if (!v.w) return;
+  add_range(ckpt, v.row(e, 0), uint64_t(v.n * v.row_bytes()), out);
+  const uint64_t sb = uint64_t(v.n * v.groups_per_row()) * uint64_t(dtype_size(v.sb_dtype));
+  const uint64_t at = uint64_t(v.sb_offset(e, 0)) * uint64_t(dtype_size(v.sb_dtype));
+  if (v.scales && sb) add_range(ckpt, static_cast<const uint8_t*>(v.scales) + at, sb, out);
+  if (v.biases && sb) add_range(ckpt, static_cast<const uint8_t*>(v.biases) + at, sb, out);
+}
+
+}  // namespace
+
+std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
+                                             const std::vector<TensorRecord>& tensors,
+                                             const ModelConfig& cfg, const ModelWeights& w,
+                                             const dist::ExpertPlacement& placement, int rank) {
+  Ranges experts, owned;
+  for (const TensorRecord& t : tensors) {
+    if (t.role != TensorRole::kExperts) continue;
+    if (const io::TensorInfo* ti = ckpt.find(t.name))
+      add_range(ckpt, ti->data, ti->nbytes, &experts);
+  }
+  for (int64_t l = 0; l < cfg.num_layers; ++l) {
+    if (cfg.layers[size_t(l)].ffn != FfnKind::kMoe) continue;
+    const kernels::MoeExpertsView& ex = w.layers[size_t(l)].moe.experts;
+    for (int64_t e = 0; e < cfg.moe.num_experts; ++e) {
+      if (placement.owner(l, e) != rank) continue;
+      for (const kernels::QuantWeightsView* v : {&ex.gate, &ex.up, &ex.down})
+        add_expert(ckpt, *v, e, &owned);
+    }
+  }
+  std::vector<FileRange> out;
+  for (const auto& f : ckpt.files()) {
+    // The file minus the expert tensors, plus the owned rows; then sorted and merged.
+    std::vector<std::pair<uint64_t, uint64_t>> skip = experts[f.get()], keep = owned[f.get()];
+    std::sort(skip.begin(), skip.end());
+    uint64_t at = 0;
+    for (const auto& [b, e] : skip) {
+      if (b > at) keep.push_back({at, b});
+      at = std::max(at, e);
+    }
+    if (at < f->file_size()) keep.push_back({at, f->file_size()});
+    std::sort(keep.begin(), keep.end());
+    for (const auto& [b, e] : keep) {
+      if (!out.empty() && out.back().file == f.get() && out.back().offset + out.back().bytes >= b) {
+        out.back().bytes = std::max(out.back().offset + out.back().bytes, e) - out.back().offset;
+      } else {
+        out.push_back({f.get(), b, e - b});
+      }
+    }
+  }
+  return out;
+}
+
+ExpertParallelLayer expert_parallel_layer(const dist::ExpertPlacement& placement,
+                                          dist::Collective& collective, int64_t layer,
+                                          int64_t moe_index) {
+  ExpertParallelLayer ep;
+  ep.owned = placement.owned_mask(collective.rank(), layer);
+  ep.owner.resize(size_t(placement.experts()));
+  for (int64_t e = 0; e < placement.experts(); ++e) ep.owner[size_t(e)] = placement.owner(layer, e);
+  ep.shared_rank = int(moe_index % collective.size());
+  ep.collective = &collective;
+  return ep;
+}
+
+}  // namespace moex::model::engine

@@ -1,0 +1,39 @@
+// Expert parallelism inside the engine (src/dist/ has the placement and the collectives):
+// which bytes of the checkpoint one rank reads at open (every tensor except the routed
+// experts, plus its owned experts' rows), and each MoE layer's share.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/collective.h"
+#include "dist/expert_placement.h"
+#include "io/checkpoint.h"
+#include "model/engine/model_weights.h"
+#include "model/engine/moe_ffn.h"
+#include "model/model_config.h"
+#include "model/tensor_table.h"
+
+namespace moex::model::engine {
+
+struct FileRange {
+  const io::SafetensorsFile* file = nullptr;
+  uint64_t offset = 0, bytes = 0;
+};
+
+// The ranges of the checkpoint's files this rank needs, sorted and merged per file: each
+// file without the routed-expert tensors' bytes, and the rows of the experts `rank` owns
+// where the engine's views point into the files (experts copied at load from a per-expert
+// layout were read whole by the copy).
+std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
+                                             const std::vector<TensorRecord>& tensors,
+                                             const ModelConfig& cfg, const ModelWeights& w,
+                                             const dist::ExpertPlacement& placement, int rank);
+
+// Layer `layer`'s share for this rank: its owned experts, every expert's owner, and whether it
+// runs the shared expert (MoE layer number moe_index modulo the ranks, spreading them).
+ExpertParallelLayer expert_parallel_layer(const dist::ExpertPlacement& placement,
+                                          dist::Collective& collective, int64_t layer,
+                                          int64_t moe_index);
+
+}  // namespace moex::model::engine
