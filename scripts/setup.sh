@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake pkg-config git nlohmann-json3-dev libcli11-dev libgtest-dev
-      libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev python3-venv)
+      libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev python3-venv
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
