@@ -114,6 +114,15 @@ foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe
   set_tests_properties(engine_parity_tiny-${family}_hf_layout PROPERTIES LABELS reference
                        TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# Qwen3-Next as mlx-lm's converter writes it at its defaults (4-bit g64; the router and the
+# shared expert's gate at 8-bit by the family's quant predicate).
+add_test(NAME engine_parity_tiny-qwen3-next_mlx_convert_4bit
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen3-next-convert-4bit
+          --make-preset tiny-qwen3-next "--mlx-convert=--q-bits 4" --dtype f32
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-qwen3-next_mlx_convert_4bit PROPERTIES LABELS reference
+                     TIMEOUT 600 SKIP_RETURN_CODE 77)
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections
 # replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
 # width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate
