@@ -221,6 +221,25 @@ void validate_model_config(const ModelConfig& c) {
   }
 }
 
+int64_t kv_cache_bytes_per_token(const ModelConfig& c) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    if (c.layers[size_t(i)].mixer == MixerKind::kAttention)
+      n += 2 * c.layer_kv_dim(i) * int64_t(sizeof(float));
+  return n;
+}
+
+int64_t recurrent_state_bytes(const ModelConfig& c) {
+  int64_t n = 0;
+  const GatedDeltaParams& g = c.gdn;
+  for (const LayerPlan& l : c.layers) {
+    if (l.mixer == MixerKind::kShortConv) n += (c.conv_kernel - 1) * c.hidden;
+    if (l.mixer == MixerKind::kGatedDeltaNet)
+      n += (g.conv_kernel - 1) * g.conv_dim() + g.v_heads * g.v_head_dim * g.k_head_dim;
+  }
+  return n * int64_t(sizeof(float));
+}
+
 std::string describe_layer(const ModelConfig& c, int64_t layer) {
   const LayerPlan& l = c.layers.at(size_t(layer));
   std::string s = str_cat("L", layer, ": ");

@@ -307,6 +307,12 @@ const char* ffn_kind_name(FfnKind k);
 // Throws moex::Error naming cfg.source and the offending field.
 void validate_model_config(const ModelConfig& cfg);
 
+// The decode state one sequence holds (f32, as the engine keeps it): KV cache bytes per token
+// of context over the attention layers, and the fixed bytes of the recurrent layers' states
+// (LFM2 short-conv, Gated DeltaNet conv + delta-rule state) whatever the context.
+int64_t kv_cache_bytes_per_token(const ModelConfig& cfg);
+int64_t recurrent_state_bytes(const ModelConfig& cfg);
+
 // One line per layer: "L3: attention(rope) + moe 128x768 top-8 softmax_topk_renorm".
 std::string describe_layer(const ModelConfig& cfg, int64_t layer);
 

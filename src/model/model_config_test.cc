@@ -180,6 +180,10 @@ TEST(ModelConfig, Qwen3NextHybridLayerPlan) {
             std::string::npos)
       << describe_layer(c, 0);
   EXPECT_NE(describe_layer(c, 3).find("output gate"), std::string::npos) << describe_layer(c, 3);
+  // 36 linear layers of 3 x 8192 conv + 32 x 128 x 128 state floats; 12 attention layers of
+  // 2 kv heads x 256 for K and V.
+  EXPECT_EQ(recurrent_state_bytes(c), int64_t{36} * (3 * 8192 + 32 * 128 * 128) * 4);
+  EXPECT_EQ(kv_cache_bytes_per_token(c), int64_t{12} * 2 * 2 * 256 * 4);
   json bad = j;
   bad["linear_num_value_heads"] = 24;
   expect_error([&] { parse_model_config(bad, "qn/config.json"); },
