@@ -36,10 +36,13 @@ void print_architecture(const model::ModelConfig& c) {
               (long long)c.hidden, (long long)c.vocab, (long long)c.num_layers,
               (long long)c.num_moe_layers(), (long long)c.max_position);
   std::printf("  attention: %lld heads / %lld kv heads / head_dim %lld, biases q%d k%d v%d o%d, "
-              "q/k norm %s, rope %s theta %g%s\n",
+              "q/k norm %s, rope %s theta %g%s%s\n",
               (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim, c.q_bias, c.k_bias,
               c.v_bias, c.o_bias, model::qk_norm_kind_name(c.qk_norm), model::rope_kind_name(c.rope.kind),
-              c.rope.theta, c.rope.traditional ? " (traditional)" : "");
+              c.rope.theta, c.rope.traditional ? " (traditional)" : "",
+              c.rope.dims > 0 && c.rope.dims < c.head_dim
+                  ? str_cat(" on ", c.rope.dims, " of ", c.head_dim, " dims").c_str()
+                  : "");
   std::printf("  norm %s eps %g, tied embeddings %s, lm_head bias %s\n", model::norm_kind_name(c.norm),
               c.norm_eps, c.tie_word_embeddings ? "yes" : "no", c.lm_head_bias ? "yes" : "no");
   if (c.num_moe_layers() > 0)
@@ -48,6 +51,12 @@ void print_architecture(const model::ModelConfig& c) {
                 model::router_kind_name(c.moe.router), c.moe.use_expert_bias ? " + expert_bias" : "",
                 c.moe.shared_dff > 0 ? str_cat(c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "").c_str()
                                      : "none");
+  const int64_t fixed = model::recurrent_state_bytes(c);
+  std::printf("  decode state per sequence: KV cache %lld bytes per token of context%s\n",
+              (long long)model::kv_cache_bytes_per_token(c),
+              fixed > 0 ? str_cat(", recurrent states ", fixed, " bytes (",
+                                  model::human_bytes(fixed), ") whatever the context").c_str()
+                        : "");
   std::string eos;
   for (int64_t e : c.eos_token_ids) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
   std::printf("  eos token ids: [%s]\n", eos.c_str());

@@ -82,7 +82,12 @@ const char* router_kind_name(RouterKind k) {
 }
 
 const char* mixer_kind_name(MixerKind k) {
-  return k == MixerKind::kAttention ? "attention" : "short_conv";
+  switch (k) {
+    case MixerKind::kAttention: return "attention";
+    case MixerKind::kShortConv: return "short_conv";
+    case MixerKind::kGatedDeltaNet: return "gated_deltanet";
+  }
+  return "?";
 }
 
 const char* ffn_kind_name(FfnKind k) { return k == FfnKind::kDense ? "dense" : "moe"; }
@@ -177,10 +182,27 @@ void validate_model_config(const ModelConfig& c) {
       if (l.sliding_window < 0 || l.sliding_window > limits::kMaxPosition)
         fail(c.source, ": layer ", i, " has sliding window ", l.sliding_window, "; expected [0, ",
              limits::kMaxPosition, "]");
-    } else {
+    } else if (l.mixer == MixerKind::kShortConv) {
       require_positive(c, "conv_L_cache", c.conv_kernel);
       require_name(c, i, "conv in_proj", n.conv_in);
       require_name(c, i, "conv", n.conv);
+    } else {
+      const GatedDeltaParams& g = c.gdn;
+      require_size(c, "linear_num_key_heads", g.k_heads, limits::kMaxHeads);
+      require_size(c, "linear_num_value_heads", g.v_heads, limits::kMaxHeads);
+      require_size(c, "linear_key_head_dim", g.k_head_dim, limits::kMaxHeadDim);
+      require_size(c, "linear_value_head_dim", g.v_head_dim, limits::kMaxHeadDim);
+      require_size(c, "linear_conv_kernel_dim", g.conv_kernel, limits::kMaxConvKernel);
+      if (g.v_heads % g.k_heads != 0)
+        fail(c.source, ": linear_num_value_heads (", g.v_heads,
+             ") is not a multiple of linear_num_key_heads (", g.k_heads, ")");
+      if (n.gdn_qkvz.empty() == n.gdn_qkv.empty())
+        fail(c.source, ": layer ", i, " needs either in_proj_qkvz or in_proj_qkv names");
+      require_name(c, i, "linear_attn conv1d", n.gdn_conv);
+      require_name(c, i, "linear_attn A_log", n.gdn_a_log);
+      require_name(c, i, "linear_attn dt_bias", n.gdn_dt_bias);
+      require_name(c, i, "linear_attn norm", n.gdn_norm);
+      require_name(c, i, "linear_attn out_proj", n.gdn_out);
     }
     if (l.ffn_dff < 1 || l.ffn_dff > limits::kMaxDff)
       fail(c.source, ": layer ", i, " has intermediate size ", l.ffn_dff, "; expected [1, ",
@@ -199,6 +221,25 @@ void validate_model_config(const ModelConfig& c) {
   }
 }
 
+int64_t kv_cache_bytes_per_token(const ModelConfig& c) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    if (c.layers[size_t(i)].mixer == MixerKind::kAttention)
+      n += 2 * c.layer_kv_dim(i) * int64_t(sizeof(float));
+  return n;
+}
+
+int64_t recurrent_state_bytes(const ModelConfig& c) {
+  int64_t n = 0;
+  const GatedDeltaParams& g = c.gdn;
+  for (const LayerPlan& l : c.layers) {
+    if (l.mixer == MixerKind::kShortConv) n += (c.conv_kernel - 1) * c.hidden;
+    if (l.mixer == MixerKind::kGatedDeltaNet)
+      n += (g.conv_kernel - 1) * g.conv_dim() + g.v_heads * g.v_head_dim * g.k_head_dim;
+  }
+  return n * int64_t(sizeof(float));
+}
+
 std::string describe_layer(const ModelConfig& c, int64_t layer) {
   const LayerPlan& l = c.layers.at(size_t(layer));
   std::string s = str_cat("L", layer, ": ");
@@ -212,9 +253,14 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
                  l.qk_norm ? str_cat(", qk_norm ", qk_norm_kind_name(c.qk_norm)) : "",
                  l.attn_temperature ? ", temperature tuning" : "",
                  l.sliding_window > 0 ? str_cat(", window ", l.sliding_window) : "",
-                 c.attention_sinks ? ", sinks" : "", ")");
-  } else {
+                 c.attention_sinks ? ", sinks" : "",
+                 l.attn_output_gate ? ", output gate" : "", ")");
+  } else if (l.mixer == MixerKind::kShortConv) {
     s += str_cat("short_conv(L=", c.conv_kernel, ")");
+  } else {
+    const GatedDeltaParams& g = c.gdn;
+    s += str_cat("gated_deltanet(", g.k_heads, "x", g.k_head_dim, " k, ", g.v_heads, "x",
+                 g.v_head_dim, " v, conv L=", g.conv_kernel, ")");
   }
   if (l.ffn == FfnKind::kDense) {
     s += str_cat(" + dense ", l.ffn_dff);

@@ -110,7 +110,8 @@ enum class ExpertActivation {
 
 enum class MixerKind {
   kAttention,  // softmax attention with a KV cache
-  kShortConv   // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
+  kShortConv,  // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
+  kGatedDeltaNet  // Qwen3-Next linear attention: causal conv + gated delta rule recurrence
 };
 
 enum class FfnKind { kDense, kMoe };
@@ -134,6 +135,11 @@ struct LayerModules {
   std::string qkv;  // one fused Linear [q; k; v] (Bailing's query_key_value); q, k, v empty
   std::string sinks;                               // gpt-oss attention sinks [heads]: full tensor name
   std::string conv_in, conv, conv_out;             // short conv (conv: Conv1d [H, L, 1])
+  // Gated DeltaNet (linear_attn.*): Qwen3-Next's per-key-head interleaved in_proj_qkvz and
+  // in_proj_ba, or Qwen3.5's separate in_proj_qkv / _z / _b / _a; conv1d [C, L, 1]; dt_bias
+  // and A_log [v_heads] (full tensor names); the gated RMSNorm [v_head_dim]; out_proj.
+  std::string gdn_qkvz, gdn_ba, gdn_qkv, gdn_z, gdn_b, gdn_a;
+  std::string gdn_conv, gdn_dt_bias, gdn_a_log, gdn_norm, gdn_out;
   std::string dense_gate, dense_up, dense_down;    // dense FFN
   std::string router, expert_bias;                 // MoE router [E, H]; expert_bias: full tensor name
   std::string experts_gate, experts_up, experts_down;  // stacked [E, Dff, H] / [E, H, Dff]
@@ -174,8 +180,19 @@ struct LayerPlan {
   int64_t head_dim = 0, kv_heads = 0;
   bool values_from_keys = false;  // no v_proj: the values are the raw k_proj output
   bool value_norm = false;        // values RMSNorm'd over head_dim without a weight (qk_norm_eps)
+  // Qwen3-Next gated attention: q_proj gives [heads][2 * head_dim] (query, then gate, per
+  // head); the attention output is multiplied by sigmoid(gate) before o_proj.
+  bool attn_output_gate = false;
   std::optional<RopeParams> rope; // this layer's RoPE; absent: ModelConfig::rope
   LayerModules names;
+};
+
+// Gated DeltaNet geometry (Qwen3-Next linear_* fields). conv channels = 2 * key_dim + value_dim.
+struct GatedDeltaParams {
+  int64_t k_heads = 0, v_heads = 0, k_head_dim = 0, v_head_dim = 0, conv_kernel = 0;
+  int64_t key_dim() const { return k_heads * k_head_dim; }
+  int64_t value_dim() const { return v_heads * v_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
 };
 
 struct MoeParams {
@@ -227,6 +244,9 @@ struct ModelConfig {
   int64_t conv_kernel = 0;
   bool conv_bias = false;
 
+  // Gated DeltaNet layers (Qwen3-Next).
+  GatedDeltaParams gdn;
+
   NormKind norm = NormKind::kRmsNorm;
   double norm_eps = 1e-6;
 
@@ -245,6 +265,10 @@ struct ModelConfig {
   ExpertActivation dense_activation = ExpertActivation::kSwiGLU;
 
   bool tie_word_embeddings = false;
+  // Qwen3-Next: a checkpoint in the Hugging Face per-expert layout stores its zero-centred
+  // RMSNorm weights (input/post-attention/final norms, q/k norms) as w - 1; mlx-lm's sanitize
+  // adds 1 to them when it stacks the experts, and so does the binder.
+  bool hf_layout_norms_plus_one = false;
   bool lm_head_bias = false;  // Phi-MoE
   // Bailing norm_head: every column of a float lm_head weight is divided at load by its L2
   // norm over the vocabulary + 1e-7, as mlx-lm's sanitize does (a quantized head was
@@ -282,6 +306,12 @@ const char* ffn_kind_name(FfnKind k);
 // heads, top_k <= experts, one plan per layer, names present for what the plan uses).
 // Throws moex::Error naming cfg.source and the offending field.
 void validate_model_config(const ModelConfig& cfg);
+
+// The decode state one sequence holds (f32, as the engine keeps it): KV cache bytes per token
+// of context over the attention layers, and the fixed bytes of the recurrent layers' states
+// (LFM2 short-conv, Gated DeltaNet conv + delta-rule state) whatever the context.
+int64_t kv_cache_bytes_per_token(const ModelConfig& cfg);
+int64_t recurrent_state_bytes(const ModelConfig& cfg);
 
 // One line per layer: "L3: attention(rope) + moe 128x768 top-8 softmax_topk_renorm".
 std::string describe_layer(const ModelConfig& cfg, int64_t layer);

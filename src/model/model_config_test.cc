@@ -158,6 +158,47 @@ TEST(ModelConfig, Lfm2HybridLayerPlan) {
   EXPECT_EQ(c.final_norm_name, "model.embedding_norm");
 }
 
+// Qwen3-Next: every 4th layer gated attention (partial RoPE), the others Gated DeltaNet; the
+// shared expert is gated; bad linear-attention geometry names its field.
+TEST(ModelConfig, Qwen3NextHybridLayerPlan) {
+  const json j = preset_config_json(*find_preset("qwen3-next-80b-a3b"));
+  const ModelConfig c = parse_model_config(j, "qn");
+  int attn = 0;
+  for (const LayerPlan& l : c.layers) attn += l.mixer == MixerKind::kAttention;
+  EXPECT_EQ(attn, 12);
+  EXPECT_EQ(c.layers[3].mixer, MixerKind::kAttention);
+  EXPECT_TRUE(c.layers[3].attn_output_gate);
+  EXPECT_EQ(c.layers[0].mixer, MixerKind::kGatedDeltaNet);
+  EXPECT_EQ(c.layers[0].names.gdn_qkvz, "model.layers.0.linear_attn.in_proj_qkvz");
+  EXPECT_EQ(c.layers[0].names.gdn_a_log, "model.layers.0.linear_attn.A_log");
+  EXPECT_EQ(c.gdn.conv_dim(), 2 * 16 * 128 + 32 * 128);
+  EXPECT_EQ(c.rope.dims, 64);  // 256 * 0.25
+  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkRenorm);
+  EXPECT_TRUE(c.moe.shared_expert_gated);
+  EXPECT_EQ(c.layers[0].names.shared_expert_gate, "model.layers.0.mlp.shared_expert_gate");
+  EXPECT_NE(describe_layer(c, 0).find("gated_deltanet(16x128 k, 32x128 v, conv L=4)"),
+            std::string::npos)
+      << describe_layer(c, 0);
+  EXPECT_NE(describe_layer(c, 3).find("output gate"), std::string::npos) << describe_layer(c, 3);
+  // 36 linear layers of 3 x 8192 conv + 32 x 128 x 128 state floats; 12 attention layers of
+  // 2 kv heads x 256 for K and V.
+  EXPECT_EQ(recurrent_state_bytes(c), int64_t{36} * (3 * 8192 + 32 * 128 * 128) * 4);
+  EXPECT_EQ(kv_cache_bytes_per_token(c), int64_t{12} * 2 * 2 * 256 * 4);
+  json bad = j;
+  bad["linear_num_value_heads"] = 24;
+  expect_error([&] { parse_model_config(bad, "qn/config.json"); },
+               {"qn/config.json", "linear_num_value_heads", "linear_num_key_heads"});
+  bad = j;
+  bad["partial_rotary_factor"] = 0.001;
+  expect_error([&] { parse_model_config(bad, "qn/config.json"); }, {"partial_rotary_factor"});
+  bad = j;
+  bad.erase("linear_key_head_dim");
+  expect_error([&] { parse_model_config(bad, "qn/config.json"); }, {"linear_key_head_dim"});
+  bad = j;
+  bad.erase("mlp_only_layers");
+  expect_error([&] { parse_model_config(bad, "qn/config.json"); }, {"mlp_only_layers"});
+}
+
 TEST(ModelConfig, EveryPresetRoundTripsThroughItsFamily) {
   for (const ModelPreset& p : all_presets()) {
     SCOPED_TRACE(p.name);
@@ -318,7 +359,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 17u);  // model_types: gemma4_text and its wrapper gemma4
+  EXPECT_EQ(families.size(), 18u);  // model_types: gemma4_text and its wrapper gemma4
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -340,7 +381,7 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
                 "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe",
-                "gemma4_text"});
+                "gemma4_text", "qwen3_next"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

@@ -175,6 +175,20 @@ std::vector<ModelPreset> make_presets() {
   p.description = "OLMoE-1B-7B: 64 experts top-8, full-width q/k norm, Dff 1024";
   add(p);
 
+  // Qwen/Qwen3-Next-80B-A3B-Instruct (config.json: hidden_size 2048, 48 layers, every 4th
+  // full attention (16 heads / 2 kv heads of head_dim 256, partial_rotary_factor 0.25,
+  // rope_theta 5e6), the others Gated DeltaNet (16 key heads / 32 value heads of 128, conv
+  // kernel 4), 512 experts of moe_intermediate_size 512 top-10 + a shared expert of 512,
+  // intermediate_size 5120, vocab_size 151936, max_position_embeddings 262144).
+  p = {};
+  p.name = "qwen3-next-80b-a3b", p.model_type = "qwen3_next", p.hidden = 2048, p.moe_dff = 512;
+  p.experts = 512, p.top_k = 10, p.shared_dff = 512, p.dense_dff = 5120, p.layers = 48;
+  p.heads = 16, p.kv_heads = 2, p.head_dim = 256, p.vocab = 151936, p.max_position = 262144;
+  p.linear_k_heads = 16, p.linear_v_heads = 32, p.linear_k_head_dim = 128;
+  p.linear_v_head_dim = 128, p.full_attention_interval = 4;
+  p.description = "Qwen3-Next-80B-A3B: Gated DeltaNet x3 + gated attention, 512 experts top-10 + shared";
+  add(p);
+
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------
   const int64_t kTinyVocab = 1024;
   auto tiny = [&](ModelPreset t) {
@@ -285,6 +299,14 @@ std::vector<ModelPreset> make_presets() {
   p.name = "tiny-minimax", p.model_type = "minimax", p.moe_dff = 128, p.experts = 8;
   p.top_k = 4, p.layers = 2, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.description = "tiny MiniMax-M2 (full-width q/k norm, partial RoPE, sigmoid + bias routing)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-qwen3-next", p.model_type = "qwen3_next", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 4;
+  p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.linear_k_heads = 2, p.linear_v_heads = 4;
+  p.linear_k_head_dim = 32, p.linear_v_head_dim = 32, p.full_attention_interval = 2;
+  p.description = "tiny Qwen3-Next (2 Gated DeltaNet + 2 gated attention layers, first FFN dense)";
   tiny(p);
 
   p = {};

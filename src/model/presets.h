@@ -30,6 +30,10 @@ struct ModelPreset {
                                            // are short-conv); empty = every layer attends
   bool tie_embeddings = false;
   bool expert_linear_bias = false;         // OLMoE mlp_bias: biases on every expert projection
+  // Gated DeltaNet hybrids (Qwen3-Next): the linear_* heads and head dims, and every
+  // full_attention_interval-th layer attends (the others are Gated DeltaNet layers).
+  int64_t linear_k_heads = 0, linear_v_heads = 0, linear_k_head_dim = 0, linear_v_head_dim = 0;
+  int64_t full_attention_interval = 0;
   std::string description;                 // one line for --list-presets
 };
 

@@ -68,7 +68,9 @@ InitDist init_distribution(const ModuleSpec& m, TensorPart part, const ModelConf
   // (rms), see the residual_out case below.
   const float mixer_out_rms =
       kMixerShare * kEmbedStd / std::sqrt(float(std::max<int64_t>(cfg.num_layers, 1)));
-  const bool mixer_out = m.residual_out && (m.role == TensorRole::kAttention || m.role == TensorRole::kShortConv);
+  const bool mixer_out =
+      m.residual_out && (m.role == TensorRole::kAttention || m.role == TensorRole::kShortConv ||
+                         m.role == TensorRole::kLinearAttention);
   if (part == TensorPart::kBias) {
     if (m.kind == ModuleKind::kLayerNorm) return {0.f, 0.01f};
     // A bias on a residual-writing projection adds the same vector at every position.
@@ -91,6 +93,10 @@ InitDist init_distribution(const ModuleSpec& m, TensorPart part, const ModelConf
       if (m.slot == Slot::kRouterInputScale || m.slot == Slot::kRouterExpertScale ||
           m.slot == Slot::kLayerScalar)
         return {1.0f, 0.02f};
+      // Gated DeltaNet: A_log spread so that the heads' decays differ (exp(-e^A softplus(.)));
+      // dt_bias around 0.
+      if (m.slot == Slot::kGdnALog) return {0.f, 0.5f};
+      if (m.slot == Slot::kGdnDtBias) return {0.f, 0.1f};
       return {0.f, 0.01f};  // LFM2 expert_bias: small vs sigmoid spread
     default: break;
   }

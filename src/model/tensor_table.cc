@@ -26,6 +26,7 @@ const char* tensor_role_name(TensorRole r) {
     case TensorRole::kNorm: return "norm";
     case TensorRole::kAttention: return "attention";
     case TensorRole::kShortConv: return "short_conv";
+    case TensorRole::kLinearAttention: return "linear_attention";
     case TensorRole::kRouter: return "router";
     case TensorRole::kRouterBias: return "router_bias";
     case TensorRole::kExperts: return "experts";
@@ -102,7 +103,9 @@ class TableBuilder {
 void add_attention(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden, q = c.layer_q_dim(i), kv = c.layer_kv_dim(i);
-  b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {q, H}, c.q_bias);
+  // A gated layer's q_proj also gives the output gate: [heads][2 * head_dim] rows.
+  b.linear(Slot::kQ, n.q, TensorRole::kAttention, i, {l.attn_output_gate ? 2 * q : q, H},
+           c.q_bias);
   b.linear(Slot::kK, n.k, TensorRole::kAttention, i, {kv, H}, c.k_bias);
   b.linear(Slot::kV, n.v, TensorRole::kAttention, i, {kv, H}, c.v_bias);
   b.linear(Slot::kQkv, n.qkv, TensorRole::kAttention, i, {q + 2 * kv, H}, c.q_bias);
@@ -126,6 +129,25 @@ void add_short_conv(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, i
   b.push({n.conv, ModuleKind::kConv1d, TensorRole::kShortConv, i, {H, c.conv_kernel, 1}, c.conv_bias},
          Slot::kConv);
   b.output(Slot::kConvOut, n.conv_out, TensorRole::kShortConv, i, {H, H}, c.conv_bias);
+}
+
+void add_gated_delta(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const GatedDeltaParams& g = c.gdn;
+  const int64_t H = c.hidden, kd = g.key_dim(), vd = g.value_dim(), hv = g.v_heads;
+  const TensorRole r = TensorRole::kLinearAttention;
+  b.linear(Slot::kGdnQkvz, n.gdn_qkvz, r, i, {2 * kd + 2 * vd, H}, false);
+  b.linear(Slot::kGdnBa, n.gdn_ba, r, i, {2 * hv, H}, false);
+  b.linear(Slot::kGdnQkv, n.gdn_qkv, r, i, {2 * kd + vd, H}, false);
+  b.linear(Slot::kGdnZ, n.gdn_z, r, i, {vd, H}, false);
+  b.linear(Slot::kGdnB, n.gdn_b, r, i, {hv, H}, false);
+  b.linear(Slot::kGdnA, n.gdn_a, r, i, {hv, H}, false);
+  b.push({n.gdn_conv, ModuleKind::kConv1d, r, i, {g.conv_dim(), g.conv_kernel, 1}, false},
+         Slot::kGdnConv);
+  b.push({n.gdn_dt_bias, ModuleKind::kTensor, r, i, {hv}}, Slot::kGdnDtBias);
+  b.push({n.gdn_a_log, ModuleKind::kTensor, r, i, {hv}}, Slot::kGdnALog);
+  b.rms_norm(Slot::kGdnNorm, n.gdn_norm, r, i, g.v_head_dim);
+  b.output(Slot::kGdnOut, n.gdn_out, r, i, {H, vd}, false);
 }
 
 void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
@@ -186,8 +208,10 @@ std::vector<ModuleSpec> module_table(const ModelConfig& c) {
     b.norm(Slot::kInputNorm, l.names.input_norm, TensorRole::kNorm, i, c.hidden);
     if (l.mixer == MixerKind::kAttention)
       add_attention(b, c, l, i);
-    else
+    else if (l.mixer == MixerKind::kShortConv)
       add_short_conv(b, c, l, i);
+    else
+      add_gated_delta(b, c, l, i);
     b.norm(Slot::kPostNorm, l.names.post_norm, TensorRole::kNorm, i, c.hidden);
     if (l.ffn == FfnKind::kMoe) {
       add_moe(b, c, l, i);

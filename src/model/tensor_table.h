@@ -32,6 +32,7 @@ enum class TensorRole {
   kNorm,
   kAttention,
   kShortConv,
+  kLinearAttention,   // Gated DeltaNet (Qwen3-Next linear_attn)
   kRouter,            // router Linear [E, H]
   kRouterBias,        // LFM2 expert_bias [E]
   kExperts,           // stacked routed experts (or one expert of a per-expert HF layout)
@@ -50,6 +51,10 @@ enum class Slot : uint8_t {
   kQ, kK, kV, kO, kQNorm, kKNorm, kSinks,         // attention
   kQkv,                                           // fused [q; k; v] rows of one Linear
   kConvIn, kConv, kConvOut,                       // LFM2 short convolution
+  // Gated DeltaNet: Qwen3-Next's interleaved projections or Qwen3.5's separate ones, the
+  // depthwise conv, dt_bias / A_log [v_heads], the gated norm [v_head_dim], out_proj
+  kGdnQkvz, kGdnBa, kGdnQkv, kGdnZ, kGdnB, kGdnA, kGdnConv, kGdnDtBias, kGdnALog, kGdnNorm,
+  kGdnOut,
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
   kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,

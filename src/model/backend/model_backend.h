@@ -11,6 +11,7 @@
 
 #include "kernels/moe_contract.h"
 #include "model/ops/attention.h"
+#include "model/ops/gated_delta.h"
 #include "model/ops/linear.h"
 #include "model/ops/norm.h"
 #include "model/ops/rope.h"
@@ -54,6 +55,8 @@ class ModelBackend {
   // kSwiGLU is swiglu above).
   virtual void gated_activation(kernels::Activation act, const float* gate, const float* up,
                                 float* out, int64_t n) const = 0;
+  // The gated delta rule over a.steps positions of one sequence (ops/gated_delta.h).
+  virtual void gated_delta(const ops::GatedDeltaArgs& a) const = 0;
 };
 
 // The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws

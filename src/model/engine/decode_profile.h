@@ -16,6 +16,7 @@ enum class DecodeOp {
   kAttentionProjections,  // q, k, v (before norms and RoPE) and o
   kAttentionCore,         // q/k norms, RoPE, KV append, scores, softmax, weighted values
   kShortConv,             // LFM2 short-convolution mixers
+  kLinearAttention,       // Gated DeltaNet mixers (Qwen3-Next): projections, conv, recurrence
   kMoe,                   // router, routing, routed and shared experts
   kDenseMlp,              // dense FFN layers
   kLmHead,                // final norm's output times the LM head

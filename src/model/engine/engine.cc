@@ -151,14 +151,21 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
   moe_.resize(size_t(cfg_.num_layers));
   conv_.resize(size_t(cfg_.num_layers));
+  gdn_.resize(size_t(cfg_.num_layers));
   dense_act_ = kernel_activation(cfg_.dense_activation);
-  for (const LayerPlan& l : cfg_.layers) any_parallel_dense_ |= l.parallel_dense_dff > 0;
+  for (const LayerPlan& l : cfg_.layers) {
+    any_parallel_dense_ |= l.parallel_dense_dff > 0;
+    any_attn_gate_ |= l.mixer == MixerKind::kAttention && l.attn_output_gate;
+  }
   int64_t moe_index = 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
-    if (plan.mixer != MixerKind::kAttention)
+    if (plan.mixer == MixerKind::kShortConv)
       conv_[size_t(i)] = std::make_unique<ShortConv>(*be_, w_.layers[size_t(i)].conv, cfg_.hidden,
                                                      cfg_.conv_kernel);
+    if (plan.mixer == MixerKind::kGatedDeltaNet)
+      gdn_[size_t(i)] = std::make_unique<GatedDeltaNet>(*be_, w_.layers[size_t(i)].gdn, cfg_.gdn,
+                                                        cfg_.hidden, cfg_.norm_eps);
     if (plan.ffn != FfnKind::kMoe) continue;
     std::optional<ExpertParallelLayer> ep;
     if (collective_) {
@@ -200,8 +207,12 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (plan.mixer == MixerKind::kAttention)
       op(DecodeOp::kAttentionProjections) +=
           bytes(lw.attn.q) + bytes(lw.attn.k) + bytes(lw.attn.v) + bytes(lw.attn.o);
-    else
+    else if (plan.mixer == MixerKind::kShortConv)
       op(DecodeOp::kShortConv) += bytes(lw.conv.in_proj) + bytes(lw.conv.out_proj);
+    else
+      for (const ops::Linear* l : {&lw.gdn.qkvz, &lw.gdn.ba, &lw.gdn.qkv, &lw.gdn.z, &lw.gdn.b,
+                                   &lw.gdn.a, &lw.gdn.out_proj})
+        op(DecodeOp::kLinearAttention) += bytes(*l);
     if (plan.ffn == FfnKind::kDense)
       op(DecodeOp::kDenseMlp) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
     else
@@ -226,6 +237,8 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     if (conv_[size_t(i)]) {
       seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
+    } else if (gdn_[size_t(i)]) {
+      seq->conv_state_[size_t(i)].assign(size_t(gdn_[size_t(i)]->state_size()), 0.f);
     } else {
       seq->caches_[size_t(i)] =
           ops::KvCache(cfg_.layer_kv_heads(i), cfg_.layer_head_dim(i), context_);
@@ -297,6 +310,10 @@ void Engine::ensure_rows(int64_t n) {
   xn_.resize(N * H);
   mix_.resize(N * H);
   if (any_parallel_dense_) branch_.resize(N * H);
+  if (any_attn_gate_) {
+    qg_.resize(N * 2 * size_t(q_dim));
+    attn_gate_.resize(N * size_t(q_dim));
+  }
   q_.resize(N * size_t(q_dim));
   att_.resize(N * size_t(q_dim));
   k_.resize(N * size_t(kv_dim));
@@ -338,9 +355,16 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
   const LayerPlan& plan = cfg_.layers[size_t(layer)];
   const AttentionWeights& a = w_.layers[size_t(layer)].attn;
   const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
-  float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
+  const bool gated = plan.attn_output_gate;
+  float* qkv_out[] = {gated ? qg_.data() : q_.data(), k_.data(), v_.data()};
   const int64_t hd = cfg_.layer_head_dim(layer), kv_dim = cfg_.layer_kv_dim(layer);
+  const int64_t q_dim = cfg_.layer_q_dim(layer);
   be_->linear_same_input(qkv, qkv_out, plan.values_from_keys ? 2 : 3, xn_.data(), n);
+  if (gated)  // per head: head_dim query features, then head_dim gate features
+    for (int64_t r = 0; r < n * cfg_.heads; ++r) {
+      std::copy_n(qg_.data() + r * 2 * hd, hd, q_.data() + r * hd);
+      std::copy_n(qg_.data() + r * 2 * hd + hd, hd, attn_gate_.data() + r * hd);
+    }
   // Gemma-4's full layers: the values are the raw (un-normed, un-rotated) k_proj output.
   if (plan.values_from_keys) std::copy_n(k_.data(), size_t(n * kv_dim), v_.data());
   clock.lap(DecodeOp::kAttentionProjections);
@@ -350,6 +374,9 @@ void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
                    .eps = float(cfg_.qk_norm_eps)});
   qk_norm(layer, a, q_.data(), k_.data(), n, false);
   for (const Segment& s : segments_) attention_segment(layer, s);
+  if (gated)  // output * sigmoid(gate)
+    for (int64_t i = 0; i < n * q_dim; ++i)
+      att_[size_t(i)] *= 1.f / (1.f + std::exp(-attn_gate_[size_t(i)]));
   clock.lap(DecodeOp::kAttentionCore);
   be_->linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
   clock.lap(DecodeOp::kAttentionProjections);
@@ -569,6 +596,11 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
         conv->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
                       s.seq->conv_state_[size_t(l)].data(), conv_scratch_);
       clock.lap(DecodeOp::kShortConv);
+    } else if (const GatedDeltaNet* gdn = gdn_[size_t(l)].get()) {
+      for (const Segment& s : segments_)
+        gdn->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
+                     s.seq->conv_state_[size_t(l)].data(), gdn_scratch_);
+      clock.lap(DecodeOp::kLinearAttention);
     } else {
       attention_layer(l, n, clock);
     }
@@ -605,7 +637,11 @@ int64_t Engine::scratch_bytes() const {
   int64_t total = moe_scratch_.block.bytes();
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
   for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores,
-                        &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y, &h_, &xn_,
+                        &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y,
+                        &gdn_scratch_.proj, &gdn_scratch_.proj_ba, &gdn_scratch_.padded,
+                        &gdn_scratch_.q, &gdn_scratch_.k, &gdn_scratch_.v, &gdn_scratch_.z,
+                        &gdn_scratch_.b, &gdn_scratch_.a, &gdn_scratch_.y, &qg_, &attn_gate_,
+                        &h_, &xn_,
                         &q_, &k_, &v_, &att_, &mix_, &gate_, &up_, &branch_,
                         &moe_scratch_.router_in, &moe_scratch_.experts_in})
     add(*v);

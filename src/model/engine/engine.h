@@ -21,6 +21,7 @@
 #include "model/engine/moe_ffn.h"
 #include "model/engine/sequence.h"
 #include "model/weight_bytes.h"
+#include "model/engine/gated_deltanet.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
 #include "model/model_config.h"
@@ -228,6 +229,8 @@ class Engine {
   bool any_parallel_dense_ = false;
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
+  std::vector<std::unique_ptr<GatedDeltaNet>> gdn_;  // per layer; null but on Gated DeltaNet
+  bool any_attn_gate_ = false;  // some attention layer has an output gate (Qwen3-Next)
   moe::PathCounters counters_;
   moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
   std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
@@ -246,8 +249,10 @@ class Engine {
   // activations for up to rows_ tokens (at most one prefill chunk).
   MoeFfnScratch moe_scratch_;
   ShortConvScratch conv_scratch_;
+  GatedDeltaNetScratch gdn_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
+  std::vector<float> qg_, attn_gate_;  // gated attention: q_proj's output, the gate rows
   std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
 };
 

@@ -74,8 +74,9 @@ const std::vector<int32_t> kPrompt = {5, 17, 200, 3, 99, 41, 7};
 
 class PrefillVsDecode : public ::testing::TestWithParam<const char*> {};
 
-// The short-conv state (LFM2), chunked attention and NoPE temperature (Llama-4) and the KV
-// cache all carry across calls exactly as within one batch.
+// The short-conv state (LFM2), the Gated DeltaNet conv and recurrent states (Qwen3-Next),
+// chunked attention and NoPE temperature (Llama-4) and the KV cache all carry across calls
+// exactly as within one batch.
 TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
   Tmp tmp;
   const std::string dir = make_tiny(tmp, GetParam(), "m");
@@ -98,7 +99,8 @@ TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
   EXPECT_EQ(e->position(), int64_t(kPrompt.size()));
 }
 INSTANTIATE_TEST_SUITE_P(Families, PrefillVsDecode,
-                         ::testing::Values("tiny-qwen3-moe", "tiny-lfm2-moe", "tiny-llama4"));
+                         ::testing::Values("tiny-qwen3-moe", "tiny-lfm2-moe", "tiny-llama4",
+                                           "tiny-qwen3-next"));
 
 TEST(Engine, ResetReproducesLogitsBitForBit) {
   Tmp tmp;

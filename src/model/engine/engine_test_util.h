@@ -45,7 +45,8 @@ inline auto tiny_families() {
                            "tiny-ernie4-5-moe",
                            "tiny-hunyuan",
                            "tiny-bailing-moe",
-                           "tiny-gemma4");
+                           "tiny-gemma4",
+                           "tiny-qwen3-next");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

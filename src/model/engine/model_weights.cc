@@ -126,6 +126,17 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
       if (m.bias) l->conv.bias = b.vector(m.path + ".bias", m.shape[0]);
       return;
     case Slot::kConvOut: l->conv.out_proj = bind_linear(b, m); return;
+    case Slot::kGdnQkvz: l->gdn.qkvz = bind_linear(b, m); return;
+    case Slot::kGdnBa: l->gdn.ba = bind_linear(b, m); return;
+    case Slot::kGdnQkv: l->gdn.qkv = bind_linear(b, m); return;
+    case Slot::kGdnZ: l->gdn.z = bind_linear(b, m); return;
+    case Slot::kGdnB: l->gdn.b = bind_linear(b, m); return;
+    case Slot::kGdnA: l->gdn.a = bind_linear(b, m); return;
+    case Slot::kGdnConv: l->gdn.conv = bind_conv(b, m); return;
+    case Slot::kGdnDtBias: l->gdn.dt_bias = b.vector(m.path, m.shape[0]); return;
+    case Slot::kGdnALog: l->gdn.a_log = b.vector(m.path, m.shape[0]); return;
+    case Slot::kGdnNorm: l->gdn.norm = b.vector(m.path + ".weight", m.shape[0]); return;
+    case Slot::kGdnOut: l->gdn.out_proj = bind_linear(b, m); return;
     case Slot::kDenseGate: l->dense.gate = bind_linear(b, m); return;
     case Slot::kDenseUp: l->dense.up = bind_linear(b, m); return;
     case Slot::kDenseDown: l->dense.down = bind_linear(b, m); return;
@@ -167,6 +178,36 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
   fail("internal: module '", m.path, "' has no slot");
 }
 
+// mlx-lm qwen3_next sanitize: when the checkpoint holds per-expert tensors (its Hugging Face
+// layout), the decoder's RMSNorm weights (not the Gated DeltaNet's gated norm) are stored
+// zero-centred and read as 1 + w, the sum rounded to the stored dtype as MLX adds in it.
+void add_one_to_norms_of_hf_layout(const ModelConfig& c, const WeightBinder& b, ModelWeights& w) {
+  bool hf = false;
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    hf |= c.layers[size_t(i)].ffn == FfnKind::kMoe && !w.layers[size_t(i)].moe.stacked_in_checkpoint;
+  if (!hf) return;
+  const auto plus_one = [&](ops::FloatVec& v, const std::string& module) {
+    if (v.empty()) return;
+    const DType t = b.dtype_of(module + ".weight");
+    std::vector<float> x(v.data(), v.data() + v.size());
+    for (float& e : x) {
+      unsigned char buf[4];
+      store_from_f32(buf, t, 0, e + 1.f);
+      e = load_as_f32(buf, t, 0);
+    }
+    v = ops::FloatVec(std::move(x));
+  };
+  plus_one(w.final_norm.weight, c.final_norm_name);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    LayerWeights& l = w.layers[size_t(i)];
+    const LayerModules& n = c.layers[size_t(i)].names;
+    plus_one(l.input_norm.weight, n.input_norm);
+    plus_one(l.post_norm.weight, n.post_norm);
+    plus_one(l.attn.q_norm, n.q_norm);
+    plus_one(l.attn.k_norm, n.k_norm);
+  }
+}
+
 }  // namespace
 
 kernels::Activation kernel_activation(ExpertActivation a) {
@@ -186,6 +227,7 @@ ModelWeights bind_model_weights(const ModelConfig& c, WeightBinder& b) {
     w.lm_head.w = w.embed;
     w.lm_head.name = c.embed_name + " (tied head)";
   }
+  if (c.hf_layout_norms_plus_one) add_one_to_norms_of_hf_layout(c, b, w);
   const kernels::Activation act = kernel_activation(c.moe.activation);
   for (LayerWeights& l : w.layers) l.moe.experts.act = act;
   w.stacked_copy_bytes = b.stacked_copy_bytes();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/moe_contract.h"
+#include "model/engine/gated_deltanet.h"
 #include "model/engine/short_conv.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
@@ -55,6 +56,7 @@ struct LayerWeights {
   float layer_scalar = 1.f;  // the residual stream is multiplied by it after the layer
   AttentionWeights attn;     // MixerKind::kAttention
   ShortConvWeights conv;     // MixerKind::kShortConv
+  GatedDeltaNetWeights gdn;  // MixerKind::kGatedDeltaNet
   MlpWeights dense;  // FfnKind::kDense
   MoeWeights moe;    // FfnKind::kMoe
 };

@@ -1,5 +1,6 @@
 // The state one sequence carries between forward passes: its KV cache per attention layer,
-// its short-conv state per short-conv layer (LFM2) and its position. An Engine holds one for
+// its recurrent state per short-conv (LFM2) or Gated DeltaNet (Qwen3-Next) layer and its
+// position. An Engine holds one for
 // its own forward()/decode(); a server makes one per slot (Engine::new_sequence) and decodes
 // several together (Engine::decode_batch), each at its own position.
 #pragma once
@@ -15,10 +16,10 @@ class Sequence {
  public:
   int64_t position() const { return pos_; }
   int64_t context() const { return context_; }
-  // Back to position 0 (KV caches cleared, short-conv states zeroed).
+  // Back to position 0 (KV caches cleared, recurrent states zeroed).
   void reset();
-  // Whether truncate() works for every position: no short-conv layer, whose state mixes the
-  // last kernel-1 positions and cannot be rewound.
+  // Whether truncate() works for every position: no short-conv or Gated DeltaNet layer, whose
+  // state mixes past positions and cannot be rewound.
   bool can_truncate() const;
   // Back to `position` (0..position()), keeping the first `position` tokens' KV entries;
   // false (nothing changed) where can_truncate() is not and position is neither 0 nor
@@ -30,8 +31,9 @@ class Sequence {
  private:
   friend class Engine;
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
-  std::vector<std::vector<float>> conv_state_;  // per layer: [(kernel-1)][H], oldest first
-                                                // (empty for attention layers)
+  // Per layer: LFM2's [(kernel-1)][H], oldest first; Gated DeltaNet's conv state then its
+  // recurrent state (GatedDeltaNet::state_size()); empty for attention layers.
+  std::vector<std::vector<float>> conv_state_;
   int64_t pos_ = 0, context_ = 0;
   const void* owner_ = nullptr;  // the Engine that made it
 };

@@ -36,6 +36,8 @@ class WeightBinder {
   // A float tensor of exactly this shape, flattened, as f32.
   ops::FloatVec tensor(const std::string& tensor, const std::vector<int64_t>& shape);
   bool has(const std::string& tensor) const { return ckpt_.find(tensor) != nullptr; }
+  // The dtype of a tensor that has() (moex::Error naming it otherwise).
+  DType dtype_of(const std::string& tensor) const { return ckpt_.require(tensor).dtype; }
   // The shape of a tensor that has() (moex::Error naming it otherwise).
   const std::vector<int64_t>& shape_of(const std::string& tensor) const {
     return ckpt_.require(tensor).shape;

@@ -199,8 +199,9 @@ def to_hf_layout(model_dir):
         if name.endswith(".feed_forward.experts.up_proj.weight") or \
                 name.endswith(".feed_forward.experts.down_proj.weight"):
             continue
-        if name.endswith("conv.conv.weight") and t.ndim == 3 and t.shape[-1] == 1:
-            out[name] = t.swapaxes(1, 2)  # LFM2: PyTorch's Conv1d layout [H, 1, L]
+        if (name.endswith("conv.conv.weight") or name.endswith("linear_attn.conv1d.weight")) \
+                and t.ndim == 3 and t.shape[-1] == 1:
+            out[name] = t.swapaxes(1, 2)  # LFM2, Qwen3-Next: PyTorch's Conv1d layout [C, 1, L]
             continue
         # dots1 stacks its experts under mlp.experts (mlx-lm's attribute name), the rest under
         # switch_mlp; either way the Hugging Face names are <moe>.experts.<e>.<proj>.

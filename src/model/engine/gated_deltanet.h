@@ -1,0 +1,60 @@
+// Gated DeltaNet, the linear-attention mixer of Qwen3-Next (mlx-lm qwen3_next.py
+// Qwen3NextGatedDeltaNet; Qwen3.5's split projections too): projections to q, k, v, z, b, a;
+// a causal depthwise conv over [q; k; v] with SiLU; q/k L2-normalized (q also by Dk^-0.5);
+// the gated delta rule with decay g = exp(-exp(A_log) * softplus(a + dt_bias)) and
+// beta = sigmoid(b); RMSNorm(y) * silu(z) per value head; out_proj.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/backend/model_backend.h"
+#include "model/model_config.h"
+#include "model/ops/float_vec.h"
+#include "model/ops/linear.h"
+
+namespace moex::model::engine {
+
+struct GatedDeltaNetWeights {
+  // Qwen3-Next: in_proj_qkvz [2 Kd + 2 Vd][H] and in_proj_ba [2 Hv][H], each laid out per key
+  // head (q, k, v, z of that head's group; b, a of its value heads). Qwen3.5: in_proj_qkv
+  // [2 Kd + Vd][H] already [q; k; v], in_proj_z [Vd][H], in_proj_b / _a [Hv][H].
+  ops::Linear qkvz, ba;
+  ops::Linear qkv, z, b, a;
+  ops::FloatVec conv;             // [C][L] (MLX Conv1d [C, L, 1], depthwise), C = 2 Kd + Vd
+  ops::FloatVec dt_bias, a_log;   // [Hv]
+  ops::FloatVec norm;             // [Dv] gated RMSNorm weight
+  ops::Linear out_proj;           // [H][Vd]
+};
+
+// Scratch of GatedDeltaNet::forward, shared by every such layer of one engine.
+struct GatedDeltaNetScratch {
+  std::vector<float> proj, proj_ba, padded, q, k, v, z, b, a, y;
+};
+
+class GatedDeltaNet {
+ public:
+  GatedDeltaNet(const ModelBackend& be, const GatedDeltaNetWeights& w, const GatedDeltaParams& p,
+                int64_t hidden, double norm_eps);
+  // x [n][H] (consecutive positions of one sequence) -> out [n][H]; advances that sequence's
+  // `state` (state_size() floats: the conv state [(L-1)][C], oldest first, then the
+  // recurrent state [Hv][Dv][Dk]) by n positions.
+  void forward(const float* x, int64_t n, float* out, float* state,
+               GatedDeltaNetScratch& scratch) const;
+  int64_t conv_state_size() const { return (p_.conv_kernel - 1) * p_.conv_dim(); }
+  int64_t state_size() const {
+    return conv_state_size() + p_.v_heads * p_.v_head_dim * p_.k_head_dim;
+  }
+
+ private:
+  // The projections, as [q; k; v] rows into `mixed` ([n][C]) and z, b, a.
+  void project(const float* x, int64_t n, float* mixed, GatedDeltaNetScratch& s) const;
+
+  const ModelBackend& be_;
+  const GatedDeltaNetWeights& w_;
+  GatedDeltaParams p_;
+  int64_t hidden_;
+  float norm_eps_;
+};
+
+}  // namespace moex::model::engine

@@ -1,0 +1,69 @@
+// gated_delta_scalar (the reference) and gated_delta (vector primitives, parallel rows).
+#include "model/ops/gated_delta.h"
+
+#include "core/isa.h"
+#include "kernels/vector_f32.h"
+#include "model/ops/parallel_work.h"
+
+namespace moex::model::ops {
+
+void gated_delta_scalar(const GatedDeltaArgs& a) {
+  const int64_t Dk = a.k_dim, Dv = a.v_dim, group = a.v_heads / a.k_heads;
+  for (int64_t t = 0; t < a.steps; ++t) {
+    for (int64_t h = 0; h < a.v_heads; ++h) {
+      const int64_t hk = h / group;
+      const float* q = a.q + (t * a.k_heads + hk) * Dk;
+      const float* k = a.k + (t * a.k_heads + hk) * Dk;
+      const float* v = a.v + (t * a.v_heads + h) * Dv;
+      const float g = a.g[t * a.v_heads + h], beta = a.beta[t * a.v_heads + h];
+      float* y = a.out + (t * a.v_heads + h) * Dv;
+      for (int64_t i = 0; i < Dv; ++i) {
+        float* s = a.state + (h * Dv + i) * Dk;
+        float kv = 0.f;
+        for (int64_t j = 0; j < Dk; ++j) {
+          s[j] *= g;
+          kv += s[j] * k[j];
+        }
+        const float d = (v[i] - kv) * beta;
+        float o = 0.f;
+        for (int64_t j = 0; j < Dk; ++j) {
+          s[j] += k[j] * d;
+          o += s[j] * q[j];
+        }
+        y[i] = o;
+      }
+    }
+  }
+}
+
+void gated_delta(const GatedDeltaArgs& a) {
+  const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
+  const int64_t Dk = a.k_dim, Dv = a.v_dim, group = a.v_heads / a.k_heads;
+  const int64_t rows = a.v_heads * Dv;
+  // Each state row runs every step on its own (the recurrence is sequential in t only).
+  parallel_for_work(rows, a.steps * Dk * 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t h = r / Dv, i = r % Dv, hk = h / group;
+      float* s = a.state + r * Dk;
+      for (int64_t t = 0; t < a.steps; ++t) {
+        const float* q = a.q + (t * a.k_heads + hk) * Dk;
+        const float* k = a.k + (t * a.k_heads + hk) * Dk;
+        const float g = a.g[t * a.v_heads + h], beta = a.beta[t * a.v_heads + h];
+        for (int64_t j = 0; j < Dk; ++j) s[j] *= g;
+        const float d = (a.v[(t * a.v_heads + h) * Dv + i] - vec.dot(s, k, Dk)) * beta;
+        vec.axpy(d, k, s, Dk);
+        a.out[(t * a.v_heads + h) * Dv + i] = vec.dot(s, q, Dk);
+      }
+    }
+  });
+}
+
+const char* gated_delta_name() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return "gated_delta_f32__avx512";
+    case Isa::kAvx2: return "gated_delta_f32__avx2";
+    default: return "gated_delta_f32__scalar";
+  }
+}
+
+}  // namespace moex::model::ops
