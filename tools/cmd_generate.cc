@@ -112,6 +112,11 @@ int run_generate(GenerateFlags f) {
         std::fprintf(stderr, "  layer %lld decode: shared expert %s\n", (long long)d.layer,
                      d.shared->explanation().c_str());
     }
+    if (const auto st = engine->expert_parallel_stats())
+      std::fprintf(stderr, "  expert parallel: rank %d of %d, %s; read %s of the checkpoint's %s "
+                   "at open\n", st->rank, st->ranks, ep->placement().description().c_str(),
+                   eng::format_bytes(int64_t(st->bytes_read_at_open)).c_str(),
+                   eng::format_bytes(int64_t(engine->file_bytes())).c_str());
     std::string stops;
     for (int64_t e : eos) stops += (stops.empty() ? "" : ", ") + std::to_string(e);
     std::fprintf(stderr, "  stop at token ids [%s] (%s%s)\n", stops.c_str(),

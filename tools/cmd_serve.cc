@@ -27,6 +27,7 @@
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
 
@@ -39,6 +40,7 @@ struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, fused,
       max_dff, backend;
+  ExpertParallelFlags expert_parallel;
   bool verbose = false;
 };
 
@@ -144,10 +146,17 @@ int run_serve(const ServeFlags& f) {
   for (int64_t id : model::stop_token_ids(cfg, served.generation, tok.eos_ids()))
     stop_ids.push_back(int32_t(id));
 
+  ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
+  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
+  if (ep) ep->apply(options);
   const LoadProgress load("serve", f.model);
-  auto engine =
-      eng::Engine::open(f.model, eng::engine_options(f.fused, f.max_dff, context, f.backend));
+  auto engine = eng::Engine::open(f.model, options);
   load.done();
+  if (ep && !ep->root()) {  // replays rank 0's steps until it releases the ranks
+    engine->follow_leader();
+    return 0;
+  }
+  if (ep) engine->lead_followers();
   served.context = engine->context();
   serve::Scheduler scheduler(
       *engine, {.parallel = parallel, .queue_limit = kQueueLimit, .stop_ids = stop_ids});
@@ -181,6 +190,7 @@ int run_serve(const ServeFlags& f) {
   server.serve();
   signals.stop();
   scheduler.shutdown();
+  engine->release_followers();
   return 0;
 }
 
@@ -217,6 +227,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
   sub.add_flag("-v,--verbose", f->verbose, "print a line per request and the setup");
+  add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_serve(*f); };
 };
 

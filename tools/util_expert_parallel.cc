@@ -36,13 +36,16 @@ ExpertParallelRun* ExpertParallelRun::start(const ExpertParallelFlags& f,
                            "process runs the whole model on its own\n");
     return nullptr;
   }
+  if (g_active) fail("--expert-parallel: one run per process");
+  // MPI first: an error from here on (this rank's checkpoint unreadable, say) names the rank
+  // and stops every rank instead of leaving them waiting.
+  std::unique_ptr<dist::Collective> world = dist::mpi_world(nullptr, nullptr);
+  g_active.reset(new ExpertParallelRun);
+  ExpertParallelRun* run = g_active.get();
+  run->world_ = std::move(world);
   const model::ModelConfig cfg = model::load_model_config(model_dir);
   if (cfg.num_moe_layers() == 0 || cfg.moe.num_experts < 1)
     fail("--expert-parallel: ", cfg.source, " has no MoE layers to split over ranks");
-  if (g_active) fail("--expert-parallel: one run per process");
-  g_active.reset(new ExpertParallelRun);
-  ExpertParallelRun* run = g_active.get();
-  run->world_ = dist::mpi_world(nullptr, nullptr);
   run->placement_ =
       f.placement ? dist::ExpertPlacement::from_file(*f.placement, run->ranks(), cfg.num_layers,
                                                      cfg.moe.num_experts)

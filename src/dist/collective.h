@@ -26,6 +26,8 @@ class Collective {
   // resized to the total.
   virtual void allgather(const float* mine, const std::vector<int64_t>& counts,
                          std::vector<float>& all) = 0;
+  // data <- rank 0's data on every rank (its size too).
+  virtual void broadcast_from_root(std::vector<int32_t>& data) = 0;
   // Rank 0 gets every rank's values (rank-major, each rank giving the same count); other
   // ranks get an empty vector.
   virtual std::vector<double> gather_to_root(const std::vector<double>& values) = 0;

@@ -10,13 +10,22 @@
 #    the greedy tokens and every step's logits equal the single run's bit for bit;
 #  - reads: on a checkpoint whose experts are large next to a page, each rank's resident
 #    checkpoint bytes stay near what it populated at open (its share, not the whole file);
-#  - errors: a bad placement file, --placement alone, a rank that fails: exit non-zero with
-#    the message, every rank stopped (no hang: each run has a timeout).
+#  - serve: `moex serve --expert-parallel` under mpirun answers concurrent requests with the
+#    single-process server's text (greedy), and SIGTERM to rank 0 ends every rank with exit 0;
+#  - faults: a bad placement file, --placement alone, a rank whose checkpoint is missing, ranks
+#    that opened different checkpoints, a rank that fails mid-run, a rank killed mid-run: exit
+#    non-zero with a message naming the rank and the cause, every rank stopped (no hang: each
+#    run has a timeout).
 import argparse
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
 
 import numpy as np
 
@@ -149,6 +158,130 @@ def errors(a, failures):
     r = subprocess.run([a.moex] + generate_args(model, os.path.join(a.work, "single1"), "on") +
                        ["--expert-parallel"], capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, "--expert-parallel without mpirun: one rank, runs", failures)
+    # Different command lines per rank (MPMD): rank 1 gets a missing, then another checkpoint.
+    def two_ranks(model1, args_tail, timeout=60):
+        cmd = [a.mpiexec, "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        one = ["generate", "--prompt-ids", "3,14,15", "-n", "4", "--threads", "1", "--expert-parallel"]
+        cmd += ["-np", "1", a.moex] + one + ["-m", model] + [":", "-np", "1", a.moex] + one + ["-m", model1]
+        return subprocess.run(cmd + args_tail, capture_output=True, text=True, timeout=timeout)
+    missing = os.path.join(a.work, "no-such-model")
+    r = two_ranks(missing, [])
+    check(r.returncode != 0 and "[rank 1 of 2]" in r.stderr and missing in r.stderr,
+          "rank 1's checkpoint missing: its error names the rank and the directory, the run ends",
+          failures)
+    other = os.path.join(a.work, "tiny-qwen3-moe-seed1")
+    subprocess.run([a.moex, "make-model", "--preset", "tiny-qwen3-moe", "--seed", "1", "--out", other,
+                    "--reuse", "-q"], check=True)
+    r = two_ranks(other, [])
+    check(r.returncode != 0 and "checkpoint of rank 1 differs from rank 0's" in r.stderr,
+          "ranks opening different checkpoints of one shape: refused, naming rank 1", failures)
+    # A rank killed mid-run (SIGKILL, no chance to report): mpirun ends the others.
+    big = os.path.join(a.work, "olmoe-1layer")
+    cmd = [a.mpiexec, "-np", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    p = subprocess.Popen(cmd + [a.moex, "bench-decode", "-m", big, "--prompt-ids", "3,14,15", "-n", "4000",
+                                "--warmup-tokens", "0", "--repeats", "50", "--threads", "1",
+                                "--expert-parallel"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.time() + 60
+    while victim is None and time.time() < deadline and p.poll() is None:
+        time.sleep(0.5)
+        victim = rank_pid(p.pid, 1)
+    time.sleep(2)  # into the decode loop
+    if victim:
+        os.kill(victim, signal.SIGKILL)
+    try:
+        _, err = p.communicate(timeout=60)
+        ended = True
+    except subprocess.TimeoutExpired:
+        p.kill()
+        err, ended = "", False
+    check(victim is not None and ended and p.returncode != 0 and "rank 1" in err,
+          f"rank 1 killed mid-run: the run ends (exit {p.returncode}) and mpirun names rank 1", failures)
+
+
+def start_server(cmd):
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        m = re.search(r"listening on http://127.0.0.1:(\d+)", line)
+        if m:
+            threading.Thread(target=p.stderr.read, daemon=True).start()  # keep draining
+            return p, int(m.group(1))
+    p.kill()
+    raise RuntimeError("server did not start: " + "".join(lines[-5:]))
+
+
+def complete(port, prompt):
+    body = json.dumps({"prompt": prompt, "max_tokens": 12, "temperature": 0}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        j = json.load(r)
+    return j["choices"][0]["text"], j["usage"]["completion_tokens"]
+
+
+def ask_all(port, prompts):
+    out = [None] * len(prompts)
+    def one(i):
+        out[i] = complete(port, prompts[i])
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def rank_pid(mpirun_pid, rank):
+    # The moex processes this mpirun started (its children on one host); a rank's environment
+    # says OMPI_COMM_WORLD_RANK=<rank>.
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == mpirun_pid and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(pid)
+    return None
+
+
+def serve(a, failures):
+    model = os.path.join(a.work, "tiny-qwen3-moe")
+    prompts = ["hello world", "the quick brown fox", "hello world again", "a b c d e f"]
+    args = ["serve", "-m", model, "--port", "0", "--parallel", "3", "--threads", "1"]
+    single, port = start_server([a.moex] + args)
+    want = ask_all(port, prompts)
+    again = ask_all(port, prompts)  # prompt-cache hits this time
+    single.send_signal(signal.SIGTERM)
+    single.wait(timeout=30)
+    cmd = [a.mpiexec, "-np", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    ep, port = start_server(cmd + [a.moex] + args + ["--expert-parallel"])
+    try:
+        got = ask_all(port, prompts)
+        got_again = ask_all(port, prompts)
+        check(got == want and got_again == again,
+              f"serve --expert-parallel, 2 ranks: {len(prompts)} concurrent greedy completions (twice, "
+              f"the second from the prompt cache) equal the single-process server's", failures)
+        pid = rank_pid(ep.pid, 0)
+        check(pid is not None, "serve --expert-parallel: rank 0's process found", failures)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            rc = ep.wait(timeout=30)
+            check(rc == 0, f"SIGTERM to rank 0: every rank exits, mpirun exit {rc}", failures)
+    finally:
+        if ep.poll() is None:
+            ep.kill()
 
 
 def main():
@@ -161,6 +294,7 @@ def main():
     failures = []
     parity(a, failures)
     reads(a, failures)
+    serve(a, failures)
     errors(a, failures)
     if failures:
         print(f"{len(failures)} check(s) failed")

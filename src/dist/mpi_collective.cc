@@ -27,7 +27,12 @@ class MpiWorld final : public Collective {
  public:
   MpiWorld(int* argc, char*** argv) {
     int provided = 0;
-    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // Serialized: `moex serve` runs the engine, and so its collectives, on its scheduler
+    // thread; the main thread makes the last call after that thread stopped.
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)
+      fail("MPI: this MPI library provides thread level ", provided,
+           "; moex needs MPI_THREAD_SERIALIZED");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     counts_.resize(size_t(size_));
@@ -63,6 +68,14 @@ class MpiWorld final : public Collective {
     stats_.bytes_sent += counts[size_t(rank_)] * int64_t(sizeof(float));
     stats_.bytes_received += (total - counts[size_t(rank_)]) * int64_t(sizeof(float));
     stats_.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  void broadcast_from_root(std::vector<int32_t>& data) override {
+    int64_t n = int64_t(data.size());
+    check(MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (n < 0 || n > int64_t(INT32_MAX)) fail("MPI: a broadcast of ", n, " ints");
+    data.resize(size_t(n));
+    check(MPI_Bcast(data.data(), int(n), MPI_INT32_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
   }
 
   std::vector<double> gather_to_root(const std::vector<double>& values) override {

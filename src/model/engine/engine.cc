@@ -121,6 +121,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
   w_ = bind_model_weights(cfg_, *binder_);
   if (collective_) {
+    check_same_checkpoint(*collective_, checkpoint_fingerprint(config_path, ckpt_, mc.tensors), dir_);
     ep_stats_.rank = collective_->rank();
     ep_stats_.ranks = collective_->size();
     ep_stats_.experts_run.assign(size_t(ep_stats_.ranks), 0);
@@ -231,6 +232,7 @@ Engine::~Engine() = default;
 std::unique_ptr<Sequence> Engine::new_sequence() const {
   auto seq = std::make_unique<Sequence>();
   seq->owner_ = this;
+  seq->id_ = next_sequence_id_++;
   seq->context_ = context_;
   seq->caches_.resize(size_t(cfg_.num_layers));
   seq->conv_state_.resize(size_t(cfg_.num_layers));
@@ -492,6 +494,16 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
     fail("context length exceeded: position ", seq.pos_, " + ", n, " tokens > context ",
          context_, " (model ", dir_, ")");
   check_tokens(tokens, n);
+  if (!leading_) return run_forward(seq, tokens, n);
+  announce_forward(seq, tokens, n);
+  try {
+    return run_forward(seq, tokens, n);
+  } catch (const std::exception& e) {
+    stop_every_rank(e.what());
+  }
+}
+
+const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n) {
   const bool profiled = profiling_ && n == 1;  // prefill is not a decode step
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(n);
@@ -528,6 +540,16 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
   if (std::adjacent_find(batch_seen_.begin(), batch_seen_.end()) != batch_seen_.end())
     fail("decode_batch: a sequence appears twice in one step");
   check_tokens(tokens, n);
+  if (!leading_) return run_batch(seqs, tokens, n);
+  announce_batch(seqs, tokens, n);
+  try {
+    return run_batch(seqs, tokens, n);
+  } catch (const std::exception& e) {
+    stop_every_rank(e.what());
+  }
+}
+
+const float* Engine::run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
   // A batched step is profiled as one step whatever its rows (decode_profile.h).
   DecodeOpClock clock(profiling_ ? &profile_ : nullptr);
   begin_step(n);

@@ -169,6 +169,15 @@ class Engine {
   // Bytes of the checkpoint's files resident in this process's page tables (not the page
   // cache's: another process's pages do not count).
   int64_t resident_weight_bytes() const;
+  // Expert parallelism under a scheduler that runs on rank 0 only (`moex serve`): there rank 0
+  // leads (lead_followers: each forward and decode_batch, once validated, is first announced
+  // to the other ranks with its sequences' numbers, positions and tokens) and the other ranks
+  // follow (follow_leader: run what rank 0 announces on sequences of their own, until
+  // release_followers). An error inside an announced step stops every rank (a follower would
+  // otherwise wait in its collective).
+  void lead_followers();
+  void follow_leader();
+  void release_followers();
   // Expert parallelism's figures (nullopt in a single-process run); reset clears the counts.
   std::optional<ExpertParallelStats> expert_parallel_stats() const;
   void reset_expert_parallel_stats();
@@ -244,6 +253,14 @@ class Engine {
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
   dist::Collective* collective_ = nullptr;  // expert parallelism, when on
   ExpertParallelStats ep_stats_;
+  bool leading_ = false;                   // announces each step to the followers
+  mutable int32_t next_sequence_id_ = 0;
+  // forward() and decode_batch() once validated.
+  const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n);
+  const float* run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+  void announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n);
+  void announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+  [[noreturn]] void stop_every_rank(const char* what) const;
 
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).

@@ -2,9 +2,12 @@
 #include "model/engine/expert_parallel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "core/file_read.h"
 
 namespace moex::model::engine {
 
@@ -78,6 +81,61 @@ std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
     }
   }
   return out;
+}
+
+namespace {
+
+// FNV-1a over 8-byte words (then the tail bytes): fast enough for the few MB of routers.
+struct Fingerprint {
+  uint64_t h = 1469598103934665603ull;
+  void add(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, b + i, 8);
+      h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }
+  void add(int64_t v) { add(&v, sizeof v); }
+};
+
+}  // namespace
+
+uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
+                                const std::vector<TensorRecord>& tensors) {
+  Fingerprint f;
+  f.add(read_small_file(config_path, int64_t(64) << 20, "config.json"));
+  for (const std::string& name : ckpt.names()) {
+    const io::TensorInfo& t = ckpt.require(name);
+    f.add(name);
+    f.add(int64_t(t.dtype));
+    for (int64_t d : t.shape) f.add(d);
+    f.add(int64_t(t.nbytes));
+  }
+  for (const TensorRecord& r : tensors)
+    if (r.role == TensorRole::kRouter || r.role == TensorRole::kNorm)
+      if (const io::TensorInfo* t = ckpt.find(r.name)) f.add(t->data, t->nbytes);
+  return f.h;
+}
+
+void check_same_checkpoint(dist::Collective& collective, uint64_t fingerprint,
+                           const std::string& dir) {
+  // Two exact halves of the 64 bits in doubles.
+  const std::vector<double> all = collective.gather_to_root(
+      {double(fingerprint >> 32), double(fingerprint & 0xffffffffull)});
+  std::vector<int32_t> differ;
+  for (size_t r = 1; 2 * r + 1 < all.size(); ++r)
+    if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) differ.push_back(int32_t(r));
+  collective.broadcast_from_root(differ);
+  if (differ.empty()) return;
+  std::string ranks;
+  for (int32_t r : differ) ranks += str_cat(ranks.empty() ? "" : ", ", r);
+  fail("expert parallelism: the checkpoint of rank", differ.size() > 1 ? "s " : " ", ranks,
+       " differs from rank 0's (config.json, the tensor list, or the router and norm weights); "
+       "every rank must open the same checkpoint (this rank opened ", dir, ")");
 }
 
 ExpertParallelLayer expert_parallel_layer(const dist::ExpertPlacement& placement,

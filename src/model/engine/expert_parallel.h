@@ -30,6 +30,16 @@ std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
                                              const ModelConfig& cfg, const ModelWeights& w,
                                              const dist::ExpertPlacement& placement, int rank);
 
+// A 64-bit fingerprint of what every rank must hold alike: config.json's text, every tensor's
+// name, dtype, shape and size, and the bytes of the routers and norms (small, and different
+// between two random or two trained checkpoints of one shape).
+uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
+                                const std::vector<TensorRecord>& tensors);
+// Every rank passes its fingerprint; moex::Error on every rank, naming the ranks that differ
+// from rank 0, when they are not all equal.
+void check_same_checkpoint(dist::Collective& collective, uint64_t fingerprint,
+                           const std::string& dir);
+
 // Layer `layer`'s share for this rank: its owned experts, every expert's owner, and whether it
 // runs the shared expert (MoE layer number moe_index modulo the ranks, spreading them).
 ExpertParallelLayer expert_parallel_layer(const dist::ExpertPlacement& placement,

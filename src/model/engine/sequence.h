@@ -36,6 +36,7 @@ class Sequence {
   std::vector<std::vector<float>> conv_state_;
   int64_t pos_ = 0, context_ = 0;
   const void* owner_ = nullptr;  // the Engine that made it
+  int32_t id_ = 0;               // its number in that engine (expert-parallel serving)
 };
 
 }  // namespace moex::model::engine

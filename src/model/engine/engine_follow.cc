@@ -1,0 +1,104 @@
+// Expert-parallel serving: rank 0 announces each validated step, the other ranks replay it.
+// A command is one broadcast of int32s:
+//   forward: kForward, sequence number, its position before the step, n, the n tokens
+//   batch:   kBatch, n, then per row: sequence number, position before the step, token
+//   release: kRelease
+// A follower brings its copy of the sequence to the announced position first: the leader may
+// have rewound it (prompt cache) or reset it (an error, or a state that cannot rewind).
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "core/error.h"
+#include "model/engine/engine.h"
+
+namespace moex::model::engine {
+
+namespace {
+enum Command : int32_t { kRelease = 0, kForward = 1, kBatch = 2 };
+
+void bring_to(Sequence& s, int64_t position) {
+  if (s.position() == position) return;
+  if (position > s.position() || !s.truncate(position))
+    fail("expert-parallel follower: the leader's sequence is at position ", position,
+         ", this rank's copy at ", s.position(), " and cannot follow");
+}
+}  // namespace
+
+void Engine::lead_followers() {
+  if (!collective_) fail("lead_followers: not an expert-parallel engine");
+  if (collective_->rank() != 0) fail("lead_followers: only rank 0 leads");
+  leading_ = true;
+}
+
+void Engine::announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n) {
+  std::vector<int32_t> cmd = {kForward, seq.id_, int32_t(seq.pos_), int32_t(n)};
+  cmd.insert(cmd.end(), tokens, tokens + n);
+  collective_->broadcast_from_root(cmd);
+}
+
+void Engine::announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
+  std::vector<int32_t> cmd = {kBatch, int32_t(n)};
+  for (int64_t i = 0; i < n; ++i) {
+    cmd.push_back(seqs[i]->id_);
+    cmd.push_back(int32_t(seqs[i]->pos_));
+    cmd.push_back(tokens[i]);
+  }
+  collective_->broadcast_from_root(cmd);
+}
+
+void Engine::release_followers() {
+  if (!leading_) return;
+  std::vector<int32_t> cmd = {kRelease};
+  collective_->broadcast_from_root(cmd);
+  leading_ = false;
+}
+
+void Engine::follow_leader() {
+  if (!collective_ || collective_->rank() == 0) fail("follow_leader: only ranks other than 0 follow");
+  std::map<int32_t, std::unique_ptr<Sequence>> seqs;  // the leader's numbers -> this rank's copies
+  auto copy_of = [&](int32_t id) -> Sequence& {
+    std::unique_ptr<Sequence>& s = seqs[id];
+    if (!s) s = new_sequence();
+    return *s;
+  };
+  std::vector<int32_t> cmd;
+  std::vector<Sequence*> rows;
+  std::vector<int32_t> tokens;
+  for (;;) {
+    collective_->broadcast_from_root(cmd);
+    if (cmd.empty() || cmd[0] == kRelease) return;
+    try {
+      if (cmd[0] == kForward && cmd.size() >= 4 && cmd.size() == size_t(4 + cmd[3])) {
+        Sequence& s = copy_of(cmd[1]);
+        bring_to(s, cmd[2]);
+        run_forward(s, cmd.data() + 4, cmd[3]);
+      } else if (cmd[0] == kBatch && cmd.size() >= 2 && cmd.size() == size_t(2 + 3 * cmd[1])) {
+        rows.clear();
+        tokens.clear();
+        for (int32_t i = 0; i < cmd[1]; ++i) {
+          Sequence& s = copy_of(cmd[size_t(2 + 3 * i)]);
+          bring_to(s, cmd[size_t(3 + 3 * i)]);
+          rows.push_back(&s);
+          tokens.push_back(cmd[size_t(4 + 3 * i)]);
+        }
+        run_batch(rows.data(), tokens.data(), cmd[1]);
+      } else {
+        fail("expert-parallel follower: a malformed command from rank 0 (", cmd.size(), " ints)");
+      }
+    } catch (const std::exception& e) {
+      stop_every_rank(e.what());
+    }
+  }
+}
+
+void Engine::stop_every_rank(const char* what) const {
+  std::fprintf(stderr, "moex: error: [rank %d of %d] an expert-parallel step failed: %s; stopping "
+               "every rank\n", collective_->rank(), collective_->size(), what);
+  std::fflush(stderr);
+  collective_->abort(4);
+  std::_Exit(4);
+}
+
+}  // namespace moex::model::engine
