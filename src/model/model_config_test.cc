@@ -359,7 +359,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 18u);  // model_types: gemma4_text and its wrapper gemma4
+  EXPECT_EQ(families.size(), 19u);  // model_types: gemma4_text and its wrapper gemma4
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -381,7 +381,7 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
                 "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe",
-                "gemma4_text", "qwen3_next"});
+                "gemma4_text", "qwen3_next", "qwen3_5_moe"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
 }

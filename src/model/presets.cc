@@ -189,6 +189,21 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Qwen3-Next-80B-A3B: Gated DeltaNet x3 + gated attention, 512 experts top-10 + shared";
   add(p);
 
+  // Qwen/Qwen3.5-35B-A3B (text_config; these are also transformers' Qwen3_5_MoeTextConfig
+  // defaults: hidden_size 2048, 40 layers, every 4th full attention (16 heads / 2 kv heads of
+  // head_dim 256, rope_parameters rope_theta 1e7, partial_rotary_factor 0.25), the others Gated
+  // DeltaNet (16 key heads / 32 value heads of 128, conv kernel 4), 256 experts of
+  // moe_intermediate_size 512 top-8 + a shared expert of 512 on every layer, vocab_size 248320,
+  // max_position_embeddings 262144).
+  p = {};
+  p.name = "qwen3.5-35b-a3b", p.model_type = "qwen3_5_moe", p.hidden = 2048, p.moe_dff = 512;
+  p.experts = 256, p.top_k = 8, p.shared_dff = 512, p.layers = 40;
+  p.heads = 16, p.kv_heads = 2, p.head_dim = 256, p.vocab = 248320, p.max_position = 262144;
+  p.linear_k_heads = 16, p.linear_v_heads = 32, p.linear_k_head_dim = 128;
+  p.linear_v_head_dim = 128, p.full_attention_interval = 4;
+  p.description = "Qwen3.5-35B-A3B: Gated DeltaNet x3 + gated attention, 256 experts top-8 + shared";
+  add(p);
+
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------
   const int64_t kTinyVocab = 1024;
   auto tiny = [&](ModelPreset t) {
@@ -307,6 +322,14 @@ std::vector<ModelPreset> make_presets() {
   p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.linear_k_heads = 2, p.linear_v_heads = 4;
   p.linear_k_head_dim = 32, p.linear_v_head_dim = 32, p.full_attention_interval = 2;
   p.description = "tiny Qwen3-Next (2 Gated DeltaNet + 2 gated attention layers, first FFN dense)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-qwen3-5-moe", p.model_type = "qwen3_5_moe", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 128, p.layers = 4, p.heads = 4, p.kv_heads = 2, p.head_dim = 64;
+  p.linear_k_heads = 2, p.linear_v_heads = 4, p.linear_k_head_dim = 32;
+  p.linear_v_head_dim = 32, p.full_attention_interval = 2;
+  p.description = "tiny Qwen3.5-MoE (text_config, 2 Gated DeltaNet + 2 gated attention layers)";
   tiny(p);
 
   p = {};
