@@ -496,11 +496,7 @@ const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
   check_tokens(tokens, n);
   if (!leading_) return run_forward(seq, tokens, n);
   announce_forward(seq, tokens, n);
-  try {
-    return run_forward(seq, tokens, n);
-  } catch (const std::exception& e) {
-    stop_every_rank(e.what());
-  }
+  return run_announced([&] { return run_forward(seq, tokens, n); });
 }
 
 const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n) {
@@ -542,11 +538,7 @@ const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, 
   check_tokens(tokens, n);
   if (!leading_) return run_batch(seqs, tokens, n);
   announce_batch(seqs, tokens, n);
-  try {
-    return run_batch(seqs, tokens, n);
-  } catch (const std::exception& e) {
-    stop_every_rank(e.what());
-  }
+  return run_announced([&] { return run_batch(seqs, tokens, n); });
 }
 
 const float* Engine::run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {

@@ -261,6 +261,15 @@ class Engine {
   void announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n);
   void announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
   [[noreturn]] void stop_every_rank(const char* what) const;
+  // A step the followers were told of: an error inside it stops every rank.
+  template <class Run>
+  const float* run_announced(Run&& run) {
+    try {
+      return run();
+    } catch (const std::exception& e) {
+      stop_every_rank(e.what());
+    }
+  }
 
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).
