@@ -213,7 +213,8 @@ void validate_model_config(const ModelConfig& c) {
       for (const auto& [what, name] :
            {std::pair{"mixer in_proj", &n.mamba_in}, {"mixer conv1d", &n.mamba_conv},
             {"mixer dt_bias", &n.mamba_dt_bias}, {"mixer A_log", &n.mamba_a_log},
-            {"mixer D", &n.mamba_d}, {"mixer norm", &n.mamba_norm}, {"mixer out_proj", &n.mamba_out}})
+            {"mixer D", &n.mamba_d}, {"mixer norm", &n.mamba_norm},
+            {"mixer out_proj", &n.mamba_out}})
         require_name(c, i, what, *name);
     } else if (l.mixer == MixerKind::kGatedDeltaNet) {
       const GatedDeltaParams& g = c.gdn;

@@ -217,7 +217,8 @@ TEST(ModelConfig, EveryPresetRoundTripsThroughItsFamily) {
     EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{synthetic_eos_id(p.vocab)});
     // Nemotron-H: the pattern's 'E' blocks; the others: all but the leading dense layers.
     const int64_t moe_blocks = std::count(p.hybrid_pattern.begin(), p.hybrid_pattern.end(), 'E');
-    EXPECT_EQ(c.num_moe_layers(), p.hybrid_pattern.empty() ? p.layers - p.dense_layers : moe_blocks);
+    EXPECT_EQ(c.num_moe_layers(),
+              p.hybrid_pattern.empty() ? p.layers - p.dense_layers : moe_blocks);
     // --layers truncation keeps a valid model.
     EXPECT_EQ(parse_model_config(preset_config_json(p, 2), p.name).num_layers, 2);
   }

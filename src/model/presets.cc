@@ -202,7 +202,9 @@ std::vector<ModelPreset> make_presets() {
   p.max_position = 262144, p.activation = "relu2";
   p.hybrid_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
   p.mamba_heads = 64, p.mamba_head_dim = 64, p.ssm_state = 128, p.mamba_groups = 8;
-  p.description = "Nemotron-3-Nano-30B-A3B: 23 Mamba-2 + 6 attention + 23 MoE blocks, 128 relu2 experts top-6 + shared";
+  p.description =
+      "Nemotron-3-Nano-30B-A3B: 23 Mamba-2 + 6 attention + 23 MoE blocks, 128 relu2 experts "
+      "top-6 + shared";
   add(p);
 
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------

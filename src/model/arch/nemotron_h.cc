@@ -36,7 +36,8 @@ std::string block_pattern(const json& j, const std::string& f) {
   } else {
     const char* field = io::has_field(j, "layers_block_type") ? "layers_block_type" : "layer_types";
     if (!io::has_field(j, field))
-      fail(f, ": missing field 'hybrid_override_pattern' (or 'layers_block_type'): the layer stack");
+      fail(f, ": missing field 'hybrid_override_pattern' (or 'layers_block_type'): the layer",
+           " stack");
     static const std::pair<const char*, char> kNames[] = {
         {"full_attention", '*'}, {"linear_attention", 'M'}, {"moe", 'E'}, {"mlp", '-'},
         {"attention", '*'},      {"mamba", 'M'},            {"conv", 'M'}};
@@ -104,8 +105,8 @@ void parse_moe(const json& j, const std::string& f, ModelConfig& c) {
   // intermediate_size (mlx-lm: `intermediate_size or args.intermediate_size`).
   if (io::has_field(j, "n_shared_experts")) {
     arch::get_size(j, "n_shared_experts", 64, f);
-    m.shared_dff =
-        arch::get_size_or(j, "moe_shared_expert_intermediate_size", c.dense_dff, limits::kMaxDff, f);
+    m.shared_dff = arch::get_size_or(j, "moe_shared_expert_intermediate_size", c.dense_dff,
+                                     limits::kMaxDff, f);
   }
   if (io::has_field(j, "moe_latent_size"))
     fail(f, ": field 'moe_latent_size' (latent expert projections) is not supported yet");
