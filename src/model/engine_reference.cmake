@@ -16,7 +16,7 @@ set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
                tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-gemma4
-               tiny-qwen3-next tiny-qwen3-5-moe)
+               tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -61,7 +61,7 @@ endforeach()
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
                tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe
-               tiny-gemma4 tiny-qwen3-next tiny-qwen3-5-moe)
+               tiny-gemma4 tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -86,7 +86,7 @@ endforeach()
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
 # dependencies the reference venv does not install.
 foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1 granitemoe
-               ernie4-5-moe hunyuan gemma4 qwen3-next qwen3-5-moe)
+               ernie4-5-moe hunyuan gemma4 qwen3-next qwen3-5-moe nemotron-h)
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
@@ -104,7 +104,7 @@ endforeach()
 # stacks no bias tensors, and by moex with a message.)
 foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
                dots1 ernie4-5-moe hunyuan bailing-moe granitemoe gemma4 gemma4-wrapped
-               qwen3-next)
+               qwen3-next nemotron-h)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
@@ -123,6 +123,18 @@ foreach(family qwen3-next qwen3-5-moe)
             --make-preset tiny-${family} "--mlx-convert=--q-bits 4" --dtype f32
             --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
   set_tests_properties(engine_parity_tiny-${family}_mlx_convert_4bit PROPERTIES
+                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
+# Nemotron-H as mlx-lm's converter writes it at its defaults (4-bit g64; the MoE gate is a bare
+# weight, never quantized) and at mxfp4.
+foreach(qargs "--q-bits 4" "--q-mode mxfp4")
+  string(REGEX REPLACE "[^a-z0-9]+" "-" qname "${qargs}")
+  add_test(NAME engine_parity_tiny-nemotron-h_mlx_convert${qname}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-nemotron-h-convert${qname}
+            --make-preset tiny-nemotron-h "--mlx-convert=${qargs}" --dtype f32
+            --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+  set_tests_properties(engine_parity_tiny-nemotron-h_mlx_convert${qname} PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections

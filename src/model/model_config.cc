@@ -60,6 +60,7 @@ const char* expert_activation_name(ExpertActivation a) {
     case ExpertActivation::kSwiGLU: return "swiglu";
     case ExpertActivation::kSwiGLUOai: return "swiglu_oai";
     case ExpertActivation::kGeGLU: return "geglu";
+    case ExpertActivation::kReLU2: return "relu2";
   }
   return "?";
 }
@@ -86,11 +87,20 @@ const char* mixer_kind_name(MixerKind k) {
     case MixerKind::kAttention: return "attention";
     case MixerKind::kShortConv: return "short_conv";
     case MixerKind::kGatedDeltaNet: return "gated_deltanet";
+    case MixerKind::kMamba2: return "mamba2";
+    case MixerKind::kNone: return "none";
   }
   return "?";
 }
 
-const char* ffn_kind_name(FfnKind k) { return k == FfnKind::kDense ? "dense" : "moe"; }
+const char* ffn_kind_name(FfnKind k) {
+  switch (k) {
+    case FfnKind::kDense: return "dense";
+    case FfnKind::kMoe: return "moe";
+    case FfnKind::kNone: return "none";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -162,8 +172,10 @@ void validate_model_config(const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const LayerPlan& l = c.layers[size_t(i)];
     const LayerModules& n = l.names;
-    require_name(c, i, "input norm", n.input_norm);
-    require_name(c, i, "post-mixer norm", n.post_norm);
+    if (l.mixer == MixerKind::kNone && l.ffn == FfnKind::kNone)
+      fail(c.source, ": layer ", i, " has neither a mixer nor an FFN");
+    if (l.mixer != MixerKind::kNone) require_name(c, i, "input norm", n.input_norm);
+    if (l.ffn != FfnKind::kNone) require_name(c, i, "post-mixer norm", n.post_norm);
     if (l.mixer == MixerKind::kAttention) {
       require_name(c, i, "q_proj (or a fused qkv)", n.q.empty() ? n.qkv : n.q);
       if (!n.qkv.empty() && (c.q_bias != c.k_bias || c.q_bias != c.v_bias))
@@ -186,7 +198,25 @@ void validate_model_config(const ModelConfig& c) {
       require_positive(c, "conv_L_cache", c.conv_kernel);
       require_name(c, i, "conv in_proj", n.conv_in);
       require_name(c, i, "conv", n.conv);
-    } else {
+    } else if (l.mixer == MixerKind::kMamba2) {
+      const Mamba2Params& m = c.mamba;
+      require_size(c, "mamba_num_heads", m.heads, limits::kMaxHeads);
+      require_size(c, "mamba_head_dim", m.head_dim, limits::kMaxHeadDim);
+      require_size(c, "ssm_state_size", m.state_dim, limits::kMaxHeadDim);
+      require_size(c, "n_groups", m.groups, limits::kMaxHeads);
+      require_size(c, "conv_kernel", m.conv_kernel, limits::kMaxConvKernel);
+      if (m.heads % m.groups != 0)
+        fail(c.source, ": mamba_num_heads (", m.heads, ") is not a multiple of n_groups (",
+             m.groups, ")");
+      if (!(m.dt_min <= m.dt_max))
+        fail(c.source, ": time_step_limit [", m.dt_min, ", ", m.dt_max, "] is not a range");
+      for (const auto& [what, name] :
+           {std::pair{"mixer in_proj", &n.mamba_in}, {"mixer conv1d", &n.mamba_conv},
+            {"mixer dt_bias", &n.mamba_dt_bias}, {"mixer A_log", &n.mamba_a_log},
+            {"mixer D", &n.mamba_d}, {"mixer norm", &n.mamba_norm},
+            {"mixer out_proj", &n.mamba_out}})
+        require_name(c, i, what, *name);
+    } else if (l.mixer == MixerKind::kGatedDeltaNet) {
       const GatedDeltaParams& g = c.gdn;
       require_size(c, "linear_num_key_heads", g.k_heads, limits::kMaxHeads);
       require_size(c, "linear_num_value_heads", g.v_heads, limits::kMaxHeads);
@@ -204,15 +234,23 @@ void validate_model_config(const ModelConfig& c) {
       require_name(c, i, "linear_attn norm", n.gdn_norm);
       require_name(c, i, "linear_attn out_proj", n.gdn_out);
     }
+    if (l.ffn == FfnKind::kNone) continue;
     if (l.ffn_dff < 1 || l.ffn_dff > limits::kMaxDff)
       fail(c.source, ": layer ", i, " has intermediate size ", l.ffn_dff, "; expected [1, ",
            limits::kMaxDff, "]");
     if (l.ffn == FfnKind::kDense) {
-      require_name(c, i, "dense gate_proj", n.dense_gate);
+      if (c.dense_activation == ExpertActivation::kReLU2)
+        require_name(c, i, "dense up_proj", n.dense_up);
+      else
+        require_name(c, i, "dense gate_proj", n.dense_gate);
     } else {
       require_name(c, i, "router", n.router);
-      require_name(c, i, "stacked experts", n.experts_gate);
-      if (c.moe.shared_dff > 0) require_name(c, i, "shared expert", n.shared_gate);
+      require_name(c, i, "stacked experts",
+                   c.moe.activation == ExpertActivation::kReLU2 ? n.experts_up : n.experts_gate);
+      if (c.moe.shared_dff > 0)
+        require_name(c, i, "shared expert",
+                     c.moe.shared_activation == ExpertActivation::kReLU2 ? n.shared_up
+                                                                         : n.shared_gate);
       if (l.parallel_dense_dff != 0) {
         require_size(c, "parallel dense intermediate size", l.parallel_dense_dff, limits::kMaxDff);
         require_name(c, i, "parallel dense gate_proj", n.dense_gate);
@@ -236,6 +274,8 @@ int64_t recurrent_state_bytes(const ModelConfig& c) {
     if (l.mixer == MixerKind::kShortConv) n += (c.conv_kernel - 1) * c.hidden;
     if (l.mixer == MixerKind::kGatedDeltaNet)
       n += (g.conv_kernel - 1) * g.conv_dim() + g.v_heads * g.v_head_dim * g.k_head_dim;
+    if (l.mixer == MixerKind::kMamba2)
+      n += (c.mamba.conv_kernel - 1) * c.mamba.conv_dim() + c.mamba.inner() * c.mamba.state_dim;
   }
   return n * int64_t(sizeof(float));
 }
@@ -257,22 +297,35 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
                  l.attn_output_gate ? ", output gate" : "", ")");
   } else if (l.mixer == MixerKind::kShortConv) {
     s += str_cat("short_conv(L=", c.conv_kernel, ")");
-  } else {
+  } else if (l.mixer == MixerKind::kGatedDeltaNet) {
     const GatedDeltaParams& g = c.gdn;
     s += str_cat("gated_deltanet(", g.k_heads, "x", g.k_head_dim, " k, ", g.v_heads, "x",
                  g.v_head_dim, " v, conv L=", g.conv_kernel, ")");
+  } else if (l.mixer == MixerKind::kMamba2) {
+    const Mamba2Params& m = c.mamba;
+    s += str_cat("mamba2(", m.heads, "x", m.head_dim, " heads, state ", m.state_dim, ", ",
+                 m.groups, " groups, conv L=", m.conv_kernel, ")");
   }
-  if (l.ffn == FfnKind::kDense) {
-    s += str_cat(" + dense ", l.ffn_dff);
+  // A layer with one of the two only (Nemotron-H's blocks) names just that one.
+  const char* join = l.mixer == MixerKind::kNone ? "" : " + ";
+  if (l.ffn == FfnKind::kNone) {
+  } else if (l.ffn == FfnKind::kDense) {
+    s += str_cat(join, "dense ", l.ffn_dff,
+                 c.dense_activation != ExpertActivation::kSwiGLU
+                     ? str_cat(" ", expert_activation_name(c.dense_activation))
+                     : std::string());
   } else {
     if (l.parallel_dense_dff > 0) s += str_cat(" + dense ", l.parallel_dense_dff);
-    s += str_cat(" + moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
+    s += str_cat(join, "moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
                  router_kind_name(c.moe.router),
                  c.moe.activation != ExpertActivation::kSwiGLU
                      ? str_cat(" ", expert_activation_name(c.moe.activation))
                      : std::string());
     if (c.moe.shared_dff > 0)
-      s += str_cat(" + shared ", c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "");
+      s += str_cat(" + shared ", c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "",
+                   c.moe.shared_activation != ExpertActivation::kSwiGLU
+                       ? str_cat(" ", expert_activation_name(c.moe.shared_activation))
+                       : std::string());
   }
   return s;
 }

@@ -105,16 +105,20 @@ enum class RouterKind {
 enum class ExpertActivation {
   kSwiGLU,    // silu(gate) * up
   kSwiGLUOai,  // gpt-oss: min(gate,7) * sigmoid(1.702 min(gate,7)) * (clip(up,-7,7) + 1)
-  kGeGLU       // gelu_tanh(gate) * up (Gemma-4)
+  kGeGLU,      // gelu_tanh(gate) * up (Gemma-4)
+  kReLU2       // relu(up)^2, no gate projection (Nemotron-H's experts and MLPs)
 };
 
 enum class MixerKind {
   kAttention,  // softmax attention with a KV cache
   kShortConv,  // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
-  kGatedDeltaNet  // Qwen3-Next linear attention: causal conv + gated delta rule recurrence
+  kGatedDeltaNet,  // Qwen3-Next linear attention: causal conv + gated delta rule recurrence
+  kMamba2,         // Nemotron-H Mamba-2: causal conv + selective state-space recurrence
+  kNone            // no mixer: the layer is its FFN alone (Nemotron-H's 'E' and '-' blocks)
 };
 
-enum class FfnKind { kDense, kMoe };
+// kNone: no FFN, the layer is its mixer alone (Nemotron-H's 'M' and '*' blocks).
+enum class FfnKind { kDense, kMoe, kNone };
 
 // How a Hugging Face checkpoint fuses its experts (LayerModules::hf_experts_gate_up / _down;
 // docs/families.md under each family).
@@ -140,6 +144,10 @@ struct LayerModules {
   // and A_log [v_heads] (full tensor names); the gated RMSNorm [v_head_dim]; out_proj.
   std::string gdn_qkvz, gdn_ba, gdn_qkv, gdn_z, gdn_b, gdn_a;
   std::string gdn_conv, gdn_dt_bias, gdn_a_log, gdn_norm, gdn_out;
+  // Mamba-2 (Nemotron-H mixer.*): in_proj [z; xBC; dt], conv1d [C, L, 1] (+ bias), dt_bias,
+  // A_log and D [heads] (full tensor names), the group-wise gated RMSNorm [heads * head_dim],
+  // out_proj.
+  std::string mamba_in, mamba_conv, mamba_dt_bias, mamba_a_log, mamba_d, mamba_norm, mamba_out;
   std::string dense_gate, dense_up, dense_down;    // dense FFN
   std::string router, expert_bias;                 // MoE router [E, H]; expert_bias: full tensor name
   std::string experts_gate, experts_up, experts_down;  // stacked [E, Dff, H] / [E, H, Dff]
@@ -195,6 +203,17 @@ struct GatedDeltaParams {
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
 };
 
+// Mamba-2 geometry (Nemotron-H mamba_* fields). The conv runs over [x; B; C]:
+// conv_dim = heads * head_dim + 2 * groups * state_dim channels.
+struct Mamba2Params {
+  int64_t heads = 0, head_dim = 0, state_dim = 0, groups = 0, conv_kernel = 0;
+  bool conv_bias = false, proj_bias = false;  // use_conv_bias; mamba_proj_bias (in/out_proj)
+  double dt_min = 0.0, dt_max = 0.0;          // time_step_limit: dt clipped to [min, max]
+  int64_t inner() const { return heads * head_dim; }
+  int64_t conv_dim() const { return inner() + 2 * groups * state_dim; }
+  int64_t in_proj_dim() const { return inner() + conv_dim() + heads; }  // z, xBC, dt
+};
+
 struct MoeParams {
   int64_t num_experts = 0;
   int64_t top_k = 0;
@@ -208,6 +227,7 @@ struct MoeParams {
   bool use_expert_bias = false;       // LFM2
   double routed_scaling_factor = 1.0; // LFM2, GLM-4.5
   int64_t n_group = 1, topk_group = 1;  // kSigmoidGroupLimited
+  double renorm_eps = 0.0;  // kSigmoidGroupLimited: added to the top-k sum (Nemotron-H 1e-20)
   bool router_unquantized = false;      // GLM-4.5: the router is a bare weight, never quantized
   double jitter_eps = 0.0;            // Phi-MoE sparsemixer
   bool gate_sigmoid = false;          // kProbTopkRenormFloor: sigmoid instead of softmax
@@ -215,6 +235,7 @@ struct MoeParams {
   bool router_bias = false;           // gpt-oss: the router Linear has a bias [E]
   ExpertActivation activation = ExpertActivation::kSwiGLU;
   int64_t shared_dff = 0;             // 0: no shared expert
+  ExpertActivation shared_activation = ExpertActivation::kSwiGLU;  // kReLU2: up/down only
   bool shared_expert_gated = false;   // Qwen2-MoE: out += sigmoid(gate(x)) * shared(x)
   bool shared_expert_input_scaled = false;  // Llama-4: routed experts get x * score; shared gets x
 };
@@ -246,6 +267,8 @@ struct ModelConfig {
 
   // Gated DeltaNet layers (Qwen3-Next).
   GatedDeltaParams gdn;
+  // Mamba-2 layers (Nemotron-H).
+  Mamba2Params mamba;
 
   NormKind norm = NormKind::kRmsNorm;
   double norm_eps = 1e-6;
@@ -261,7 +284,7 @@ struct ModelConfig {
   double logits_divisor = 1.0;
   // > 0: logits = tanh(logits / cap) * cap after the head (Gemma-4 final_logit_softcapping).
   double final_logit_softcap = 0.0;
-  // The gated activation of dense (and parallel dense) MLP layers.
+  // The activation of dense (and parallel dense) MLP layers (kReLU2: no gate_proj).
   ExpertActivation dense_activation = ExpertActivation::kSwiGLU;
 
   bool tie_word_embeddings = false;

@@ -1,6 +1,7 @@
 // Config parsing: real Hugging Face configs of each family, every preset round-trips through
 // its family, and bad input (wrong types, missing fields, unknown model_type) names the file
 // and field.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -214,7 +215,10 @@ TEST(ModelConfig, EveryPresetRoundTripsThroughItsFamily) {
     EXPECT_EQ(c.moe.expert_dff, p.moe_dff);
     EXPECT_EQ(c.moe.shared_dff, p.shared_dff);
     EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{synthetic_eos_id(p.vocab)});
-    EXPECT_EQ(c.num_moe_layers(), p.layers - p.dense_layers);
+    // Nemotron-H: the pattern's 'E' blocks; the others: all but the leading dense layers.
+    const int64_t moe_blocks = std::count(p.hybrid_pattern.begin(), p.hybrid_pattern.end(), 'E');
+    EXPECT_EQ(c.num_moe_layers(),
+              p.hybrid_pattern.empty() ? p.layers - p.dense_layers : moe_blocks);
     // --layers truncation keeps a valid model.
     EXPECT_EQ(parse_model_config(preset_config_json(p, 2), p.name).num_layers, 2);
   }
@@ -359,7 +363,7 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 19u);  // model_types: gemma4_text and its wrapper gemma4
+  EXPECT_EQ(families.size(), 20u);  // model_types: gemma4_text and its wrapper gemma4
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -381,9 +385,67 @@ TEST(ModelConfig, UnknownModelTypeListsSupported) {
   expect_error([&] { parse_model_config(j, "g/config.json"); },
                {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
                 "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe",
-                "gemma4_text", "qwen3_next", "qwen3_5_moe"});
+                "gemma4_text", "qwen3_next", "qwen3_5_moe", "nemotron_h"});
   j.erase("model_type");
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"model_type"});
+}
+
+// nemotron_h: the block pattern decides each layer's kind (a mixer alone or an FFN alone), its
+// aliases read as mlx-lm reads them, the decode state of the real shape, and what is refused.
+TEST(ModelConfig, NemotronHReadsItsPattern) {
+  const json nano = preset_config_json(*find_preset("nemotron-3-nano-30b-a3b"));
+  const ModelConfig c = parse_model_config(nano, "n/config.json");
+  ASSERT_EQ(c.num_layers, 52);
+  EXPECT_EQ(c.layers[0].mixer, MixerKind::kMamba2);
+  EXPECT_EQ(c.layers[0].ffn, FfnKind::kNone);
+  EXPECT_EQ(c.layers[1].mixer, MixerKind::kNone);
+  EXPECT_EQ(c.layers[1].ffn, FfnKind::kMoe);
+  EXPECT_EQ(c.layers[5].mixer, MixerKind::kAttention);
+  EXPECT_FALSE(c.layers[5].use_rope);
+  EXPECT_EQ(c.num_moe_layers(), 23);
+  EXPECT_EQ(c.moe.activation, ExpertActivation::kReLU2);
+  EXPECT_EQ(c.moe.shared_activation, ExpertActivation::kReLU2);
+  EXPECT_EQ(c.mamba.conv_dim(), 4096 + 2 * 8 * 128);
+  // 6 attention layers x 2 x 2 kv heads x 128 floats; 23 Mamba-2 layers x (3 x 6144 conv +
+  // 64 x 64 x 128 SSM) floats.
+  EXPECT_EQ(kv_cache_bytes_per_token(c), 6 * 2 * 2 * 128 * 4);
+  EXPECT_EQ(recurrent_state_bytes(c), int64_t{23} * (3 * 6144 + 64 * 64 * 128) * 4);
+  EXPECT_EQ(describe_layer(c, 1), "L1: moe 128x1856 top-6 sigmoid_group_limited relu2 + shared 3712 relu2");
+  json j = nano;
+  j.erase("hybrid_override_pattern");
+  j["layers_block_type"] = json::array({"mamba", "moe", "attention", "mlp"});
+  j["num_hidden_layers"] = 4;
+  const ModelConfig a = parse_model_config(j, "n/config.json");
+  EXPECT_EQ(a.layers[3].ffn, FfnKind::kDense);
+  EXPECT_EQ(a.layers[3].mixer, MixerKind::kNone);
+  j["layers_block_type"] = json::array({"mamba", "moe", "sliding"});
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"layers_block_type", "sliding"});
+  j.erase("layers_block_type");
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"hybrid_override_pattern"});
+  j = nano;
+  j["hybrid_override_pattern"] = "MEMX";
+  j["num_hidden_layers"] = 4;
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"hybrid_override_pattern", "X"});
+  j = nano;
+  j["num_hidden_layers"] = 51;
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"num_hidden_layers", "52"});
+  j = nano;
+  j["moe_latent_size"] = 1024;
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"moe_latent_size"});
+  j = nano;
+  j["mlp_bias"] = true;
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"mlp_bias"});
+  j = nano;
+  j["time_step_limit"] = json::array({1.0, 0.5});
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"time_step_limit"});
+  j = nano;
+  j["mamba_num_heads"] = 60;  // not a multiple of n_groups = 8
+  expect_error([&] { parse_model_config(j, "n/config.json"); }, {"mamba_num_heads", "n_groups"});
+  // A layer-reduced preset keeps the pattern's first blocks.
+  const ModelConfig r = parse_model_config(
+      preset_config_json(*find_preset("nemotron-3-nano-30b-a3b"), 8), "n/config.json");
+  EXPECT_EQ(r.layers[5].mixer, MixerKind::kAttention);
+  EXPECT_EQ(r.num_moe_layers(), 3);
 }
 
 TEST(ModelConfig, LoadFromDirectoryNamesMissingFile) {

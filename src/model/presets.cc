@@ -204,6 +204,24 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Qwen3.5-35B-A3B: Gated DeltaNet x3 + gated attention, 256 experts top-8 + shared";
   add(p);
 
+  // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (config.json: hidden_size 2688, 52 blocks by
+  // hybrid_override_pattern "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME": 23 Mamba-2
+  // (64 heads x 64, ssm_state_size 128, n_groups 8, conv_kernel 4), 6 attention (32 heads /
+  // 2 kv heads of head_dim 128), 23 MoE (128 experts of moe_intermediate_size 1856 top-6 +
+  // a shared expert of 3712, relu2); intermediate_size 1856, vocab_size 131072,
+  // max_position_embeddings 262144).
+  p = {};
+  p.name = "nemotron-3-nano-30b-a3b", p.model_type = "nemotron_h", p.hidden = 2688;
+  p.moe_dff = 1856, p.experts = 128, p.top_k = 6, p.shared_dff = 3712, p.dense_dff = 1856;
+  p.layers = 52, p.heads = 32, p.kv_heads = 2, p.head_dim = 128, p.vocab = 131072;
+  p.max_position = 262144, p.activation = "relu2";
+  p.hybrid_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
+  p.mamba_heads = 64, p.mamba_head_dim = 64, p.ssm_state = 128, p.mamba_groups = 8;
+  p.description =
+      "Nemotron-3-Nano-30B-A3B: 23 Mamba-2 + 6 attention + 23 MoE blocks, 128 relu2 experts "
+      "top-6 + shared";
+  add(p);
+
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------
   const int64_t kTinyVocab = 1024;
   auto tiny = [&](ModelPreset t) {
@@ -330,6 +348,14 @@ std::vector<ModelPreset> make_presets() {
   p.linear_k_heads = 2, p.linear_v_heads = 4, p.linear_k_head_dim = 32;
   p.linear_v_head_dim = 32, p.full_attention_interval = 2;
   p.description = "tiny Qwen3.5-MoE (text_config, 2 Gated DeltaNet + 2 gated attention layers)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-nemotron-h", p.model_type = "nemotron_h", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 4, p.shared_dff = 256, p.dense_dff = 512, p.layers = 7, p.heads = 4, p.kv_heads = 2;
+  p.head_dim = 64, p.activation = "relu2", p.hybrid_pattern = "MEM*E-M";
+  p.mamba_heads = 8, p.mamba_head_dim = 32, p.ssm_state = 16, p.mamba_groups = 2;
+  p.description = "tiny Nemotron-H (blocks M E M * E - M: Mamba-2, relu2 MoE + shared, attention, MLP)";
   tiny(p);
 
   p = {};

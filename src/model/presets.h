@@ -34,6 +34,10 @@ struct ModelPreset {
   // full_attention_interval-th layer attends (the others are Gated DeltaNet layers).
   int64_t linear_k_heads = 0, linear_v_heads = 0, linear_k_head_dim = 0, linear_v_head_dim = 0;
   int64_t full_attention_interval = 0;
+  // Nemotron-H: the block pattern (M Mamba-2, * attention, - MLP, E MoE; one character per
+  // layer) and the Mamba-2 heads, head dim, state size and groups.
+  std::string hybrid_pattern;
+  int64_t mamba_heads = 0, mamba_head_dim = 0, ssm_state = 0, mamba_groups = 0;
   std::string description;                 // one line for --list-presets
 };
 

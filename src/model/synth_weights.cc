@@ -70,7 +70,8 @@ InitDist init_distribution(const ModuleSpec& m, TensorPart part, const ModelConf
       kMixerShare * kEmbedStd / std::sqrt(float(std::max<int64_t>(cfg.num_layers, 1)));
   const bool mixer_out =
       m.residual_out && (m.role == TensorRole::kAttention || m.role == TensorRole::kShortConv ||
-                         m.role == TensorRole::kLinearAttention);
+                         m.role == TensorRole::kLinearAttention ||
+                         m.role == TensorRole::kStateSpace);
   if (part == TensorPart::kBias) {
     if (m.kind == ModuleKind::kLayerNorm) return {0.f, 0.01f};
     // A bias on a residual-writing projection adds the same vector at every position.
@@ -97,6 +98,11 @@ InitDist init_distribution(const ModuleSpec& m, TensorPart part, const ModelConf
       // dt_bias around 0.
       if (m.slot == Slot::kGdnALog) return {0.f, 0.5f};
       if (m.slot == Slot::kGdnDtBias) return {0.f, 0.1f};
+      // Mamba-2: A = -exp(A_log) around -0.37, so that with dt ~ softplus(0) the per-step
+      // decays spread around 0.8 (some memory over a short prompt); D around mlx-lm's 1.
+      if (m.slot == Slot::kMambaALog) return {-1.f, 0.5f};
+      if (m.slot == Slot::kMambaDtBias) return {0.f, 0.1f};
+      if (m.slot == Slot::kMambaD) return {1.f, 0.1f};
       return {0.f, 0.01f};  // LFM2 expert_bias: small vs sigmoid spread
     default: break;
   }

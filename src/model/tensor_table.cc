@@ -27,6 +27,7 @@ const char* tensor_role_name(TensorRole r) {
     case TensorRole::kAttention: return "attention";
     case TensorRole::kShortConv: return "short_conv";
     case TensorRole::kLinearAttention: return "linear_attention";
+    case TensorRole::kStateSpace: return "state_space";
     case TensorRole::kRouter: return "router";
     case TensorRole::kRouterBias: return "router_bias";
     case TensorRole::kExperts: return "experts";
@@ -150,6 +151,22 @@ void add_gated_delta(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, 
   b.output(Slot::kGdnOut, n.gdn_out, r, i, {H, vd}, false);
 }
 
+// A_log is kept in float32 whatever the model dtype (mlx-lm's nemotron_h cast_predicate).
+void add_mamba2(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const Mamba2Params& m = c.mamba;
+  const int64_t H = c.hidden, hm = m.heads;
+  const TensorRole r = TensorRole::kStateSpace;
+  b.linear(Slot::kMambaIn, n.mamba_in, r, i, {m.in_proj_dim(), H}, m.proj_bias);
+  b.push({n.mamba_conv, ModuleKind::kConv1d, r, i, {m.conv_dim(), m.conv_kernel, 1}, m.conv_bias},
+         Slot::kMambaConv);
+  b.push({n.mamba_dt_bias, ModuleKind::kTensor, r, i, {hm}}, Slot::kMambaDtBias);
+  b.push({n.mamba_a_log, ModuleKind::kTensor, r, i, {hm}, false, true}, Slot::kMambaALog);
+  b.push({n.mamba_d, ModuleKind::kTensor, r, i, {hm}}, Slot::kMambaD);
+  b.rms_norm(Slot::kMambaNorm, n.mamba_norm, r, i, m.inner());
+  b.output(Slot::kMambaOut, n.mamba_out, r, i, {H, m.inner()}, m.proj_bias);
+}
+
 void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
@@ -210,12 +227,14 @@ std::vector<ModuleSpec> module_table(const ModelConfig& c) {
       add_attention(b, c, l, i);
     else if (l.mixer == MixerKind::kShortConv)
       add_short_conv(b, c, l, i);
-    else
+    else if (l.mixer == MixerKind::kGatedDeltaNet)
       add_gated_delta(b, c, l, i);
+    else if (l.mixer == MixerKind::kMamba2)
+      add_mamba2(b, c, l, i);
     b.norm(Slot::kPostNorm, l.names.post_norm, TensorRole::kNorm, i, c.hidden);
     if (l.ffn == FfnKind::kMoe) {
       add_moe(b, c, l, i);
-    } else {
+    } else if (l.ffn == FfnKind::kDense) {
       const int64_t H = c.hidden, F = l.ffn_dff;
       b.linear(Slot::kDenseGate, l.names.dense_gate, TensorRole::kDenseFfn, i, {F, H}, false);
       b.linear(Slot::kDenseUp, l.names.dense_up, TensorRole::kDenseFfn, i, {F, H}, false);

@@ -33,6 +33,7 @@ enum class TensorRole {
   kAttention,
   kShortConv,
   kLinearAttention,   // Gated DeltaNet (Qwen3-Next linear_attn)
+  kStateSpace,        // Mamba-2 (Nemotron-H mixer)
   kRouter,            // router Linear [E, H]
   kRouterBias,        // LFM2 expert_bias [E]
   kExperts,           // stacked routed experts (or one expert of a per-expert HF layout)
@@ -55,6 +56,9 @@ enum class Slot : uint8_t {
   // depthwise conv, dt_bias / A_log [v_heads], the gated norm [v_head_dim], out_proj
   kGdnQkvz, kGdnBa, kGdnQkv, kGdnZ, kGdnB, kGdnA, kGdnConv, kGdnDtBias, kGdnALog, kGdnNorm,
   kGdnOut,
+  // Mamba-2: in_proj, the depthwise conv (+ bias), dt_bias / A_log / D [heads], the gated
+  // norm [heads * head_dim], out_proj
+  kMambaIn, kMambaConv, kMambaDtBias, kMambaALog, kMambaD, kMambaNorm, kMambaOut,
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
   kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,

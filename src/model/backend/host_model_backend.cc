@@ -39,6 +39,7 @@ class HostModelBackend final : public ModelBackend {
     for (int64_t i = 0; i < n; ++i) ops::embedding_row(table, tokens[i], out + i * table.k());
   }
   void gated_delta(const ops::GatedDeltaArgs& a) const override { ops::gated_delta(a); }
+  void ssm_scan(const ops::SsmScanArgs& a) const override { ops::ssm_scan(a); }
   void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {
     ops::swiglu(gate, up, out, n);
   }

@@ -15,6 +15,7 @@
 #include "model/ops/linear.h"
 #include "model/ops/norm.h"
 #include "model/ops/rope.h"
+#include "model/ops/ssm_scan.h"
 #include "moe/moe_backend.h"
 
 namespace moex::model {
@@ -57,6 +58,8 @@ class ModelBackend {
                                 float* out, int64_t n) const = 0;
   // The gated delta rule over a.steps positions of one sequence (ops/gated_delta.h).
   virtual void gated_delta(const ops::GatedDeltaArgs& a) const = 0;
+  // The Mamba-2 state-space recurrence over a.steps positions of one sequence (ops/ssm_scan.h).
+  virtual void ssm_scan(const ops::SsmScanArgs& a) const = 0;
 };
 
 // The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws

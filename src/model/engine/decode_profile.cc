@@ -11,6 +11,7 @@ const char* decode_op_name(DecodeOp op) {
     case DecodeOp::kAttentionCore: return "attention_core";
     case DecodeOp::kShortConv: return "short_conv";
     case DecodeOp::kLinearAttention: return "linear_attention";
+    case DecodeOp::kStateSpace: return "state_space";
     case DecodeOp::kMoe: return "moe";
     case DecodeOp::kDenseMlp: return "dense_mlp";
     case DecodeOp::kLmHead: return "lm_head";

@@ -17,6 +17,7 @@ enum class DecodeOp {
   kAttentionCore,         // q/k norms, RoPE, KV append, scores, softmax, weighted values
   kShortConv,             // LFM2 short-convolution mixers
   kLinearAttention,       // Gated DeltaNet mixers (Qwen3-Next): projections, conv, recurrence
+  kStateSpace,            // Mamba-2 mixers (Nemotron-H): projections, conv, SSM recurrence
   kMoe,                   // router, routing, routed and shared experts
   kDenseMlp,              // dense FFN layers
   kLmHead,                // final norm's output times the LM head

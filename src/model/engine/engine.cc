@@ -153,6 +153,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   moe_.resize(size_t(cfg_.num_layers));
   conv_.resize(size_t(cfg_.num_layers));
   gdn_.resize(size_t(cfg_.num_layers));
+  mamba_.resize(size_t(cfg_.num_layers));
   dense_act_ = kernel_activation(cfg_.dense_activation);
   for (const LayerPlan& l : cfg_.layers) {
     any_parallel_dense_ |= l.parallel_dense_dff > 0;
@@ -167,6 +168,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (plan.mixer == MixerKind::kGatedDeltaNet)
       gdn_[size_t(i)] = std::make_unique<GatedDeltaNet>(*be_, w_.layers[size_t(i)].gdn, cfg_.gdn,
                                                         cfg_.hidden, cfg_.norm_eps);
+    if (plan.mixer == MixerKind::kMamba2)
+      mamba_[size_t(i)] = std::make_unique<Mamba2Mixer>(*be_, w_.layers[size_t(i)].mamba,
+                                                        cfg_.mamba, cfg_.norm_eps);
     if (plan.ffn != FfnKind::kMoe) continue;
     std::optional<ExpertParallelLayer> ep;
     if (collective_) {
@@ -210,13 +214,15 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
           bytes(lw.attn.q) + bytes(lw.attn.k) + bytes(lw.attn.v) + bytes(lw.attn.o);
     else if (plan.mixer == MixerKind::kShortConv)
       op(DecodeOp::kShortConv) += bytes(lw.conv.in_proj) + bytes(lw.conv.out_proj);
-    else
+    else if (plan.mixer == MixerKind::kGatedDeltaNet)
       for (const ops::Linear* l : {&lw.gdn.qkvz, &lw.gdn.ba, &lw.gdn.qkv, &lw.gdn.z, &lw.gdn.b,
                                    &lw.gdn.a, &lw.gdn.out_proj})
         op(DecodeOp::kLinearAttention) += bytes(*l);
+    else if (plan.mixer == MixerKind::kMamba2)
+      op(DecodeOp::kStateSpace) += bytes(lw.mamba.in_proj) + bytes(lw.mamba.out_proj);
     if (plan.ffn == FfnKind::kDense)
       op(DecodeOp::kDenseMlp) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
-    else
+    else if (plan.ffn == FfnKind::kMoe)
       op(DecodeOp::kMoe) += bytes(lw.moe.router) + bytes(lw.moe.shared_gate);
     // Gemma-4's dense MLP beside the experts runs inside the MoE op's clock (ffn_layer).
     if (plan.ffn == FfnKind::kMoe && plan.parallel_dense_dff > 0)
@@ -241,7 +247,9 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
       seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
     } else if (gdn_[size_t(i)]) {
       seq->conv_state_[size_t(i)].assign(size_t(gdn_[size_t(i)]->state_size()), 0.f);
-    } else {
+    } else if (mamba_[size_t(i)]) {
+      seq->conv_state_[size_t(i)].assign(size_t(mamba_[size_t(i)]->state_size()), 0.f);
+    } else if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention) {
       seq->caches_[size_t(i)] =
           ops::KvCache(cfg_.layer_kv_heads(i), cfg_.layer_head_dim(i), context_);
     }
@@ -422,6 +430,14 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
+  if (!m.gate.w.valid()) {  // relu2 (Nemotron-H): down(relu(up(x))^2), no gate projection
+    const int64_t dff = m.up.w.n();
+    be_->linear({.lin = &m.up, .x = x, .rows = n, .out = up_.data()});
+    be_->gated_activation(kernels::Activation::kSquaredReLU, nullptr, up_.data(), up_.data(),
+                          n * dff);
+    be_->linear({.lin = &m.down, .x = up_.data(), .rows = n, .out = out});
+    return;
+  }
   const int64_t dff = m.gate.w.n();
   const ops::Linear* gate_up[] = {&m.gate, &m.up};
   float* gate_up_out[] = {gate_.data(), up_.data()};
@@ -601,31 +617,40 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   }
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    const LayerPlan& plan = cfg_.layers[size_t(l)];
     const LayerWeights& lw = w_.layers[size_t(l)];
-    const bool dense = cfg_.layers[size_t(l)].ffn == FfnKind::kDense;
-    norm(lw.input_norm, h_.data(), xn_.data(), n);
-    clock.lap(DecodeOp::kNormsResidual);
-    if (const ShortConv* conv = conv_[size_t(l)].get()) {
-      for (const Segment& s : segments_)
-        conv->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
-                      s.seq->conv_state_[size_t(l)].data(), conv_scratch_);
-      clock.lap(DecodeOp::kShortConv);
-    } else if (const GatedDeltaNet* gdn = gdn_[size_t(l)].get()) {
-      for (const Segment& s : segments_)
-        gdn->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
-                     s.seq->conv_state_[size_t(l)].data(), gdn_scratch_);
-      clock.lap(DecodeOp::kLinearAttention);
-    } else {
-      attention_layer(l, n, clock);
+    if (plan.mixer != MixerKind::kNone) {  // a Nemotron-H FFN block has no mixer half
+      norm(lw.input_norm, h_.data(), xn_.data(), n);
+      clock.lap(DecodeOp::kNormsResidual);
+      if (const ShortConv* conv = conv_[size_t(l)].get()) {
+        for (const Segment& s : segments_)
+          conv->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
+                        s.seq->conv_state_[size_t(l)].data(), conv_scratch_);
+        clock.lap(DecodeOp::kShortConv);
+      } else if (const GatedDeltaNet* gdn = gdn_[size_t(l)].get()) {
+        for (const Segment& s : segments_)
+          gdn->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
+                       s.seq->conv_state_[size_t(l)].data(), gdn_scratch_);
+        clock.lap(DecodeOp::kLinearAttention);
+      } else if (const Mamba2Mixer* mamba = mamba_[size_t(l)].get()) {
+        for (const Segment& s : segments_)
+          mamba->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
+                         s.seq->conv_state_[size_t(l)].data(), mamba_scratch_);
+        clock.lap(DecodeOp::kStateSpace);
+      } else {
+        attention_layer(l, n, clock);
+      }
+      norm_if(lw.attn_out_norm, mix_.data(), n);
+      add_residual(n);
     }
-    norm_if(lw.attn_out_norm, mix_.data(), n);
-    add_residual(n);
-    norm(lw.post_norm, h_.data(), xn_.data(), n);
-    clock.lap(DecodeOp::kNormsResidual);
-    ffn_layer(l, n);
-    clock.lap(dense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
-    norm_if(lw.ffn_out_norm, mix_.data(), n);
-    add_residual(n);
+    if (plan.ffn != FfnKind::kNone) {  // nor a Nemotron-H mixer block an FFN half
+      norm(lw.post_norm, h_.data(), xn_.data(), n);
+      clock.lap(DecodeOp::kNormsResidual);
+      ffn_layer(l, n);
+      clock.lap(plan.ffn == FfnKind::kDense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
+      norm_if(lw.ffn_out_norm, mix_.data(), n);
+      add_residual(n);
+    }
     if (lw.layer_scalar != 1.f)  // Gemma-4: the whole residual stream times the layer scalar
       for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] *= lw.layer_scalar;
   }
@@ -654,7 +679,9 @@ int64_t Engine::scratch_bytes() const {
                         &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y,
                         &gdn_scratch_.proj, &gdn_scratch_.proj_ba, &gdn_scratch_.padded,
                         &gdn_scratch_.q, &gdn_scratch_.k, &gdn_scratch_.v, &gdn_scratch_.z,
-                        &gdn_scratch_.b, &gdn_scratch_.a, &gdn_scratch_.y, &qg_, &attn_gate_,
+                        &gdn_scratch_.b, &gdn_scratch_.a, &gdn_scratch_.y, &mamba_scratch_.proj,
+                        &mamba_scratch_.padded, &mamba_scratch_.x, &mamba_scratch_.b,
+                        &mamba_scratch_.c, &mamba_scratch_.dt, &mamba_scratch_.y, &qg_, &attn_gate_,
                         &h_, &xn_,
                         &q_, &k_, &v_, &att_, &mix_, &gate_, &up_, &branch_,
                         &moe_scratch_.router_in, &moe_scratch_.experts_in})

@@ -239,6 +239,7 @@ class Engine {
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   std::vector<std::unique_ptr<GatedDeltaNet>> gdn_;  // per layer; null but on Gated DeltaNet
+  std::vector<std::unique_ptr<Mamba2Mixer>> mamba_;  // per layer; null but on Mamba-2 layers
   bool any_attn_gate_ = false;  // some attention layer has an output gate (Qwen3-Next)
   moe::PathCounters counters_;
   moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
@@ -276,6 +277,7 @@ class Engine {
   MoeFfnScratch moe_scratch_;
   ShortConvScratch conv_scratch_;
   GatedDeltaNetScratch gdn_scratch_;
+  Mamba2Scratch mamba_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
   std::vector<float> qg_, attn_gate_;  // gated attention: q_proj's output, the gate rows

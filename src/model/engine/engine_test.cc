@@ -100,7 +100,7 @@ TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
 }
 INSTANTIATE_TEST_SUITE_P(Families, PrefillVsDecode,
                          ::testing::Values("tiny-qwen3-moe", "tiny-lfm2-moe", "tiny-llama4",
-                                           "tiny-qwen3-next"));
+                                           "tiny-qwen3-next", "tiny-nemotron-h"));
 
 TEST(Engine, ResetReproducesLogitsBitForBit) {
   Tmp tmp;

@@ -47,7 +47,8 @@ inline auto tiny_families() {
                            "tiny-bailing-moe",
                            "tiny-gemma4",
                            "tiny-qwen3-next",
-                           "tiny-qwen3-5-moe");
+                           "tiny-qwen3-5-moe",
+                           "tiny-nemotron-h");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

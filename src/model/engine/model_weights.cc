@@ -137,6 +137,16 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
     case Slot::kGdnALog: l->gdn.a_log = b.vector(m.path, m.shape[0]); return;
     case Slot::kGdnNorm: l->gdn.norm = b.vector(m.path + ".weight", m.shape[0]); return;
     case Slot::kGdnOut: l->gdn.out_proj = bind_linear(b, m); return;
+    case Slot::kMambaIn: l->mamba.in_proj = bind_linear(b, m); return;
+    case Slot::kMambaConv:
+      l->mamba.conv = bind_conv(b, m);
+      if (m.bias) l->mamba.conv_bias = b.vector(m.path + ".bias", m.shape[0]);
+      return;
+    case Slot::kMambaDtBias: l->mamba.dt_bias = b.vector(m.path, m.shape[0]); return;
+    case Slot::kMambaALog: l->mamba.a_log = b.vector(m.path, m.shape[0]); return;
+    case Slot::kMambaD: l->mamba.d = b.vector(m.path, m.shape[0]); return;
+    case Slot::kMambaNorm: l->mamba.norm = b.vector(m.path + ".weight", m.shape[0]); return;
+    case Slot::kMambaOut: l->mamba.out_proj = bind_linear(b, m); return;
     case Slot::kDenseGate: l->dense.gate = bind_linear(b, m); return;
     case Slot::kDenseUp: l->dense.up = bind_linear(b, m); return;
     case Slot::kDenseDown: l->dense.down = bind_linear(b, m); return;
@@ -151,7 +161,10 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
       l->moe.has_shared = true;
       l->moe.shared.gate = bind_linear(b, m);
       return;
-    case Slot::kSharedUp: l->moe.shared.up = bind_linear(b, m); return;
+    case Slot::kSharedUp:  // a relu2 shared expert has no gate
+      l->moe.has_shared = true;
+      l->moe.shared.up = bind_linear(b, m);
+      return;
     case Slot::kSharedDown: l->moe.shared.down = bind_linear(b, m); return;
     case Slot::kSharedExpertGate: l->moe.shared_gate = bind_linear(b, m); return;
     case Slot::kAttnOutNorm: l->attn_out_norm = bind_norm(b, m); return;
@@ -215,6 +228,7 @@ kernels::Activation kernel_activation(ExpertActivation a) {
     case ExpertActivation::kSwiGLU: return kernels::Activation::kSwiGLU;
     case ExpertActivation::kSwiGLUOai: return kernels::Activation::kSwiGLUOai;
     case ExpertActivation::kGeGLU: return kernels::Activation::kGeGLU;
+    case ExpertActivation::kReLU2: return kernels::Activation::kSquaredReLU;
   }
   return kernels::Activation::kSwiGLU;
 }

@@ -8,6 +8,7 @@
 
 #include "kernels/moe_contract.h"
 #include "model/engine/gated_deltanet.h"
+#include "model/engine/mamba2.h"
 #include "model/engine/short_conv.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
@@ -26,7 +27,7 @@ struct AttentionWeights {
   ops::FloatVec sinks;           // [heads] attention sink logits, or empty
 };
 
-struct MlpWeights {  // SwiGLU MLP: down(silu(gate(x)) * up(x))
+struct MlpWeights {  // down(act(gate(x), up(x))); relu2: down(relu(up(x))^2), gate unbound
   ops::Linear gate, up, down;
 };
 
@@ -57,6 +58,7 @@ struct LayerWeights {
   AttentionWeights attn;     // MixerKind::kAttention
   ShortConvWeights conv;     // MixerKind::kShortConv
   GatedDeltaNetWeights gdn;  // MixerKind::kGatedDeltaNet
+  Mamba2Weights mamba;       // MixerKind::kMamba2
   MlpWeights dense;  // FfnKind::kDense
   MoeWeights moe;    // FfnKind::kMoe
 };
@@ -73,7 +75,7 @@ struct ModelWeights {
 // naming the tensor on any mismatch; unsupported plan features are an Error naming them.
 ModelWeights bind_model_weights(const ModelConfig& cfg, WeightBinder& binder);
 
-// The kernels' gated activation of a config's activation kind.
+// The kernels' activation of a config's activation kind.
 kernels::Activation kernel_activation(ExpertActivation a);
 
 }  // namespace moex::model::engine

@@ -40,6 +40,7 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
       r = moe::group_limited_sigmoid_router(
           c.moe.num_experts, c.moe.top_k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
           w.expert_bias, c.moe.n_group, c.moe.topk_group);
+      r.renorm_eps = float(c.moe.renorm_eps);  // Nemotron-H: sum + 1e-20
       return r;
     case RouterKind::kScoreBiasGroupTopk:
       r = moe::bailing_moe_router(c.moe.num_experts, c.moe.top_k, !c.moe.gate_sigmoid,
@@ -83,7 +84,7 @@ MoeFfn::MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights&
     shared_.mlp.gate = ops::as_one_expert(s.gate.w);
     shared_.mlp.up = ops::as_one_expert(s.up.w);
     shared_.mlp.down = ops::as_one_expert(s.down.w);
-    shared_.mlp.act = kernels::Activation::kSwiGLU;
+    shared_.mlp.act = kernel_activation(cfg.moe.shared_activation);  // relu2: no gate
     if (w.shared_gate.w.valid()) {
       shared_gate_ = ops::as_one_expert(w.shared_gate.w);
       shared_.sigmoid_gate = &shared_gate_;

@@ -148,6 +148,8 @@ def main():
 # feed_forward (whose short-conv weights are PyTorch's [H, 1, L]), the Qwen and OLMoE
 # families keep the projection names under mlp.
 HF_EXPERT_NAMES = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+# Nemotron-H's relu2 experts: mlx-lm's switch_mlp.fc1 / fc2 are experts.E.up_proj / down_proj.
+HF_FC_NAMES = {"fc1": "up_proj", "fc2": "down_proj"}
 
 
 def take_tensors(model_dir):
@@ -199,9 +201,10 @@ def to_hf_layout(model_dir):
         if name.endswith(".feed_forward.experts.up_proj.weight") or \
                 name.endswith(".feed_forward.experts.down_proj.weight"):
             continue
-        if (name.endswith("conv.conv.weight") or name.endswith("linear_attn.conv1d.weight")) \
-                and t.ndim == 3 and t.shape[-1] == 1:
-            out[name] = t.swapaxes(1, 2)  # LFM2, Qwen3-Next: PyTorch's Conv1d layout [C, 1, L]
+        if (name.endswith("conv.conv.weight") or name.endswith("linear_attn.conv1d.weight")
+                or name.endswith("mixer.conv1d.weight")) and t.ndim == 3 and t.shape[-1] == 1:
+            # LFM2, Qwen3-Next, Nemotron-H: PyTorch's Conv1d layout [C, 1, L]
+            out[name] = t.swapaxes(1, 2)
             continue
         # dots1 stacks its experts under mlp.experts (mlx-lm's attribute name), the rest under
         # switch_mlp; either way the Hugging Face names are <moe>.experts.<e>.<proj>.
@@ -213,7 +216,7 @@ def to_hf_layout(model_dir):
         prefix, rest = name.split(stacked)
         proj, part = rest.split(".", 1)
         renamed = prefix.endswith("block_sparse_moe") or prefix.endswith("feed_forward")
-        hf = HF_EXPERT_NAMES[proj] if renamed else proj
+        hf = HF_EXPERT_NAMES[proj] if renamed else HF_FC_NAMES.get(proj, proj)
         for e in range(t.shape[0]):
             out[f"{prefix}.experts.{e}.{hf}.{part}"] = t[e]
         split += 1

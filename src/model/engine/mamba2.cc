@@ -1,0 +1,88 @@
+// Mamba2Mixer: in_proj, the causal conv with carried state, dt, the state-space recurrence,
+// the gated group RMSNorm, out_proj.
+#include "model/engine/mamba2.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moex::model::engine {
+
+namespace {
+
+void grow(std::vector<float>& v, int64_t size) {
+  if (v.size() < size_t(size)) v.resize(size_t(size));
+}
+
+float silu(float x) { return x / (1.f + std::exp(-x)); }
+
+// log(1 + e^x) without overflow (mlx nn.softplus: logaddexp(x, 0)).
+float softplus(float x) { return std::max(x, 0.f) + std::log1p(std::exp(-std::fabs(x))); }
+
+}  // namespace
+
+Mamba2Mixer::Mamba2Mixer(const ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
+                         double norm_eps)
+    : be_(be), w_(w), p_(p), norm_eps_(float(norm_eps)), a_(size_t(p.heads)) {
+  for (int64_t h = 0; h < p.heads; ++h) a_[size_t(h)] = -std::exp(w.a_log.data()[h]);
+}
+
+void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
+                          Mamba2Scratch& s) const {
+  const int64_t inner = p_.inner(), C = p_.conv_dim(), P = p_.in_proj_dim(), hm = p_.heads;
+  const int64_t L = p_.conv_kernel, keep = L - 1, gn = p_.groups * p_.state_dim;
+  grow(s.proj, n * P);
+  grow(s.padded, (keep + n) * C);
+  grow(s.x, n * inner);
+  grow(s.b, n * gn);
+  grow(s.c, n * gn);
+  grow(s.dt, n * hm);
+  grow(s.y, n * inner);
+  be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = s.proj.data()});
+  // padded = [conv state; this call's xBC rows]
+  float* padded = s.padded.data();
+  std::copy_n(state, keep * C, padded);
+  for (int64_t t = 0; t < n; ++t)
+    std::copy_n(s.proj.data() + t * P + inner, C, padded + (keep + t) * C);
+  std::copy_n(padded + n * C, keep * C, state);
+  // Causal depthwise conv (+ bias) and SiLU, split into x, B, C.
+  const float* wc = w_.conv.data();
+  const float* bias = w_.conv_bias.empty() ? nullptr : w_.conv_bias.data();
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t c = 0; c < C; ++c) {
+      float acc = 0.f;
+      for (int64_t j = 0; j < L; ++j) acc += wc[c * L + j] * padded[(t + j) * C + c];
+      if (bias) acc += bias[c];
+      const float y = silu(acc);
+      if (c < inner)
+        s.x[size_t(t * inner + c)] = y;
+      else if (c < inner + gn)
+        s.b[size_t(t * gn + c - inner)] = y;
+      else
+        s.c[size_t(t * gn + c - inner - gn)] = y;
+    }
+  }
+  // dt = clip(softplus(dt + dt_bias), time_step_limit)
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < hm; ++h) {
+      const float v = softplus(s.proj[size_t(t * P + inner + C + h)] + w_.dt_bias.data()[h]);
+      s.dt[size_t(t * hm + h)] = std::clamp(v, float(p_.dt_min), float(p_.dt_max));
+    }
+  be_.ssm_scan({.x = s.x.data(), .dt = s.dt.data(), .a = a_.data(), .b = s.b.data(),
+                .c = s.c.data(), .d = w_.d.data(), .state = state + keep * C, .out = s.y.data(),
+                .steps = n, .heads = hm, .head_dim = p_.head_dim, .groups = p_.groups,
+                .state_dim = p_.state_dim});
+  // y = silu(z) * y, then RMSNorm over each group's inner / groups features (no weight),
+  // then times the norm weight (mlx-lm MambaRMSNormGated).
+  for (int64_t t = 0; t < n; ++t)
+    be_.swiglu(s.proj.data() + t * P, s.y.data() + t * inner, s.y.data() + t * inner, inner);
+  be_.rms_norm({.x = s.y.data(), .out = s.y.data(), .weight = nullptr, .rows = n * p_.groups,
+                .dim = inner / p_.groups, .eps = norm_eps_});
+  const float* nw = w_.norm.data();
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = s.y.data() + t * inner;
+    for (int64_t i = 0; i < inner; ++i) row[i] = nw[i] * row[i];
+  }
+  be_.linear({.lin = &w_.out_proj, .x = s.y.data(), .rows = n, .out = out});
+}
+
+}  // namespace moex::model::engine
