@@ -34,6 +34,10 @@ struct ModelPreset {
   // full_attention_interval-th layer attends (the others are Gated DeltaNet layers).
   int64_t linear_k_heads = 0, linear_v_heads = 0, linear_k_head_dim = 0, linear_v_head_dim = 0;
   int64_t full_attention_interval = 0;
+  // Multi-head latent attention (DeepSeek-V3): q LoRA rank (0: a plain q_proj), kv LoRA rank,
+  // the per-head no-RoPE / RoPE query-key dims and the value dim.
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
   std::string description;                 // one line for --list-presets
 };
 

@@ -55,6 +55,10 @@ enum class Slot : uint8_t {
   // depthwise conv, dt_bias / A_log [v_heads], the gated norm [v_head_dim], out_proj
   kGdnQkvz, kGdnBa, kGdnQkv, kGdnZ, kGdnB, kGdnA, kGdnConv, kGdnDtBias, kGdnALog, kGdnNorm,
   kGdnOut,
+  // Multi-head latent attention (q_proj / o_proj bind as kQ / kO): the q LoRA pair and its
+  // norm, kv_a_proj_with_mqa and its norm, the per-head up-projections (stacked [heads, out,
+  // in] like experts, mlx-lm's MultiLinear)
+  kMlaQA, kMlaQANorm, kMlaQB, kMlaKvA, kMlaKvANorm, kMlaEmbedQ, kMlaUnembedOut,
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
   kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,

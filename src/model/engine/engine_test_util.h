@@ -46,7 +46,8 @@ inline auto tiny_families() {
                            "tiny-hunyuan",
                            "tiny-bailing-moe",
                            "tiny-gemma4",
-                           "tiny-qwen3-next");
+                           "tiny-qwen3-next",
+                           "tiny-deepseek-v3");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

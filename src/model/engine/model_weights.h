@@ -8,6 +8,7 @@
 
 #include "kernels/moe_contract.h"
 #include "model/engine/gated_deltanet.h"
+#include "model/engine/mla.h"
 #include "model/engine/short_conv.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
@@ -57,6 +58,7 @@ struct LayerWeights {
   AttentionWeights attn;     // MixerKind::kAttention
   ShortConvWeights conv;     // MixerKind::kShortConv
   GatedDeltaNetWeights gdn;  // MixerKind::kGatedDeltaNet
+  MlaWeights mla;            // MixerKind::kMla
   MlpWeights dense;  // FfnKind::kDense
   MoeWeights moe;    // FfnKind::kMoe
 };
