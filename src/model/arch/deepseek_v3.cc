@@ -19,9 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-bool present(const json& j, const char* field) {
-  return io::has_field(j, field) && !j[field].is_null();
-}
+// Present and not null (io::has_field's meaning).
+bool present(const json& j, const char* field) { return io::has_field(j, field); }
 
 // mlx-lm DeepseekV3Attention: scale = q_head_dim^-0.5, times s^2 with
 // s = 0.1 * mscale_all_dim * ln(factor) + 1 when rope_scaling names a non-zero mscale_all_dim
@@ -59,7 +58,7 @@ class DeepseekV3Family final : public Family {
     c.norm_eps = io::get_double_or(j, "rms_norm_eps", 1e-6, f);
     MlaParams& m = c.mla;
     // mlx-lm's ModelArgs defaults; q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite).
-    if (io::has_field(j, "q_lora_rank") && j["q_lora_rank"].is_null())
+    if (j.contains("q_lora_rank") && j["q_lora_rank"].is_null())
       m.q_lora_rank = 0;
     else
       m.q_lora_rank = arch::get_size_or(j, "q_lora_rank", 1536, limits::kMaxHidden, f);
