@@ -57,6 +57,16 @@ void print_architecture(const model::ModelConfig& c) {
               fixed > 0 ? str_cat(", recurrent states ", fixed, " bytes (",
                                   model::human_bytes(fixed), ") whatever the context").c_str()
                         : "");
+  if (const int64_t full = model::mla_full_kv_bytes_per_token(c); full > 0) {
+    const int64_t kv = model::kv_cache_bytes_per_token(c);
+    std::printf("  multi-head latent attention: q_lora %lld, kv_lora %lld, nope %lld + rope %lld, "
+                "v %lld; the cache holds %lld floats per token per layer (%lld bytes per token "
+                "in all) where full per-head K/V would hold %lld bytes (%.1fx less)\n",
+                (long long)c.mla.q_lora_rank, (long long)c.mla.kv_lora_rank,
+                (long long)c.mla.nope_dim, (long long)c.mla.rope_dim, (long long)c.mla.v_head_dim,
+                (long long)c.mla.cache_dim(), (long long)kv, (long long)full,
+                double(full) / double(kv));
+  }
   std::string eos;
   for (int64_t e : c.eos_token_ids) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
   std::printf("  eos token ids: [%s]\n", eos.c_str());

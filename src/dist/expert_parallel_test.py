@@ -32,7 +32,8 @@ import numpy as np
 PROMPT = "3,14,15,92,65,35,89,79,32,38,46,26,43"
 STEPS = 24
 FAMILIES = ["tiny-qwen3-moe", "tiny-glm4-moe", "tiny-llama4", "tiny-gemma4", "tiny-gpt-oss",
-            "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h"]
+            "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h",
+            "tiny-deepseek-v3"]
 
 
 def mpirun(a, np_, args, timeout=120):

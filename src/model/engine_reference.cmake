@@ -16,7 +16,8 @@ set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
                tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-gemma4
-               tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h)
+               tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h tiny-deepseek-v3
+               tiny-deepseek-v3-q-proj)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -61,7 +62,7 @@ endforeach()
 foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
                tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
                tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe
-               tiny-gemma4 tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h)
+               tiny-gemma4 tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h tiny-deepseek-v3)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -86,7 +87,7 @@ endforeach()
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
 # dependencies the reference venv does not install.
 foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1 granitemoe
-               ernie4-5-moe hunyuan gemma4 qwen3-next qwen3-5-moe nemotron-h)
+               ernie4-5-moe hunyuan gemma4 qwen3-next qwen3-5-moe nemotron-h deepseek-v3)
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
@@ -104,7 +105,7 @@ endforeach()
 # stacks no bias tensors, and by moex with a message.)
 foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
                dots1 ernie4-5-moe hunyuan bailing-moe granitemoe gemma4 gemma4-wrapped
-               qwen3-next nemotron-h)
+               qwen3-next nemotron-h deepseek-v3)
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
@@ -137,6 +138,23 @@ foreach(qargs "--q-bits 4" "--q-mode mxfp4")
   set_tests_properties(engine_parity_tiny-nemotron-h_mlx_convert${qname} PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# DeepSeek-V3 as users get it: a Hugging Face-layout directory (per-expert tensors, one
+# kv_b_proj per layer) converted by mlx-lm, whose sanitize stacks the experts and splits
+# kv_b_proj into embed_q / unembed_out; at its default 4-bit g64 (embed_q's input of 64
+# quantized too), and unquantized bf16.
+add_test(NAME engine_parity_tiny-deepseek-v3_mlx_convert_4bit_from_hf
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-deepseek-v3-convert-4bit-hf
+          --make-preset tiny-deepseek-v3 --hf-layout "--mlx-convert=--q-bits 4" --dtype f32
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+add_test(NAME engine_parity_tiny-deepseek-v3_mlx_convert_bfloat16_from_hf
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-deepseek-v3-convert-bf16-hf
+          --make-preset tiny-deepseek-v3 --hf-layout --mlx-convert-float bfloat16 --f32-compute
+          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5)
+set_tests_properties(engine_parity_tiny-deepseek-v3_mlx_convert_4bit_from_hf
+                     engine_parity_tiny-deepseek-v3_mlx_convert_bfloat16_from_hf PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections
 # replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
 # width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate

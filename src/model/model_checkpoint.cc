@@ -257,11 +257,31 @@ class Checker {
     m_.per_expert_layouts.push_back(s.path);
   }
 
+  // DeepSeek's Hugging Face kv_b_proj in place of embed_q / unembed_out: float [heads *
+  // (nope + v), kv_lora], recorded once (with embed_q); the binder splits it as mlx-lm does.
+  void check_kv_b(const ModuleSpec& s) {
+    const MlaParams& p = m_.config.mla;
+    const std::string n = s.hf_pattern + ".weight";
+    if (m_.weights.find(s.hf_pattern + ".scales"))
+      return problem(str_cat("'", s.hf_pattern, "' is quantized; moex splits only a float "
+                             "kv_b_proj into embed_q / unembed_out (mlx_lm convert splits it)"));
+    const std::vector<int64_t> want = {m_.config.heads * (p.nope_dim + p.v_head_dim),
+                                       p.kv_lora_rank};
+    const io::TensorInfo* t = get(n);
+    if (!t || !is_float_dtype(t->dtype) || t->shape != want)
+      return problem(mismatch(n, t, "float " + io::shape_to_string(want)));
+    if (s.slot == Slot::kMlaEmbedQ) m_.tensors.push_back(record(s, *t, TensorPart::kWeight, 0, 0));
+  }
+
   void check_module(const ModuleSpec& s) {
     if (s.kind == ModuleKind::kTensor) {
       expect_float(s, s.path, s.shape, TensorPart::kWeight);
       return;
     }
+    if ((s.slot == Slot::kMlaEmbedQ || s.slot == Slot::kMlaUnembedOut) && !s.hf_pattern.empty() &&
+        !m_.weights.find(s.path + ".weight") &&
+        (m_.weights.find(s.hf_pattern + ".weight") || m_.weights.find(s.hf_pattern + ".scales")))
+      return check_kv_b(s);
     if (s.role == TensorRole::kExperts && !s.hf_pattern.empty() && !m_.weights.find(s.path + ".weight")) {
       const std::string probe =
           s.hf_fused == HfFusedExperts::kInterleavedMxfp4 ? s.hf_pattern + "_blocks"

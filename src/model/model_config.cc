@@ -89,6 +89,7 @@ const char* mixer_kind_name(MixerKind k) {
     case MixerKind::kGatedDeltaNet: return "gated_deltanet";
     case MixerKind::kMamba2: return "mamba2";
     case MixerKind::kNone: return "none";
+    case MixerKind::kMla: return "mla";
   }
   return "?";
 }
@@ -194,6 +195,27 @@ void validate_model_config(const ModelConfig& c) {
       if (l.sliding_window < 0 || l.sliding_window > limits::kMaxPosition)
         fail(c.source, ": layer ", i, " has sliding window ", l.sliding_window, "; expected [0, ",
              limits::kMaxPosition, "]");
+    } else if (l.mixer == MixerKind::kMla) {
+      const MlaParams& m = c.mla;
+      if (m.q_lora_rank != 0) require_size(c, "q_lora_rank", m.q_lora_rank, limits::kMaxHidden);
+      require_size(c, "kv_lora_rank", m.kv_lora_rank, limits::kMaxHidden);
+      require_size(c, "qk_nope_head_dim", m.nope_dim, limits::kMaxHeadDim);
+      require_size(c, "qk_rope_head_dim", m.rope_dim, limits::kMaxHeadDim);
+      require_size(c, "v_head_dim", m.v_head_dim, limits::kMaxHeadDim);
+      if (m.rope_dim % 2 != 0)
+        fail(c.source, ": field 'qk_rope_head_dim' must be even for RoPE, got ", m.rope_dim);
+      if (m.q_lora_rank > 0) {
+        require_name(c, i, "q_a_proj", n.mla_q_a);
+        require_name(c, i, "q_a_layernorm", n.mla_q_a_norm);
+        require_name(c, i, "q_b_proj", n.mla_q_b);
+      } else {
+        require_name(c, i, "q_proj", n.q);
+      }
+      require_name(c, i, "kv_a_proj_with_mqa", n.mla_kv_a);
+      require_name(c, i, "kv_a_layernorm", n.mla_kv_a_norm);
+      require_name(c, i, "embed_q", n.mla_embed_q);
+      require_name(c, i, "unembed_out", n.mla_unembed_out);
+      require_name(c, i, "o_proj", n.o);
     } else if (l.mixer == MixerKind::kShortConv) {
       require_positive(c, "conv_L_cache", c.conv_kernel);
       require_name(c, i, "conv in_proj", n.conv_in);
@@ -264,6 +286,16 @@ int64_t kv_cache_bytes_per_token(const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_layers; ++i)
     if (c.layers[size_t(i)].mixer == MixerKind::kAttention)
       n += 2 * c.layer_kv_dim(i) * int64_t(sizeof(float));
+    else if (c.layers[size_t(i)].mixer == MixerKind::kMla)
+      n += c.mla.cache_dim() * int64_t(sizeof(float));
+  return n;
+}
+
+int64_t mla_full_kv_bytes_per_token(const ModelConfig& c) {
+  int64_t n = 0;
+  for (const LayerPlan& l : c.layers)
+    if (l.mixer == MixerKind::kMla)
+      n += c.heads * (c.mla.q_head_dim() + c.mla.v_head_dim) * int64_t(sizeof(float));
   return n;
 }
 
@@ -295,6 +327,13 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
                  l.sliding_window > 0 ? str_cat(", window ", l.sliding_window) : "",
                  c.attention_sinks ? ", sinks" : "",
                  l.attn_output_gate ? ", output gate" : "", ")");
+  } else if (l.mixer == MixerKind::kMla) {
+    const MlaParams& m = c.mla;
+    s += str_cat("mla(", rope_kind_name(c.layer_rope(layer).kind), ", ",
+                 m.q_lora_rank > 0 ? str_cat("q_lora ", m.q_lora_rank) : std::string("q_proj"),
+                 ", kv_lora ", m.kv_lora_rank, ", ", c.heads, " heads nope ", m.nope_dim,
+                 " + rope ", m.rope_dim, ", v ", m.v_head_dim, "; cache ", m.cache_dim(),
+                 " floats/token)");
   } else if (l.mixer == MixerKind::kShortConv) {
     s += str_cat("short_conv(L=", c.conv_kernel, ")");
   } else if (l.mixer == MixerKind::kGatedDeltaNet) {

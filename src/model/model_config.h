@@ -114,6 +114,7 @@ enum class MixerKind {
   kShortConv,  // LFM2 gated short convolution (in_proj -> B*x -> depthwise conv -> C*y -> out_proj)
   kGatedDeltaNet,  // Qwen3-Next linear attention: causal conv + gated delta rule recurrence
   kMamba2,         // Nemotron-H Mamba-2: causal conv + selective state-space recurrence
+  kMla,            // DeepSeek-V3 multi-head latent attention: a compressed KV latent + decoupled RoPE key
   kNone            // no mixer: the layer is its FFN alone (Nemotron-H's 'E' and '-' blocks)
 };
 
@@ -148,6 +149,13 @@ struct LayerModules {
   // A_log and D [heads] (full tensor names), the group-wise gated RMSNorm [heads * head_dim],
   // out_proj.
   std::string mamba_in, mamba_conv, mamba_dt_bias, mamba_a_log, mamba_d, mamba_norm, mamba_out;
+  // Multi-head latent attention (self_attn.*; q_proj and o_proj are q and o above): q LoRA
+  // q_a_proj -> q_a_layernorm -> q_b_proj (empty without one: q_proj), kv_a_proj_with_mqa and
+  // kv_a_layernorm, and the per-head up-projections mlx-lm's sanitize splits kv_b_proj into,
+  // embed_q [heads, kv_lora_rank, nope] and unembed_out [heads, v_head_dim, kv_lora_rank].
+  std::string mla_q_a, mla_q_a_norm, mla_q_b, mla_kv_a, mla_kv_a_norm;
+  std::string mla_embed_q, mla_unembed_out;
+  std::string mla_kv_b;  // the Hugging Face kv_b_proj the two are split from
   std::string dense_gate, dense_up, dense_down;    // dense FFN
   std::string router, expert_bias;                 // MoE router [E, H]; expert_bias: full tensor name
   std::string experts_gate, experts_up, experts_down;  // stacked [E, Dff, H] / [E, H, Dff]
@@ -214,6 +222,15 @@ struct Mamba2Params {
   int64_t in_proj_dim() const { return inner() + conv_dim() + heads; }  // z, xBC, dt
 };
 
+// Multi-head latent attention geometry (DeepSeek-V3 fields). q_lora_rank 0: a plain q_proj.
+// The cache holds kv_lora_rank + rope_dim floats per token (the normed latent, the rotated
+// decoupled key), shared by every head.
+struct MlaParams {
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, v_head_dim = 0;
+  int64_t q_head_dim() const { return nope_dim + rope_dim; }
+  int64_t cache_dim() const { return kv_lora_rank + rope_dim; }
+};
+
 struct MoeParams {
   int64_t num_experts = 0;
   int64_t top_k = 0;
@@ -269,6 +286,8 @@ struct ModelConfig {
   GatedDeltaParams gdn;
   // Mamba-2 layers (Nemotron-H).
   Mamba2Params mamba;
+  // Multi-head latent attention layers (DeepSeek-V3); the softmax scale is attn_scale.
+  MlaParams mla;
 
   NormKind norm = NormKind::kRmsNorm;
   double norm_eps = 1e-6;
@@ -331,9 +350,13 @@ const char* ffn_kind_name(FfnKind k);
 void validate_model_config(const ModelConfig& cfg);
 
 // The decode state one sequence holds (f32, as the engine keeps it): KV cache bytes per token
-// of context over the attention layers, and the fixed bytes of the recurrent layers' states
-// (LFM2 short-conv, Gated DeltaNet conv + delta-rule state) whatever the context.
+// of context over the attention layers (MLA layers: the compressed latent and rotated key),
+// and the fixed bytes of the recurrent layers' states (LFM2 short-conv, Gated DeltaNet conv +
+// delta-rule state) whatever the context.
 int64_t kv_cache_bytes_per_token(const ModelConfig& cfg);
+// What the MLA layers' cache would take per token as full per-head keys and values
+// (heads x (nope + rope + v_head_dim) f32 each); 0 without MLA layers.
+int64_t mla_full_kv_bytes_per_token(const ModelConfig& cfg);
 int64_t recurrent_state_bytes(const ModelConfig& cfg);
 
 // One line per layer: "L3: attention(rope) + moe 128x768 top-8 softmax_topk_renorm".

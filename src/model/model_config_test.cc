@@ -159,6 +159,60 @@ TEST(ModelConfig, Lfm2HybridLayerPlan) {
   EXPECT_EQ(c.final_norm_name, "model.embedding_norm");
 }
 
+// DeepSeek-V3: every layer multi-head latent attention, the first 3 FFNs dense; YaRN on the
+// 64 RoPE dims with the softmax scale 192^-0.5 * (0.1 ln 40 + 1)^2; the cache holds 512 + 64
+// floats per token per layer where full K/V would hold 128 x (192 + 128).
+TEST(ModelConfig, DeepseekV3LatentAttentionPlan) {
+  const ModelConfig c = parse_model_config(preset_config_json(*find_preset("deepseek-v3")), "d");
+  EXPECT_EQ(c.family, "deepseek_v3");
+  EXPECT_EQ(c.num_moe_layers(), 58);
+  EXPECT_EQ(c.layers[2].ffn, FfnKind::kDense);
+  EXPECT_EQ(c.layers[3].ffn, FfnKind::kMoe);
+  for (const LayerPlan& l : c.layers) EXPECT_EQ(l.mixer, MixerKind::kMla);
+  EXPECT_EQ(c.layers[3].names.mla_q_a, "model.layers.3.self_attn.q_a_proj");
+  EXPECT_EQ(c.layers[3].names.mla_embed_q, "model.layers.3.self_attn.embed_q");
+  EXPECT_EQ(c.layers[3].names.expert_bias, "model.layers.3.mlp.gate.e_score_correction_bias");
+  EXPECT_EQ(c.layers[3].names.shared_gate, "model.layers.3.mlp.shared_experts.gate_proj");
+  EXPECT_TRUE(c.layers[3].names.q.empty());
+  EXPECT_EQ(c.moe.router, RouterKind::kSigmoidGroupLimited);
+  EXPECT_EQ(c.moe.n_group, 8);
+  EXPECT_EQ(c.moe.topk_group, 4);
+  EXPECT_EQ(c.moe.shared_dff, 2048);
+  EXPECT_EQ(c.rope.kind, RopeKind::kYarn);
+  EXPECT_TRUE(c.rope.traditional);
+  EXPECT_EQ(c.rope.dims, 64);
+  const double s = 0.1 * std::log(40.0) + 1.0;
+  EXPECT_NEAR(c.attn_scale, s * s / std::sqrt(192.0), 1e-12);
+  EXPECT_EQ(kv_cache_bytes_per_token(c), int64_t{61} * (512 + 64) * 4);
+  EXPECT_EQ(mla_full_kv_bytes_per_token(c), int64_t{61} * 128 * (192 + 128) * 4);
+  EXPECT_NE(describe_layer(c, 0).find("mla(yarn, q_lora 1536, kv_lora 512"), std::string::npos)
+      << describe_layer(c, 0);
+  // Kimi-K2 reads as the same family; without q LoRA the layer has a q_proj.
+  const ModelConfig k = parse_model_config(preset_config_json(*find_preset("kimi-k2")), "k");
+  EXPECT_EQ(k.family, "deepseek_v3");
+  EXPECT_EQ(k.moe.num_experts, 384);
+  EXPECT_EQ(k.num_moe_layers(), 60);
+  json j = preset_config_json(*find_preset("tiny-deepseek-v3"));
+  j["q_lora_rank"] = nullptr;
+  const ModelConfig q = parse_model_config(j, "q");
+  EXPECT_EQ(q.mla.q_lora_rank, 0);
+  EXPECT_EQ(q.layers[0].names.q, "model.layers.0.self_attn.q_proj");
+  EXPECT_TRUE(q.layers[0].names.mla_q_a.empty());
+  // Bad values name their field.
+  j = preset_config_json(*find_preset("tiny-deepseek-v3"));
+  j["qk_rope_head_dim"] = 31;
+  expect_error([&] { parse_model_config(j, "d.json"); }, {"d.json", "qk_rope_head_dim"});
+  j = preset_config_json(*find_preset("tiny-deepseek-v3"));
+  j["topk_method"] = "greedy";
+  expect_error([&] { parse_model_config(j, "d.json"); }, {"d.json", "topk_method"});
+  j = preset_config_json(*find_preset("tiny-deepseek-v3"));
+  j["n_group"] = 3;
+  expect_error([&] { parse_model_config(j, "d.json"); }, {"d.json", "n_group"});
+  j = preset_config_json(*find_preset("tiny-deepseek-v3"));
+  j["rope_scaling"]["mscale_all_dim"] = -100.0;
+  expect_error([&] { parse_model_config(j, "d.json"); }, {"d.json", "mscale_all_dim"});
+}
+
 // Qwen3-Next: every 4th layer gated attention (partial RoPE), the others Gated DeltaNet; the
 // shared expert is gated; bad linear-attention geometry names its field.
 TEST(ModelConfig, Qwen3NextHybridLayerPlan) {
@@ -363,7 +417,8 @@ TEST(ModelConfig, EveryIntegerFieldIsRangeChecked) {
       }
     }
   }
-  EXPECT_EQ(families.size(), 20u);  // model_types: gemma4_text and its wrapper gemma4
+  // model_types: gemma4_text and its wrapper gemma4, deepseek_v3 and kimi_k2
+  EXPECT_EQ(families.size(), 22u);
 }
 
 TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
@@ -381,9 +436,9 @@ TEST(ModelConfig, TokenIdsOutsideTheVocabularyAreRejected) {
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   json j = qwen3_30b_config();
-  j["model_type"] = "deepseek_v3";
+  j["model_type"] = "deepseek_v2";
   expect_error([&] { parse_model_config(j, "g/config.json"); },
-               {"g/config.json", "deepseek_v3", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
+               {"g/config.json", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe", "mixtral", "olmoe", "qwen2_moe",
                 "phimoe", "llama4", "lfm2_moe", "gpt_oss", "glm4_moe", "minimax", "dots1", "granitemoe", "ernie4_5_moe", "hunyuan", "bailing_moe",
                 "gemma4_text", "qwen3_next", "qwen3_5_moe", "nemotron_h"});
   j.erase("model_type");

@@ -17,7 +17,8 @@ import numpy as np
 TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
         "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
         "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan", "tiny-bailing-moe",
-        "tiny-gemma4", "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h"]
+        "tiny-gemma4", "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h",
+        "tiny-deepseek-v3"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}

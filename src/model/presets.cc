@@ -222,6 +222,29 @@ std::vector<ModelPreset> make_presets() {
       "top-6 + shared";
   add(p);
 
+  // deepseek-ai/DeepSeek-V3 (config.json: hidden_size 7168, 61 layers of which 3 dense
+  // (intermediate_size 18432), 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim
+  // 128, qk_rope_head_dim 64, v_head_dim 128, 256 experts of 2048 top-8 in 8 groups (4 kept)
+  // + 1 shared, routed_scaling_factor 2.5, vocab_size 129280, max_position_embeddings 163840,
+  // YaRN factor 40). DeepSeek-R1 has the same shape.
+  p = {};
+  p.name = "deepseek-v3", p.model_type = "deepseek_v3", p.hidden = 7168, p.moe_dff = 2048;
+  p.experts = 256, p.top_k = 8, p.shared_dff = 2048, p.dense_dff = 18432, p.dense_layers = 3;
+  p.layers = 61, p.heads = 128, p.kv_heads = 128, p.head_dim = 192, p.vocab = 129280;
+  p.max_position = 163840, p.q_lora_rank = 1536, p.kv_lora_rank = 512;
+  p.qk_nope_head_dim = 128, p.qk_rope_head_dim = 64, p.v_head_dim = 128;
+  p.description = "DeepSeek-V3/R1: MLA (kv_lora 512), 256 experts top-8 in 8 groups + shared";
+  add(p);
+
+  // moonshotai/Kimi-K2-Instruct (config.json: model_type kimi_k2, the DeepSeek-V3 layout with
+  // 64 heads, 1 dense layer, 384 experts of 2048 top-8 in 1 group + 1 shared,
+  // routed_scaling_factor 2.827, vocab_size 163840, max_position_embeddings 131072,
+  // rope_theta 50000 with YaRN factor 32, beta_fast 1).
+  p.name = "kimi-k2", p.model_type = "kimi_k2", p.experts = 384, p.dense_layers = 1;
+  p.heads = 64, p.kv_heads = 64, p.vocab = 163840, p.max_position = 131072;
+  p.description = "Kimi-K2: MLA (64 heads, kv_lora 512), 384 experts top-8 + shared";
+  add(p);
+
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------
   const int64_t kTinyVocab = 1024;
   auto tiny = [&](ModelPreset t) {
@@ -356,6 +379,18 @@ std::vector<ModelPreset> make_presets() {
   p.head_dim = 64, p.activation = "relu2", p.hybrid_pattern = "MEM*E-M";
   p.mamba_heads = 8, p.mamba_head_dim = 32, p.ssm_state = 16, p.mamba_groups = 2;
   p.description = "tiny Nemotron-H (blocks M E M * E - M: Mamba-2, relu2 MoE + shared, attention, MLP)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-deepseek-v3", p.model_type = "deepseek_v3", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 3, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 4;
+  p.heads = 4, p.kv_heads = 4, p.head_dim = 96, p.q_lora_rank = 128, p.kv_lora_rank = 128;
+  p.qk_nope_head_dim = 64, p.qk_rope_head_dim = 32, p.v_head_dim = 64;
+  p.description = "tiny DeepSeek-V3 (MLA with q LoRA and YaRN, first FFN dense, 2 expert groups, shared)";
+  tiny(p);
+
+  p.name = "tiny-deepseek-v3-q-proj", p.q_lora_rank = 0;
+  p.description = "tiny DeepSeek-V3 without q LoRA (q_proj, as DeepSeek-V2-Lite)";
   tiny(p);
 
   p = {};

@@ -38,6 +38,10 @@ struct ModelPreset {
   // layer) and the Mamba-2 heads, head dim, state size and groups.
   std::string hybrid_pattern;
   int64_t mamba_heads = 0, mamba_head_dim = 0, ssm_state = 0, mamba_groups = 0;
+  // Multi-head latent attention (DeepSeek-V3): q LoRA rank (0: a plain q_proj), kv LoRA rank,
+  // the per-head no-RoPE / RoPE query-key dims and the value dim.
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
   std::string description;                 // one line for --list-presets
 };
 

@@ -167,6 +167,28 @@ void add_mamba2(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64
   b.output(Slot::kMambaOut, n.mamba_out, r, i, {H, m.inner()}, m.proj_bias);
 }
 
+void add_mla(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
+  const LayerModules& n = l.names;
+  const MlaParams& m = c.mla;
+  const int64_t H = c.hidden, q = c.heads * m.q_head_dim();
+  const TensorRole r = TensorRole::kAttention;
+  if (m.q_lora_rank > 0) {
+    b.linear(Slot::kMlaQA, n.mla_q_a, r, i, {m.q_lora_rank, H}, c.q_bias);
+    b.rms_norm(Slot::kMlaQANorm, n.mla_q_a_norm, r, i, m.q_lora_rank);
+    b.linear(Slot::kMlaQB, n.mla_q_b, r, i, {q, m.q_lora_rank}, false);
+  } else {
+    b.linear(Slot::kQ, n.q, r, i, {q, H}, false);
+  }
+  b.linear(Slot::kMlaKvA, n.mla_kv_a, r, i, {m.cache_dim(), H}, c.k_bias);
+  b.rms_norm(Slot::kMlaKvANorm, n.mla_kv_a_norm, r, i, m.kv_lora_rank);
+  // In the Hugging Face layout both come from kv_b_proj (hf_pattern; the checker and binder).
+  b.linear(Slot::kMlaEmbedQ, n.mla_embed_q, r, i, {c.heads, m.kv_lora_rank, m.nope_dim}, false,
+           ExpertProj::kNone, n.mla_kv_b);
+  b.linear(Slot::kMlaUnembedOut, n.mla_unembed_out, r, i, {c.heads, m.v_head_dim, m.kv_lora_rank},
+           false, ExpertProj::kNone, n.mla_kv_b);
+  b.output(Slot::kO, n.o, r, i, {H, c.heads * m.v_head_dim}, c.o_bias);
+}
+
 void add_moe(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t i) {
   const LayerModules& n = l.names;
   const int64_t H = c.hidden, E = c.moe.num_experts, F = l.ffn_dff, S = c.moe.shared_dff;
@@ -227,6 +249,8 @@ std::vector<ModuleSpec> module_table(const ModelConfig& c) {
       add_attention(b, c, l, i);
     else if (l.mixer == MixerKind::kShortConv)
       add_short_conv(b, c, l, i);
+    else if (l.mixer == MixerKind::kMla)
+      add_mla(b, c, l, i);
     else if (l.mixer == MixerKind::kGatedDeltaNet)
       add_gated_delta(b, c, l, i);
     else if (l.mixer == MixerKind::kMamba2)

@@ -59,6 +59,10 @@ enum class Slot : uint8_t {
   // Mamba-2: in_proj, the depthwise conv (+ bias), dt_bias / A_log / D [heads], the gated
   // norm [heads * head_dim], out_proj
   kMambaIn, kMambaConv, kMambaDtBias, kMambaALog, kMambaD, kMambaNorm, kMambaOut,
+  // Multi-head latent attention (q_proj / o_proj bind as kQ / kO): the q LoRA pair and its
+  // norm, kv_a_proj_with_mqa and its norm, the per-head up-projections (stacked [heads, out,
+  // in] like experts, mlx-lm's MultiLinear)
+  kMlaQA, kMlaQANorm, kMlaQB, kMlaKvA, kMlaKvANorm, kMlaEmbedQ, kMlaUnembedOut,
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
   kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,

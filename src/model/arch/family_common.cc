@@ -70,6 +70,7 @@ RopeParams parse_rope(const json& cfg, const std::string& file, int64_t head_dim
   std::string type = io::get_string_or(*rs, "type", "", where);
   if (type.empty()) type = io::get_string_or(*rs, "rope_type", "default", where);
   if (type == "default") return r;
+  if (type == "deepseek_yarn") type = "yarn";  // mlx-lm's initialize_rope: the same YarnRoPE
   if (type == "linear" || type == "dynamic" || type == "yarn") {
     r.kind = type == "linear" ? RopeKind::kLinear : type == "dynamic" ? RopeKind::kDynamic : RopeKind::kYarn;
     r.factor = io::get_double(*rs, "factor", where);

@@ -13,6 +13,7 @@
 #include "model/ops/attention.h"
 #include "model/ops/gated_delta.h"
 #include "model/ops/linear.h"
+#include "model/ops/mla_attention.h"
 #include "model/ops/norm.h"
 #include "model/ops/rope.h"
 #include "model/ops/ssm_scan.h"
@@ -60,6 +61,10 @@ class ModelBackend {
   virtual void gated_delta(const ops::GatedDeltaArgs& a) const = 0;
   // The Mamba-2 state-space recurrence over a.steps positions of one sequence (ops/ssm_scan.h).
   virtual void ssm_scan(const ops::SsmScanArgs& a) const = 0;
+  // One matrix per head (mlx-lm's MultiLinear; ops::multi_linear's contract).
+  virtual void multi_linear(const ops::MultiLinearArgs& a) const = 0;
+  // Multi-head latent attention over the compressed cache (ops/mla_attention.h).
+  virtual void mla_attention(const ops::MlaAttentionArgs& a) const = 0;
 };
 
 // The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws

@@ -134,10 +134,15 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     }
   }
   ropes_.resize(size_t(cfg_.num_layers));
-  for (int64_t i = 0; i < cfg_.num_layers; ++i)
-    if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention)
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    const MixerKind mixer = cfg_.layers[size_t(i)].mixer;
+    if (mixer == MixerKind::kAttention)
       ropes_[size_t(i)] = ops::Rope(
           rope_spec(cfg_.layer_rope(i), cfg_.layer_head_dim(i), cfg_.max_position));
+    if (mixer == MixerKind::kMla)  // the decoupled key's rope_dim features
+      ropes_[size_t(i)] =
+          ops::Rope(rope_spec(cfg_.layer_rope(i), cfg_.mla.rope_dim, cfg_.max_position));
+  }
   if (opt.context < 0) fail("context length must be positive, got ", opt.context);
   if (cfg_.max_position > 0 && opt.context > cfg_.max_position)
     fail("context length ", opt.context, " exceeds the model's max_position_embeddings (",
@@ -154,6 +159,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   conv_.resize(size_t(cfg_.num_layers));
   gdn_.resize(size_t(cfg_.num_layers));
   mamba_.resize(size_t(cfg_.num_layers));
+  mla_.resize(size_t(cfg_.num_layers));
   dense_act_ = kernel_activation(cfg_.dense_activation);
   for (const LayerPlan& l : cfg_.layers) {
     any_parallel_dense_ |= l.parallel_dense_dff > 0;
@@ -171,6 +177,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (plan.mixer == MixerKind::kMamba2)
       mamba_[size_t(i)] = std::make_unique<Mamba2Mixer>(*be_, w_.layers[size_t(i)].mamba,
                                                         cfg_.mamba, cfg_.norm_eps);
+    if (plan.mixer == MixerKind::kMla)
+      mla_[size_t(i)] = std::make_unique<Mla>(*be_, w_.layers[size_t(i)].mla, cfg_.mla,
+                                              cfg_.heads, float(cfg_.attn_scale), ropes_[size_t(i)]);
     if (plan.ffn != FfnKind::kMoe) continue;
     std::optional<ExpertParallelLayer> ep;
     if (collective_) {
@@ -205,6 +214,11 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   logits_.resize(size_t(cfg_.vocab));
 
   auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
+  auto stack_bytes = [](const kernels::QuantWeightsView& v) {  // MLA's per-head matrices
+    int64_t sb = 0;
+    if (v.group_size > 0) sb = v.experts * v.n * v.groups_per_row() * int64_t(dtype_size(v.sb_dtype));
+    return v.experts * v.n * v.row_bytes() + (v.biases ? 2 : 1) * sb;
+  };
   auto op = [&](DecodeOp o) -> int64_t& { return op_bytes_[size_t(o)]; };
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
@@ -214,6 +228,10 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
           bytes(lw.attn.q) + bytes(lw.attn.k) + bytes(lw.attn.v) + bytes(lw.attn.o);
     else if (plan.mixer == MixerKind::kShortConv)
       op(DecodeOp::kShortConv) += bytes(lw.conv.in_proj) + bytes(lw.conv.out_proj);
+    else if (plan.mixer == MixerKind::kMla)
+      op(DecodeOp::kAttentionProjections) +=
+          bytes(lw.mla.q) + bytes(lw.mla.q_a) + bytes(lw.mla.q_b) + bytes(lw.mla.kv_a) +
+          bytes(lw.mla.o) + stack_bytes(lw.mla.embed_q) + stack_bytes(lw.mla.unembed_out);
     else if (plan.mixer == MixerKind::kGatedDeltaNet)
       for (const ops::Linear* l : {&lw.gdn.qkvz, &lw.gdn.ba, &lw.gdn.qkv, &lw.gdn.z, &lw.gdn.b,
                                    &lw.gdn.a, &lw.gdn.out_proj})
@@ -249,6 +267,8 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
       seq->conv_state_[size_t(i)].assign(size_t(gdn_[size_t(i)]->state_size()), 0.f);
     } else if (mamba_[size_t(i)]) {
       seq->conv_state_[size_t(i)].assign(size_t(mamba_[size_t(i)]->state_size()), 0.f);
+    } else if (mla_[size_t(i)]) {
+      seq->caches_[size_t(i)] = mla_[size_t(i)]->new_cache(context_);
     } else if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention) {
       seq->caches_[size_t(i)] =
           ops::KvCache(cfg_.layer_kv_heads(i), cfg_.layer_head_dim(i), context_);
@@ -427,6 +447,18 @@ void Engine::attention_segment(int64_t layer, const Segment& s) {
                   .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0,
                   .window = plan.sliding_window,
                   .sinks = a.sinks.empty() ? nullptr : a.sinks.data()});
+}
+
+// Multi-head latent attention: projections over all rows, the cache and attention per
+// sequence, the output projections over all rows.
+void Engine::mla_layer(const Mla& mla, int64_t layer, int64_t n, DecodeOpClock& clock) {
+  mla.project(xn_.data(), n, mla_scratch_);
+  clock.lap(DecodeOp::kAttentionProjections);
+  for (const Segment& s : segments_)
+    mla.attend(s.row0, s.rows, s.seq->pos_, s.seq->caches_[size_t(layer)], mla_scratch_);
+  clock.lap(DecodeOp::kAttentionCore);
+  mla.output(n, mix_.data(), mla_scratch_);
+  clock.lap(DecodeOp::kAttentionProjections);
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
@@ -632,6 +664,8 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
           gdn->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
                        s.seq->conv_state_[size_t(l)].data(), gdn_scratch_);
         clock.lap(DecodeOp::kLinearAttention);
+      } else if (const Mla* mla = mla_[size_t(l)].get()) {
+        mla_layer(*mla, l, n, clock);
       } else if (const Mamba2Mixer* mamba = mamba_[size_t(l)].get()) {
         for (const Segment& s : segments_)
           mamba->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
@@ -682,6 +716,10 @@ int64_t Engine::scratch_bytes() const {
                         &gdn_scratch_.b, &gdn_scratch_.a, &gdn_scratch_.y, &mamba_scratch_.proj,
                         &mamba_scratch_.padded, &mamba_scratch_.x, &mamba_scratch_.b,
                         &mamba_scratch_.c, &mamba_scratch_.dt, &mamba_scratch_.y, &qg_, &attn_gate_,
+                        &mla_scratch_.qa, &mla_scratch_.q, &mla_scratch_.kv, &mla_scratch_.nope,
+                        &mla_scratch_.qabs, &mla_scratch_.pe, &mla_scratch_.kpe,
+                        &mla_scratch_.qcat, &mla_scratch_.cache_rows, &mla_scratch_.latent_out,
+                        &mla_scratch_.heads_out,
                         &h_, &xn_,
                         &q_, &k_, &v_, &att_, &mix_, &gate_, &up_, &branch_,
                         &moe_scratch_.router_in, &moe_scratch_.experts_in})

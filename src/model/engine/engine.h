@@ -22,6 +22,7 @@
 #include "model/engine/sequence.h"
 #include "model/weight_bytes.h"
 #include "model/engine/gated_deltanet.h"
+#include "model/engine/mla.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
 #include "model/model_config.h"
@@ -216,6 +217,7 @@ class Engine {
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void attention_segment(int64_t layer, const Segment& s);  // q_, k_, v_ rows -> att_ rows
+  void mla_layer(const Mla& mla, int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
   void qk_norm(int64_t layer, const AttentionWeights& a, float* q, float* k, int64_t n,
                bool after_rope);
   void norm_if(const NormWeights& w, float* x, int64_t rows) const;
@@ -240,6 +242,7 @@ class Engine {
   std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
   std::vector<std::unique_ptr<GatedDeltaNet>> gdn_;  // per layer; null but on Gated DeltaNet
   std::vector<std::unique_ptr<Mamba2Mixer>> mamba_;  // per layer; null but on Mamba-2 layers
+  std::vector<std::unique_ptr<Mla>> mla_;  // per layer; null but on multi-head latent attention
   bool any_attn_gate_ = false;  // some attention layer has an output gate (Qwen3-Next)
   moe::PathCounters counters_;
   moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
@@ -278,6 +281,7 @@ class Engine {
   ShortConvScratch conv_scratch_;
   GatedDeltaNetScratch gdn_scratch_;
   Mamba2Scratch mamba_scratch_;
+  MlaScratch mla_scratch_;
   std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
   std::vector<float> qg_, attn_gate_;  // gated attention: q_proj's output, the gate rows

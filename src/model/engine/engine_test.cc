@@ -75,7 +75,7 @@ const std::vector<int32_t> kPrompt = {5, 17, 200, 3, 99, 41, 7};
 class PrefillVsDecode : public ::testing::TestWithParam<const char*> {};
 
 // The short-conv state (LFM2), the Gated DeltaNet conv and recurrent states (Qwen3-Next),
-// chunked attention and NoPE temperature (Llama-4) and the KV cache all carry across calls
+// the compressed latent cache (DeepSeek-V3, absorbed attention in both), chunked attention and NoPE temperature (Llama-4) and the KV cache all carry across calls
 // exactly as within one batch.
 TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
   Tmp tmp;
@@ -100,7 +100,8 @@ TEST_P(PrefillVsDecode, PrefillMatchesTokenByTokenDecode) {
 }
 INSTANTIATE_TEST_SUITE_P(Families, PrefillVsDecode,
                          ::testing::Values("tiny-qwen3-moe", "tiny-lfm2-moe", "tiny-llama4",
-                                           "tiny-qwen3-next", "tiny-nemotron-h"));
+                                           "tiny-qwen3-next", "tiny-nemotron-h",
+                                           "tiny-deepseek-v3"));
 
 TEST(Engine, ResetReproducesLogitsBitForBit) {
   Tmp tmp;

@@ -48,7 +48,8 @@ inline auto tiny_families() {
                            "tiny-gemma4",
                            "tiny-qwen3-next",
                            "tiny-qwen3-5-moe",
-                           "tiny-nemotron-h");
+                           "tiny-nemotron-h",
+                           "tiny-deepseek-v3");
 }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked

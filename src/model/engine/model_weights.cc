@@ -105,10 +105,32 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
     case Slot::kFinalNorm: w.final_norm = bind_norm(b, m); return;
     case Slot::kInputNorm: l->input_norm = bind_norm(b, m); return;
     case Slot::kPostNorm: l->post_norm = bind_norm(b, m); return;
-    case Slot::kQ: l->attn.q = bind_linear(b, m); return;
+    case Slot::kQ:
+      (c.layers[size_t(m.layer)].mixer == MixerKind::kMla ? l->mla.q : l->attn.q) =
+          bind_linear(b, m);
+      return;
     case Slot::kK: l->attn.k = bind_linear(b, m); return;
     case Slot::kV: l->attn.v = bind_linear(b, m); return;
-    case Slot::kO: l->attn.o = bind_linear(b, m); return;
+    case Slot::kO:
+      (c.layers[size_t(m.layer)].mixer == MixerKind::kMla ? l->mla.o : l->attn.o) =
+          bind_linear(b, m);
+      return;
+    case Slot::kMlaQA: l->mla.q_a = bind_linear(b, m); return;
+    case Slot::kMlaQANorm: l->mla.q_a_norm = b.vector(m.path + ".weight", m.shape[0]); return;
+    case Slot::kMlaQB: l->mla.q_b = bind_linear(b, m); return;
+    case Slot::kMlaKvA: l->mla.kv_a = bind_linear(b, m); return;
+    case Slot::kMlaKvANorm: l->mla.kv_a_norm = b.vector(m.path + ".weight", m.shape[0]); return;
+    case Slot::kMlaEmbedQ:
+    case Slot::kMlaUnembedOut: {
+      const bool keys = m.slot == Slot::kMlaEmbedQ;
+      const bool hf = !m.hf_pattern.empty() && !b.has(m.path + ".weight");
+      const MlaParams& p = c.mla;
+      (keys ? l->mla.embed_q : l->mla.unembed_out) =
+          hf ? b.kv_b_split(m.hf_pattern + ".weight", c.heads, p.nope_dim, p.v_head_dim,
+                            p.kv_lora_rank, keys)
+             : b.stacked(m.path, m.shape[0], m.shape[1], m.shape[2]);
+      return;
+    }
     case Slot::kQkv: {  // q, k and v are consecutive row ranges of the one stored matrix
       const ops::Linear fused = bind_linear(b, m);
       const int64_t q = c.layer_q_dim(m.layer), kv = c.layer_kv_dim(m.layer);

@@ -9,6 +9,7 @@
 #include "kernels/moe_contract.h"
 #include "model/engine/gated_deltanet.h"
 #include "model/engine/mamba2.h"
+#include "model/engine/mla.h"
 #include "model/engine/short_conv.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
@@ -59,6 +60,7 @@ struct LayerWeights {
   ShortConvWeights conv;     // MixerKind::kShortConv
   GatedDeltaNetWeights gdn;  // MixerKind::kGatedDeltaNet
   Mamba2Weights mamba;       // MixerKind::kMamba2
+  MlaWeights mla;            // MixerKind::kMla
   MlpWeights dense;  // FfnKind::kDense
   MoeWeights moe;    // FfnKind::kMoe
 };

@@ -34,8 +34,7 @@ bool Sequence::truncate(int64_t position) {
 
 int64_t Sequence::kv_cache_bytes() const {
   int64_t total = 0;
-  for (const ops::KvCache& c : caches_)
-    total += 2 * c.kv_heads() * c.capacity() * c.head_dim() * int64_t(sizeof(float));
+  for (const ops::KvCache& c : caches_) total += c.bytes();
   return total;
 }
 

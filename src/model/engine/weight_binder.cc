@@ -315,6 +315,31 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
 }
 
+kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, int64_t heads,
+                                                  int64_t nope, int64_t v, int64_t latent,
+                                                  bool keys) {
+  const io::TensorInfo& t = ckpt_.require(tensor);
+  require_float(ckpt_, t);
+  require_shape(ckpt_, t, {heads * (nope + v), latent});
+  const size_t es = dtype_size(t.dtype);
+  const int64_t rows = keys ? latent : v, in = keys ? nope : latent;
+  std::vector<uint8_t>& w = owned_.emplace_back(size_t(heads * rows * in) * es);
+  for (int64_t h = 0; h < heads; ++h) {
+    const uint8_t* head = t.data + size_t(h * (nope + v) * latent) * es;
+    uint8_t* dst = w.data() + size_t(h * rows * in) * es;
+    if (!keys) {  // value rows nope .. nope + v as they are
+      std::memcpy(dst, head + size_t(nope * latent) * es, size_t(v * latent) * es);
+      continue;
+    }
+    for (int64_t j = 0; j < nope; ++j)  // key row j becomes column j
+      for (int64_t c = 0; c < latent; ++c)
+        std::memcpy(dst + size_t(c * nope + j) * es, head + size_t(j * latent + c) * es, es);
+  }
+  if (!keys) ckpt_.release_pages(t);  // bound after the keys: the copies replace it
+  copied_bytes_ += int64_t(w.size());
+  return kernels::QuantWeightsView::dense(w.data(), t.dtype, heads, rows, in);
+}
+
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,
                                                    int64_t rows, int64_t in, int64_t row0,
                                                    int64_t n) {

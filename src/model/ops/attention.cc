@@ -14,10 +14,10 @@
 
 namespace moex::model::ops {
 
-KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity)
+KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
     : kv_heads_(kv_heads), head_dim_(head_dim), capacity_(capacity) {
   k_.resize(size_t(capacity * kv_heads * head_dim));
-  v_.resize(k_.size());
+  if (values) v_.resize(k_.size());
 }
 
 void KvCache::append(const float* k, const float* v, int64_t rows) {
@@ -29,7 +29,7 @@ void KvCache::append(const float* k, const float* v, int64_t rows) {
     for (int64_t h = 0; h < kv_heads_; ++h) {
       const size_t from = size_t(r * kv_heads_ + h) * hd;
       std::copy(k + from, k + from + hd, k_.begin() + offset(length_ + r, h));
-      std::copy(v + from, v + from + hd, v_.begin() + offset(length_ + r, h));
+      if (!v_.empty()) std::copy(v + from, v + from + hd, v_.begin() + offset(length_ + r, h));
     }
   length_ += rows;
 }

@@ -13,13 +13,16 @@ namespace moex::model::ops {
 // one head's keys (and values) are contiguous: decode reads them as one stream. (Position-major
 // [capacity][kv_heads][head_dim] put a head's keys 2 KB apart at Qwen3's shape, and decode
 // attention ran ~100 cycles per key per head.)
+// With values = false it holds keys only (multi-head latent attention's cache: one row of
+// latent + rotated key per position, read as both keys and values; ops/mla_attention.h).
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity);
+  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
 
-  // Appends `rows` positions: k, v are [rows][kv_heads][head_dim]. Throws moex::Error when
-  // the capacity (the context length) would be exceeded.
+  // Appends `rows` positions: k, v are [rows][kv_heads][head_dim] (v ignored, may be null, in
+  // a keys-only cache). Throws moex::Error when the capacity (the context length) would be
+  // exceeded.
   void append(const float* k, const float* v, int64_t rows);
   void clear() { length_ = 0; }
   void truncate(int64_t length);  // keep the first `length` positions
@@ -30,6 +33,8 @@ class KvCache {
   int64_t capacity() const { return capacity_; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
+  bool has_values() const { return !v_.empty(); }
+  int64_t bytes() const { return int64_t((k_.size() + v_.size()) * sizeof(float)); }
 
  private:
   size_t offset(int64_t pos, int64_t h) const { return size_t((h * capacity_ + pos) * head_dim_); }

@@ -133,6 +133,22 @@ void linear_same_input(const Linear* const* lins, float* const* outs, int count,
   for (int i = 0; i < count; ++i) add_bias(*lins[i], 1, outs[i]);
 }
 
+void multi_linear(const MultiLinearArgs& a) {
+  const int64_t groups = a.w->experts, batch = a.rows * groups;
+  thread_local std::vector<int32_t> ids;
+  if (int64_t(ids.size()) < batch) ids.resize(size_t(batch));
+  for (int64_t b = 0; b < batch; ++b) ids[size_t(b)] = int32_t(b % groups);
+  kernels::GatherQmmArgs g;
+  g.x = a.x;
+  g.x_rows = batch;
+  g.w = a.w;
+  g.lhs_indices = nullptr;
+  g.rhs_indices = ids.data();
+  g.batch = batch;
+  g.out = a.out;
+  kernels::gather_qmm(g);
+}
+
 const char* linear_unsupported_reason(const MatrixRef& m) {
   return kernels::qdot_unsupported_reason(as_one_expert(m));
 }

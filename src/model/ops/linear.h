@@ -54,6 +54,18 @@ void linear(const LinearArgs& a);
 // linear() each. Outputs are bit-identical to separate linear() calls.
 void linear_same_input(const Linear* const* lins, float* const* outs, int count, const float* x,
                        int64_t rows);
+// mlx-lm's MultiLinear (transpose=True): one matrix per group (head), out[r][g] = W[g] x[r][g]
+// for W a stack [groups][n][k] (quantized or float), x [rows][groups][k], out [rows][groups][n].
+// One gather_qmm call; each (row, group) entry is computed on its own, so the result of a row
+// does not depend on the others.
+struct MultiLinearArgs {
+  const kernels::QuantWeightsView* w = nullptr;
+  const float* x = nullptr;
+  int64_t rows = 1;
+  float* out = nullptr;  // must not alias x
+};
+void multi_linear(const MultiLinearArgs& a);
+
 // nullptr if linear() can run this matrix, else why not (the kernels' preconditions).
 const char* linear_unsupported_reason(const MatrixRef& m);
 

@@ -75,7 +75,8 @@ def main():
     ap.add_argument("--hf-layout", action="store_true",
                     help="with --make-preset: rewrite the (float) checkpoint into the Hugging"
                          " Face layout mlx_lm.load also accepts: every expert its own tensors"
-                         " (experts.E.gate_proj / w1 ...), split over two shards with an index")
+                         " (experts.E.gate_proj / w1 ...; DeepSeek's kv_b_proj), split over two"
+                         " shards with an index; with --mlx-convert*, the converter's input")
     ap.add_argument("--gpt-oss-original", action="store_true",
                     help="rewrite an mxfp4 gpt-oss checkpoint into openai's original layout:"
                          " experts.gate_up_proj_blocks/_scales/_bias with gate and up rows"
@@ -110,6 +111,8 @@ def main():
         if r.returncode != 0:
             print(f"parity: make-model failed ({r.returncode}): {' '.join(mk)}\n{r.stderr}")
             sys.exit(2)
+        if converts and a.hf_layout:
+            to_hf_layout(out)  # what users convert: the Hugging Face checkpoint
         if converts:
             cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", out, "--mlx-path", a.model]
             cv += ["-q"] + a.mlx_convert.split() if a.mlx_convert else ["--dtype", a.mlx_convert_float]
@@ -121,7 +124,7 @@ def main():
                   f"{json.load(open(os.path.join(a.model, 'config.json'))).get('quantization')}")
     if a.dequantize:
         dequantize_modules(a.model, a.dequantize)
-    if a.hf_layout:
+    if a.hf_layout and not (a.mlx_convert or a.mlx_convert_float):
         to_hf_layout(a.model)
     if a.gpt_oss_original:
         to_gpt_oss_original(a.model)
@@ -189,6 +192,17 @@ def to_hf_layout(model_dir):
             out[base + down] = d
             split += 1
     for name, t in tensors.items():
+        if name.endswith(".self_attn.embed_q.weight"):
+            # DeepSeek-V3: kv_b_proj [heads * (nope + v), kv_lora], per head the no-RoPE key
+            # rows (embed_q [heads, kv_lora, nope] transposed) then the value rows
+            # (unembed_out [heads, v, kv_lora]), as mlx-lm's sanitize splits it.
+            prefix = name[: -len(".embed_q.weight")]
+            wv = tensors[prefix + ".unembed_out.weight"]
+            kv_b = mx.concatenate([t.swapaxes(1, 2), wv], axis=1)
+            out[prefix + ".kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+            continue
+        if name.endswith(".self_attn.unembed_out.weight"):
+            continue
         if name.endswith(".feed_forward.experts.gate_proj.weight"):
             # Llama-4: gate and up as one [E, H, 2*Dff] tensor, down as [E, Dff, H]
             prefix = name[: -len(".gate_proj.weight")]
