@@ -5,20 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/engine/scratch_grow.h"
+#include "model/ops/softmax.h"
+
 namespace moex::model::engine {
-
-namespace {
-
-void grow(std::vector<float>& v, int64_t size) {
-  if (v.size() < size_t(size)) v.resize(size_t(size));
-}
-
-float silu(float x) { return x / (1.f + std::exp(-x)); }
-
-// log(1 + e^x) without overflow (mlx nn.softplus: logaddexp(x, 0)).
-float softplus(float x) { return std::max(x, 0.f) + std::log1p(std::exp(-std::fabs(x))); }
-
-}  // namespace
 
 GatedDeltaNet::GatedDeltaNet(const ModelBackend& be, const GatedDeltaNetWeights& w,
                              const GatedDeltaParams& p, int64_t hidden, double norm_eps)
@@ -80,7 +70,7 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
     for (int64_t c = 0; c < C; ++c) {
       float acc = 0.f;
       for (int64_t j = 0; j < L; ++j) acc += wc[c * L + j] * padded[(t + j) * C + c];
-      const float y = silu(acc);
+      const float y = ops::silu(acc);
       if (c < kd)
         s.q[size_t(t * kd + c)] = y;
       else if (c < 2 * kd)
@@ -107,7 +97,7 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
     for (int64_t h = 0; h < hv; ++h) {
       float& a = s.a[size_t(t * hv + h)];
       float& b = s.b[size_t(t * hv + h)];
-      a = std::exp(-std::exp(w_.a_log.data()[h]) * softplus(a + w_.dt_bias.data()[h]));
+      a = std::exp(-std::exp(w_.a_log.data()[h]) * ops::softplus(a + w_.dt_bias.data()[h]));
       b = 1.f / (1.f + std::exp(-b));
     }
   be_.gated_delta({.q = s.q.data(), .k = s.k.data(), .v = s.v.data(), .g = s.a.data(),

@@ -5,20 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/engine/scratch_grow.h"
+#include "model/ops/softmax.h"
+
 namespace moex::model::engine {
-
-namespace {
-
-void grow(std::vector<float>& v, int64_t size) {
-  if (v.size() < size_t(size)) v.resize(size_t(size));
-}
-
-float silu(float x) { return x / (1.f + std::exp(-x)); }
-
-// log(1 + e^x) without overflow (mlx nn.softplus: logaddexp(x, 0)).
-float softplus(float x) { return std::max(x, 0.f) + std::log1p(std::exp(-std::fabs(x))); }
-
-}  // namespace
 
 Mamba2Mixer::Mamba2Mixer(const ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
                          double norm_eps)
@@ -52,7 +42,7 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
       float acc = 0.f;
       for (int64_t j = 0; j < L; ++j) acc += wc[c * L + j] * padded[(t + j) * C + c];
       if (bias) acc += bias[c];
-      const float y = silu(acc);
+      const float y = ops::silu(acc);
       if (c < inner)
         s.x[size_t(t * inner + c)] = y;
       else if (c < inner + gn)
@@ -64,7 +54,8 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
   // dt = clip(softplus(dt + dt_bias), time_step_limit)
   for (int64_t t = 0; t < n; ++t)
     for (int64_t h = 0; h < hm; ++h) {
-      const float v = softplus(s.proj[size_t(t * P + inner + C + h)] + w_.dt_bias.data()[h]);
+      const float v =
+          ops::softplus(s.proj[size_t(t * P + inner + C + h)] + w_.dt_bias.data()[h]);
       s.dt[size_t(t * hm + h)] = std::clamp(v, float(p_.dt_min), float(p_.dt_max));
     }
   be_.ssm_scan({.x = s.x.data(), .dt = s.dt.data(), .a = a_.data(), .b = s.b.data(),

@@ -3,13 +3,11 @@
 
 #include <algorithm>
 
+#include "model/engine/scratch_grow.h"
+
 namespace moex::model::engine {
 
 namespace {
-
-void grow(std::vector<float>& v, int64_t size) {
-  if (v.size() < size_t(size)) v.resize(size_t(size));
-}
 
 // mlx-lm builds q_a_layernorm and kv_a_layernorm with eps 1e-6 whatever rms_norm_eps says.
 constexpr float kLoraNormEps = 1e-6f;

@@ -1,7 +1,8 @@
 // Softmax-family reductions over one f32 row: softmax (with or without a sink logit),
-// log-softmax, argmax, silu and SwiGLU.
+// log-softmax, argmax, silu, softplus and SwiGLU.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -19,6 +20,8 @@ void log_softmax(float* x, int64_t n);
 int64_t argmax(const float* x, int64_t n);
 
 inline float silu(float v) { return v / (1.f + std::exp(-v)); }
+// log(1 + e^x) without overflow (mlx nn.softplus: logaddexp(x, 0)).
+inline float softplus(float x) { return std::max(x, 0.f) + std::log1p(std::exp(-std::fabs(x))); }
 
 // out[i] = silu(gate[i]) * up[i]; out may alias either input.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
