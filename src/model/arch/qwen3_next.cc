@@ -112,6 +112,27 @@ void set_moe(LayerModules& n, const std::string& p) {
   n.shared_expert_gate = p + ".mlp.shared_expert_gate";
 }
 
+// The text-config fields both families' presets write alike (MoE, Gated DeltaNet heads,
+// attention, norms).
+void hybrid_preset_fields(const ModelPreset& p, json& j) {
+  j["head_dim"] = p.head_dim;
+  j["moe_intermediate_size"] = p.moe_dff;
+  j["shared_expert_intermediate_size"] = p.shared_dff;
+  j["num_experts"] = p.experts;
+  j["num_experts_per_tok"] = p.top_k;
+  j["norm_topk_prob"] = true;
+  j["linear_num_key_heads"] = p.linear_k_heads;
+  j["linear_num_value_heads"] = p.linear_v_heads;
+  j["linear_key_head_dim"] = p.linear_k_head_dim;
+  j["linear_value_head_dim"] = p.linear_v_head_dim;
+  j["linear_conv_kernel_dim"] = 4;
+  j["full_attention_interval"] = p.full_attention_interval;
+  j["rms_norm_eps"] = 1e-6;
+  j["tie_word_embeddings"] = p.tie_embeddings;
+  j["attention_bias"] = false;
+  j["hidden_act"] = "silu";
+}
+
 class Qwen3NextFamily final : public Family {
  public:
   const char* name() const override { return "qwen3_next"; }
@@ -151,30 +172,15 @@ class Qwen3NextFamily final : public Family {
 
   json preset_config(const ModelPreset& p) const override {
     json j = arch::base_preset_config(p, "Qwen3NextForCausalLM");
-    j["head_dim"] = p.head_dim;
+    hybrid_preset_fields(p, j);
     j["intermediate_size"] = p.dense_dff > 0 ? p.dense_dff : 5 * p.hidden / 2;
-    j["moe_intermediate_size"] = p.moe_dff;
-    j["shared_expert_intermediate_size"] = p.shared_dff;
-    j["num_experts"] = p.experts;
-    j["num_experts_per_tok"] = p.top_k;
-    j["norm_topk_prob"] = true;
     j["decoder_sparse_step"] = 1;
     json only = json::array();
     for (int64_t i = 0; i < p.dense_layers; ++i) only.push_back(i);
     j["mlp_only_layers"] = only;
-    j["linear_num_key_heads"] = p.linear_k_heads;
-    j["linear_num_value_heads"] = p.linear_v_heads;
-    j["linear_key_head_dim"] = p.linear_k_head_dim;
-    j["linear_value_head_dim"] = p.linear_v_head_dim;
-    j["linear_conv_kernel_dim"] = 4;
-    j["full_attention_interval"] = p.full_attention_interval;
     j["partial_rotary_factor"] = 0.25;
-    j["rms_norm_eps"] = 1e-6;
     j["rope_theta"] = p.tiny ? 10000.0 : 5000000.0;
     j["rope_scaling"] = nullptr;
-    j["tie_word_embeddings"] = p.tie_embeddings;
-    j["attention_bias"] = false;
-    j["hidden_act"] = "silu";
     return j;
   }
 };
@@ -244,27 +250,12 @@ class Qwen35MoeFamily final : public Family {
   json preset_config(const ModelPreset& p) const override {
     json j = arch::base_preset_config(p, "Qwen3_5MoeForConditionalGeneration");
     j["model_type"] = "qwen3_5_moe_text";
-    j["head_dim"] = p.head_dim;
-    j["moe_intermediate_size"] = p.moe_dff;
-    j["shared_expert_intermediate_size"] = p.shared_dff;
-    j["num_experts"] = p.experts;
-    j["num_experts_per_tok"] = p.top_k;
-    j["norm_topk_prob"] = true;
-    j["linear_num_key_heads"] = p.linear_k_heads;
-    j["linear_num_value_heads"] = p.linear_v_heads;
-    j["linear_key_head_dim"] = p.linear_k_head_dim;
-    j["linear_value_head_dim"] = p.linear_v_head_dim;
-    j["linear_conv_kernel_dim"] = 4;
-    j["full_attention_interval"] = p.full_attention_interval;
+    hybrid_preset_fields(p, j);
     j["rope_parameters"] = {{"rope_type", "default"},
                             {"rope_theta", p.tiny ? 10000.0 : 10000000.0},
                             {"partial_rotary_factor", 0.25},
                             {"mrope_section", {11, 11, 10}},
                             {"mrope_interleaved", true}};
-    j["rms_norm_eps"] = 1e-6;
-    j["tie_word_embeddings"] = p.tie_embeddings;
-    j["attention_bias"] = false;
-    j["hidden_act"] = "silu";
     json top = {{"model_type", "qwen3_5_moe"},
                 {"architectures", {"Qwen3_5MoeForConditionalGeneration"}},
                 {"tie_word_embeddings", p.tie_embeddings},
