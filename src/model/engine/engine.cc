@@ -119,6 +119,12 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   policy_.calibration = opt.calibration;
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
+  if (collective_) {  // copied layouts copy (and read) only this rank's experts
+    std::vector<std::vector<uint8_t>> keep;
+    for (int64_t l = 0; l < cfg_.num_layers; ++l)
+      keep.push_back(opt.placement->owned_mask(collective_->rank(), l));
+    binder_->restrict_experts(std::move(keep));
+  }
   w_ = bind_model_weights(cfg_, *binder_);
   if (collective_) {
     check_same_checkpoint(*collective_, checkpoint_fingerprint(config_path, ckpt_, mc.tensors), dir_);

@@ -67,6 +67,7 @@ kernels::QuantWeightsView bind_interleaved_mxfp4(WeightBinder& b, const ModuleSp
 }
 
 void bind_expert_projection(WeightBinder& b, const ModuleSpec& m, MoeWeights& moe) {
+  b.bind_expert_layer(m.layer);  // whose experts an expert-parallel rank copies
   const int64_t E = m.shape[0], out = m.shape[1];
   ops::FloatVec bias;
   const bool original =

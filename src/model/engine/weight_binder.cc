@@ -43,11 +43,13 @@ void check_row_selection(const std::string& tensor, int64_t rows, int64_t row0, 
     fail("internal: rows ", row0, " + k*", stride, " (", n, ") of '", tensor, "' outside ", rows);
 }
 
-// Copies those rows (row_bytes each) of every expert of `src` into `dst`, expert-major.
+// Copies those rows (row_bytes each) of every expert of `src` that `keep` wants into `dst`,
+// expert-major (the others' places left as they are).
+template <class Keep>
 void gather_rows(const uint8_t* src, size_t row_bytes, int64_t experts, int64_t rows,
-                 int64_t row0, int64_t stride, int64_t n, uint8_t* dst) {
+                 int64_t row0, int64_t stride, int64_t n, uint8_t* dst, const Keep& keep) {
   for (int64_t e = 0; e < experts; ++e)
-    for (int64_t r = 0; r < n; ++r)
+    for (int64_t r = 0; r < n && keep(e); ++r)
       std::memcpy(dst + size_t(e * n + r) * row_bytes,
                   src + size_t(e * rows + row0 + r * stride) * row_bytes, row_bytes);
 }
@@ -56,6 +58,17 @@ void gather_rows(const uint8_t* src, size_t row_bytes, int64_t experts, int64_t 
 
 WeightBinder::WeightBinder(const io::Checkpoint& ckpt, std::optional<io::QuantConfig> quant)
     : ckpt_(ckpt), quant_(std::move(quant)) {}
+
+uint8_t* WeightBinder::allocate(size_t n) {
+  return owned_.emplace_back(std::make_unique_for_overwrite<uint8_t[]>(n)).get();
+}
+
+bool WeightBinder::wants(int64_t e) const {
+  if (keep_.empty()) return true;
+  if (layer_ < 0 || layer_ >= int64_t(keep_.size()) || e >= int64_t(keep_[size_t(layer_)].size()))
+    fail("internal: expert ", e, " of layer ", layer_, " outside the expert-parallel masks");
+  return keep_[size_t(layer_)][size_t(e)] != 0;
+}
 
 WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
                                                    const std::vector<int64_t>& lead, int64_t in) {
@@ -124,16 +137,17 @@ ops::Linear WeightBinder::column_normalized(const std::string& path, int64_t out
       col_norm[size_t(c)] += v * v;
     }
   for (float& n : col_norm) n = std::sqrt(n) + 1e-7f;
-  std::vector<uint8_t>& buf = owned_.emplace_back(size_t(out * in) * dtype_size(t.dtype));
+  const size_t buf_bytes = size_t(out * in) * dtype_size(t.dtype);
+  uint8_t* buf = allocate(buf_bytes);
   for (int64_t r = 0; r < out; ++r)
     for (int64_t c = 0; c < in; ++c) {
       const size_t i = size_t(r * in + c);
-      store_from_f32(buf.data(), t.dtype, i, load_as_f32(t.data, t.dtype, i) / col_norm[size_t(c)]);
+      store_from_f32(buf, t.dtype, i, load_as_f32(t.data, t.dtype, i) / col_norm[size_t(c)]);
     }
-  copied_bytes_ += int64_t(buf.size());
+  copied_bytes_ += int64_t(buf_bytes);
   ops::Linear l;
   l.name = path + " (columns normalized)";
-  l.w = ops::dense_matrix(buf.data(), t.dtype, out, in);
+  l.w = ops::dense_matrix(buf, t.dtype, out, in);
   return l;
 }
 
@@ -231,23 +245,24 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
   }
   const QuantParts& a = parts.front();
   const uint64_t wb = a.w->nbytes, sb = a.scales->nbytes;
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(wb * uint64_t(experts)));
-  std::vector<uint8_t>& s = owned_.emplace_back(size_t(sb * uint64_t(experts)));
+  uint8_t* w = allocate(size_t(wb * uint64_t(experts)));
+  uint8_t* s = allocate(size_t(sb * uint64_t(experts)));
   const bool has_biases = a.biases != nullptr;
-  std::vector<uint8_t>& b = owned_.emplace_back(size_t(has_biases ? sb * uint64_t(experts) : 0));
+  uint8_t* b = has_biases ? allocate(size_t(sb * uint64_t(experts))) : nullptr;
   for (int64_t e = 0; e < experts; ++e) {
+    if (!wants(e)) continue;  // another rank's expert: not read
     const QuantParts& p = parts[size_t(e)];
-    std::memcpy(w.data() + wb * uint64_t(e), p.w->data, wb);
-    std::memcpy(s.data() + sb * uint64_t(e), p.scales->data, sb);
-    if (has_biases) std::memcpy(b.data() + sb * uint64_t(e), p.biases->data, sb);
+    std::memcpy(w + wb * uint64_t(e), p.w->data, wb);
+    std::memcpy(s + sb * uint64_t(e), p.scales->data, sb);
+    if (has_biases) std::memcpy(b + sb * uint64_t(e), p.biases->data, sb);
     for (const io::TensorInfo* t : {p.w, p.scales, p.biases})
       if (t) ckpt_.release_pages(*t);  // the copies replace them: peak stays one copy
   }
   copied_bytes_ += int64_t((wb + (has_biases ? 2 : 1) * sb) * uint64_t(experts));
   kernels::QuantWeightsView v;
-  v.w = w.data();
-  v.scales = s.data();
-  v.biases = has_biases ? b.data() : nullptr;
+  v.w = w;
+  v.scales = s;
+  v.biases = b;
   v.sb_dtype = a.scales->dtype;
   v.mode = a.mode;
   v.experts = experts;
@@ -275,13 +290,14 @@ kernels::QuantWeightsView WeightBinder::stack_float_experts(
     parts.push_back(&t);
   }
   const uint64_t bytes = first.nbytes;
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(bytes * uint64_t(experts)));
+  uint8_t* w = allocate(size_t(bytes * uint64_t(experts)));
   for (int64_t e = 0; e < experts; ++e) {
-    std::memcpy(w.data() + bytes * uint64_t(e), parts[size_t(e)]->data, bytes);
+    if (!wants(e)) continue;  // another rank's expert: not read
+    std::memcpy(w + bytes * uint64_t(e), parts[size_t(e)]->data, bytes);
     ckpt_.release_pages(*parts[size_t(e)]);  // the copy replaces them: peak stays one copy
   }
   copied_bytes_ += int64_t(bytes * uint64_t(experts));
-  return kernels::QuantWeightsView::dense(w.data(), first.dtype, experts, out, in);
+  return kernels::QuantWeightsView::dense(w, first.dtype, experts, out, in);
 }
 
 kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& tensor,
@@ -291,13 +307,14 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   require_float(ckpt_, t);
   require_shape(ckpt_, t, {experts, in, cols});
   const size_t es = dtype_size(t.dtype);
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n * in) * es);
+  const size_t w_bytes = size_t(experts * n * in) * es;
+  uint8_t* w = allocate(w_bytes);
   // Element copies by width (2 or 4 bytes), source rows read in order.
   auto transpose = [&](auto tag) {
     using T = decltype(tag);
-    T* dst = reinterpret_cast<T*>(w.data());
+    T* dst = reinterpret_cast<T*>(w);
     for (int64_t e = 0; e < experts; ++e)
-      for (int64_t i = 0; i < in; ++i) {
+      for (int64_t i = 0; i < in && wants(e); ++i) {
         const uint8_t* row = t.data + size_t((e * in + i) * cols + col0) * es;
         for (int64_t r = 0; r < n; ++r) {
           T v;
@@ -311,8 +328,8 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   else
     transpose(uint32_t{});
   if (col0 + n == cols) ckpt_.release_pages(t);  // the last slice read: the copies replace it
-  copied_bytes_ += int64_t(w.size());
-  return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
+  copied_bytes_ += int64_t(w_bytes);
+  return kernels::QuantWeightsView::dense(w, t.dtype, experts, n, in);
 }
 
 kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, int64_t heads,
@@ -323,10 +340,11 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, in
   require_shape(ckpt_, t, {heads * (nope + v), latent});
   const size_t es = dtype_size(t.dtype);
   const int64_t rows = keys ? latent : v, in = keys ? nope : latent;
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(heads * rows * in) * es);
+  const size_t w_bytes = size_t(heads * rows * in) * es;
+  uint8_t* w = allocate(w_bytes);
   for (int64_t h = 0; h < heads; ++h) {
     const uint8_t* head = t.data + size_t(h * (nope + v) * latent) * es;
-    uint8_t* dst = w.data() + size_t(h * rows * in) * es;
+    uint8_t* dst = w + size_t(h * rows * in) * es;
     if (!keys) {  // value rows nope .. nope + v as they are
       std::memcpy(dst, head + size_t(nope * latent) * es, size_t(v * latent) * es);
       continue;
@@ -336,8 +354,8 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, in
         std::memcpy(dst + size_t(c * nope + j) * es, head + size_t(j * latent + c) * es, es);
   }
   if (!keys) ckpt_.release_pages(t);  // bound after the keys: the copies replace it
-  copied_bytes_ += int64_t(w.size());
-  return kernels::QuantWeightsView::dense(w.data(), t.dtype, heads, rows, in);
+  copied_bytes_ += int64_t(w_bytes);
+  return kernels::QuantWeightsView::dense(w, t.dtype, heads, rows, in);
 }
 
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,
@@ -349,11 +367,12 @@ kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, i
   check_row_selection(tensor, rows, row0, 1, n);
   if (row0 == 0 && n == rows) return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, n, in);
   const size_t row_bytes = size_t(in) * dtype_size(t.dtype);
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n) * row_bytes);
-  gather_rows(t.data, row_bytes, experts, rows, row0, 1, n, w.data());
+  const size_t w_bytes = size_t(experts * n) * row_bytes;
+  uint8_t* w = allocate(w_bytes);
+  gather_rows(t.data, row_bytes, experts, rows, row0, 1, n, w, [&](int64_t e) { return wants(e); });
   if (row0 + n == rows) ckpt_.release_pages(t);  // the last half read: the copies replace it
-  copied_bytes_ += int64_t(w.size());
-  return kernels::QuantWeightsView::dense(w.data(), t.dtype, experts, n, in);
+  copied_bytes_ += int64_t(w_bytes);
+  return kernels::QuantWeightsView::dense(w, t.dtype, experts, n, in);
 }
 
 kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string& base,
@@ -381,13 +400,15 @@ kernels::QuantWeightsView WeightBinder::strided_mxfp4_experts(const std::string&
     v.scales = scales.data;
     return v;
   }
-  std::vector<uint8_t>& w = owned_.emplace_back(size_t(experts * n * row_bytes));
-  std::vector<uint8_t>& sc = owned_.emplace_back(size_t(experts * n * groups));
-  gather_rows(blocks.data, size_t(row_bytes), experts, rows, row0, stride, n, w.data());
-  gather_rows(scales.data, size_t(groups), experts, rows, row0, stride, n, sc.data());
-  copied_bytes_ += int64_t(w.size() + sc.size());
-  v.w = w.data();
-  v.scales = sc.data();
+  const size_t w_bytes = size_t(experts * n * row_bytes), sc_bytes = size_t(experts * n * groups);
+  uint8_t* w = allocate(w_bytes);
+  uint8_t* sc = allocate(sc_bytes);
+  auto keep = [&](int64_t e) { return wants(e); };
+  gather_rows(blocks.data, size_t(row_bytes), experts, rows, row0, stride, n, w, keep);
+  gather_rows(scales.data, size_t(groups), experts, rows, row0, stride, n, sc, keep);
+  copied_bytes_ += int64_t(w_bytes + sc_bytes);
+  v.w = w;
+  v.scales = sc;
   return v;
 }
 

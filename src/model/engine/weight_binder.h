@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <functional>
 #include <optional>
 #include <string>
@@ -79,6 +80,12 @@ class WeightBinder {
   // rows + 1e-7, computed in f32 as MLX does (stored back in the tensor's dtype), an owned
   // copy. An Error when the module is quantized.
   ops::Linear column_normalized(const std::string& path, int64_t out, int64_t in);
+  // Expert parallelism: the experts of each layer this process owns ([layer][expert], 1 =
+  // owned; empty: all). Layouts copied at load (per-expert tensors, fused Hugging Face
+  // tensors) then copy, and so read, only the owned experts; the others' rows stay unwritten.
+  // bind_expert_layer(l) names the layer the next expert bindings are for.
+  void restrict_experts(std::vector<std::vector<uint8_t>> keep) { keep_ = std::move(keep); }
+  void bind_expert_layer(int64_t layer) { layer_ = layer; }
   // Bytes copied at load so far: stack_experts / transposed_experts stacks and
   // column_normalized heads (0 for a stacked checkpoint read as it is).
   int64_t stacked_copy_bytes() const { return copied_bytes_; }
@@ -95,10 +102,18 @@ class WeightBinder {
   // Validates P.weight/P.scales/P.biases for leading dims `lead` and input width `in`.
   QuantParts quant_parts(const std::string& path, const std::vector<int64_t>& lead, int64_t in);
 
+  // n bytes of owned storage, uninitialized: an expert another rank owns is never written, so
+  // its pages are never touched (make_unique_for_overwrite; large blocks come from mmap).
+  uint8_t* allocate(size_t n);
+  // Whether expert e of the layer being bound is copied (restrict_experts).
+  bool wants(int64_t e) const;
+
   const io::Checkpoint& ckpt_;
   std::optional<io::QuantConfig> quant_;
-  std::deque<std::vector<uint8_t>> owned_;  // stacked per-expert copies (stable addresses)
+  std::deque<std::unique_ptr<uint8_t[]>> owned_;  // stacked per-expert copies (stable addresses)
   int64_t copied_bytes_ = 0;
+  std::vector<std::vector<uint8_t>> keep_;  // [layer][expert]: restrict_experts' masks
+  int64_t layer_ = -1;                      // the layer whose experts are being bound
 };
 
 // "a x b x c" for messages.
