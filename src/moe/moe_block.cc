@@ -3,7 +3,6 @@
 #include "moe/moe_block.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "core/error.h"
 #include "kernels/elementwise.h"
@@ -198,19 +197,18 @@ void MoeBlock::run_owned_pairs(const MoeBlockCall& call, const uint8_t* owned, f
              false, ws, counters);
 }
 
-void MoeBlock::combine_pairs(const MoeBlockCall& call, const float* y) const {
+void MoeBlock::combine_pairs(const MoeBlockCall& call, const float* y, MoeWorkspace& ws) const {
   kernels::WeightedSumArgs sum;
   sum.y = y;
   sum.tokens = call.tokens;
   sum.top_k = call.top_k;
   sum.n = layer_.experts.din();
   sum.out = call.out;
-  std::vector<float> ones;
+  sum.scores = call.scores;
   if (call.scores_scale_input) {  // top_k == 1: the score went into the input
-    ones.assign(size_t(call.tokens), 1.f);
-    sum.scores = ones.data();
-  } else {
-    sum.scores = call.scores;
+    float* ones = ws.floats(kSlotOnes, call.tokens);
+    std::fill(ones, ones + call.tokens, 1.f);
+    sum.scores = ones;
   }
   kernels::weighted_sum(sum);
 }

@@ -75,7 +75,7 @@ class MoeBlock {
   void run_owned_pairs(const MoeBlockCall& call, const uint8_t* owned, float* y, MoeWorkspace& ws,
                        PathCounters* counters) const;
   // call.out[t] = sum_j scores[t][j] * y[t][j] (weight 1 for llama4) from y [M][top_k][Din].
-  void combine_pairs(const MoeBlockCall& call, const float* y) const;
+  void combine_pairs(const MoeBlockCall& call, const float* y, MoeWorkspace& ws) const;
   // term [M][Din] = what run() adds to the routed sum for the shared expert (gated); the layer
   // must have one.
   void run_shared_term(const MoeBlockCall& call, float* term, MoeWorkspace& ws,

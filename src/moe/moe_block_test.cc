@@ -447,7 +447,7 @@ TEST(MoeBlock, ExpertParallelPiecesEqualTheWholeBlockBitForBit) {
           }
           std::vector<float> pieces(size_t(m * din));
           call.out = pieces.data();
-          block.combine_pairs(call, y.data());
+          block.combine_pairs(call, y.data(), ws);
           if (!llama4) {
             std::vector<float> term(size_t(m * din));
             block.run_shared_term(call, term.data(), ws, nullptr);

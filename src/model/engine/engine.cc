@@ -59,7 +59,8 @@ ops::RopeSpec rope_spec(const RopeParams& r, int64_t head_dim, int64_t max_posit
 
 int64_t Engine::resident_weight_bytes() const {
   int64_t total = 0;
-  for (const auto& f : ckpt_.files()) total += std::max<int64_t>(0, resident_bytes_in(f->mapping(), f->file_size()));
+  for (const auto& f : ckpt_.files())
+    total += std::max<int64_t>(0, resident_bytes_in(f->mapping(), f->file_size()));
   return total;
 }
 
@@ -221,9 +222,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
 
   auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
   auto stack_bytes = [](const kernels::QuantWeightsView& v) {  // MLA's per-head matrices
-    int64_t sb = 0;
-    if (v.group_size > 0) sb = v.experts * v.n * v.groups_per_row() * int64_t(dtype_size(v.sb_dtype));
-    return v.experts * v.n * v.row_bytes() + (v.biases ? 2 : 1) * sb;
+    return v.experts * v.n * v.format().row_bytes_with_scales(v.k);
   };
   auto op = [&](DecodeOp o) -> int64_t& { return op_bytes_[size_t(o)]; };
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
