@@ -53,6 +53,7 @@ ExpertPlacement ExpertPlacement::from_file(const std::string& path, int ranks, i
   ExpertPlacement p = even(ranks, layers, experts);
   const nlohmann::json j = nlohmann::json::parse(read_small_file(path, int64_t(64) << 20, "expert placement file"),
                                                  nullptr, false);
+  if (j.is_discarded()) fail(path, ": not valid JSON (truncated or malformed)");
   if (!j.is_object()) fail(path, ": expected a JSON object {\"experts\": [...], \"layers\": {...}}");
   for (const auto& [key, value] : j.items())
     if (key != "experts" && key != "layers")

@@ -61,6 +61,7 @@ TEST(ExpertPlacement, FileSetsEveryLayerThenPerLayerOverrides) {
 
 TEST(ExpertPlacement, BadFilesNameTheField) {
   EXPECT_EQ(error_of("[1, 0]"), ": expected a JSON object {\"experts\": [...], \"layers\": {...}}");
+  EXPECT_EQ(error_of("{\"experts\": [0, 1"), ": not valid JSON (truncated or malformed)");
   EXPECT_EQ(error_of(R"({"expert": [0, 1, 0, 1]})"),
             ": unknown field 'expert' (expected \"experts\" and/or \"layers\")");
   EXPECT_EQ(error_of(R"({"experts": [0, 1, 0]})"),
