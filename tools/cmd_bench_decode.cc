@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
@@ -41,8 +42,8 @@ constexpr const char* kDefaultPrompt = "Hello, how are you today?";
 struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
-  std::optional<std::string> prompt_ids, n, warmup, repeats, fused, max_dff, threads, isa,
-      backend;
+  std::optional<std::string> prompt_ids, prompt_tokens, n, warmup, repeats, fused, max_dff,
+      threads, precision, isa, backend;
   std::string output = "md";
   ExpertParallelFlags expert_parallel;
 };
@@ -247,7 +248,7 @@ int run_bench(const BenchFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   dist::Collective* collective = ep ? &ep->collective() : nullptr;
-  eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
   const int64_t warmup =
       f.warmup ? parse_int_strict(*f.warmup, "--warmup-tokens", 0, int64_t{1} << 24) : 20;
@@ -263,7 +264,15 @@ int run_bench(const BenchFlags& f) {
     fail("--fused: '", fused, "' is not a mode; expected auto, on, off or both");
 
   const model::ModelConfig cfg = model::load_model_config(f.model);
-  const eng::Prompt prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
+  eng::Prompt prompt;
+  if (f.prompt_tokens) {
+    if (f.prompt_ids) fail("--prompt-tokens and --prompt-ids cannot be used together");
+    // context_for below says when the prompt is longer than the model's context.
+    prompt.ids = eng::synthetic_prompt_ids(
+        parse_int_strict(*f.prompt_tokens, "--prompt-tokens", 1, 1 << 24), cfg.vocab);
+  } else {
+    prompt = eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
+  }
   const int64_t context = eng::context_for(cfg, int64_t(prompt.ids.size()), std::max(n, warmup));
   std::vector<Arm> arms;
   for (const auto& a : arm_names) {
@@ -353,7 +362,8 @@ int run_bench(const BenchFlags& f) {
                   {"moe_layers", cfg.num_moe_layers()},
                   {"active_weight_bytes_per_token", active}};
     j["host"] = {{"backend", moe::backend_name(opt.backend)}, {"isa", isa_name(active_isa())},
-                 {"threads", num_threads()}, {"cpu_model", cpu_model_name()},
+                 {"precision", kernels::active_precision_label()}, {"threads", num_threads()},
+                 {"cpu_model", cpu_model_name()},
                  {"moex_commit", moex_commit()}, {"date", date},
                  {"default_cap", moe::backend_default_max_dff(opt.backend)}};
     j["settings"] = {{"prompt", prompt.from_text ? f.prompt : ""}, {"prompt_tokens", prompt.ids.size()},
@@ -410,6 +420,7 @@ int run_bench(const BenchFlags& f) {
                 {"cpu_model", text_cell(cpu_model_name())},
                 {"threads", integer_cell(num_threads())},
                 {"isa", text_cell(isa_name(active_isa()))},
+                {"precision", text_cell(kernels::active_precision_label())},
                 {"backend", text_cell(moe::backend_name(opt.backend))},
                 {"default_cap", integer_cell(moe::backend_default_max_dff(opt.backend))},
                 {"date", text_cell(date)},
@@ -476,6 +487,10 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("-p,--prompt", f->prompt, "prompt text")->capture_default_str();
   sub.add_option("--prompt-ids", f->prompt_ids, "prompt as token ids, e.g. 1,2,3 (wins over -p)")
       ->type_name("IDS");
+  sub.add_option("--prompt-tokens", f->prompt_tokens,
+                 "prompt of N synthetic token ids (fixed seed), for prefill tokens/s as "
+                 "llama-bench's pp N")
+      ->type_name("N");
   sub.add_option("-n", f->n, "decode steps per measured pass, exactly (default 100)")
       ->type_name("INT");
   sub.add_option("--warmup-tokens", f->warmup, "decode steps of the warm-up pass (default 20)")
@@ -487,6 +502,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
+  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
   sub.add_option("--backend", f->backend,
                  "where the MoE layers run: cpu (default) or cuda (experts on the device, the "

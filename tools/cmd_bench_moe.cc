@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/read_bandwidth.h"
 #include "core/strict_parse.h"
@@ -29,8 +30,8 @@ namespace moex::tools {
 namespace {
 
 struct BenchMoeOptions {
-  std::string preset, shape, bits = "4", down_bits, group_size = "64", threads, isa, repeats,
-                             layers_cycle, output = "md", backend = "cpu";
+  std::string preset, shape, bits = "4", down_bits, group_size = "64", threads, isa, precision,
+      repeats, layers_cycle, output = "md", backend = "cpu";
 };
 
 struct Shape {
@@ -78,7 +79,8 @@ int run_bench_moe(const BenchMoeOptions& o) {
   const bool cuda = moe::parse_backend(lowercase(o.backend), "--backend") == moe::Backend::kCuda;
   if (cuda) {
     const std::pair<const char*, std::string> cpu_only[] = {
-        {"--threads", o.threads}, {"--isa", o.isa}, {"--layers-cycle", o.layers_cycle}};
+        {"--threads", o.threads}, {"--isa", o.isa}, {"--precision", o.precision},
+        {"--layers-cycle", o.layers_cycle}};
     for (const auto& [flag, value] : cpu_only)
       if (!value.empty())
         fail("bench-moe: ", flag, " is a CPU flag; it cannot be used with --backend cuda");
@@ -118,6 +120,8 @@ int run_bench_moe(const BenchMoeOptions& o) {
   }
   if (!o.threads.empty()) set_num_threads(parse_threads_flag(o.threads));
   if (!o.isa.empty()) set_active_isa(parse_isa(lowercase(o.isa), "--isa"));
+  if (!o.precision.empty())
+    kernels::set_active_precision(kernels::parse_precision(lowercase(o.precision), "--precision"));
   const int threads = num_threads();
   const Isa isa = active_isa();
 
@@ -176,6 +180,7 @@ int run_bench_moe(const BenchMoeOptions& o) {
       {"backend", text_cell("cpu")},
       {"threads", integer_cell(threads)},
       {"isa", text_cell(isa_name(isa))},
+      {"precision", text_cell(kernels::active_precision_label())},
       {"hidden", integer_cell(shape.hidden)},
       {"dff", integer_cell(shape.dff)},
       {"experts", integer_cell(shape.experts)},
@@ -260,6 +265,7 @@ std::function<int()> setup(CLI::App& sub) {
       ->check(given);
   sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (default: the best; cpu only)")
       ->check(given);
+  sub.add_option("--precision", o->precision, kPrecisionHelp)->type_name("TIER")->check(given);
   sub.add_option("--repeats", o->repeats, "timed passes per path (default: cpu 5, cuda 15)")
       ->type_name("INT")
       ->check(given);

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
@@ -40,7 +41,8 @@ using nlohmann::json;
 
 struct Flags {
   std::string model;
-  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, isa;
+  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision,
+      isa;
   std::string output = "md";
 };
 
@@ -177,7 +179,7 @@ double ms(double s) { return s * 1e3; }
 
 int run(const Flags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
-  eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
   const std::vector<int64_t> streams =
       parse_int_list(f.streams.value_or("1,2,4,8"), "--streams", 1, serve::kMaxParallel);
   const int64_t prompt_tokens =
@@ -260,6 +262,7 @@ int run(const Flags& f) {
                 {"cpu_model", text_cell(cpu_model_name())},
                 {"threads", integer_cell(num_threads())},
                 {"isa", text_cell(isa_name(active_isa()))},
+                {"precision", text_cell(kernels::active_precision_label())},
                 {"date", text_cell(utc_date_time())},
                 {"peak_rss_mib", number_cell(double(peak_rss_bytes()) / double(1 << 20), 1)}};
   rep.columns = {"streams", "median_tps", "min_tps", "max_tps", "over_1_stream",
@@ -314,6 +317,7 @@ std::function<int()> setup(CLI::App& sub) {
   sub.add_option("--fused", f->fused, "auto|on|off");
   sub.add_option("--max-dff", f->max_dff, "fused-path Dff cap");
   sub.add_option("--threads", f->threads, "worker threads");
+  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--isa", f->isa, "scalar|avx2|avx512");
   sub.add_option("-o", f->output, "md|csv|json (default md)");
   return [f] { return run(*f); };

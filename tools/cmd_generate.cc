@@ -14,6 +14,7 @@
 #include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
@@ -39,7 +40,7 @@ using serve::chat_message;
 
 struct GenerateFlags {
   std::string model;
-  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, isa,
+  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, isa,
       dump_logits, prefill_chunk, backend;
   SamplingFlags sampling;
   ExpertParallelFlags expert_parallel;
@@ -65,7 +66,7 @@ int run_generate(GenerateFlags f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
-  eng::apply_threads_and_isa(f.threads, lowercase_opt(f.isa));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
   if (f.system && !f.chat) fail("--system is a turn of the chat template: it needs --chat");
   const model::ModelConfig cfg = model::load_model_config(f.model);
@@ -102,9 +103,11 @@ int run_generate(GenerateFlags f) {
       model::stop_token_ids(cfg, gen, tok ? tok->eos_ids() : std::vector<int32_t>{});
 
   if (f.verbose) {
-    std::fprintf(stderr, "model %s: %s, %lld layers, %lld MoE layers; threads %d, isa %s\n",
+    std::fprintf(stderr,
+                 "model %s: %s, %lld layers, %lld MoE layers; threads %d, isa %s, precision %s\n",
                  f.model.c_str(), cfg.family.c_str(), (long long)cfg.num_layers,
-                 (long long)cfg.num_moe_layers(), num_threads(), isa_name(active_isa()));
+                 (long long)cfg.num_moe_layers(), num_threads(), isa_name(active_isa()),
+                 kernels::active_precision_label());
     for (const auto& d : engine->decode_decisions()) {
       std::fprintf(stderr, "  layer %lld decode: routed experts %s\n", (long long)d.layer,
                    d.routed.explanation().c_str());
@@ -225,6 +228,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
+  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
   sub.add_option("--backend", f->backend,
                  "where the MoE layers run: cpu (default) or cuda (experts on the device, the "

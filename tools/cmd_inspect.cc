@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/isa.h"
 #include "io/safetensors.h"
+#include "kernels/precision.h"
 #include "model/model_checkpoint.h"
 #include "model/moe_layer_info.h"
 #include "model/weight_bytes.h"
@@ -79,6 +81,8 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
   const std::optional<moe::CalibratedCap> cpu_calibration =
       moe::load_calibrated_cap(moe::host_cpu_calibration_key());
   std::printf("fused-MoE dispatch (decode, 1 token; settings from the environment):\n");
+  std::printf("  cpu kernels: isa %s, activation precision %s (MOEX_ISA, MOEX_PRECISION)\n",
+              isa_name(active_isa()), kernels::active_precision_label());
   auto key = [](const model::MoeLayerInfo& i) {
     return str_cat(i.dff, "/", quant_text(i.gate), "/", quant_text(i.up), "/", quant_text(i.down), "/", i.stacked);
   };

@@ -38,8 +38,8 @@ namespace eng = moex::model::engine;
 
 struct ServeFlags {
   std::string model;
-  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, fused,
-      max_dff, backend;
+  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision,
+      fused, max_dff, backend;
   ExpertParallelFlags expert_parallel;
   bool verbose = false;
 };
@@ -114,7 +114,7 @@ class SignalWatcher {
 int run_serve(const ServeFlags& f) {
   SignalWatcher signals;
   if (f.threads) parse_threads_flag(*f.threads);
-  eng::apply_threads_and_isa(f.threads, std::nullopt);
+  eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision));
   serve::HttpOptions http;
   if (f.host) {
     if (f.host->empty()) fail("--host: expected an address, got an empty string");
@@ -222,6 +222,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("NAME");
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
+  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/read_bandwidth.h"
 #include "core/strict_parse.h"
@@ -33,7 +34,7 @@ namespace {
 struct TuneOptions {
   std::string backend = "cpu", bits = "4", output = "md";
   // Unset and set-but-empty differ: `--dffs ""` is an error, not the default grid.
-  std::optional<std::string> threads, isa, out, dffs, repeats;
+  std::optional<std::string> threads, isa, precision, out, dffs, repeats;
   bool quick = false;
 };
 
@@ -45,6 +46,7 @@ constexpr int64_t kPoolLimitBytes = 3'000'000'000;
 void reject_cpu_only_flags(const TuneOptions& o) {
   if (o.threads) fail("tune: --threads is a CPU flag; it cannot be used with --backend cuda");
   if (o.isa) fail("tune: --isa is a CPU flag; it cannot be used with --backend cuda");
+  if (o.precision) fail("tune: --precision is a CPU flag; it cannot be used with --backend cuda");
 }
 
 int run_tune(const TuneOptions& o) {
@@ -89,6 +91,8 @@ int run_tune(const TuneOptions& o) {
   }
   if (o.threads) set_num_threads(parse_threads_flag(*o.threads));
   if (o.isa) set_active_isa(parse_isa(lowercase(*o.isa), "--isa"));
+  if (o.precision)
+    kernels::set_active_precision(kernels::parse_precision(lowercase(*o.precision), "--precision"));
   moe::check_calibration_writable(path);  // before the long run, not after
 
   const ShapePresets shape_presets = tune_preset_shapes();
@@ -145,6 +149,7 @@ int run_tune(const TuneOptions& o) {
       {"backend", text_cell(host.backend)},
       {"threads", integer_cell(threads)},
       {"isa", text_cell(isa)},
+      {"precision", text_cell(kernels::active_precision_label())},
       {"dff_grid", text_cell(join_ints(dffs))},
       {"group_size", integer_cell(kGroupSize)},
       {"experts_per_layer", text_cell("2 x top_k (uniform random routing)")},
@@ -175,6 +180,7 @@ std::function<int()> setup(CLI::App& sub) {
   sub.add_option("--threads", o->threads, "threads, 1-1024 (default: all cores; cpu only)")
       ->type_name("INT");
   sub.add_option("--isa", o->isa, "scalar | avx2 | avx512 (default: the best available; cpu only)");
+  sub.add_option("--precision", o->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_flag("--quick", o->quick, "coarser Dff grid, fewer repeats, smaller pools (~1 minute)");
   sub.add_option("--out", o->out,
                  "calibration file (default: $MOEX_CALIBRATION, else "

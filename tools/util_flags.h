@@ -26,6 +26,11 @@ std::vector<std::string> split_list_flag(std::string_view s, std::string_view fl
 std::string lowercase(std::string_view s);
 std::optional<std::string> lowercase_opt(const std::optional<std::string>& s);
 
+// The help of --precision, shared by every command that runs the CPU kernels.
+inline constexpr const char* kPrecisionHelp =
+    "activation precision of the AVX-512 kernels: fast, standard (default) or exact; "
+    "overrides MOEX_PRECISION (src/kernels/README.md, precision tiers)";
+
 // The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
 // it); "" when none is close.
 std::string nearest_word(std::string_view word, const std::vector<std::string>& names);

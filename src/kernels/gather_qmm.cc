@@ -1,7 +1,8 @@
 // gather_qmm on CPU (MLX semantics, transpose=True): out[b] = x[lhs[b]] . W[rhs[b]]^T.
 // Entries are grouped by expert; work units are (expert run, row tile) pairs, split across
 // threads by cost, and inside a unit the tile's rows stay in cache while every entry of the
-// run uses them, so each weight byte comes from memory once per call.
+// run uses them (up to four entries per pass, which also share each block's unpacking), so
+// each weight byte comes from memory once per call.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -32,7 +33,8 @@ GatherWorkspace& workspace() {
 void gather_qmm(const GatherQmmArgs& a) {
   const QuantWeightsView& w = *a.w;
   if (a.batch <= 0 || w.n <= 0) return;
-  const QdotKernel& kern = qdot_kernel(active_isa(), w);
+  const QdotKernel& kern =
+      qdot_kernel(active_isa(), w, a.exact ? Precision::kExact : active_precision());
   GatherWorkspace& ws = workspace();
   ws.x.prepare(kern, a.x, a.x_rows, w.k, w.k, w.group_size);
 
@@ -89,9 +91,18 @@ void gather_qmm(const GatherQmmArgs& a) {
         if (i1 - i0 == 1)
           while (u1 < u_end && u1 / tiles == r) ++u1;
         const int64_t r1 = std::min(w.n, ((u1 - 1) % tiles) * tile + tile);
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t b = ws.order[size_t(i)];
-          kern.dot_rows({&w, expert_of(b), r0, r1, ws.x.at(x_row_of(b)), a.out + b * w.n + r0});
+        // Up to kQdotMaxVectors entries per pass over the tile: the kernel unpacks each weight
+        // block once for all of them (bit-identical to one entry at a time).
+        for (int64_t i = i0; i < i1; i += kQdotMaxVectors) {
+          const int nx = int(std::min<int64_t>(kQdotMaxVectors, i1 - i));
+          const void* xs[kQdotMaxVectors];
+          float* outs[kQdotMaxVectors];
+          for (int j = 0; j < nx; ++j) {
+            const int64_t b = ws.order[size_t(i + j)];
+            xs[j] = ws.x.at(x_row_of(b));
+            outs[j] = a.out + b * w.n + r0;
+          }
+          qdot_rows_multi(kern, {&w, expert_of(ws.order[size_t(i)]), r0, r1, xs, outs, nx});
         }
         u = u1;
       }

@@ -141,7 +141,7 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
     const double n = double((w.k + 7) / 8 + 8);
     return (n + 1) * 0x1p-24 * terms + 1e-30;
   }
-  if (quant::is_fp_mode(w.mode) && !kern.quantizes_x) {  // x in f32: the f32 rounding of sums
+  if (quant::is_fp_mode(w.mode) && !kern.quantizes_x()) {  // x in f32: the f32 rounding of sums
     double terms = 0.0;
     for (int64_t i = 0; i < w.k; ++i) terms += std::fabs(double(fp_weight(w, e, r, i)) * x[i]);
     return 1e-6 * terms + 1e-30;
@@ -161,7 +161,7 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
         maxabs = std::fmax(maxabs, std::fabs(x[i]));
         usum += u;
       }
-      quant_term += s / 2 * usum * maxabs * kQuantizedXStep;
+      quant_term += s / 2 * usum * maxabs * kern.x_step();
       if (maxabs < kTinyGroupMax) quant_term += s / 2 * usum * maxabs;
     }
     return 1e-6 * f32_terms + quant_term + 1e-30;
@@ -179,10 +179,10 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
       maxabs = std::fmax(maxabs, std::fabs(x[i]));
       qsum += q;
     }
-    quant_term += s * qsum * maxabs * kQuantizedXStep;
+    quant_term += s * qsum * maxabs * kern.x_step();
     if (maxabs < kTinyGroupMax) quant_term += s * qsum * maxabs;  // zeroed: b * sum x stays exact
   }
-  return 1e-6 * f32_terms + (kern.quantizes_x ? quant_term : 0.0) + 1e-30;
+  return 1e-6 * f32_terms + (kern.quantizes_x() ? quant_term : 0.0) + 1e-30;
 }
 
 double activation_reference(Activation act, double g, double u) {

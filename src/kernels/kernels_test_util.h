@@ -50,7 +50,7 @@ std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r);
 
 // Bound on |kernel(row, x) - scalar reference(row, x)| for this kernel: f32 rounding of the
 // factored sum, 1e-6 * sum (|s q_i| + |b|) |x_i|, plus, for kernels that quantize x, the
-// activation quantization term sum_g |s_g| * sum_{i in g} q_i * max|x_g| * kQuantizedXStep.
+// activation quantization term sum_g |s_g| * sum_{i in g} q_i * max|x_g| * kern.x_step().
 double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64_t e, int64_t r,
                         const float* x);
 

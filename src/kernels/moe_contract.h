@@ -90,6 +90,9 @@ struct GatherQmmArgs {
   const int32_t* rhs_indices = nullptr;    // [batch] expert ids
   int64_t batch = 0;
   float* out = nullptr;                    // [batch][w.n]
+  // CPU: run at the exact precision tier whatever the active one (kernels/precision.h). The
+  // routers ask for it: a top-k choice flipped by rounding costs more than their bytes save.
+  bool exact = false;
 };
 
 }  // namespace moex::kernels

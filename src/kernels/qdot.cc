@@ -12,16 +12,20 @@
 namespace moex::kernels {
 namespace {
 
-// The entry for (mode, bits) in a table, or nullptr.
-const QdotKernel* find(const QdotKernel* (*table)(int*), quant::Mode mode, int bits) {
+// The entry for (mode, bits) in a table at `precision` (a variant that keeps x in f32 serves
+// every tier), or nullptr.
+const QdotKernel* find(const QdotKernel* (*table)(int*), quant::Mode mode, int bits,
+                       Precision precision) {
   int n = 0;
   const QdotKernel* t = table(&n);
   for (int i = 0; i < n; ++i)
-    if (t[i].mode == mode && t[i].bits == bits) return &t[i];
+    if (t[i].mode == mode && t[i].bits == bits &&
+        (t[i].x_levels == 0 || t[i].x_levels == static_cast<int>(precision)))
+      return &t[i];
   return nullptr;
 }
-const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits) {
-  return find(table, quant::Mode::kAffine, bits);
+const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits, Precision precision) {
+  return find(table, quant::Mode::kAffine, bits, precision);
 }
 
 }  // namespace
@@ -42,41 +46,42 @@ const std::vector<QdotKernel>& qdot_kernels() {
   return all;
 }
 
-const QdotKernel& qdot_kernel(Isa isa, int bits) {
+const QdotKernel& qdot_kernel(Isa isa, int bits, Precision precision) {
   if (!quant::is_valid_bits(bits)) bits = 4;  // precondition violated; keep the access in range
   const QdotKernel* k = nullptr;
   switch (isa) {
     case Isa::kAvx512:
-      k = avx512_vbmi_active() ? find_bits(qdot_kernels_avx512_vbmi, bits)
-                               : find_bits(qdot_kernels_avx512_novbmi, bits);
+      k = avx512_vbmi_active() ? find_bits(qdot_kernels_avx512_vbmi, bits, precision)
+                               : find_bits(qdot_kernels_avx512_novbmi, bits, precision);
       if (k) return *k;
       [[fallthrough]];  // a width the no-VBMI build lacks
     case Isa::kAvx2:
-      return *find_bits(qdot_kernels_avx2, bits);
+      return *find_bits(qdot_kernels_avx2, bits, precision);
     case Isa::kScalar:
       break;
   }
-  return *find_bits(qdot_kernels_scalar, bits);
+  return *find_bits(qdot_kernels_scalar, bits, precision);
 }
 
-const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w) {
+const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w, Precision precision) {
   if (w.mode == quant::Mode::kFloat) {
     const int bits = w.bits == 32 ? 32 : 16;  // 16: F16 or BF16 elements
     const auto table = isa == Isa::kAvx512 ? qdot_float_kernels_avx512
                        : isa == Isa::kAvx2 ? qdot_float_kernels_avx2
                                            : qdot_float_kernels_scalar;
-    return *find(table, quant::Mode::kFloat, bits);
+    return *find(table, quant::Mode::kFloat, bits, precision);
   }
-  if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits);
+  if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits, precision);
   const int bits = quant::fp_mode_bits(w.mode);
   if (isa == Isa::kAvx512) {  // E2M1 modes on the VNNI body, E4M3 elements in f32
-    const QdotKernel* k = avx512_vbmi_active() ? find(qdot_kernels_avx512_vbmi, w.mode, bits)
-                                               : find(qdot_kernels_avx512_novbmi, w.mode, bits);
-    if (!k) k = find(qdot_fp_kernels_avx512, w.mode, bits);
+    const QdotKernel* k =
+        avx512_vbmi_active() ? find(qdot_kernels_avx512_vbmi, w.mode, bits, precision)
+                             : find(qdot_kernels_avx512_novbmi, w.mode, bits, precision);
+    if (!k) k = find(qdot_fp_kernels_avx512, w.mode, bits, precision);
     if (k) return *k;
   }
   const QdotKernel* k = find(isa == Isa::kScalar ? qdot_fp_kernels_scalar : qdot_fp_kernels_avx2,
-                             w.mode, bits);
+                             w.mode, bits, precision);
   if (k) return *k;
   int n = 0;
   return qdot_fp_kernels_scalar(&n)[0];  // unknown mode: a precondition violation; stay in range
@@ -105,6 +110,12 @@ const char* qdot_unsupported_reason(const QuantWeightsView& w) {
   if (quantized && w.scales == nullptr) return "scales must be present";
   if (w.mode == quant::Mode::kAffine && w.biases == nullptr) return "affine biases must be present";
   return nullptr;
+}
+
+void qdot_rows_multi(const QdotKernel& kernel, const QdotMultiArgs& a) {
+  if (kernel.dot_rows_multi) return kernel.dot_rows_multi(a);
+  for (int j = 0; j < a.nx; ++j)
+    kernel.dot_rows({a.w, a.expert, a.row_begin, a.row_end, a.x[j], a.out[j]});
 }
 
 PreparedVectors::~PreparedVectors() { ::operator delete[](buf_, std::align_val_t(64)); }

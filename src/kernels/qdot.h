@@ -10,14 +10,12 @@
 
 #include "core/isa.h"
 #include "kernels/moe_contract.h"
+#include "kernels/precision.h"
 
 namespace moex::kernels {
 
-// Largest change a quantizing kernel makes to x_i, relative to max|x| over its run:
-// 1 / (127 * 65536), the finest of the three int8 levels (about 1.2e-7).
-inline constexpr double kQuantizedXStep = 1.0 / (127.0 * 65536.0);
 // A group whose largest |x| is below this (2^-96, about 1.3e-29) is quantized to zeros: its
-// activation scale would be subnormal. So |x_i - x'_i| <= max(max|x_g| * kQuantizedXStep,
+// activation scale would be subnormal. So |x_i - x'_i| <= max(max|x_g| * x_step(),
 // max|x_g| if max|x_g| < kTinyGroupMax).
 inline constexpr double kTinyGroupMax = 0x1p-96;
 
@@ -33,16 +31,28 @@ struct QdotRowsArgs {
   float* out = nullptr;
 };
 
+// dot_rows for several prepared vectors at once: out[j][r - row_begin] for j < nx, each value
+// bit-identical to dot_rows with x = x[j] (the same arithmetic; the weight rows are unpacked
+// once for all vectors). nx is 1..kQdotMaxVectors.
+inline constexpr int kQdotMaxVectors = 4;
+struct QdotMultiArgs {
+  const QuantWeightsView* w = nullptr;
+  int64_t expert = 0;
+  int64_t row_begin = 0, row_end = 0;
+  const void* const* x = nullptr;
+  float* const* out = nullptr;
+  int nx = 0;
+};
+
 // One kernel variant. Preconditions (callers validate; kernels never throw): bits == this->bits,
 // group size in {32, 64, 128}, k a positive multiple of the group size, sb dtype F32/F16/BF16.
 struct QdotKernel {
   const char* name;  // "qdot_rows_q4__avx512vnni": the test id, benchmark id and log name
   Isa isa;
   int bits;
-  // True when x is quantized (three-level int8, see qdot_avx512.cc): each x_i is replaced by
-  // x'_i with |x_i - x'_i| <= max|x over its run of 4-16 elements| * kQuantizedXStep, so at
-  // most max|x in its group| * kQuantizedXStep. False: x is used in f32.
-  bool quantizes_x;
+  // Int8 levels x is quantized to (kernels/precision.h; qdot_avx512.cc): each x_i is replaced
+  // by x'_i with |x_i - x'_i| <= max|x in its group| * x_step(). 0: x is used in f32.
+  int x_levels;
   // Bytes of one prepared vector of length k (a multiple of 64, so consecutive vectors stay
   // 64-byte aligned), and the preparation itself (dst 64-byte aligned, prepared_bytes long).
   size_t (*prepared_bytes)(int64_t k, int group_size);
@@ -51,15 +61,25 @@ struct QdotKernel {
   // Built with AVX-512 VBMI: runnable only where avx512_vbmi_active().
   bool needs_vbmi = false;
   quant::Mode mode = quant::Mode::kAffine;  // the format family it reads (with `bits`)
+  // Several vectors per weight-row read (QdotMultiArgs); nullptr: callers loop dot_rows.
+  void (*dot_rows_multi)(const QdotMultiArgs& args) = nullptr;
+
+  bool quantizes_x() const { return x_levels > 0; }
+  double x_step() const { return x_levels > 0 ? quantized_x_step(x_levels) : 0.0; }
 };
+
+// Runs a.nx vectors through kernel.dot_rows_multi, or dot_rows per vector where it has none.
+void qdot_rows_multi(const QdotKernel& kernel, const QdotMultiArgs& a);
 
 // Every compiled variant, scalar first; check isa_supported(kernel.isa) before running one.
 const std::vector<QdotKernel>& qdot_kernels();
-// The affine variant the public kernels use for `isa` and `bits` (bits must be valid). For
-// kAvx512 without VBMI (avx512_vbmi_active() false) 3/5/6 bits get the AVX2 variant.
-const QdotKernel& qdot_kernel(Isa isa, int bits);
+// The affine variant the public kernels use for `isa` and `bits` (bits must be valid) at
+// `precision` (quantizing variants only; the others serve every tier). For kAvx512 without
+// VBMI (avx512_vbmi_active() false) 3/5/6 bits get the AVX2 variant.
+const QdotKernel& qdot_kernel(Isa isa, int bits, Precision precision = active_precision());
 // The variant for w's format (its mode and bits) on `isa`: what every caller with a view uses.
-const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w);
+const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w,
+                              Precision precision = active_precision());
 // The suffix naming a variant's instruction set: "_scalar", "__avx2", "__avx512vnni".
 const char* isa_kernel_suffix(Isa isa);
 

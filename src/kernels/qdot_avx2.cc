@@ -194,7 +194,7 @@ void qdot_rows_avx2_any(const QdotRowsArgs& a) {
 
 #define MOEX_QDOT_AVX2(B)                                                                     \
   QdotKernel {                                                                                \
-    "qdot_rows_q" #B "__avx2", Isa::kAvx2, B, false, prepared_bytes_avx2<B>, prepare_avx2<B>, \
+    "qdot_rows_q" #B "__avx2", Isa::kAvx2, B, 0, prepared_bytes_avx2<B>, prepare_avx2<B>, \
         qdot_rows_avx2_any<B>                                                                 \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT_AVX2(4),

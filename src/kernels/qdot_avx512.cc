@@ -1,10 +1,12 @@
 // AVX-512 VNNI row dot products (vpdpbusd: u8 weights x s8 activations). x is quantized per
-// weight group to three int8 levels, x ~= c * (65536*a1 + 256*a2 + a3) with
-// c = max|x over the group| / (127*65536), so |x - x'| <= c/2 (levels carry instead of
-// clamping), about 2^-24 of the group's largest element: the integer path is as accurate as
-// f32 arithmetic. Then sum (s*q + b) x = sum_groups s*c*int_dot(q, 65536*a1 + 256*a2 + a3) +
-// b * sum x (exact f32 group sums), with s*c formed once per row and 16 groups. Two levels
-// (2^-16 of a 4-16 element run) measured 1e-4 normalized RMS against mx.gather_qmm (gate 1e-5).
+// weight group to LV int8 levels (the precision tier, kernels/precision.h), for three levels
+// x ~= c * (65536*a1 + 256*a2 + a3) with c = max|x over the group| / (127*65536), so
+// |x - x'| <= c/2 (levels carry instead of clamping), about 2^-24 of the group's largest
+// element: the integer path is as accurate as f32 arithmetic. Two levels drop a3 (c 256 times
+// coarser), one level keeps a1 alone. Then sum (s*q + b) x = sum_groups s*c*int_dot(q, levels)
+// + b * sum x (exact f32 group sums), with s*c formed once per row and 16 groups.
+// dot_rows_multi runs up to 4 prepared vectors per weight-row read: each row block is unpacked
+// once and dotted with every vector, in the same operations per (row, vector) as dot_rows.
 // This file is compiled twice (qdot_avx512_vbmi.cc includes it with MOEX_QDOT_VBMI=1 and the
 // -mavx512vbmi flag): with VBMI every bit width runs here; without it (Cascade Lake) the block
 // reorder of prepare is a plain loop and only 2/4/8 bits are built, since 3/5/6-bit unpacking
@@ -13,11 +15,11 @@
 // u = 12 + 2 * value in [0, 24], so w = scale * value = (scale / 2) * u - 6 * scale is an affine
 // row whose per-group scale and bias come from the U8 scale codes (docs/quant_formats.md).
 // GCC 12 reports false -Wmaybe-uninitialized inside its own AVX-512 headers (GCC bug 105593,
-// the intrinsics' undefined-value idiom); the pragma covers those headers only.
+// the intrinsics' undefined-value idiom `__m512i __Y = __Y`), at every place they are inlined
+// into, so the pragma covers this whole file (popped at its end).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#pragma GCC diagnostic pop
 
 #include <cstring>
 
@@ -37,16 +39,15 @@ struct Blk {
   static constexpr int kBytes = kElems * BITS / 8;
 };
 
-constexpr int kLevels = 3;  // int8 activation levels
-
-template <int BITS>
+// LV: int8 activation levels (1, 2 or 3), stored one after another, k_pad bytes each.
+template <int BITS, int LV>
 PreparedLayout layout_vnni(int64_t k, int group_size) {
-  return prepared_layout(k, group_size, Blk<BITS>::kElems, kLevels, true);
+  return prepared_layout(k, group_size, Blk<BITS>::kElems, LV, true);
 }
 
-template <int BITS>
+template <int BITS, int LV>
 size_t prepared_bytes_vnni(int64_t k, int group_size) {
-  return layout_vnni<BITS>(k, group_size).total;
+  return layout_vnni<BITS, LV>(k, group_size).total;
 }
 
 // Byte-index vector: idx[p] = f(p).
@@ -98,12 +99,12 @@ void permute_blocks(int8_t* a, int64_t k_pad) {
 }
 
 // Prepared vector: per weight group the f32 sum of x (for the bias term) and the activation
-// scale c = max|x over the group| / (127*65536); a1, a2, a3 in block order. Each level
-// quantizes the remainder of the previous ones (fnmadd: one rounding), with steps 65536c, 256c
-// and c, so rounding in an earlier level is absorbed by the next.
-template <int BITS>
+// scale c = max|x over the group| * quantized_x_step(LV); a1..a_LV in block order. Each level
+// quantizes the remainder of the previous ones (fnmadd: one rounding), with steps
+// 256^(LV-1-l) c, so rounding in an earlier level is absorbed by the next.
+template <int BITS, int LV>
 void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
-  const PreparedLayout L = layout_vnni<BITS>(k, group_size);
+  const PreparedLayout L = layout_vnni<BITS, LV>(k, group_size);
   char* base = static_cast<char*>(dst);
   float* xsum = reinterpret_cast<float*>(base + L.xsum);
   float* scale = reinterpret_cast<float*>(base + L.scale);
@@ -120,32 +121,34 @@ void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
     xsum[g] = _mm512_reduce_add_ps(sum);
     // Below kTinyGroupMax, c would be subnormal and 1/c overflow: such a group counts as 0.
     const float m = _mm512_reduce_max_ps(mx);
-    scale[g] = m >= float(kTinyGroupMax) ? m * float(kQuantizedXStep) : 0.f;
+    scale[g] = m >= float(kTinyGroupMax) ? m * float(quantized_x_step(LV)) : 0.f;
   }
   const __m512 lim = _mm512_set1_ps(127.f), neg_lim = _mm512_set1_ps(-128.f);
-  const __m512 one = _mm512_set1_ps(1.f);
-  const __m512 k256 = _mm512_set1_ps(256.f), k65536 = _mm512_set1_ps(65536.f);
+  const __m512 one = _mm512_set1_ps(1.f), k256 = _mm512_set1_ps(256.f);
   constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (int64_t i = 0; i < L.k_pad; i += 16) {  // elements past k read as 0, with c = 0
     const __mmask16 m = __mmask16(k - i >= 16 ? 0xFFFF : (k - i > 0 ? (1u << (k - i)) - 1 : 0));
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     const __m512 c = _mm512_set1_ps(i < k ? scale[i / group_size] : 0.f);  // 16 | group size
     const __mmask16 nz = _mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_GT_OQ);
-    // Steps 65536c, 256c, c and their reciprocals (powers of two apart: exact); a reciprocal's
+    // Steps 256^(LV-1-l) c and their reciprocals (powers of two apart: exact); a reciprocal's
     // rounding only moves a level by at most one, which the next level absorbs.
     const __m512 inv_c = _mm512_maskz_div_ps(nz, one, c);
-    const __m512 step[kLevels] = {_mm512_mul_ps(c, k65536), _mm512_mul_ps(c, k256), c};
-    const __m512 inv[kLevels] = {_mm512_mul_ps(inv_c, _mm512_set1_ps(1.f / 65536.f)),
-                                 _mm512_mul_ps(inv_c, _mm512_set1_ps(1.f / 256.f)), inv_c};
-    __m512 a[kLevels], rem = v;
-    for (int l = 0; l < kLevels; ++l) {
+    __m512 step[LV], inv[LV];
+    for (int l = 0; l < LV; ++l) {
+      const float mult = float(1 << (8 * (LV - 1 - l)));
+      step[l] = _mm512_mul_ps(c, _mm512_set1_ps(mult));
+      inv[l] = _mm512_mul_ps(inv_c, _mm512_set1_ps(1.f / mult));
+    }
+    __m512 a[LV], rem = v;
+    for (int l = 0; l < LV; ++l) {
       a[l] = _mm512_roundscale_ps(_mm512_mul_ps(rem, inv[l]), kRound);
       rem = _mm512_fnmadd_ps(a[l], step[l], rem);
     }
     // A remainder of half a step rounds to +-128 in the next level: carry it upwards
     // (128 = 256 - 128) so every lower level fits int8 without clamping; the top level is at
     // most 127 by the choice of c (the clamp only guards rounding slop).
-    for (int l = kLevels - 1; l > 0; --l) {
+    for (int l = LV - 1; l > 0; --l) {
       const __mmask16 up = _mm512_cmp_ps_mask(a[l], lim, _CMP_GT_OQ);
       const __mmask16 down = _mm512_cmp_ps_mask(a[l], neg_lim, _CMP_LT_OQ);
       a[l] = _mm512_mask_add_ps(_mm512_mask_sub_ps(a[l], up, a[l], k256), down, a[l], k256);
@@ -153,11 +156,11 @@ void prepare_vnni(const float* x, int64_t k, int group_size, void* dst) {
                                     a[l - 1], one);
     }
     a[0] = _mm512_min_ps(_mm512_max_ps(a[0], neg_lim), lim);
-    for (int l = 0; l < kLevels; ++l)
+    for (int l = 0; l < LV; ++l)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(a1 + l * L.k_pad + i),
                        _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(a[l])));
   }
-  for (int l = 0; l < kLevels; ++l) permute_blocks<BITS>(a1 + l * L.k_pad, L.k_pad);
+  for (int l = 0; l < LV; ++l) permute_blocks<BITS>(a1 + l * L.k_pad, L.k_pad);
 }
 
 // Unpacks one block of packed weights at p (bytes selected by m) into Blk<BITS>::kVecs vectors
@@ -217,28 +220,33 @@ inline __mmask64 byte_mask(int64_t bytes) {
   return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
 }
 
-// sum over the lane of q * (65536*a1 + 256*a2 + a3) as f32, for the kVecs vectors of one
-// block. Horner form: vpdpbusd accumulates level l + 1 into the shifted sum of levels <= l, so
-// no separate adds. Each lane sums 4*kVecs products q*a with |a| <= 128, so the partial sum of
-// level 1 is at most 4*kVecs*(2^BITS - 1)*128: the whole sum fits int32 up to 6 bits (6-bit:
-// 2.12e9 < 2^31); for 8 bits 256*i1 + i2 fits and a3's sum is added in f32.
-template <int BITS, int kV>
-inline __m512 level_dot(const __m512i* u, const __m512i* x1, const __m512i* x2, const __m512i* x3) {
+// sum over the lane of q * (sum_l 256^(LV-1-l) * a_l) as f32, for the kVecs vectors of one
+// block; x[l][t] is level l of vector t. Horner form: vpdpbusd accumulates level l + 1 into
+// the shifted sum of levels <= l, so no separate adds. Each lane sums 4*kVecs products q*a
+// with |a| <= 128, so the partial sum of level 1 is at most 4*kVecs*(2^BITS - 1)*128: three
+// levels fit int32 up to 6 bits (6-bit: 2.12e9 < 2^31), and for 8 bits 256*i1 + i2 fits and
+// a3's sum is added in f32; two levels always fit.
+template <int BITS, int kV, int LV>
+inline __m512 level_dot(const __m512i* u, const __m512i (*x)[Blk<BITS>::kVecs]) {
   __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 4
-  for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x1[t]);
-  acc = _mm512_slli_epi32(acc, 8);
-#pragma GCC unroll 4
-  for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x2[t]);
-  if constexpr (BITS <= 6) {
+  for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[0][t]);
+  if constexpr (LV >= 2) {
     acc = _mm512_slli_epi32(acc, 8);
 #pragma GCC unroll 4
-    for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x3[t]);
+    for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[1][t]);
+  }
+  if constexpr (LV <= 2 || BITS <= 6) {
+    if constexpr (LV == 3) {
+      acc = _mm512_slli_epi32(acc, 8);
+#pragma GCC unroll 4
+      for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[2][t]);
+    }
     return _mm512_cvtepi32_ps(acc);
   } else {
     __m512i i3 = _mm512_setzero_si512();
 #pragma GCC unroll 4
-    for (int t = 0; t < kV; ++t) i3 = _mm512_dpbusd_epi32(i3, u[t], x3[t]);
+    for (int t = 0; t < kV; ++t) i3 = _mm512_dpbusd_epi32(i3, u[t], x[2][t]);
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(i3));
   }
 }
@@ -255,19 +263,26 @@ constexpr int kRows = 4;
 constexpr int64_t kPrefetchFar = 8192;
 constexpr int64_t kPrefetchNear = 512;
 
-template <int BITS, int GS, quant::Mode M = quant::Mode::kAffine>
-void qdot_rows_vnni(const QdotRowsArgs& a) {
+// Rows [row_begin, row_end) of `expert` dotted with NX prepared vectors x[j], into out[j].
+// Every (row, vector) value goes through the same operations in the same order for any NX,
+// so dot_rows (NX = 1) and dot_rows_multi agree bit for bit.
+template <int BITS, int GS, quant::Mode M, int LV, int NX>
+void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin, int64_t row_end,
+                    const void* const* x, float* const* out) {
   constexpr bool kFp = M != quant::Mode::kAffine;  // an E2M1 mode (BITS == 4)
   constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
-  const QuantWeightsView& w = *a.w;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
-  const PreparedLayout L = layout_vnni<BITS>(k, GS);
-  const char* base = static_cast<const char*>(a.x);
-  const float* xsum = reinterpret_cast<const float*>(base + L.xsum);
-  const float* xscale = reinterpret_cast<const float*>(base + L.scale);
-  const int8_t* a1 = reinterpret_cast<const int8_t*>(base + L.data);
-  const int8_t* a2 = a1 + L.k_pad;
-  const int8_t* a3 = a2 + L.k_pad;
+  const PreparedLayout L = layout_vnni<BITS, LV>(k, GS);
+  const float* xsum[NX];
+  const float* xscale[NX];
+  const int8_t* xlev[NX];  // level l of vector j at xlev[j] + l * L.k_pad
+#pragma GCC unroll 4
+  for (int j = 0; j < NX; ++j) {
+    const char* base = static_cast<const char*>(x[j]);
+    xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
+    xscale[j] = reinterpret_cast<const float*>(base + L.scale);
+    xlev[j] = reinterpret_cast<const int8_t*>(base + L.data);
+  }
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
   const int64_t sb_row = groups * (kFp ? 1 : (kind == 0 ? 4 : 2));
   // E2M1 code -> 12 + 2 * value (vpshufb indexes each 128-bit lane's 16 bytes by the code).
@@ -284,21 +299,31 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
   const __m512i lane_group =
       _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                         G == 1 ? 31 : (G == 2 ? 3 : (G == 4 ? 2 : 1)));
+  // The LV levels of vector j's block at element eb.
+  auto load_x = [&](int j, int64_t eb, __m512i (*xl)[kV]) {
+#pragma GCC unroll 4
+    for (int l = 0; l < LV; ++l)
+#pragma GCC unroll 4
+      for (int t = 0; t < kV; ++t)
+        xl[l][t] = _mm512_load_si512(xlev[j] + l * L.k_pad + eb + 64 * t);
+  };
 
-  for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kRows) {
-    const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
+    const int nr = int(row_end - r0 < kRows ? row_end - r0 : kRows);
     const uint8_t* wp[kRows];
     const char *sp[kRows], *bp[kRows];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
-      const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
+      const int64_t idx = expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
       sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
       bp[r] = kFp ? sp[r] : static_cast<const char*>(w.biases) + idx * sb_row;
     }
-    __m512 facc[kRows];
+    __m512 facc[kRows][NX];
 #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) facc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) facc[r][j] = _mm512_setzero_ps();
     for (int r = 0; r < kRows; ++r)
       for (int64_t o = 0; o < sb_row; o += 64) {
         _mm_prefetch(sp[r] + o + sb_pf, _MM_HINT_T1);
@@ -308,32 +333,36 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
     for (int64_t g0 = 0; g0 < groups; g0 += 16) {
       const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
       const __mmask16 gm = __mmask16(ng >= 16 ? 0xFFFF : (1u << ng) - 1);
-      const __m512 xs = _mm512_loadu_ps(xsum + g0);
-      const __m512 xg = _mm512_loadu_ps(xscale + g0);
-      alignas(64) float sbuf[kRows][16];
-      __m512 svec[kRows];  // weight scale x activation scale, per group
+      __m512 xs[NX], xg[NX];
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) {
+        xs[j] = _mm512_loadu_ps(xsum[j] + g0);
+        xg[j] = _mm512_loadu_ps(xscale[j] + g0);
+      }
+      // Weight scale x activation scale, per row, vector and group.
+      alignas(64) float sbuf[kRows][NX][16];
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
+        __m512 ws, wb;  // the weight scales, and what multiplies the group sums of x
         if constexpr (kFp) {
           const __m512 s = load_fp_scales<M>(sp[r], g0, gm);
-          svec[r] = _mm512_mul_ps(_mm512_mul_ps(s, _mm512_set1_ps(0.5f)), xg);
-          facc[r] = _mm512_fmadd_ps(_mm512_mul_ps(s, _mm512_set1_ps(-6.0f)), xs, facc[r]);
+          ws = _mm512_mul_ps(s, _mm512_set1_ps(0.5f));
+          wb = _mm512_mul_ps(s, _mm512_set1_ps(-6.0f));
         } else {
-          svec[r] = _mm512_mul_ps(load_sb(sp[r], g0, gm, kind), xg);
-          facc[r] = _mm512_fmadd_ps(load_sb(bp[r], g0, gm, kind), xs, facc[r]);
+          ws = load_sb(sp[r], g0, gm, kind);
+          wb = load_sb(bp[r], g0, gm, kind);
         }
-        _mm512_store_ps(sbuf[r], svec[r]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NX; ++j) {
+          _mm512_store_ps(sbuf[r][j], _mm512_mul_ps(ws, xg[j]));
+          facc[r][j] = _mm512_fmadd_ps(wb, xs[j], facc[r][j]);
+        }
       }
       const int64_t e0 = g0 * GS, e1 = e0 + ng * GS;
       for (int64_t eb = e0; eb < e1; eb += kB) {
         const __mmask64 m = k - eb >= kB ? block_mask : byte_mask((k - eb) * BITS / 8);  // row tail
-        __m512i x1[kV], x2[kV], x3[kV];
-#pragma GCC unroll 4
-        for (int t = 0; t < kV; ++t) {
-          x1[t] = _mm512_load_si512(a1 + eb + 64 * t);
-          x2[t] = _mm512_load_si512(a2 + eb + 64 * t);
-          x3[t] = _mm512_load_si512(a3 + eb + 64 * t);
-        }
+        __m512i xl[LV][kV];
+        if constexpr (NX == 1) load_x(0, eb, xl);  // shared by the rows
         const int64_t gi = (eb - e0) / GS;  // first group of the block within the chunk
 #pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
@@ -346,71 +375,110 @@ void qdot_rows_vnni(const QdotRowsArgs& a) {
 #pragma GCC unroll 4
             for (int t = 0; t < kV; ++t) u[t] = _mm512_shuffle_epi8(e2m1_u, u[t]);
           }
-          const __m512 acc = level_dot<BITS, kV>(u, x1, x2, x3);
-          const __m512 s =
-              G == 1 ? _mm512_set1_ps(sbuf[r][gi])
-                     : _mm512_permutexvar_ps(
-                           _mm512_add_epi32(lane_group, _mm512_set1_epi32(int(gi))), svec[r]);
-          facc[r] = _mm512_fmadd_ps(acc, s, facc[r]);
+#pragma GCC unroll 4
+          for (int j = 0; j < NX; ++j) {
+            if constexpr (NX > 1) load_x(j, eb, xl);
+            const __m512 acc = level_dot<BITS, kV, LV>(u, xl);
+            const __m512 s =
+                G == 1 ? _mm512_set1_ps(sbuf[r][j][gi])
+                       : _mm512_permutexvar_ps(
+                             _mm512_add_epi32(lane_group, _mm512_set1_epi32(int(gi))),
+                             _mm512_load_ps(sbuf[r][j]));
+            facc[r][j] = _mm512_fmadd_ps(acc, s, facc[r][j]);
+          }
         }
       }
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = _mm512_reduce_add_ps(facc[r]);
+    for (int r = 0; r < nr; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) out[j][r0 - row_begin + r] = _mm512_reduce_add_ps(facc[r][j]);
   }
 }
 
-template <int BITS>
-void qdot_rows_vnni_any(const QdotRowsArgs& a) {
-  switch (a.w->group_size) {
-    case 32:
-      return qdot_rows_vnni<BITS, 32>(a);
-    case 64:
-      return qdot_rows_vnni<BITS, 64>(a);
-    default:
-      return qdot_rows_vnni<BITS, 128>(a);
+// One (bits, group size, mode, levels) variant's entry points: dot_rows is NX = 1;
+// dot_rows_multi runs the vectors four, two and one at a time.
+template <int BITS, int GS, quant::Mode M, int LV>
+struct Vnni {
+  static void rows(const QdotRowsArgs& a) {
+    qdot_rows_vnni<BITS, GS, M, LV, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x, &a.out);
   }
-}
+  static void multi(const QdotMultiArgs& a) {
+    int j = 0;
+    for (; j + 4 <= a.nx; j += 4)
+      qdot_rows_vnni<BITS, GS, M, LV, 4>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
+    if (j + 2 <= a.nx) {
+      qdot_rows_vnni<BITS, GS, M, LV, 2>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
+      j += 2;
+    }
+    if (j < a.nx)
+      qdot_rows_vnni<BITS, GS, M, LV, 1>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
+  }
+};
 
-// mxfp4 (group 32) and nvfp4 (group 16) on the 4-bit body.
-void qdot_rows_vnni_mxfp4(const QdotRowsArgs& a) {
-  qdot_rows_vnni<4, 32, quant::Mode::kMxfp4>(a);
-}
-void qdot_rows_vnni_nvfp4(const QdotRowsArgs& a) {
-  qdot_rows_vnni<4, 16, quant::Mode::kNvfp4>(a);
-}
+// Affine rows: the group size is chosen at run time.
+template <int BITS, int LV>
+struct VnniAffine {
+  template <int GS>
+  using V = Vnni<BITS, GS, quant::Mode::kAffine, LV>;
+  static void rows(const QdotRowsArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::rows(a);
+      case 64:
+        return V<64>::rows(a);
+      default:
+        return V<128>::rows(a);
+    }
+  }
+  static void multi(const QdotMultiArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::multi(a);
+      case 64:
+        return V<64>::multi(a);
+      default:
+        return V<128>::multi(a);
+    }
+  }
+};
 
 #if MOEX_QDOT_VBMI
 #define MOEX_QDOT_SUFFIX "__avx512vnni"
 #else
 #define MOEX_QDOT_SUFFIX "__avx512vnni_novbmi"
 #endif
-#define MOEX_QDOT_VNNI_FP(NAME, M)                                                          \
+// The tier's name ends the kernel's: "qdot_rows_q4__avx512vnni_standard".
+#define MOEX_QDOT_VNNI(B, LV, TIER)                                                          \
   QdotKernel {                                                                              \
-    "qdot_rows_" #NAME MOEX_QDOT_SUFFIX, Isa::kAvx512, 4, true, prepared_bytes_vnni<4>,     \
-        prepare_vnni<4>, qdot_rows_vnni_##NAME, bool(MOEX_QDOT_VBMI), M                     \
+    "qdot_rows_q" #B MOEX_QDOT_SUFFIX "_" #TIER, Isa::kAvx512, B, LV,                       \
+        prepared_bytes_vnni<B, LV>, prepare_vnni<B, LV>, VnniAffine<B, LV>::rows,           \
+        bool(MOEX_QDOT_VBMI), quant::Mode::kAffine, VnniAffine<B, LV>::multi                \
   }
-
+// mxfp4 (group 32) and nvfp4 (group 16) on the 4-bit body.
+#define MOEX_QDOT_VNNI_FP(NAME, GS, M, LV, TIER)                                             \
+  QdotKernel {                                                                              \
+    "qdot_rows_" #NAME MOEX_QDOT_SUFFIX "_" #TIER, Isa::kAvx512, 4, LV,                     \
+        prepared_bytes_vnni<4, LV>, prepare_vnni<4, LV>, Vnni<4, GS, M, LV>::rows,          \
+        bool(MOEX_QDOT_VBMI), M, Vnni<4, GS, M, LV>::multi                                  \
+  }
+#define MOEX_QDOT_FP_TIER(LV, TIER)                            \
+  MOEX_QDOT_VNNI_FP(mxfp4, 32, quant::Mode::kMxfp4, LV, TIER), \
+      MOEX_QDOT_VNNI_FP(nvfp4, 16, quant::Mode::kNvfp4, LV, TIER)
 #if MOEX_QDOT_VBMI
-#define MOEX_QDOT_VNNI(B)                                                           \
-  QdotKernel {                                                                      \
-    "qdot_rows_q" #B "__avx512vnni", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
-        prepare_vnni<B>, qdot_rows_vnni_any<B>, true                                \
-  }
-constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(3), MOEX_QDOT_VNNI(4),
-                                 MOEX_QDOT_VNNI(5), MOEX_QDOT_VNNI(6), MOEX_QDOT_VNNI(8),
-                                 MOEX_QDOT_VNNI_FP(mxfp4, quant::Mode::kMxfp4),
-                                 MOEX_QDOT_VNNI_FP(nvfp4, quant::Mode::kNvfp4)};
+#define MOEX_QDOT_TIER(LV, TIER)                                                             \
+  MOEX_QDOT_VNNI(2, LV, TIER), MOEX_QDOT_VNNI(3, LV, TIER), MOEX_QDOT_VNNI(4, LV, TIER),     \
+      MOEX_QDOT_VNNI(5, LV, TIER), MOEX_QDOT_VNNI(6, LV, TIER), MOEX_QDOT_VNNI(8, LV, TIER), \
+      MOEX_QDOT_FP_TIER(LV, TIER)
 #else
-#define MOEX_QDOT_VNNI(B)                                                                  \
-  QdotKernel {                                                                             \
-    "qdot_rows_q" #B "__avx512vnni_novbmi", Isa::kAvx512, B, true, prepared_bytes_vnni<B>, \
-        prepare_vnni<B>, qdot_rows_vnni_any<B>, false                                      \
-  }
-constexpr QdotKernel kTable[] = {MOEX_QDOT_VNNI(2), MOEX_QDOT_VNNI(4), MOEX_QDOT_VNNI(8),
-                                 MOEX_QDOT_VNNI_FP(mxfp4, quant::Mode::kMxfp4),
-                                 MOEX_QDOT_VNNI_FP(nvfp4, quant::Mode::kNvfp4)};
+#define MOEX_QDOT_TIER(LV, TIER)                                                         \
+  MOEX_QDOT_VNNI(2, LV, TIER), MOEX_QDOT_VNNI(4, LV, TIER), MOEX_QDOT_VNNI(8, LV, TIER), \
+      MOEX_QDOT_FP_TIER(LV, TIER)
 #endif
+constexpr QdotKernel kTable[] = {MOEX_QDOT_TIER(3, exact), MOEX_QDOT_TIER(2, standard),
+                                 MOEX_QDOT_TIER(1, fast)};
+#undef MOEX_QDOT_TIER
+#undef MOEX_QDOT_FP_TIER
 #undef MOEX_QDOT_VNNI
 #undef MOEX_QDOT_VNNI_FP
 #undef MOEX_QDOT_SUFFIX
@@ -427,3 +495,5 @@ const QdotKernel* qdot_kernels_avx512_novbmi(int* count) {
 }
 
 }  // namespace moex::kernels
+
+#pragma GCC diagnostic pop

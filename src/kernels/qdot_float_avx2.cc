@@ -65,9 +65,9 @@ void qdot_rows_float16_avx2(const QdotRowsArgs& a) {
 }
 
 constexpr QdotKernel kTable[] = {
-    {"qdot_rows_float16__avx2", Isa::kAvx2, 16, false, prepared_bytes_f32_copy, prepare_f32_copy,
+    {"qdot_rows_float16__avx2", Isa::kAvx2, 16, 0, prepared_bytes_f32_copy, prepare_f32_copy,
      qdot_rows_float16_avx2, false, quant::Mode::kFloat},
-    {"qdot_rows_float32__avx2", Isa::kAvx2, 32, false, prepared_bytes_f32_copy, prepare_f32_copy,
+    {"qdot_rows_float32__avx2", Isa::kAvx2, 32, 0, prepared_bytes_f32_copy, prepare_f32_copy,
      dot_rows_as<DType::F32>, false, quant::Mode::kFloat}};
 
 }  // namespace

@@ -26,9 +26,9 @@ void qdot_rows_float16_scalar(const QdotRowsArgs& a) {
 }
 
 constexpr QdotKernel kTable[] = {
-    {"qdot_rows_float16_scalar", Isa::kScalar, 16, false, prepared_bytes_f32_copy,
+    {"qdot_rows_float16_scalar", Isa::kScalar, 16, 0, prepared_bytes_f32_copy,
      prepare_f32_copy, qdot_rows_float16_scalar, false, quant::Mode::kFloat},
-    {"qdot_rows_float32_scalar", Isa::kScalar, 32, false, prepared_bytes_f32_copy,
+    {"qdot_rows_float32_scalar", Isa::kScalar, 32, 0, prepared_bytes_f32_copy,
      prepare_f32_copy, dot_rows_as<DType::F32>, false, quant::Mode::kFloat}};
 
 }  // namespace

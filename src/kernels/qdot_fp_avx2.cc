@@ -69,7 +69,7 @@ void qdot_rows_fp_avx2(const QdotRowsArgs& a) {
 
 #define MOEX_QDOT_FP_AVX2(M, NAME)                                                          \
   QdotKernel {                                                                              \
-    "qdot_rows_" NAME "__avx2", Isa::kAvx2, quant::fp_mode_bits(M), false,                  \
+    "qdot_rows_" NAME "__avx2", Isa::kAvx2, quant::fp_mode_bits(M), 0,                  \
         prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_avx2<M>, false, M                       \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_AVX2(quant::Mode::kMxfp4, "mxfp4"),

@@ -38,7 +38,7 @@ void qdot_rows_mxfp8_avx512(const QdotRowsArgs& a) {
 }
 
 constexpr QdotKernel kTable[] = {
-    QdotKernel{"qdot_rows_mxfp8__avx512", Isa::kAvx512, 8, false, prepared_bytes_f32_copy,
+    QdotKernel{"qdot_rows_mxfp8__avx512", Isa::kAvx512, 8, 0, prepared_bytes_f32_copy,
                prepare_f32_copy, qdot_rows_mxfp8_avx512, false, quant::Mode::kMxfp8}};
 
 }  // namespace

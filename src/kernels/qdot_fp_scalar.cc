@@ -34,7 +34,7 @@ void qdot_rows_fp_scalar(const QdotRowsArgs& a) {
 
 #define MOEX_QDOT_FP_SCALAR(M, NAME)                                                       \
   QdotKernel {                                                                             \
-    "qdot_rows_" NAME "_scalar", Isa::kScalar, quant::fp_mode_bits(M), false,              \
+    "qdot_rows_" NAME "_scalar", Isa::kScalar, quant::fp_mode_bits(M), 0,              \
         prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_scalar<M>, false, M      \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp4, "mxfp4"),

@@ -41,7 +41,7 @@ void qdot_rows_scalar(const QdotRowsArgs& a) {
 
 #define MOEX_QDOT_SCALAR(B)                                                                    \
   QdotKernel {                                                                                 \
-    "qdot_rows_q" #B "_scalar", Isa::kScalar, B, false, prepared_bytes_f32_copy, prepare_f32_copy, \
+    "qdot_rows_q" #B "_scalar", Isa::kScalar, B, 0, prepared_bytes_f32_copy, prepare_f32_copy, \
         qdot_rows_scalar<B>                                                                    \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCALAR(3), MOEX_QDOT_SCALAR(4),

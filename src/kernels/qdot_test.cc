@@ -23,6 +23,7 @@ using testing::qdot_error_bound;
 using testing::random_normal;
 
 constexpr DType kSbTypes[] = {DType::BF16, DType::F16, DType::F32};
+constexpr Precision kTiers[] = {Precision::kFast, Precision::kStandard, Precision::kExact};
 constexpr uint32_t kCanary = 0x7fc0dead;
 
 std::vector<int64_t> row_lengths(int gs) {
@@ -89,23 +90,31 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
     if (vbmi && !detect_cpu_features().avx512vbmi) continue;
     set_avx512_vbmi_enabled(vbmi);
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-      for (int bits : quant::kValidBits) {
-        const QdotKernel& k = qdot_kernel(isa, bits);
-        EXPECT_EQ(k.bits, bits);
-        // Without VBMI, AVX-512 runs 2/4/8 bits with VNNI and 3/5/6 bits with AVX2.
-        const bool avx2_instead = isa == Isa::kAvx512 && !vbmi && (bits == 3 || bits == 5 || bits == 6);
-        const Isa want = avx2_instead ? Isa::kAvx2 : isa;
-        EXPECT_EQ(k.isa, want);
-        const std::string novbmi = isa == Isa::kAvx512 && !vbmi && !avx2_instead ? "_novbmi" : "";
-        EXPECT_EQ(std::string(k.name),
-                  "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(want) + novbmi);
-        EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
-      }
+      for (int bits : quant::kValidBits)
+        for (Precision p : kTiers) {
+          const QdotKernel& k = qdot_kernel(isa, bits, p);
+          EXPECT_EQ(k.bits, bits);
+          // Without VBMI, AVX-512 runs 2/4/8 bits with VNNI and 3/5/6 bits with AVX2.
+          const bool avx2_instead =
+              isa == Isa::kAvx512 && !vbmi && (bits == 3 || bits == 5 || bits == 6);
+          const Isa want = avx2_instead ? Isa::kAvx2 : isa;
+          const bool vnni = want == Isa::kAvx512;
+          EXPECT_EQ(k.isa, want);
+          // Only the VNNI kernels quantize x, to as many int8 levels as the tier says.
+          EXPECT_EQ(k.x_levels, vnni ? static_cast<int>(p) : 0);
+          EXPECT_EQ(k.dot_rows_multi != nullptr, vnni);
+          const std::string suffix =
+              vnni ? str_cat(vbmi ? "" : "_novbmi", "_", precision_name(p)) : std::string();
+          EXPECT_EQ(std::string(k.name),
+                    "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(want) + suffix);
+          EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
+        }
   }
-  // 21 affine variants; the fp modes: scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and
-  // mxfp4 / nvfp4 on the VNNI body (with and without VBMI); unquantized: float16 (F16 and
-  // BF16 elements) and float32 per instruction set.
-  EXPECT_EQ(qdot_kernels().size(), 21u + 3u + 3u + 1u + 2u + 2u + 6u);
+  // Affine: 6 scalar, 6 AVX2, and per tier 6 VNNI with VBMI and 3 without; the fp modes:
+  // scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and per tier mxfp4 / nvfp4 on the VNNI
+  // body (with and without VBMI); unquantized: float16 (F16 and BF16 elements) and float32 per
+  // instruction set.
+  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u);
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
     for (DType d : {DType::BF16, DType::F16, DType::F32}) {
       QuantWeightsView v;
@@ -116,7 +125,7 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
       const QdotKernel& k = qdot_kernel(isa, v);
       EXPECT_EQ(k.mode, quant::Mode::kFloat);
       EXPECT_EQ(k.isa, isa);
-      EXPECT_FALSE(k.quantizes_x);
+      EXPECT_FALSE(k.quantizes_x());
       const char* suffix = isa == Isa::kScalar ? "_scalar" : isa == Isa::kAvx2 ? "__avx2" : "__avx512";
       EXPECT_EQ(std::string(k.name), str_cat("qdot_rows_float", f.bits, suffix));
     }
@@ -128,17 +137,17 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
         QuantWeightsView v;
         v.mode = m;
         v.bits = quant::fp_mode_bits(m);
-        const QdotKernel& k = qdot_kernel(isa, v);
+        const QdotKernel& k = qdot_kernel(isa, v, Precision::kFast);
         EXPECT_EQ(k.mode, m);
         EXPECT_EQ(k.isa, isa);
         const bool vnni = isa == Isa::kAvx512 && m != quant::Mode::kMxfp8;
-        EXPECT_EQ(k.quantizes_x, vnni);
+        EXPECT_EQ(k.x_levels, vnni ? 1 : 0);
         EXPECT_EQ(std::string(k.name),
                   std::string("qdot_rows_") + quant::mode_name(m) +
                       (isa == Isa::kScalar ? "_scalar"
                        : isa == Isa::kAvx2 ? "__avx2"
-                       : vnni              ? (vbmi ? "__avx512vnni" : "__avx512vnni_novbmi")
-                                           : "__avx512"));
+                       : vnni ? (vbmi ? "__avx512vnni_fast" : "__avx512vnni_novbmi_fast")
+                              : "__avx512"));
       }
   }
 }
@@ -150,27 +159,28 @@ TEST(Qdot, NoVbmiKernelsAreBitIdenticalToVbmiOnes) {
     GTEST_SKIP() << "this CPU has no AVX-512 VBMI to compare against";
   VbmiGuard guard;
   uint64_t seed = 500;
-  for (int bits : {2, 4, 8}) {
-    set_avx512_vbmi_enabled(true);
-    const QdotKernel& with = qdot_kernel(Isa::kAvx512, bits);
-    set_avx512_vbmi_enabled(false);
-    const QdotKernel& without = qdot_kernel(Isa::kAvx512, bits);
-    ASSERT_NE(&with, &without);
-    for (int gs : quant::kValidGroupSizes)
-      for (int64_t k : row_lengths(gs)) {
-        SCOPED_TRACE(std::string(without.name) + "/g" + std::to_string(gs) + "/k" + std::to_string(k));
-        auto q = make_random_quant(1, 9, k, bits, gs, DType::BF16, ++seed);
-        const auto x = random_normal(k, 1.f, ++seed);
-        PreparedVectors pa, pb;
-        pa.prepare(with, x.data(), 1, k, k, gs);
-        pb.prepare(without, x.data(), 1, k, k, gs);
-        ASSERT_EQ(with.prepared_bytes(k, gs), without.prepared_bytes(k, gs));
-        EXPECT_EQ(0, std::memcmp(pa.at(0), pb.at(0), with.prepared_bytes(k, gs)));
-        const auto a = run_rows(with, q.view, 0, 0, 9, pa.at(0));
-        const auto b = run_rows(without, q.view, 0, 0, 9, pb.at(0));
-        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
-      }
-  }
+  for (int bits : {2, 4, 8})
+    for (Precision p : kTiers) {
+      set_avx512_vbmi_enabled(true);
+      const QdotKernel& with = qdot_kernel(Isa::kAvx512, bits, p);
+      set_avx512_vbmi_enabled(false);
+      const QdotKernel& without = qdot_kernel(Isa::kAvx512, bits, p);
+      ASSERT_NE(&with, &without);
+      for (int gs : quant::kValidGroupSizes)
+        for (int64_t k : row_lengths(gs)) {
+          SCOPED_TRACE(std::string(without.name) + "/g" + std::to_string(gs) + "/k" + std::to_string(k));
+          auto q = make_random_quant(1, 9, k, bits, gs, DType::BF16, ++seed);
+          const auto x = random_normal(k, 1.f, ++seed);
+          PreparedVectors pa, pb;
+          pa.prepare(with, x.data(), 1, k, k, gs);
+          pb.prepare(without, x.data(), 1, k, k, gs);
+          ASSERT_EQ(with.prepared_bytes(k, gs), without.prepared_bytes(k, gs));
+          EXPECT_EQ(0, std::memcmp(pa.at(0), pb.at(0), with.prepared_bytes(k, gs)));
+          const auto a = run_rows(with, q.view, 0, 0, 9, pa.at(0));
+          const auto b = run_rows(without, q.view, 0, 0, 9, pb.at(0));
+          EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+        }
+    }
 }
 
 TEST(Qdot, FastKernelsMatchScalarReference) {
@@ -326,6 +336,105 @@ TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
       }
   }
   EXPECT_GT(checked, 0);
+}
+
+// dot_rows_multi (through qdot_rows_multi, as gather_qmm calls it) gives every vector exactly
+// the bits dot_rows gives it alone: 1 to 7 vectors (4 + 2 + 1 passes), row tails, row ranges
+// that start inside a block, every tier, and outputs guarded by canaries.
+TEST(Qdot, SeveralVectorsPerPassEqualOneAtATime) {
+  int checked = 0;
+  uint64_t seed = 900;
+  for (const QdotKernel& kern : qdot_kernels()) {
+    if (!runnable(kern) || !kern.dot_rows_multi) continue;
+    for (const quant::Format& f : formats_of(kern)) {
+      if (f.scale_dtype == DType::F16) continue;
+      const int gs = f.group_size;
+      for (int64_t k : row_lengths(gs)) {
+        SCOPED_TRACE(str_cat(kern.name, "/g", gs, "/", dtype_name(f.scale_dtype), "/k", k));
+        const int64_t n = 11;
+        auto q = make_random_quant(2, n, k, f, ++seed);
+        constexpr int kMaxX = 7;
+        const auto xs = random_normal(kMaxX * k, 1.f, ++seed);
+        PreparedVectors px;
+        px.prepare(kern, xs.data(), kMaxX, k, k, gs);
+        for (int nx = 1; nx <= kMaxX; ++nx)
+          for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n}, {1, 10}, {6, 7}}) {
+            const int64_t rows = r1 - r0;
+            std::vector<float> buf(size_t(nx * (rows + 2)));
+            for (float& v : buf) std::memcpy(&v, &kCanary, 4);
+            const void* x[kMaxX];
+            float* out[kMaxX];
+            for (int j = 0; j < nx; ++j) {
+              x[j] = px.at(j);
+              out[j] = buf.data() + j * (rows + 2) + 1;
+            }
+            qdot_rows_multi(kern, {&q.view, 1, r0, r1, x, out, nx});
+            for (int j = 0; j < nx; ++j) {
+              const auto one = run_rows(kern, q.view, 1, r0, r1, px.at(j));
+              EXPECT_EQ(0, std::memcmp(one.data(), out[j], size_t(rows) * 4))
+                  << nx << " vectors, vector " << j << ", rows " << r0 << ".." << r1;
+              uint32_t before, after;
+              std::memcpy(&before, out[j] - 1, 4);
+              std::memcpy(&after, out[j] + rows, 4);
+              EXPECT_EQ(before, kCanary);
+              EXPECT_EQ(after, kCanary);
+            }
+          }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no kernel with a multi-vector body (AVX-512 VNNI)";
+}
+
+// Fewer levels, larger error: on the same rows each tier's error against the scalar reference
+// is within its own bound, and the normalized RMS error grows by more than 2^5 per level
+// dropped (a level is 2^8; the margin allows for rows where f32 rounding dominates).
+TEST(Qdot, PrecisionTiersOrderTheirErrors) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 VNNI: the tiers do not apply";
+  const int64_t k = 2048, n = 64;
+  auto q = make_random_quant(1, n, k, quant::Format::affine(4, 64, DType::BF16), 31);
+  const auto x = random_normal(k, 1.f, 32);
+  const QdotKernel& ref = qdot_kernel(Isa::kScalar, 4);
+  PreparedVectors pr;
+  pr.prepare(ref, x.data(), 1, k, k, 64);
+  const auto want = run_rows(ref, q.view, 0, 0, n, pr.at(0));
+  double nrms[4] = {};
+  for (Precision p : kTiers) {
+    const QdotKernel& kern = qdot_kernel(Isa::kAvx512, 4, p);
+    PreparedVectors px;
+    px.prepare(kern, x.data(), 1, k, k, 64);
+    const auto got = run_rows(kern, q.view, 0, 0, n, px.at(0));
+    double sq = 0.0, ref_sq = 0.0;
+    for (int64_t r = 0; r < n; ++r) {
+      const double err = double(got[size_t(r)]) - want[size_t(r)];
+      EXPECT_LE(std::fabs(err), qdot_error_bound(kern, q.view, 0, r, x.data())) << kern.name;
+      sq += err * err;
+      ref_sq += double(want[size_t(r)]) * want[size_t(r)];
+    }
+    nrms[static_cast<int>(p)] = std::sqrt(sq / ref_sq);
+    std::cout << "[ info ] " << kern.name << ": normalized RMS error "
+              << nrms[static_cast<int>(p)] << "\n";
+  }
+  EXPECT_GT(nrms[1], 32 * nrms[2]);
+  EXPECT_GT(nrms[2], 32 * nrms[3]);
+}
+
+TEST(Qdot, PrecisionNamesParseStrictly) {
+  for (Precision p : kTiers) EXPECT_EQ(parse_precision(precision_name(p), "--precision"), p);
+  for (const char* bad : {"", "Fast", "fast ", "2", "exactly", "std"}) {
+    try {
+      parse_precision(bad, "--precision");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("fast, standard or exact"), std::string::npos);
+    }
+  }
+  const Precision saved = active_precision();
+  set_active_precision(Precision::kExact);
+  EXPECT_EQ(qdot_kernel(active_isa(), 4).x_levels, active_isa() == Isa::kAvx512 ? 3 : 0);
+  set_active_precision(saved);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ void RouterProjection::run(const float* x, int64_t tokens, float* logits) {
   a.rhs_indices = zeros_.data();
   a.batch = tokens;
   a.out = logits;
+  a.exact = true;
   kernels::gather_qmm(a);
 }
 

@@ -5,8 +5,9 @@ experts, duplicates included) and prefill (M tokens x k, sorted and unsorted), o
 instruction set this CPU has; then the fp modes mxfp4, mxfp8 and nvfp4 (f32 kernels on every
 instruction set) on the same decode and prefill cases. Gate: normalized RMS (||a-b|| / ||b||) < 1e-5 on every path: the
 float paths (scalar, avx2: f32 products of the dequantized weights, as MLX computes) and the
-avx512 path, whose VNNI integer dots run on activations split into three int8 levels
-(src/kernels/README.md; two levels measured 1e-4 here and failed this gate)."""
+avx512 path, whose VNNI integer dots run on activations split into three int8 levels: the
+exact precision tier, which ctest selects with MOEX_PRECISION=exact (src/kernels/README.md;
+two levels measured 1e-4 here and fail this gate)."""
 import argparse
 import os
 import subprocess

@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
+#include "kernels/precision.h"
 #include "moe/calibration.h"
 #include "moe/moe_backend.h"
 #include "moe/online_measure.h"
@@ -47,10 +48,25 @@ std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string
   return ids;
 }
 
-void apply_threads_and_isa(const std::optional<std::string>& threads,
-                           const std::optional<std::string>& isa) {
+std::vector<int32_t> synthetic_prompt_ids(int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids(size_t(n > 0 ? n : 0));
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (int32_t& id : ids) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;  // 64-bit LCG, top bits used
+    id = int32_t((s >> 33) % uint64_t(vocab > 0 ? vocab : 1));
+  }
+  return ids;
+}
+
+void apply_cpu_settings(const std::optional<std::string>& threads,
+                        const std::optional<std::string>& isa,
+                        const std::optional<std::string>& precision) {
   if (threads) set_num_threads(int(parse_int_strict(*threads, "--threads", 1, 1024)));
   if (isa) set_active_isa(parse_isa(*isa, "--isa"));
+  if (precision)
+    kernels::set_active_precision(kernels::parse_precision(*precision, "--precision"));
+  else
+    kernels::active_precision();
 }
 
 EngineOptions engine_options(const std::optional<std::string>& fused,

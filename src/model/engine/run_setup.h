@@ -17,9 +17,12 @@ namespace moex::model::engine {
 // "1,2,3" -> {1,2,3}. Error naming `what` for an empty list, a non-integer or a negative id.
 std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string& what);
 
-// --threads (positive integer) and --isa (scalar|avx2|avx512, must be supported here).
-void apply_threads_and_isa(const std::optional<std::string>& threads,
-                           const std::optional<std::string>& isa);
+// --threads (positive integer), --isa (scalar|avx2|avx512, must be supported here) and
+// --precision (fast|standard|exact, kernels/precision.h); without --precision,
+// MOEX_PRECISION is validated here, so a bad value fails before the model loads.
+void apply_cpu_settings(const std::optional<std::string>& threads,
+                        const std::optional<std::string>& isa,
+                        const std::optional<std::string>& precision);
 
 // --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
 // --backend (cpu|cuda, default cpu; Error when CUDA is not built in or has no device), plus
@@ -36,6 +39,10 @@ struct Prompt {
 // --prompt-ids wins over -p; -p needs DIR/tokenizer.json. Error if neither gives a token.
 Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::string>& text,
                       const std::optional<std::string>& ids);
+
+// n synthetic prompt ids in [0, vocab), the same for every run (a fixed-seed generator), as
+// llama-bench's pp test feeds random tokens.
+std::vector<int32_t> synthetic_prompt_ids(int64_t n, int64_t vocab);
 
 // Context needed for `prompt` + `new_tokens` positions; Error naming the model's
 // max_position_embeddings when it does not fit ("prompt longer than the context").

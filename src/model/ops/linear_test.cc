@@ -101,17 +101,18 @@ TEST(Linear, QuantizedWeightsMatchTheirDequantizedValuesOnEveryIsa) {
         linear({.lin = &lin, .x = x.data(), .rows = rows, .out = out.data()});
         std::vector<double> ref, mag;
         reference(deq, x, bias.data(), n, k, rows, ref, mag);
-        // A kernel that quantizes x moves each x_i by at most max|x in its group| * kQuantizedXStep
+        // A kernel that quantizes x moves each x_i by at most max|x in its group| * x_step()
         // (kernels/qdot.h): the output moves by at most sum_i |w_i| * that.
         std::vector<double> extra(ref.size(), 0.0);
-        if (kernels::qdot_kernel(isa, bits).quantizes_x)
+        const double x_step = kernels::qdot_kernel(isa, bits).x_step();
+        if (x_step > 0)
           for (int64_t t = 0; t < rows; ++t)
             for (int64_t r = 0; r < n; ++r)
               for (int64_t i = 0; i < k; ++i) {
                 double xmax = 0;
                 for (int64_t j = i / gs * gs; j < (i / gs + 1) * gs; ++j)
                   xmax = std::max(xmax, double(std::fabs(x[t * k + j])));
-                extra[t * n + r] += std::fabs(deq[r * k + i]) * xmax * kernels::kQuantizedXStep;
+                extra[t * n + r] += std::fabs(deq[r * k + i]) * xmax * x_step;
               }
         SCOPED_TRACE(::testing::Message() << isa_name(isa) << " bits " << bits << " gs " << gs
                                           << " sb " << dtype_name(sb));

@@ -108,9 +108,9 @@ def run_case(d, c):
             return float("inf"), 0.0
         ref = mx.quantized_matmul(x, wq, s, b, transpose=True, group_size=gs, bits=bits)
         got = load(d, c["y"], (R, n))
-        # The kernel may quantize x to three int8 levels (kernels/qdot.h): each x_i moves by at
-        # most max|x in its group| / (127 * 65536), a relative error of that order on the output.
-        tol = 4 * math.sqrt(k) * EPS + (4.0 / (127 * 65536) if c["quantizes_x"] else 0.0)
+        # The kernel may quantize x to int8 levels (kernels/qdot.h): each x_i moves by at most
+        # max|x in its group| * x_step, a relative error of that order on the output.
+        tol = 4 * math.sqrt(k) * EPS + 4.0 * c["x_step"]
         return nrms(got, np.array(ref)), tol
     if op == "filters":
         n = c["n"]

@@ -170,7 +170,7 @@ void linear_cases(Dump& d) {
     std::memcpy(bi.data(), qm.biases.data(), qm.biases.size());
     const std::string p = "lin" + std::to_string(bits);
     d.add({{"op", "qlinear"}, {"name", "quantized_matmul_b" + std::to_string(bits)}, {"n", n},
-           {"quantizes_x", kernels::qdot_kernel(active_isa(), bits).quantizes_x},
+           {"x_step", kernels::qdot_kernel(active_isa(), bits).x_step()},
            {"k", k}, {"rows", rows}, {"bits", bits}, {"group_size", gs},
            {"w_f32", d.write(p + "_w.bin", w)}, {"packed", d.write(p + "_packed.bin", qm.packed)},
            {"scales", d.write(p + "_s.bin", sc)}, {"biases", d.write(p + "_b.bin", bi)},

@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--f32-compute", action="store_true")
     ap.add_argument("--threads", default=None)
     ap.add_argument("--isa", default=None)
+    ap.add_argument("--precision", default=None,
+                    help="moex's activation precision tier (fast, standard, exact); the tight"
+                         " 1e-5 gates are for the exact tier")
     a = ap.parse_args()
     ids = [int(x) for x in a.prompt_ids.split(",")]
     if a.make_preset:
@@ -339,6 +342,8 @@ def compare(a, mode, ref, ref_toks):
                str(a.steps + 1), "--fused", mode, "--ignore-eos", "--dump-logits", dump, "-v"]
         if a.isa:
             cmd += ["--isa", a.isa]
+        if a.precision:
+            cmd += ["--precision", a.precision]
         if a.threads:
             cmd += ["--threads", a.threads]
         r = subprocess.run(cmd, capture_output=True, text=True)

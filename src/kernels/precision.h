@@ -1,0 +1,48 @@
+// The activation precision of the quantizing CPU kernels (AVX-512 VNNI): how
+// many int8 levels each activation is split into before the integer dot
+// products. Chosen per process by
+// --precision or MOEX_PRECISION (strictly parsed), reported by every tool.
+// Kernels that keep the activations in f32 (scalar, AVX2, unquantized and E4M3
+// rows) are the same in every tier. Each tier's measured error is in
+// src/kernels/README.md ("Precision tiers").
+#pragma once
+
+#include <string_view>
+
+namespace moex::kernels {
+
+// The value is the number of int8 levels: x ~= c * sum_l 256^(levels-1-l) * a_l
+// with c = max|x over the weight group| / (127 * 256^(levels-1)), so |x - x'|
+// <= c / 2.
+enum class Precision {
+  kFast = 1,      // one level: llama.cpp's class (its Q8 activations), about 2^-8 of
+                  // the group max
+  kStandard = 2,  // two levels, about 2^-16 of the group max: the default
+  kExact = 3      // three levels, about 2^-24: as accurate as f32 arithmetic
+};
+
+inline constexpr Precision kDefaultPrecision = Precision::kStandard;
+
+const char *precision_name(Precision p);  // "fast", "standard", "exact"
+// Parses "fast" | "standard" | "exact"; throws Error naming `what` otherwise.
+Precision parse_precision(std::string_view s, std::string_view what);
+
+// The tier the kernels use: set_active_precision's, else MOEX_PRECISION's
+// (validated; a bad value throws Error naming the variable), else
+// kDefaultPrecision.
+Precision active_precision();
+void set_active_precision(Precision p);
+// What the kernels of the active ISA run at, for reports: the tier's name on
+// AVX-512 (where activations are quantized to int8 levels), else "f32".
+const char *active_precision_label();
+
+// The largest change quantization makes to an activation, relative to max|x|
+// over its weight group: 1 / (127 * 256^(levels-1)) (twice the rounding bound
+// c/2, as a margin).
+inline constexpr double quantized_x_step(int levels) {
+  double step = 1.0 / 127.0;
+  for (int l = 1; l < levels; ++l) step /= 256.0;
+  return step;
+}
+
+}  // namespace moex::kernels
