@@ -81,6 +81,7 @@ def host_facts(args, out):
         "llama_cpp_python_version": os.environ.get("LLAMA_CPP_PYTHON_VERSION", "unknown"),
         "threads": args.threads, "n": args.n, "warmup_tokens": args.warmup_tokens,
         "rounds": args.rounds, "prefill_tokens": args.prefill, "twin_type": args.type,
+        "moex_precision": args.precision or "default",
     }
     write_atomic(facts_path, json.dumps(facts, indent=1) + "\n")
     return facts
@@ -111,8 +112,9 @@ def measure(args, ckpt, out, log):
                                              indent=1) + "\n")
     cfg = json.loads((Path(ckpt) / "config.json").read_text())
     t = str(args.threads)
+    tier = ["--precision", args.precision] if args.precision else []
     moex_tg = [args.moex, "bench-decode", "-m", ckpt, "-n", args.n, "--warmup-tokens",
-               args.warmup_tokens, "--repeats", 1, "--threads", t, "-o", "json"]
+               args.warmup_tokens, "--repeats", 1, "--threads", t, "-o", "json"] + tier
     llama_tg = [args.llama_bench, "-m", meta["gguf"], "-t", t, "-p", 0, "-n", args.n, "-r", 1,
                 "-o", "json"]
     probe = [args.moex, "bench-moe", "--shape", "256,128,8,4", "--threads", t, "--repeats", 1,
@@ -124,7 +126,7 @@ def measure(args, ckpt, out, log):
         if args.prefill:
             ids = prefill_ids(args.prefill, int(cfg["vocab_size"]))
             moex_pp = [args.moex, "generate", "-m", ckpt, "--prompt-ids", ids, "-n", 1,
-                       "--threads", t, "--ignore-eos"]
+                       "--threads", t, "--ignore-eos"] + tier
             llama_pp = [args.llama_bench, "-m", meta["gguf"], "-t", t, "-p", args.prefill,
                         "-n", 0, "-r", 1, "-o", "json"]
             run_once(d / f"round{r}.moex-pp.json", moex_pp, parse_moex_prefill, log)
@@ -145,6 +147,8 @@ def main():
     ap.add_argument("--warmup-tokens", type=int, default=16, help="moex warm-up decode steps")
     ap.add_argument("--rounds", type=int, default=3, help="A,B rounds (interleaved)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", choices=["fast", "standard", "exact"],
+                    help="moex's activation precision tier (default: moex's own default)")
     ap.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                     help="also prompt processing of this many tokens (llama-bench pp)")
     ap.add_argument("-o", "--output", default="md", choices=["md", "csv", "json"])
