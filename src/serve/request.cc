@@ -164,7 +164,7 @@ struct Parser {
   ojson messages;
   ojson template_kwargs = ojson::object();
   bool prompt_given = false, messages_given = false, logprobs = false, seed_given = false;
-  std::optional<int64_t> top_logprobs, max_tokens, max_completion_tokens;
+  std::optional<int64_t> top_logprobs, max_tokens, max_completion_tokens, min_tokens;
   model::SamplingFieldsGiven given;
 
   void finish();
@@ -228,6 +228,14 @@ const Field kFields[] = {
     {"max_tokens", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
        p.max_tokens = integer(v, k, 1, INT32_MAX);
+     }},
+    {"min_tokens", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.min_tokens = integer(v, k, 0, INT32_MAX);
+     }},
+    {"ignore_eos", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.out.generation.ignore_eos = boolean(v, k);
      }},
     {"max_completion_tokens", kChatOnly,
      [](Parser& p, const std::string& k, const ojson& v) {
@@ -357,6 +365,10 @@ void Parser::finish() {
   const std::optional<int64_t> limit = max_completion_tokens ? max_completion_tokens : max_tokens;
   out.max_tokens_given = bool(limit);
   g.max_tokens = limit ? *limit : served.context - n;
+  if (min_tokens && *min_tokens > g.max_tokens)
+    bad_request("min_tokens", str_cat("'min_tokens' (", *min_tokens, ") is more than the ",
+                                      g.max_tokens, " tokens the request may generate"));
+  g.min_tokens = min_tokens.value_or(0);
   model::apply_sampling_defaults(served.generation, given, g.sampling);
   if (!seed_given) g.sampling.seed = random_seed();
 }

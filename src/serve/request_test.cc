@@ -61,6 +61,17 @@ TEST(ParseRequest, ChatFieldsAreTaken) {
   EXPECT_TRUE(r.tokens_as_ids);
 }
 
+TEST(ParseRequest, MinTokensAndIgnoreEos) {
+  TestModel m;
+  const ApiRequest r = parse_request(
+      Api::kChat, chat_body(R"("max_tokens": 7, "min_tokens": 7, "ignore_eos": true)"), m.served);
+  EXPECT_EQ(r.generation.min_tokens, 7);
+  EXPECT_TRUE(r.generation.ignore_eos);
+  const ApiRequest d = parse_request(Api::kCompletion, R"({"prompt": "hi"})", m.served);
+  EXPECT_EQ(d.generation.min_tokens, 0);
+  EXPECT_FALSE(d.generation.ignore_eos);
+}
+
 TEST(ParseRequest, MaxCompletionTokensWinsAndStopMayBeAString) {
   TestModel m;
   const ApiRequest r = parse_request(
@@ -177,6 +188,10 @@ std::vector<BadCase> bad_cases() {
       chat(R"("max_tokens": -3)", "max_tokens"),
       chat(R"("max_tokens": "5")", "max_tokens"),
       chat(R"("max_tokens": 1.5)", "max_tokens"),
+      chat(R"("min_tokens": -1)", "min_tokens"),
+      chat(R"("min_tokens": "2")", "min_tokens"),
+      chat(R"("max_tokens": 3, "min_tokens": 4)", "min_tokens"),
+      chat(R"("ignore_eos": 1)", "ignore_eos"),
       chat(R"("max_completion_tokens": 0)", "max_completion_tokens"),
       chat(R"("temperature": -1)", "temperature"),
       chat(R"("temperature": "hot")", "temperature"),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -191,7 +192,14 @@ void Scheduler::step() {
   std::vector<int32_t> order;
   int64_t completed = 0, cancelled = 0, prefill_tokens = 0, rows_run = 0;
   // A sampled token: delivered, or the request ends (stop token, length, full context).
+  std::vector<float> masked;  // logits with the stop ids masked (min_tokens)
   auto take = [&](Slot& s, const float* logits) {
+    if (s.generated < s.request.min_tokens && !opt_.stop_ids.empty()) {
+      masked.assign(logits, logits + V);
+      for (int32_t id : opt_.stop_ids)
+        if (id >= 0 && id < V) masked[size_t(id)] = -std::numeric_limits<float>::infinity();
+      logits = masked.data();
+    }
     GeneratedToken t;
     try {
       t.id = int32_t(s.sampler->sample(logits, V));
@@ -200,7 +208,8 @@ void Scheduler::step() {
       ++completed;
       return;
     }
-    if (std::find(opt_.stop_ids.begin(), opt_.stop_ids.end(), t.id) != opt_.stop_ids.end()) {
+    if (!s.request.ignore_eos &&
+        std::find(opt_.stop_ids.begin(), opt_.stop_ids.end(), t.id) != opt_.stop_ids.end()) {
       end_request(Finish::kStop, s.stream);
       ++completed;
       return;

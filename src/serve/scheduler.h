@@ -33,6 +33,11 @@ struct GenerationRequest {
   // logits) and the top_logprobs (0..kMaxTopLogprobs) most likely alternatives.
   bool logprobs = false;
   int top_logprobs = 0;
+  // vLLM's extensions: before min_tokens tokens the stop ids cannot be sampled (their logits
+  // are masked); with ignore_eos a sampled stop id is delivered like any token and the
+  // request runs on to max_tokens.
+  int64_t min_tokens = 0;
+  bool ignore_eos = false;
 };
 inline constexpr int kMaxTopLogprobs = 20;
 

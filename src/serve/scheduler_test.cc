@@ -149,6 +149,46 @@ TEST_F(SchedulerTest, StopTokenEndsTheRequestUndelivered) {
   EXPECT_EQ(ids_of(r), std::vector<int32_t>(ref.begin(), ref.begin() + long(k)));
 }
 
+// vLLM's ignore_eos: the stop id is delivered like any token and the request runs to
+// max_tokens, with the tokens it gets with no stop ids at all.
+TEST_F(SchedulerTest, IgnoreEosDeliversTheStopIdAndRunsOn) {
+  auto e = open();
+  const auto prompt = prompt_of(6, 1, e->vocab());
+  const auto ref = alone(dir_, prompt, 6);
+  SchedulerOptions o;
+  o.stop_ids = {ref[1]};
+  Scheduler sched(*e, o);
+  GenerationRequest g = request(prompt, 6);
+  g.ignore_eos = true;
+  const Result r = collect(*sched.submit(g).stream);
+  EXPECT_EQ(r.finish, Finish::kLength);
+  EXPECT_EQ(ids_of(r), ref);
+}
+
+// vLLM's min_tokens: the stop ids cannot be sampled before that many tokens. With the first
+// greedy token as the stop id, a plain request ends at once; with min_tokens 3 the first three
+// tokens avoid it (the masked argmax), and the request may stop only after them.
+TEST_F(SchedulerTest, MinTokensMasksTheStopIds) {
+  auto e = open();
+  const auto prompt = prompt_of(6, 1, e->vocab());
+  const auto ref = alone(dir_, prompt, 6);
+  SchedulerOptions o;
+  o.stop_ids = {ref[0]};
+  Scheduler sched(*e, o);
+  const Result plain = collect(*sched.submit(request(prompt, 6)).stream);
+  EXPECT_EQ(plain.finish, Finish::kStop);
+  EXPECT_TRUE(ids_of(plain).empty());
+  GenerationRequest g = request(prompt, 6);
+  g.min_tokens = 3;
+  const Result r = collect(*sched.submit(g).stream);
+  const std::vector<int32_t> got = ids_of(r);
+  ASSERT_GE(got.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NE(got[i], ref[0]) << "token " << i;
+  if (r.finish == Finish::kStop) {
+    EXPECT_LT(got.size(), 6u);
+  }
+}
+
 TEST_F(SchedulerTest, FullContextEndsTheRequest) {
   auto e = open(8);
   Scheduler sched(*e, {});
