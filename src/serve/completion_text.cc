@@ -17,7 +17,7 @@ CompletionText::CompletionText(const Tokenizer& tokenizer, std::vector<std::stri
       logprobs_(logprobs) {}
 
 LogprobToken CompletionText::alternative(int32_t id, float logprob) const {
-  return {id, tok_.decode({id}, /*skip_special=*/false), logprob};
+  return {id, tok_.decode({id}, /*skip_special=*/false), logprob, tok_.token_bytes(id)};
 }
 
 CompletionText::Delta CompletionText::add(const std::vector<GeneratedToken>& tokens) {

@@ -17,6 +17,7 @@ struct LogprobToken {  // one token as logprobs report it
   int32_t id = 0;
   std::string text;  // the token alone, decoded (special tokens written out)
   float logprob = 0;
+  std::string bytes;  // its raw bytes (part of a character when the token splits one)
 };
 
 struct LogprobEntry {             // a generated token with its alternatives

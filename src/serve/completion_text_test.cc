@@ -56,6 +56,19 @@ TEST(CompletionText, MultiByteStopSplitOverByteTokens) {
   EXPECT_FALSE(d.stopped());
 }
 
+// A token that splits a character: logprobs name it by its text (U+FFFD, as the decoder
+// gives it alone) and by its raw bytes, which joined give the character back.
+TEST(CompletionText, LogprobBytesAreTheTokensRawBytes) {
+  TestModel m;
+  CompletionText c(*m.tokenizer, {}, true);
+  const CompletionText::Delta d = c.add(bytes("\xC3\xA9"));
+  ASSERT_EQ(d.logprobs.size(), 2u);
+  EXPECT_EQ(d.logprobs[0].token.bytes, "\xC3");
+  EXPECT_EQ(d.logprobs[1].token.bytes, "\xA9");
+  EXPECT_EQ(d.logprobs[0].token.text, "\xEF\xBF\xBD");
+  EXPECT_EQ(d.text + c.finish().text, "\xC3\xA9");
+}
+
 TEST(CompletionText, SpecialTokensAreSkippedInTextButNamedInLogprobs) {
   TestModel m;
   const int32_t im_end = *m.tokenizer->token_to_id("<|im_end|>");

@@ -27,7 +27,7 @@ ojson bytes_of(const std::string& s) {
 ojson chat_token(const LogprobToken& t, bool as_ids) {
   return {{"token", token_name(t, as_ids)},
           {"logprob", finite_logprob(t.logprob)},
-          {"bytes", bytes_of(t.text)}};
+          {"bytes", bytes_of(t.bytes)}};
 }
 
 ojson reason_or_null(const std::string& r) { return r.empty() ? ojson(nullptr) : ojson(r); }

@@ -13,8 +13,9 @@ namespace moex::serve {
 namespace {
 
 std::vector<LogprobEntry> two_entries() {
-  LogprobEntry a{{7, "he", -0.1f}, {{7, "he", -0.1f}, {9, "ha", -2.5f}}, 0};
-  LogprobEntry b{{8, "\xC3\xA9", -std::numeric_limits<float>::infinity()}, {}, 2};
+  LogprobEntry a{{7, "he", -0.1f, "he"}, {{7, "he", -0.1f, "he"}, {9, "ha", -2.5f, "ha"}}, 0};
+  // A token holding the first byte of a character: its text is U+FFFD, its bytes the byte.
+  LogprobEntry b{{8, "\xEF\xBF\xBD", -std::numeric_limits<float>::infinity(), "\xC3"}, {}, 2};
   return {a, b};
 }
 
@@ -52,7 +53,7 @@ TEST(Response, ChatCompletionObject) {
   EXPECT_EQ(content[0]["bytes"], ojson::array({'h', 'e'}));
   ASSERT_EQ(content[0]["top_logprobs"].size(), 2u);
   EXPECT_EQ(content[0]["top_logprobs"][1]["token"], "ha");
-  EXPECT_EQ(content[1]["bytes"], ojson::array({0xC3, 0xA9}));
+  EXPECT_EQ(content[1]["bytes"], ojson::array({0xC3}));
   EXPECT_EQ(content[1]["logprob"], -9999.0);  // -inf has no JSON form
   EXPECT_EQ(content[1]["top_logprobs"], ojson::array());
   const ojson& u = r["usage"];
@@ -73,7 +74,7 @@ TEST(Response, TextCompletionObjectAndLegacyLogprobs) {
   EXPECT_EQ(c["text"], "he\xC3\xA9");
   EXPECT_EQ(c["finish_reason"], "length");
   const ojson& l = c["logprobs"];
-  EXPECT_EQ(l["tokens"], ojson::array({"he", "\xC3\xA9"}));
+  EXPECT_EQ(l["tokens"], ojson::array({"he", "\xEF\xBF\xBD"}));
   EXPECT_FLOAT_EQ(l["token_logprobs"][0].get<float>(), -0.1f);
   EXPECT_EQ(l["token_logprobs"][1], -9999.0);
   ASSERT_EQ(l["top_logprobs"].size(), 2u);

@@ -81,5 +81,20 @@ TEST(StreamDecoder, ByteRunThatTurnsInvalidLaterIsNotRepeated) {
   EXPECT_EQ(all, "a\xC3\xA9\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b");  // "a" not repeated
 }
 
+// token_bytes: a byte-level token gives its byte, a SentencePiece byte token "<0xC3>" its
+// byte, a plain piece its text, an id outside the vocabulary nothing.
+TEST(TokenBytes, RawBytesOfOneToken) {
+  const std::string dir = tok_test::temp_dir("syn").string();
+  write_synthetic_tokenizer(dir, 2000);
+  const Tokenizer byte_level = Tokenizer::load(dir);
+  EXPECT_EQ(byte_level.token_bytes(0xC3), "\xC3");
+  EXPECT_EQ(byte_level.decode({0xC3}), "\xEF\xBF\xBD");
+  EXPECT_EQ(byte_level.token_bytes(-1), "");
+  const Tokenizer sp = Tokenizer::load(tok_test::write_tokenizer("sp3", tok_test::sp_json()));
+  EXPECT_EQ(sp.token_bytes(*sp.token_to_id("<0xC3>")), "\xC3");
+  EXPECT_EQ(sp.token_bytes(*sp.token_to_id("a")), "a");
+  EXPECT_EQ(sp.token_bytes(1 << 30), "");
+}
+
 }  // namespace
 }  // namespace moex

@@ -69,6 +69,21 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
   return out;
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  const Impl& im = *impl_;
+  if (!im.id_bytes.empty())
+    return id >= 0 && static_cast<size_t>(id) < im.id_bytes.size() ? im.id_bytes[id] : "";
+  const std::string* t = im.token_of(id);
+  if (t == nullptr) return "";
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  if (t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>' && hex((*t)[3]) >= 0 &&
+      hex((*t)[4]) >= 0)
+    return std::string(1, char(hex((*t)[3]) * 16 + hex((*t)[4])));
+  return decode({id});
+}
+
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
   const Impl& im = *impl_;
   auto skipped = [&](int32_t id) {

@@ -28,6 +28,12 @@ class Tokenizer {
   // Ids that name no token are skipped, as the reference does.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 
+  // The raw bytes one token stands for, before the text is made valid UTF-8: a token holding
+  // part of a character gives that part (OpenAI's logprobs `bytes`). Byte-level tokenizers
+  // give the token's bytes, SentencePiece byte tokens ("<0xE2>") their byte, other tokens
+  // their decoded text; an id that names no token gives "".
+  std::string token_bytes(int32_t id) const;
+
   // End-of-sequence ids: tokenizer_config's eos_token (as transformers' eos_token_id). The
   // model's stop rule adds config.json's or generation_config.json's (model::stop_token_ids).
   std::vector<int32_t> eos_ids() const;
