@@ -1,10 +1,10 @@
-// ssm_scan_scalar (the reference) and ssm_scan (vector primitives, parallel state rows).
+// ssm_scan_scalar (the reference) and ssm_scan (fused state-row kernels, parallel rows).
 #include "model/ops/ssm_scan.h"
 
 #include <cmath>
 
 #include "core/isa.h"
-#include "kernels/vector_f32.h"
+#include "kernels/recurrent_rows.h"
 #include "model/ops/parallel_work.h"
 
 namespace moex::model::ops {
@@ -34,21 +34,24 @@ void ssm_scan_scalar(const SsmScanArgs& a) {
 }
 
 void ssm_scan(const SsmScanArgs& a) {
-  const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
+  const kernels::RecurrentRowOps& row = kernels::recurrent_row_ops(active_isa());
   const int64_t H = a.heads, Dh = a.head_dim, N = a.state_dim, per_group = a.heads / a.groups;
   // Each state row runs every step on its own (the recurrence is sequential in t only).
   parallel_for_work(H * Dh, a.steps * N * 3, [&](int64_t lo, int64_t hi) {
+    int64_t decay_of = -1;  // the (step, head) whose exp(dt A) `decay` holds: one exp per row
+    float decay = 0.f;      // run, not per row, when rows of a head follow each other (decode)
     for (int64_t r = lo; r < hi; ++r) {
       const int64_t h = r / Dh, i = r % Dh;
       float* s = a.state + r * N;
       for (int64_t t = 0; t < a.steps; ++t) {
         const float dt = a.dt[t * H + h];
-        const float decay = std::exp(dt * a.a[h]);
+        if (t * H + h != decay_of) {
+          decay = std::exp(dt * a.a[h]);
+          decay_of = t * H + h;
+        }
         const float x = a.x[(t * H + h) * Dh + i];
-        const int64_t g = t * a.groups + h / per_group;
-        for (int64_t n = 0; n < N; ++n) s[n] *= decay;
-        vec.axpy(dt * x, a.b + g * N, s, N);
-        a.out[(t * H + h) * Dh + i] = vec.dot(s, a.c + g * N, N) + a.d[h] * x;
+        const int64_t g = (t * a.groups + h / per_group) * N;
+        a.out[(t * H + h) * Dh + i] = row.ssm(s, a.b + g, a.c + g, decay, dt * x, N) + a.d[h] * x;
       }
     }
   });
