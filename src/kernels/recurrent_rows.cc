@@ -27,12 +27,26 @@ float ssm_row_scalar(float* s, const float* b, const float* c, float decay, floa
   return dot(s, c, n);
 }
 
-constexpr RecurrentRowOps kScalar{"recurrent_rows_f32__scalar", delta_rule_row_scalar,
-                                  ssm_row_scalar};
-constexpr RecurrentRowOps kAvx2{"recurrent_rows_f32__avx2", delta_rule_row_f32__avx2,
-                                ssm_row_f32__avx2};
-constexpr RecurrentRowOps kAvx512{"recurrent_rows_f32__avx512", delta_rule_row_f32__avx512,
-                                  ssm_row_f32__avx512};
+// The row functions above and the AVX2 ones, over `rows` rows.
+template <float (*Row)(float*, const float*, const float*, float, float, float, int64_t)>
+void delta_rule_rows(float* s, int64_t rows, const float* k, const float* q, float g, float beta,
+                     const float* v, float* y, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) y[r] = Row(s + r * n, k, q, g, beta, v[r], n);
+}
+
+template <float (*Row)(float*, const float*, const float*, float, float, int64_t)>
+void ssm_rows(float* s, int64_t rows, const float* b, const float* c, float decay, const float* bx,
+              float* y, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) y[r] = Row(s + r * n, b, c, decay, bx[r], n);
+}
+
+constexpr RecurrentRowOps kScalar{"recurrent_rows_f32__scalar",
+                                  delta_rule_rows<delta_rule_row_scalar>, ssm_rows<ssm_row_scalar>};
+constexpr RecurrentRowOps kAvx2{"recurrent_rows_f32__avx2",
+                                delta_rule_rows<delta_rule_row_f32__avx2>,
+                                ssm_rows<ssm_row_f32__avx2>};
+constexpr RecurrentRowOps kAvx512{"recurrent_rows_f32__avx512", delta_rule_rows_f32__avx512,
+                                  ssm_rows_f32__avx512};
 
 }  // namespace
 

@@ -10,13 +10,17 @@
 
 namespace moex::kernels {
 
+// Both update `rows` consecutive state rows of length n (row r at s + r n) that share one
+// step's inputs; a row's result does not depend on how many rows a call runs (tested), so
+// callers may group rows as they like.
 struct RecurrentRowOps {
   const char* name;  // "recurrent_rows_f32__avx512", ...
-  // s = g s;  d = beta (v - s.k);  s = s + d k;  returns s.q   (s, k, q of length n)
-  float (*delta_rule)(float* s, const float* k, const float* q, float g, float beta, float v,
-                      int64_t n);
-  // s = decay s + bx b;  returns s.c   (s, b, c of length n)
-  float (*ssm)(float* s, const float* b, const float* c, float decay, float bx, int64_t n);
+  // Per row r: s = g s;  d = beta (v[r] - s.k);  s = s + d k;  y[r] = s.q   (k, q of length n)
+  void (*delta_rule)(float* s, int64_t rows, const float* k, const float* q, float g, float beta,
+                     const float* v, float* y, int64_t n);
+  // Per row r: s = decay s + bx[r] b;  y[r] = s.c   (b, c of length n)
+  void (*ssm)(float* s, int64_t rows, const float* b, const float* c, float decay, const float* bx,
+              float* y, int64_t n);
 };
 
 // The variant for `isa` (the scalar one, the reference, for Isa::kScalar).

@@ -2,6 +2,7 @@
 // instruction set, delta_rule and ssm give the same bits as the row scaled in place and then
 // run through that set's vector_f32 dot and axpy, for lengths around every vector width; the
 // scalar variant is the composition of the scalar primitives, so it is checked the same way.
+// A call over several rows gives each row the bits of a call over that row alone.
 #include "kernels/recurrent_rows.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +49,8 @@ TEST(RecurrentRows, DeltaRuleEqualsUnfusedPrimitivesOnEveryIsa) {
       for (int step = 0; step < 3; ++step) {  // a few steps, so rounding differences compound
         const float g = 0.9f - 0.1f * float(step), beta = 0.3f + 0.2f * float(step);
         const float v = 0.25f * float(step) - 0.1f;
-        const float y = row.delta_rule(s.data(), k.data(), q.data(), g, beta, v, n);
+        float y = 0.f;
+        row.delta_rule(s.data(), 1, k.data(), q.data(), g, beta, &v, &y, n);
         const float y_want =
             delta_rule_unfused(vec, want.data(), k.data(), q.data(), g, beta, v, n);
         ASSERT_EQ(y, y_want) << "step " << step;
@@ -70,11 +72,39 @@ TEST(RecurrentRows, SsmEqualsUnfusedPrimitivesOnEveryIsa) {
       auto want = s;
       for (int step = 0; step < 3; ++step) {
         const float decay = 0.95f - 0.2f * float(step), bx = 0.05f + 0.1f * float(step);
-        const float y = row.ssm(s.data(), b.data(), c.data(), decay, bx, n);
+        float y = 0.f;
+        row.ssm(s.data(), 1, b.data(), c.data(), decay, &bx, &y, n);
         const float y_want = ssm_unfused(vec, want.data(), b.data(), c.data(), decay, bx, n);
         ASSERT_EQ(y, y_want) << "step " << step;
         ASSERT_EQ(s, want) << "step " << step;
       }
+    }
+  }
+}
+
+// rows = 1..9: groups of four and every remainder; canary row after the last.
+TEST(RecurrentRows, RowsAtOnceEqualRowsOneByOne) {
+  const int64_t n = 131;
+  for (Isa isa : supported_isas()) {
+    const RecurrentRowOps& row = recurrent_row_ops(isa);
+    for (int64_t rows = 1; rows <= 9; ++rows) {
+      SCOPED_TRACE(std::string(row.name) + " rows " + std::to_string(rows));
+      const auto k = random_normal(n, 0.1f, 21), q = random_normal(n, 0.1f, 22);
+      const auto v = random_normal(rows, 1.f, 23), bx = random_normal(rows, 0.1f, 24);
+      const auto init = random_normal((rows + 1) * n, 0.5f, 25);
+      auto many = init, one = init;
+      std::vector<float> y_many(static_cast<size_t>(rows) + 1, 7.f);
+      std::vector<float> y_one(static_cast<size_t>(rows));
+      row.delta_rule(many.data(), rows, k.data(), q.data(), 0.8f, 0.6f, v.data(), y_many.data(), n);
+      row.ssm(many.data(), rows, k.data(), q.data(), 0.9f, bx.data(), y_many.data(), n);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* s = one.data() + r * n;
+        row.delta_rule(s, 1, k.data(), q.data(), 0.8f, 0.6f, &v[size_t(r)], &y_one[size_t(r)], n);
+        row.ssm(s, 1, k.data(), q.data(), 0.9f, &bx[size_t(r)], &y_one[size_t(r)], n);
+      }
+      ASSERT_EQ(many, one);  // the canary row included
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y_many[size_t(r)], y_one[size_t(r)]) << r;
+      EXPECT_EQ(y_many[size_t(rows)], 7.f) << "wrote past the last row";
     }
   }
 }

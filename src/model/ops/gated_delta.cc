@@ -1,11 +1,16 @@
 // gated_delta_scalar (the reference) and gated_delta (fused state-row kernels, parallel rows).
 #include "model/ops/gated_delta.h"
 
+#include <algorithm>
+
 #include "core/isa.h"
 #include "kernels/recurrent_rows.h"
 #include "model/ops/parallel_work.h"
 
 namespace moex::model::ops {
+namespace {
+constexpr int64_t kGroup = 4;  // state rows per kernel call
+}  // namespace
 
 void gated_delta_scalar(const GatedDeltaArgs& a) {
   const int64_t Dk = a.k_dim, Dv = a.v_dim, group = a.v_heads / a.k_heads;
@@ -40,16 +45,19 @@ void gated_delta(const GatedDeltaArgs& a) {
   const kernels::RecurrentRowOps& row = kernels::recurrent_row_ops(active_isa());
   const int64_t Dk = a.k_dim, Dv = a.v_dim, group = a.v_heads / a.k_heads;
   const int64_t rows = a.v_heads * Dv;
-  // Each state row runs every step on its own (the recurrence is sequential in t only).
+  // Each state row runs every step on its own (the recurrence is sequential in t only); up to
+  // kGroup rows of one head run together (the kernel's result per row is the same either way).
   parallel_for_work(rows, a.steps * Dk * 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
+    for (int64_t r = lo; r < hi;) {
       const int64_t h = r / Dv, i = r % Dv, hk = h / group;
+      const int64_t count = std::min({kGroup, hi - r, Dv - i});
       float* s = a.state + r * Dk;
       for (int64_t t = 0; t < a.steps; ++t) {
         const int64_t th = t * a.v_heads + h, tk = (t * a.k_heads + hk) * Dk;
-        a.out[th * Dv + i] =
-            row.delta_rule(s, a.k + tk, a.q + tk, a.g[th], a.beta[th], a.v[th * Dv + i], Dk);
+        row.delta_rule(s, count, a.k + tk, a.q + tk, a.g[th], a.beta[th], a.v + th * Dv + i,
+                       a.out + th * Dv + i, Dk);
       }
+      r += count;
     }
   });
 }
