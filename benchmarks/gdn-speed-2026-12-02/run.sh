@@ -6,9 +6,9 @@
 #   moex make-model --preset qwen3.5-35b-a3b --layers 4 --out MODELS_DIR/q354
 #   moex make-model --preset nemotron-3-nano-30b-a3b --layers 6 --out MODELS_DIR/nano6
 # The machine is shared: before a pair it waits while a compiler, a ctest, an mlx-lm script or
-# another moex binary runs; after a run it compares the machine's busy CPU time (/proc/stat)
+# another moex binary runs or others keep the CPUs >10% busy; after a run it compares the machine's busy CPU time (/proc/stat)
 # with the run's own (user + system): when others took more than 5% of the two cores, the pair
-# goes to disturbed/ and is run again. Raw outputs:
+# goes to disturbed/ and is run again. Pairs already written are kept on a restart. Raw outputs:
 # <model>-<old|new>-<round>.md; log.txt has uptime and the CPU accounting of every run.
 set -euo pipefail
 old=$1 new=$2 models=$3 rounds=${4:-5}
@@ -16,11 +16,15 @@ out=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/disturbed"
 export MOEX_FUSED_MOE_MEASURE=0
 
-others_running() {
-  pgrep -x cc1plus >/dev/null || pgrep -x ctest >/dev/null ||
-    pgrep -f 'parity.py|mlx_lm|/build/tools/moex' >/dev/null
-}
 busy_jiffies() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+others_running() {  # a known job, or more than 10% of the two cores busy over 2 s
+  pgrep -x cc1plus >/dev/null || pgrep -x ctest >/dev/null ||
+    pgrep -f 'parity.py|mlx_lm|/build/tools/moex' >/dev/null && return 0
+  local b0
+  b0=$(busy_jiffies)
+  sleep 2
+  (($(busy_jiffies) - b0 > 40))
+}
 
 # run_one BIN MODEL FILE: prints the jiffies (1/100 s) other processes used during the run.
 run_one() {
@@ -38,6 +42,7 @@ run_one() {
 
 for r in $(seq 1 "$rounds"); do
   for m in qn4 q354 nano6; do
+    [[ -f $out/$m-old-$r.md && -f $out/$m-new-$r.md ]] && continue  # done by an earlier start
     while true; do
       while others_running; do sleep 20; done
       echo "round $r $m: $(uptime)" >>"$out/log.txt"
