@@ -40,6 +40,10 @@ class HostModelBackend final : public ModelBackend {
   }
   void gated_delta(const ops::GatedDeltaArgs& a) const override { ops::gated_delta(a); }
   void ssm_scan(const ops::SsmScanArgs& a) const override { ops::ssm_scan(a); }
+  void causal_conv_silu(const ops::CausalConvArgs& a) const override {
+    ops::causal_conv_silu(a);
+  }
+  void gated_rms_norm(const ops::GatedRmsNormArgs& a) const override { ops::gated_rms_norm(a); }
   void multi_linear(const ops::MultiLinearArgs& a) const override { ops::multi_linear(a); }
   void mla_attention(const ops::MlaAttentionArgs& a) const override { ops::mla_attention(a); }
   void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {

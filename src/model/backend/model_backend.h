@@ -11,7 +11,9 @@
 
 #include "kernels/moe_contract.h"
 #include "model/ops/attention.h"
+#include "model/ops/causal_conv.h"
 #include "model/ops/gated_delta.h"
+#include "model/ops/gated_norm.h"
 #include "model/ops/linear.h"
 #include "model/ops/mla_attention.h"
 #include "model/ops/norm.h"
@@ -61,6 +63,10 @@ class ModelBackend {
   virtual void gated_delta(const ops::GatedDeltaArgs& a) const = 0;
   // The Mamba-2 state-space recurrence over a.steps positions of one sequence (ops/ssm_scan.h).
   virtual void ssm_scan(const ops::SsmScanArgs& a) const = 0;
+  // The causal depthwise conv with SiLU of those two mixers (ops/causal_conv.h).
+  virtual void causal_conv_silu(const ops::CausalConvArgs& a) const = 0;
+  // Their gated RMSNorms (ops/gated_norm.h).
+  virtual void gated_rms_norm(const ops::GatedRmsNormArgs& a) const = 0;
   // One matrix per head (mlx-lm's MultiLinear; ops::multi_linear's contract).
   virtual void multi_linear(const ops::MultiLinearArgs& a) const = 0;
   // Multi-head latent attention over the compressed cache (ops/mla_attention.h).

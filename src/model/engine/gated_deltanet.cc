@@ -12,7 +12,12 @@ namespace moex::model::engine {
 
 GatedDeltaNet::GatedDeltaNet(const ModelBackend& be, const GatedDeltaNetWeights& w,
                              const GatedDeltaParams& p, int64_t hidden, double norm_eps)
-    : be_(be), w_(w), p_(p), hidden_(hidden), norm_eps_(float(norm_eps)) {}
+    : be_(be),
+      w_(w),
+      p_(p),
+      hidden_(hidden),
+      norm_eps_(float(norm_eps)),
+      conv_w_(ops::transpose_conv_weight(w.conv.data(), p.conv_dim(), p.conv_kernel)) {}
 
 void GatedDeltaNet::project(const float* x, int64_t n, float* mixed,
                             GatedDeltaNetScratch& s) const {
@@ -53,6 +58,7 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
   grow(s.proj, n * (2 * kd + 2 * vd));
   grow(s.proj_ba, n * 2 * hv);
   grow(s.padded, (keep + n) * C);
+  grow(s.conv, n * C);
   grow(s.q, n * kd);
   grow(s.k, n * kd);
   grow(s.v, n * vd);
@@ -65,19 +71,13 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
   project(x, n, padded + keep * C, s);
   std::copy_n(state, keep * C, padded);
   // Causal depthwise conv (no bias) and SiLU, split into q, k, v.
-  const float* wc = w_.conv.data();
+  be_.causal_conv_silu({.x = padded, .w = conv_w_.data(), .bias = nullptr, .out = s.conv.data(),
+                        .steps = n, .channels = C, .taps = L});
   for (int64_t t = 0; t < n; ++t) {
-    for (int64_t c = 0; c < C; ++c) {
-      float acc = 0.f;
-      for (int64_t j = 0; j < L; ++j) acc += wc[c * L + j] * padded[(t + j) * C + c];
-      const float y = ops::silu(acc);
-      if (c < kd)
-        s.q[size_t(t * kd + c)] = y;
-      else if (c < 2 * kd)
-        s.k[size_t(t * kd + c - kd)] = y;
-      else
-        s.v[size_t(t * vd + c - 2 * kd)] = y;
-    }
+    const float* row = s.conv.data() + t * C;
+    std::copy_n(row, kd, s.q.data() + t * kd);
+    std::copy_n(row + kd, kd, s.k.data() + t * kd);
+    std::copy_n(row + 2 * kd, vd, s.v.data() + t * vd);
   }
   std::copy_n(padded + n * C, keep * C, state);
   // mlx-lm normalize_qk: rms_norm with eps 1e-6 / Dk (so it is L2 normalization with eps 1e-6
@@ -104,9 +104,9 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
                    .beta = s.b.data(), .state = state + keep * C, .out = s.y.data(), .steps = n,
                    .k_heads = p_.k_heads, .v_heads = hv, .k_dim = dk, .v_dim = dv});
   // RMSNorm per value head, times silu(z).
-  be_.rms_norm({.x = s.y.data(), .out = s.y.data(), .weight = w_.norm.data(), .rows = n * hv,
-                .dim = dv, .eps = norm_eps_});
-  be_.swiglu(s.z.data(), s.y.data(), s.y.data(), n * vd);
+  be_.gated_rms_norm({.order = ops::GateOrder::kNormThenGate, .x = s.y.data(), .gate = s.z.data(),
+                      .weight = w_.norm.data(), .out = s.y.data(), .rows = n * hv, .dim = dv,
+                      .eps = norm_eps_});
   be_.linear({.lin = &w_.out_proj, .x = s.y.data(), .rows = n, .out = out});
 }
 

@@ -29,7 +29,7 @@ struct GatedDeltaNetWeights {
 
 // Scratch of GatedDeltaNet::forward, shared by every such layer of one engine.
 struct GatedDeltaNetScratch {
-  std::vector<float> proj, proj_ba, padded, q, k, v, z, b, a, y;
+  std::vector<float> proj, proj_ba, padded, conv, q, k, v, z, b, a, y;
 };
 
 class GatedDeltaNet {
@@ -55,6 +55,7 @@ class GatedDeltaNet {
   GatedDeltaParams p_;
   int64_t hidden_;
   float norm_eps_;
+  std::vector<float> conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h)
 };
 
 }  // namespace moex::model::engine

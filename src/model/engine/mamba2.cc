@@ -12,7 +12,12 @@ namespace moex::model::engine {
 
 Mamba2Mixer::Mamba2Mixer(const ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
                          double norm_eps)
-    : be_(be), w_(w), p_(p), norm_eps_(float(norm_eps)), a_(size_t(p.heads)) {
+    : be_(be),
+      w_(w),
+      p_(p),
+      norm_eps_(float(norm_eps)),
+      a_(size_t(p.heads)),
+      conv_w_(ops::transpose_conv_weight(w.conv.data(), p.conv_dim(), p.conv_kernel)) {
   for (int64_t h = 0; h < p.heads; ++h) a_[size_t(h)] = -std::exp(w.a_log.data()[h]);
 }
 
@@ -22,6 +27,7 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
   const int64_t L = p_.conv_kernel, keep = L - 1, gn = p_.groups * p_.state_dim;
   grow(s.proj, n * P);
   grow(s.padded, (keep + n) * C);
+  grow(s.conv, n * C);
   grow(s.x, n * inner);
   grow(s.b, n * gn);
   grow(s.c, n * gn);
@@ -35,21 +41,14 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
     std::copy_n(s.proj.data() + t * P + inner, C, padded + (keep + t) * C);
   std::copy_n(padded + n * C, keep * C, state);
   // Causal depthwise conv (+ bias) and SiLU, split into x, B, C.
-  const float* wc = w_.conv.data();
-  const float* bias = w_.conv_bias.empty() ? nullptr : w_.conv_bias.data();
+  be_.causal_conv_silu({.x = padded, .w = conv_w_.data(),
+                        .bias = w_.conv_bias.empty() ? nullptr : w_.conv_bias.data(),
+                        .out = s.conv.data(), .steps = n, .channels = C, .taps = L});
   for (int64_t t = 0; t < n; ++t) {
-    for (int64_t c = 0; c < C; ++c) {
-      float acc = 0.f;
-      for (int64_t j = 0; j < L; ++j) acc += wc[c * L + j] * padded[(t + j) * C + c];
-      if (bias) acc += bias[c];
-      const float y = ops::silu(acc);
-      if (c < inner)
-        s.x[size_t(t * inner + c)] = y;
-      else if (c < inner + gn)
-        s.b[size_t(t * gn + c - inner)] = y;
-      else
-        s.c[size_t(t * gn + c - inner - gn)] = y;
-    }
+    const float* row = s.conv.data() + t * C;
+    std::copy_n(row, inner, s.x.data() + t * inner);
+    std::copy_n(row + inner, gn, s.b.data() + t * gn);
+    std::copy_n(row + inner + gn, gn, s.c.data() + t * gn);
   }
   // dt = clip(softplus(dt + dt_bias), time_step_limit)
   for (int64_t t = 0; t < n; ++t)
@@ -63,16 +62,13 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
                 .steps = n, .heads = hm, .head_dim = p_.head_dim, .groups = p_.groups,
                 .state_dim = p_.state_dim});
   // y = silu(z) * y, then RMSNorm over each group's inner / groups features (no weight),
-  // then times the norm weight (mlx-lm MambaRMSNormGated).
+  // then times the norm weight (mlx-lm MambaRMSNormGated); z is the first `inner` of each
+  // in_proj row.
   for (int64_t t = 0; t < n; ++t)
-    be_.swiglu(s.proj.data() + t * P, s.y.data() + t * inner, s.y.data() + t * inner, inner);
-  be_.rms_norm({.x = s.y.data(), .out = s.y.data(), .weight = nullptr, .rows = n * p_.groups,
-                .dim = inner / p_.groups, .eps = norm_eps_});
-  const float* nw = w_.norm.data();
-  for (int64_t t = 0; t < n; ++t) {
-    float* row = s.y.data() + t * inner;
-    for (int64_t i = 0; i < inner; ++i) row[i] = nw[i] * row[i];
-  }
+    be_.gated_rms_norm({.order = ops::GateOrder::kGateThenNorm, .x = s.y.data() + t * inner,
+                        .gate = s.proj.data() + t * P, .weight = w_.norm.data(),
+                        .out = s.y.data() + t * inner, .rows = 1, .dim = inner,
+                        .groups = p_.groups, .eps = norm_eps_});
   be_.linear({.lin = &w_.out_proj, .x = s.y.data(), .rows = n, .out = out});
 }
 

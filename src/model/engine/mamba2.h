@@ -25,7 +25,7 @@ struct Mamba2Weights {
 
 // Scratch of Mamba2Mixer::forward, shared by every such layer of one engine.
 struct Mamba2Scratch {
-  std::vector<float> proj, padded, x, b, c, dt, y;
+  std::vector<float> proj, padded, conv, x, b, c, dt, y;
 };
 
 class Mamba2Mixer {
@@ -46,7 +46,8 @@ class Mamba2Mixer {
   const Mamba2Weights& w_;
   Mamba2Params p_;
   float norm_eps_;
-  std::vector<float> a_;  // A = -exp(A_log), [heads]
+  std::vector<float> a_;       // A = -exp(A_log), [heads]
+  std::vector<float> conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h)
 };
 
 }  // namespace moex::model::engine

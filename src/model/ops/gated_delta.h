@@ -22,8 +22,8 @@ struct GatedDeltaArgs {
 // The plain reference: one thread, sums in index order. The oracle of gated_delta().
 void gated_delta_scalar(const GatedDeltaArgs& a);
 
-// The same recurrence with the f32 vector primitives of the active instruction set
-// (kernels/vector_f32.h: dot, axpy), rows of the state spread over the thread pool. Differs
+// The same recurrence with the fused state-row kernel of the active instruction set
+// (kernels/recurrent_rows.h), rows of the state spread over the thread pool. Differs
 // from the reference only in summation order.
 void gated_delta(const GatedDeltaArgs& a);
 

@@ -24,8 +24,8 @@ struct SsmScanArgs {
 // The plain reference: one thread, sums in index order. The oracle of ssm_scan().
 void ssm_scan_scalar(const SsmScanArgs& a);
 
-// The same recurrence with the f32 vector primitives of the active instruction set
-// (kernels/vector_f32.h: dot, axpy), state rows spread over the thread pool. Differs from the
+// The same recurrence with the fused state-row kernel of the active instruction set
+// (kernels/recurrent_rows.h), state rows spread over the thread pool. Differs from the
 // reference only in summation order (and an FMA where the instruction set has one).
 void ssm_scan(const SsmScanArgs& a);
 
