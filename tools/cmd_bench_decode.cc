@@ -15,11 +15,11 @@
 
 #include "core/error.h"
 #include "core/isa.h"
-#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
 #include "harness/stats.h"
+#include "kernels/precision.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
@@ -43,7 +43,7 @@ struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
   std::optional<std::string> prompt_ids, prompt_tokens, n, warmup, repeats, fused, max_dff,
-      threads, precision, isa, backend;
+      threads, precision, weights, isa, backend;
   std::string output = "md";
   ExpertParallelFlags expert_parallel;
 };
@@ -248,7 +248,9 @@ int run_bench(const BenchFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   dist::Collective* collective = ep ? &ep->collective() : nullptr;
-  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
+                          lowercase_opt(f.weights));
+  require_mapped_weights(ep);
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
   const int64_t warmup =
       f.warmup ? parse_int_strict(*f.warmup, "--warmup-tokens", 0, int64_t{1} << 24) : 20;
@@ -503,6 +505,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
   sub.add_option("--backend", f->backend,
                  "where the MoE layers run: cpu (default) or cuda (experts on the device, the "

@@ -12,11 +12,11 @@
 
 #include "core/error.h"
 #include "core/isa.h"
-#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/read_bandwidth.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
+#include "kernels/precision.h"
 #include "model/presets.h"
 #include "moe/dispatch_policy.h"
 #include "moe/moe_bench.h"

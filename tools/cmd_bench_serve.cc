@@ -17,11 +17,11 @@
 
 #include "core/error.h"
 #include "core/isa.h"
-#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
 #include "harness/stats.h"
+#include "kernels/precision.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
@@ -41,7 +41,7 @@ using nlohmann::json;
 
 struct Flags {
   std::string model;
-  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision,
+  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights,
       isa;
   std::string output = "md";
 };
@@ -179,7 +179,8 @@ double ms(double s) { return s * 1e3; }
 
 int run(const Flags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
-  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
+                          lowercase_opt(f.weights));
   const std::vector<int64_t> streams =
       parse_int_list(f.streams.value_or("1,2,4,8"), "--streams", 1, serve::kMaxParallel);
   const int64_t prompt_tokens =
@@ -318,6 +319,7 @@ std::function<int()> setup(CLI::App& sub) {
   sub.add_option("--max-dff", f->max_dff, "fused-path Dff cap");
   sub.add_option("--threads", f->threads, "worker threads");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
   sub.add_option("--isa", f->isa, "scalar|avx2|avx512");
   sub.add_option("-o", f->output, "md|csv|json (default md)");
   return [f] { return run(*f); };

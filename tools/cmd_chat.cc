@@ -40,7 +40,7 @@ using serve::chat_message;
 
 struct ChatFlags {
   std::string model;
-  std::optional<std::string> system, n, threads, precision, fused, backend, context, dump_turns;
+  std::optional<std::string> system, n, threads, precision, weights, fused, backend, context, dump_turns;
   SamplingFlags sampling;
   bool verbose = false;
 };
@@ -135,7 +135,8 @@ std::string trim_line_end(std::string s) {
 
 int run_chat(const ChatFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
-  eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision));
+  eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision),
+                          lowercase_opt(f.weights));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 512;
   const int64_t context = f.context ? parse_int_strict(*f.context, "--context", 2, INT32_MAX) : 0;
   const model::ModelConfig cfg = model::load_model_config(f.model);
@@ -248,6 +249,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
   sub.add_option("--dump-turns", f->dump_turns,

@@ -14,10 +14,11 @@
 #include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/isa.h"
-#include "kernels/precision.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
+#include "io/safetensors.h"
+#include "kernels/precision.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
@@ -40,7 +41,7 @@ using serve::chat_message;
 
 struct GenerateFlags {
   std::string model;
-  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, isa,
+  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
       dump_logits, prefill_chunk, backend;
   SamplingFlags sampling;
   ExpertParallelFlags expert_parallel;
@@ -66,7 +67,9 @@ int run_generate(GenerateFlags f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
-  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision));
+  eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
+                          lowercase_opt(f.weights));
+  require_mapped_weights(ep);
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
   if (f.system && !f.chat) fail("--system is a turn of the chat template: it needs --chat");
   const model::ModelConfig cfg = model::load_model_config(f.model);
@@ -189,9 +192,10 @@ int run_generate(GenerateFlags f) {
   std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
                generated.size(), (long long)decode_steps, decode_time,
                decode_steps ? double(decode_steps) / decode_time : 0.0);
-  std::fprintf(stderr, "peak memory: %s resident (weights %s mapped, KV cache %s, scratch %s)\n",
+  std::fprintf(stderr, "peak memory: %s resident (weights %s %s, KV cache %s, scratch %s)\n",
                eng::format_bytes(peak_rss_bytes()).c_str(),
                eng::format_bytes(int64_t(engine->file_bytes())).c_str(),
+               io::weight_residency() == io::WeightResidency::kCopy ? "copied" : "mapped",
                eng::format_bytes(engine->kv_cache_bytes()).c_str(),
                eng::format_bytes(engine->scratch_bytes()).c_str());
   if (f.verbose) {
@@ -229,6 +233,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
   sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
   sub.add_option("--backend", f->backend,
                  "where the MoE layers run: cpu (default) or cuda (experts on the device, the "

@@ -38,7 +38,7 @@ namespace eng = moex::model::engine;
 
 struct ServeFlags {
   std::string model;
-  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision,
+  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
       fused, max_dff, backend;
   ExpertParallelFlags expert_parallel;
   bool verbose = false;
@@ -114,7 +114,8 @@ class SignalWatcher {
 int run_serve(const ServeFlags& f) {
   SignalWatcher signals;
   if (f.threads) parse_threads_flag(*f.threads);
-  eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision));
+  eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision),
+                          lowercase_opt(f.weights));
   serve::HttpOptions http;
   if (f.host) {
     if (f.host->empty()) fail("--host: expected an address, got an empty string");
@@ -147,6 +148,7 @@ int run_serve(const ServeFlags& f) {
     stop_ids.push_back(int32_t(id));
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
+  require_mapped_weights(ep);
   eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
   if (ep) ep->apply(options);
   const LoadProgress load("serve", f.model);
@@ -223,6 +225,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

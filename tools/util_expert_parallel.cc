@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "io/safetensors.h"
 #include "model/family_registry.h"
 
 namespace moex::tools {
@@ -85,6 +86,12 @@ void expert_parallel_finish() {
   std::fflush(stdout);
   std::fflush(stderr);
   g_active.reset();  // MPI_Finalize
+}
+
+void require_mapped_weights(const ExpertParallelRun* run) {
+  if (run && io::weight_residency() == io::WeightResidency::kCopy)
+    fail("--expert-parallel reads only each rank's own experts; --weights copy (or "
+         "MOEX_WEIGHTS=copy) would read them all: use --weights map");
 }
 
 }  // namespace moex::tools

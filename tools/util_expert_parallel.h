@@ -51,6 +51,9 @@ class ExpertParallelRun {
 // sees it and stops every rank (MPI_Abort) so none waits forever in a collective; returns
 // false (nothing done) otherwise.
 bool expert_parallel_fatal(const char* what, int exit_code);
+// With a run active, --weights copy (MOEX_WEIGHTS=copy) is an error: it would read every
+// expert, where each rank reads only its own. Call after the settings are applied.
+void require_mapped_weights(const ExpertParallelRun* run);
 // main's normal exit: finalizes MPI if a run was started.
 void expert_parallel_finish();
 

@@ -30,6 +30,10 @@ std::optional<std::string> lowercase_opt(const std::optional<std::string>& s);
 inline constexpr const char* kPrecisionHelp =
     "activation precision of the AVX-512 kernels: fast, standard (default) or exact; "
     "overrides MOEX_PRECISION (src/kernels/README.md, precision tiers)";
+// The help of --weights (io/safetensors.h, WeightResidency).
+inline constexpr const char* kWeightsHelp =
+    "map (default: the checkpoint mapped from the page cache) or copy (read at load into "
+    "anonymous 2 MB pages: steadier decode, memory of the model's size); overrides MOEX_WEIGHTS";
 
 // The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
 // it); "" when none is close.

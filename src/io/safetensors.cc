@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -32,8 +34,72 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+namespace {
+
+std::atomic<int> g_residency{-1};  // -1: not chosen yet
+
+// The file's bytes in anonymous memory on 2 MB pages (advised before the first touch), read
+// with pread in 64 MB steps. A short read means the file shrank after fstat: an error.
+void* copy_into_huge_pages(int fd, uint64_t size, uint64_t* map_bytes, const std::string& where) {
+  const uint64_t bytes = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  // Over-allocate one huge page so the region can start on a 2 MB boundary.
+  const uint64_t reserve = bytes + kHugePageBytes;
+  void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
+    fail(where, ": cannot allocate ", reserve, " bytes to copy the weights into (",
+         std::strerror(errno), "); use --weights map");
+  const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (r + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (start > r) ::munmap(raw, start - r);
+  const uintptr_t end = start + bytes, raw_end = r + reserve;
+  if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
+  auto* dst = reinterpret_cast<uint8_t*>(start);
+  advise_huge_pages(dst, bytes);
+  constexpr uint64_t kStep = uint64_t{64} << 20;
+  for (uint64_t off = 0; off < size;) {
+    const ssize_t got = ::pread(fd, dst + off, size_t(std::min(kStep, size - off)), off_t(off));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int e = errno;
+      ::munmap(dst, bytes);
+      fail(where, ": reading ", size, " bytes into memory stopped at byte ", off, " (",
+           got < 0 ? std::strerror(e) : "end of file: the file shrank while it was read", ")");
+    }
+    off += uint64_t(got);
+  }
+  ::mprotect(dst, bytes, PROT_READ);
+  *map_bytes = bytes;
+  return dst;
+}
+
+}  // namespace
+
+const char* weight_residency_name(WeightResidency r) {
+  return r == WeightResidency::kCopy ? "copy" : "map";
+}
+
+WeightResidency parse_weight_residency(std::string_view s, std::string_view what) {
+  if (s == "map") return WeightResidency::kMap;
+  if (s == "copy") return WeightResidency::kCopy;
+  fail(what, ": '", std::string(s), "' is not a weight residency (expected map or copy)");
+}
+
+WeightResidency weight_residency() {
+  const int v = g_residency.load(std::memory_order_relaxed);
+  if (v >= 0) return static_cast<WeightResidency>(v);
+  WeightResidency r = WeightResidency::kMap;
+  if (const char* env = std::getenv("MOEX_WEIGHTS"))
+    r = parse_weight_residency(env, "environment variable MOEX_WEIGHTS");
+  g_residency.store(static_cast<int>(r), std::memory_order_relaxed);
+  return r;
+}
+
+void set_weight_residency(WeightResidency r) {
+  g_residency.store(static_cast<int>(r), std::memory_order_relaxed);
+}
+
 SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(map_, size_);
+  if (map_) ::munmap(map_, map_bytes_);
 }
 
 void SafetensorsFile::populate() const { populate(0, size_); }
@@ -83,18 +149,34 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     ::close(fd);
     fail(where, ": file is ", size, " bytes; expected at least 8 (the header length)");
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) fail(where, ": mmap of ", size, " bytes failed (", std::strerror(map_errno), ")");
-  // Best effort: lets the kernel cache and map the weights in 2 MB folios where the file
-  // system supports them (reads from 4 KB pages are TLB-bound; core/huge_pages.h).
-  advise_huge_pages(map, size);
+  const WeightResidency residency = weight_residency();
+  uint64_t map_bytes = size;
+  void* map = nullptr;
+  if (residency == WeightResidency::kCopy) {
+    try {
+      map = copy_into_huge_pages(fd, size, &map_bytes, where);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+  } else {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int map_errno = errno;
+    ::close(fd);
+    if (map == MAP_FAILED)
+      fail(where, ": mmap of ", size, " bytes failed (", std::strerror(map_errno), ")");
+    // Best effort: lets the kernel cache and map the weights in 2 MB folios where the file
+    // system supports them (reads from 4 KB pages are TLB-bound; core/huge_pages.h).
+    advise_huge_pages(map, size);
+  }
 
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
   f->map_ = map;
   f->size_ = size;
+  f->map_bytes_ = map_bytes;
+  f->residency_ = residency;
   const auto* base = static_cast<const uint8_t*>(map);
 
   uint64_t header_len = 0;

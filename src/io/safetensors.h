@@ -1,6 +1,7 @@
-// Read-only, zero-copy access to one .safetensors file through mmap. The header is fully
-// validated at open (types, shapes, byte ranges, overlaps, duplicates); every problem is a
-// moex::Error naming the file, the tensor where there is one, and what was expected.
+// Read-only, zero-copy access to one .safetensors file through mmap (or, on request, a copy of
+// it in anonymous 2 MB pages). The header is fully validated at open (types, shapes, byte
+// ranges, overlaps, duplicates); every problem is a moex::Error naming the file, the tensor
+// where there is one, and what was expected.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,21 @@ namespace moex::io {
 
 // Header limit (the format's own readers use the same bound).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+// Where an opened file's bytes live. kMap (default): mapped from the page cache, shared with
+// every process that maps the file, paged in on first use; on 2 MB pages only where the kernel
+// gives the file large folios (reads from 4 KB pages are TLB-bound here, core/huge_pages.h).
+// kCopy: read at open into anonymous memory advised onto 2 MB pages, so decoding reads from
+// huge pages whatever the page cache's state, at the cost of the read at open and of memory
+// of the model's size that is not shared (docs/benchmark_results/peers-2026-12-02.md).
+enum class WeightResidency { kMap, kCopy };
+const char* weight_residency_name(WeightResidency r);  // "map", "copy"
+// Parses "map" | "copy"; throws Error naming `what` otherwise.
+WeightResidency parse_weight_residency(std::string_view s, std::string_view what);
+// set_weight_residency's value, else MOEX_WEIGHTS (validated: a bad value throws Error naming
+// the variable), else kMap. Files opened afterwards use it.
+WeightResidency weight_residency();
+void set_weight_residency(WeightResidency r);
 
 struct TensorInfo {
   std::string name;
@@ -53,6 +69,8 @@ class SafetensorsFile {
   const uint8_t* mapping() const { return static_cast<const uint8_t*>(map_); }
   // Share of the file's pages resident in the page cache (mincore), in [0, 1].
   double resident_fraction() const;
+  // How this file's bytes are held (the residency in force when it was opened).
+  WeightResidency residency() const { return residency_; }
 
  private:
   SafetensorsFile() = default;
@@ -60,6 +78,8 @@ class SafetensorsFile {
   std::string path_;
   void* map_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t map_bytes_ = 0;  // length of the mapping (a copy rounds up to 2 MB pages)
+  WeightResidency residency_ = WeightResidency::kMap;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> index_;
   nlohmann::json metadata_ = nlohmann::json::object();

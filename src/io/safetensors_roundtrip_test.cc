@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <random>
 
+#include "core/error.h"
+#include "core/huge_pages.h"
 #include "io/checkpoint.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
@@ -71,6 +73,53 @@ TEST(SafetensorsRoundTrip, EveryDTypeBytesShapesAndMetadata) {
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(&header_len), 8);
   EXPECT_EQ(header_len % 8, 0u);
+}
+
+// --weights copy: the file read into anonymous memory gives every tensor the bytes the
+// mapping gives, 2 MB aligned, and says how it holds them; the setting is process-wide.
+TEST(SafetensorsRoundTrip, CopiedWeightsEqualMappedOnes) {
+  TempDir tmp;
+  const std::string path = tmp.file("copy.safetensors");
+  std::vector<TensorSpec> specs;
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int k = 0; k < 5; ++k) {
+    // Sizes around a 2 MB page, so the copy's rounding and the read steps are crossed.
+    TensorSpec s{"t" + std::to_string(k), DType::U8, {int64_t(kHugePageBytes / 3) * (k + 1) + 7}};
+    payloads.push_back(random_bytes(tensor_spec_bytes(s), 300 + uint32_t(k)));
+    specs.push_back(s);
+  }
+  {
+    SafetensorsWriter w(path);
+    for (const auto& s : specs) w.declare(s);
+    for (size_t i = 0; i < specs.size(); ++i)
+      w.write(specs[i].name, payloads[i].data(), payloads[i].size());
+    w.finish();
+  }
+  const WeightResidency saved = weight_residency();
+  set_weight_residency(WeightResidency::kMap);
+  auto mapped = SafetensorsFile::open(path);
+  set_weight_residency(WeightResidency::kCopy);
+  auto copied = SafetensorsFile::open(path);
+  set_weight_residency(saved);
+  EXPECT_EQ(mapped->residency(), WeightResidency::kMap);
+  EXPECT_EQ(copied->residency(), WeightResidency::kCopy);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copied->mapping()) % kHugePageBytes, 0u);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorInfo* a = mapped->find(specs[i].name);
+    const TensorInfo* b = copied->find(specs[i].name);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->nbytes, b->nbytes);
+    EXPECT_EQ(0, std::memcmp(b->data, payloads[i].data(), payloads[i].size())) << specs[i].name;
+    EXPECT_EQ(a->data - mapped->mapping(), b->data - copied->mapping());
+  }
+  for (const char* bad : {"", "Copy", "mmap", "copy "}) {
+    try {
+      parse_weight_residency(bad, "--weights");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--weights"), std::string::npos);
+    }
+  }
 }
 
 TEST(SafetensorsRoundTrip, ChunkedEmptyAndScalarTensors) {

@@ -11,13 +11,14 @@
 #include "core/error.h"
 #include "core/huge_pages.h"
 #include "core/sysinfo.h"
-#include "moe/calibration.h"
-#include "moe/moe_tune.h"
+#include "io/safetensors.h"
 #include "model/family_registry.h"
 #include "model/model_checkpoint.h"
 #include "model/ops/linear.h"
 #include "model/ops/norm.h"
 #include "model/ops/softmax.h"
+#include "moe/calibration.h"
+#include "moe/moe_tune.h"
 
 namespace moex::model::engine {
 
@@ -75,7 +76,8 @@ void Engine::reset_expert_parallel_stats() {
 }
 
 double Engine::weights_pmd_mapped_fraction() const {
-  const int64_t pmd = smaps_rollup_bytes("FilePmdMapped");
+  const int64_t pmd = smaps_rollup_bytes(
+      io::weight_residency() == io::WeightResidency::kCopy ? "AnonHugePages" : "FilePmdMapped");
   if (pmd < 0 || file_bytes_ == 0) return 0.0;
   return std::min(1.0, double(pmd) / double(file_bytes_));
 }

@@ -17,17 +17,17 @@
 #include "io/checkpoint.h"
 #include "model/backend/model_backend.h"
 #include "model/engine/decode_profile.h"
+#include "model/engine/gated_deltanet.h"
+#include "model/engine/mla.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
 #include "model/engine/sequence.h"
-#include "model/weight_bytes.h"
-#include "model/engine/gated_deltanet.h"
-#include "model/engine/mla.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
 #include "model/model_config.h"
 #include "model/ops/attention.h"
 #include "model/ops/rope.h"
+#include "model/weight_bytes.h"
 #include "moe/dispatch_policy.h"
 #include "moe/online_measure.h"
 #include "moe/path_counters.h"
@@ -164,7 +164,8 @@ class Engine {
   // populate): below 1, opening read the rest from disk.
   double resident_at_open() const { return resident_at_open_; }
   // Share of the checkpoint's bytes this process maps with 2 MB page-table entries now
-  // (FilePmdMapped / file bytes): reads from 4 KB mappings are TLB-bound on our hosts.
+  // (FilePmdMapped / file bytes; with --weights copy, AnonHugePages / file bytes): reads
+  // from 4 KB mappings are TLB-bound on our hosts.
   double weights_pmd_mapped_fraction() const;
   const ModelWeights& weights() const { return w_; }
   // Bytes of the checkpoint's files resident in this process's page tables (not the page

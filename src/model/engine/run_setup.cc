@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
+#include "io/safetensors.h"
 #include "kernels/precision.h"
 #include "moe/calibration.h"
 #include "moe/moe_backend.h"
@@ -60,13 +61,18 @@ std::vector<int32_t> synthetic_prompt_ids(int64_t n, int64_t vocab) {
 
 void apply_cpu_settings(const std::optional<std::string>& threads,
                         const std::optional<std::string>& isa,
-                        const std::optional<std::string>& precision) {
+                        const std::optional<std::string>& precision,
+                        const std::optional<std::string>& weights) {
   if (threads) set_num_threads(int(parse_int_strict(*threads, "--threads", 1, 1024)));
   if (isa) set_active_isa(parse_isa(*isa, "--isa"));
   if (precision)
     kernels::set_active_precision(kernels::parse_precision(*precision, "--precision"));
   else
     kernels::active_precision();
+  if (weights)
+    io::set_weight_residency(io::parse_weight_residency(*weights, "--weights"));
+  else
+    io::weight_residency();
 }
 
 EngineOptions engine_options(const std::optional<std::string>& fused,

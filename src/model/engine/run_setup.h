@@ -20,9 +20,11 @@ std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string
 // --threads (positive integer), --isa (scalar|avx2|avx512, must be supported here) and
 // --precision (fast|standard|exact, kernels/precision.h); without --precision,
 // MOEX_PRECISION is validated here, so a bad value fails before the model loads.
+// --weights (map|copy, io/safetensors.h; else MOEX_WEIGHTS, validated here) too.
 void apply_cpu_settings(const std::optional<std::string>& threads,
                         const std::optional<std::string>& isa,
-                        const std::optional<std::string>& precision);
+                        const std::optional<std::string>& precision,
+                        const std::optional<std::string>& weights = std::nullopt);
 
 // --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
 // --backend (cpu|cuda, default cpu; Error when CUDA is not built in or has no device), plus
