@@ -212,7 +212,9 @@ TEST(MoeDecodeFused, RealShapesOnEveryIsa) {
                 << ", values differing from the fallback " << worst.fallback_diffs << "\n";
       // The seed's gate for the fused path against the all-f32 dense layer, which the default
       // tier (and the exact one) must keep; the fast tier's is documented, not gated.
-      if (p != Precision::kFast) EXPECT_LT(worst.dense_nrms, 5e-4) << level.name();
+      if (p != Precision::kFast) {
+        EXPECT_LT(worst.dense_nrms, 5e-4) << level.name();
+      }
     }
   set_active_precision(saved);
 }

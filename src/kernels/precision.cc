@@ -15,7 +15,7 @@ std::atomic<int> g_precision{0};  // 0: not chosen yet
 
 }  // namespace
 
-const char *precision_name(Precision p) {
+const char* precision_name(Precision p) {
   switch (p) {
     case Precision::kFast:
       return "fast";
@@ -37,7 +37,7 @@ Precision active_precision() {
   const int v = g_precision.load(std::memory_order_relaxed);
   if (v > 0) return static_cast<Precision>(v);
   Precision p = kDefaultPrecision;
-  if (const char *env = std::getenv("MOEX_PRECISION"))
+  if (const char* env = std::getenv("MOEX_PRECISION"))
     p = parse_precision(env, "environment variable MOEX_PRECISION");
   g_precision.store(static_cast<int>(p), std::memory_order_relaxed);
   return p;
@@ -47,7 +47,7 @@ void set_active_precision(Precision p) {
   g_precision.store(static_cast<int>(p), std::memory_order_relaxed);
 }
 
-const char *active_precision_label() {
+const char* active_precision_label() {
   return active_isa() == Isa::kAvx512 ? precision_name(active_precision()) : "f32";
 }
 

@@ -23,7 +23,7 @@ enum class Precision {
 
 inline constexpr Precision kDefaultPrecision = Precision::kStandard;
 
-const char *precision_name(Precision p);  // "fast", "standard", "exact"
+const char* precision_name(Precision p);  // "fast", "standard", "exact"
 // Parses "fast" | "standard" | "exact"; throws Error naming `what` otherwise.
 Precision parse_precision(std::string_view s, std::string_view what);
 
@@ -34,7 +34,7 @@ Precision active_precision();
 void set_active_precision(Precision p);
 // What the kernels of the active ISA run at, for reports: the tier's name on
 // AVX-512 (where activations are quantized to int8 levels), else "f32".
-const char *active_precision_label();
+const char* active_precision_label();
 
 // The largest change quantization makes to an activation, relative to max|x|
 // over its weight group: 1 / (127 * 256^(levels-1)) (twice the rounding bound

@@ -47,7 +47,7 @@ struct QdotMultiArgs {
 // One kernel variant. Preconditions (callers validate; kernels never throw): bits == this->bits,
 // group size in {32, 64, 128}, k a positive multiple of the group size, sb dtype F32/F16/BF16.
 struct QdotKernel {
-  const char* name;  // "qdot_rows_q4__avx512vnni": the test id, benchmark id and log name
+  const char* name;  // "qdot_rows_q4__avx512vnni_standard": test id, benchmark id, log name
   Isa isa;
   int bits;
   // Int8 levels x is quantized to (kernels/precision.h; qdot_avx512.cc): each x_i is replaced

@@ -238,19 +238,18 @@ inline __m512 level_dot(const __m512i* u, const __m512i (*x)[Blk<BITS>::kVecs]) 
 #pragma GCC unroll 4
     for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[1][t]);
   }
-  if constexpr (LV <= 2 || BITS <= 6) {
-    if constexpr (LV == 3) {
-      acc = _mm512_slli_epi32(acc, 8);
-#pragma GCC unroll 4
-      for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[2][t]);
-    }
-    return _mm512_cvtepi32_ps(acc);
-  } else {
+  if constexpr (LV == 3 && BITS > 6) {  // 8 bits: a3's sum in f32
     __m512i i3 = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int t = 0; t < kV; ++t) i3 = _mm512_dpbusd_epi32(i3, u[t], x[2][t]);
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(i3));
   }
+  if constexpr (LV == 3) {
+    acc = _mm512_slli_epi32(acc, 8);
+#pragma GCC unroll 4
+    for (int t = 0; t < kV; ++t) acc = _mm512_dpbusd_epi32(acc, u[t], x[2][t]);
+  }
+  return _mm512_cvtepi32_ps(acc);
 }
 
 // Rows per block, sharing the x loads. 8 rows ran +6% at 1 thread in kernels_bench, but

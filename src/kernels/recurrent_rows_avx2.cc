@@ -30,28 +30,6 @@ inline float ordered_dot(const float* b, int64_t n, Lanes&& lanes, Tail&& tail) 
 
 }  // namespace
 
-float delta_rule_row_f32__avx2(float* s, const float* k, const float* q, float g, float beta,
-                               float v, int64_t n) {
-  const __m256 vg = _mm256_set1_ps(g);
-  const float sk = ordered_dot(
-      k, n, [&](int64_t i) { return _mm256_mul_ps(vg, _mm256_loadu_ps(s + i)); },
-      [&](int64_t i) { return g * s[i]; });
-  const float d = (v - sk) * beta;
-  const __m256 vd = _mm256_set1_ps(d);
-  return ordered_dot(
-      q, n,
-      [&](int64_t i) {
-        const __m256 t =
-            _mm256_fmadd_ps(vd, _mm256_loadu_ps(k + i), _mm256_mul_ps(vg, _mm256_loadu_ps(s + i)));
-        _mm256_storeu_ps(s + i, t);
-        return t;
-      },
-      [&](int64_t i) {
-        const float gs = g * s[i];
-        return s[i] = gs + d * k[i];
-      });
-}
-
 float ssm_row_f32__avx2(float* s, const float* b, const float* c, float decay, float bx,
                         int64_t n) {
   const __m256 va = _mm256_set1_ps(decay), vx = _mm256_set1_ps(bx);
@@ -67,6 +45,16 @@ float ssm_row_f32__avx2(float* s, const float* b, const float* c, float decay, f
         const float ds = decay * s[i];
         return s[i] = ds + bx * b[i];
       });
+}
+
+// The delta rule's second pass is the state-space update with decay g and input d k.
+float delta_rule_row_f32__avx2(float* s, const float* k, const float* q, float g, float beta,
+                               float v, int64_t n) {
+  const __m256 vg = _mm256_set1_ps(g);
+  const float sk = ordered_dot(
+      k, n, [&](int64_t i) { return _mm256_mul_ps(vg, _mm256_loadu_ps(s + i)); },
+      [&](int64_t i) { return g * s[i]; });
+  return ssm_row_f32__avx2(s, k, q, g, (v - sk) * beta, n);
 }
 
 }  // namespace moex::kernels

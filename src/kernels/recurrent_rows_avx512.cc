@@ -61,26 +61,6 @@ inline void store(float* s, int64_t i, __mmask16 m, __m512 v) {
 }
 
 template <int R>
-void delta_rule_rows(float* s, const float* k, const float* q, float g, float beta, const float* v,
-                     float* y, int64_t n) {
-  const __m512 vg = _mm512_set1_ps(g);
-  float sk[R];
-  ordered_dots<R>(
-      k, n, [&](int r, int64_t i, __mmask16 m) { return scaled(s + r * n, i, m, vg); }, sk);
-  __m512 vd[R];
-  for (int r = 0; r < R; ++r) vd[r] = _mm512_set1_ps((v[r] - sk[r]) * beta);
-  ordered_dots<R>(
-      q, n,
-      [&](int r, int64_t i, __mmask16 m) {
-        const __m512 t =
-            _mm512_fmadd_ps(vd[r], _mm512_maskz_loadu_ps(m, k + i), scaled(s + r * n, i, m, vg));
-        store(s + r * n, i, m, t);
-        return _mm512_maskz_mov_ps(m, t);
-      },
-      y);
-}
-
-template <int R>
 void ssm_rows(float* s, const float* b, const float* c, float decay, const float* bx, float* y,
               int64_t n) {
   const __m512 va = _mm512_set1_ps(decay);
@@ -95,6 +75,19 @@ void ssm_rows(float* s, const float* b, const float* c, float decay, const float
         return _mm512_maskz_mov_ps(m, t);
       },
       y);
+}
+
+// The delta rule's second pass is the state-space update with decay g and inputs d[r] k.
+template <int R>
+void delta_rule_rows(float* s, const float* k, const float* q, float g, float beta, const float* v,
+                     float* y, int64_t n) {
+  const __m512 vg = _mm512_set1_ps(g);
+  float sk[R];
+  ordered_dots<R>(
+      k, n, [&](int r, int64_t i, __mmask16 m) { return scaled(s + r * n, i, m, vg); }, sk);
+  float d[R];
+  for (int r = 0; r < R; ++r) d[r] = (v[r] - sk[r]) * beta;
+  ssm_rows<R>(s, k, q, g, d, y, n);
 }
 
 }  // namespace
