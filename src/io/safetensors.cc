@@ -38,30 +38,20 @@ namespace {
 
 std::atomic<int> g_residency{-1};  // -1: not chosen yet
 
-// The file's bytes in anonymous memory on 2 MB pages (advised before the first touch), read
-// with pread in 64 MB steps. A short read means the file shrank after fstat: an error.
+// The file's bytes in a huge-page block (alloc_huge: 2 MB aligned, advised before the first
+// touch), read with pread in 64 MB steps, then made read-only as a mapping is. A short read
+// means the file shrank after fstat: an error.
 void* copy_into_huge_pages(int fd, uint64_t size, uint64_t* map_bytes, const std::string& where) {
   const uint64_t bytes = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  // Over-allocate one huge page so the region can start on a 2 MB boundary.
-  const uint64_t reserve = bytes + kHugePageBytes;
-  void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED)
-    fail(where, ": cannot allocate ", reserve, " bytes to copy the weights into (",
-         std::strerror(errno), "); use --weights map");
-  const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t start = (r + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  if (start > r) ::munmap(raw, start - r);
-  const uintptr_t end = start + bytes, raw_end = r + reserve;
-  if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
-  auto* dst = reinterpret_cast<uint8_t*>(start);
-  advise_huge_pages(dst, bytes);
+  const std::string what = str_cat(where, " (--weights copy; --weights map needs no copy)");
+  auto* dst = static_cast<uint8_t*>(alloc_huge(size, what.c_str()));
   constexpr uint64_t kStep = uint64_t{64} << 20;
   for (uint64_t off = 0; off < size;) {
     const ssize_t got = ::pread(fd, dst + off, size_t(std::min(kStep, size - off)), off_t(off));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const int e = errno;
-      ::munmap(dst, bytes);
+      std::free(dst);
       fail(where, ": reading ", size, " bytes into memory stopped at byte ", off, " (",
            got < 0 ? std::strerror(e) : "end of file: the file shrank while it was read", ")");
     }
@@ -99,7 +89,13 @@ void set_weight_residency(WeightResidency r) {
 }
 
 SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(map_, map_bytes_);
+  if (!map_) return;
+  if (residency_ == WeightResidency::kMap) {
+    ::munmap(map_, map_bytes_);
+  } else {  // alloc_huge's block, writable again before the allocator takes it back
+    ::mprotect(map_, map_bytes_, PROT_READ | PROT_WRITE);
+    std::free(map_);
+  }
 }
 
 void SafetensorsFile::populate() const { populate(0, size_); }
