@@ -352,6 +352,7 @@ int run_bench(const BenchFlags& f) {
   const std::optional<ExpertParallelReport> ep_report =
       ep ? std::optional(expert_parallel_report(*ep, *engine, arms)) : std::nullopt;
   std::vector<std::string> measure_notes;
+  measure_notes.push_back("policy at load: " + engine->policy_measurement_plan());
   for (const std::string& line : engine->policy_measurement_report())
     measure_notes.push_back("policy measured on this host during warm-up: " + line);
 

@@ -199,6 +199,7 @@ int run_generate(GenerateFlags f) {
                eng::format_bytes(engine->kv_cache_bytes()).c_str(),
                eng::format_bytes(engine->scratch_bytes()).c_str());
   if (f.verbose) {
+    std::fprintf(stderr, "dispatch policy at load: %s\n", engine->policy_measurement_plan().c_str());
     for (const std::string& line : engine->policy_measurement_report())
       std::fprintf(stderr, "dispatch policy measured on this host: %s\n", line.c_str());
     if (engine->measuring_policy())

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "core/sysinfo.h"
 #include "io/safetensors.h"
 #include "kernels/precision.h"
 #include "model/model_checkpoint.h"
@@ -15,6 +16,7 @@
 #include "model/weight_bytes.h"
 #include "moe/calibration.h"
 #include "moe/dispatch_policy.h"
+#include "moe/online_measure.h"
 #include "quant/format.h"
 #include "tools/command.h"
 
@@ -130,6 +132,13 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
     }
     a = b;
   }
+  // What the engine would do about measuring on the cpu backend in one process.
+  moe::MeasureContext mc;
+  mc.settings = settings;
+  mc.calibration = cpu_calibration;
+  mc.enabled = moe::measurement_enabled_by_environment();
+  std::printf("  cpu policy at load: %s\n",
+              moe::plan_online_measurement(mc, moex_commit()).why.c_str());
 }
 
 int run_inspect(const InspectFlags& f) {

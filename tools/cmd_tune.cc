@@ -137,6 +137,7 @@ int run_tune(const TuneOptions& o) {
   host.hardware = cpu_model_name();
   host.threads = threads;
   host.isa = isa;
+  host.precision = kernels::active_precision_label();
   host.moex_commit = moex_commit();
   host.date = utc_date_time();
 

@@ -82,6 +82,7 @@ int run_tune_cuda(const CudaTuneArgs& a) {
   host.hardware = dev.name;
   host.threads = 1;
   host.isa = str_cat("sm_", dev.cc_major, dev.cc_minor);
+  host.precision = "f32";
   host.moex_commit = moex_commit();
   host.date = utc_date_time();
 

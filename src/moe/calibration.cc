@@ -17,11 +17,26 @@
 #include "core/parallel.h"
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
+#include "kernels/precision.h"
 
 namespace moex::moe {
 namespace {
 
 using nlohmann::json;
+
+// What the "precision" field may hold: a tier of the int8-activation kernels, or "f32" where
+// the kernels run in float (kernels::active_precision_label).
+bool is_precision_label(const std::string& s) {
+  return s == "fast" || s == "standard" || s == "exact" || s == "f32";
+}
+// An entry written before the precision was recorded has none: it matches no key exactly.
+std::string precision_text(const std::string& p) {
+  return p.empty() ? "precision not recorded" : p + " precision";
+}
+bool same_key(const CalibrationEntry& e, const CalibrationKey& key) {
+  return e.threads == key.threads && e.isa == key.isa && !e.precision.empty() &&
+         e.precision == key.precision;
+}
 
 // Context for error messages: "<file>: entries[2].grid[0].dff".
 struct Where {
@@ -108,8 +123,10 @@ CalibrationPoint parse_point(const json& j, const Where& w) {
 }
 
 CalibrationEntry parse_entry(const json& j, const Where& w) {
-  require_keys(j, w,
-               {"backend", "hardware", "threads", "isa", "cap", "moex_commit", "date", "grid"});
+  std::vector<std::string> keys = {"backend", "hardware",    "threads", "isa",
+                                   "cap",     "moex_commit", "date",    "grid"};
+  if (j.is_object() && j.contains("precision")) keys.push_back("precision");  // optional
+  require_keys(j, w, keys);
   CalibrationEntry e;
   e.backend = get_string(j["backend"], w.at("backend"));
   if (e.backend != "cpu" && e.backend != "cuda")
@@ -117,6 +134,12 @@ CalibrationEntry parse_entry(const json& j, const Where& w) {
   e.hardware = get_string(j["hardware"], w.at("hardware"));
   e.threads = int(get_int(j["threads"], w.at("threads"), 1, 1 << 16));
   e.isa = get_string(j["isa"], w.at("isa"));
+  if (j.contains("precision")) {
+    e.precision = get_string(j["precision"], w.at("precision"));
+    if (!is_precision_label(e.precision))
+      w.at("precision").fail_with(str_cat("'", e.precision, "' is not a kernel precision; expected "
+                                          "fast, standard, exact or f32"));
+  }
   e.cap = get_int(j["cap"], w.at("cap"), 1, kMaxDffLimit);
   e.moex_commit = get_string(j["moex_commit"], w.at("moex_commit"));
   e.date = get_string(j["date"], w.at("date"));
@@ -176,14 +199,16 @@ std::string calibration_to_json(const CalibrationFile& file) {
   for (const auto& e : file.entries) {
     json grid = json::array();
     for (const auto& p : e.grid) grid.push_back(point_to_json(p));
-    entries.push_back(json{{"backend", e.backend},
-                           {"hardware", e.hardware},
-                           {"threads", e.threads},
-                           {"isa", e.isa},
-                           {"cap", e.cap},
-                           {"moex_commit", e.moex_commit},
-                           {"date", e.date},
-                           {"grid", grid}});
+    json entry{{"backend", e.backend},
+               {"hardware", e.hardware},
+               {"threads", e.threads},
+               {"isa", e.isa},
+               {"cap", e.cap},
+               {"moex_commit", e.moex_commit},
+               {"date", e.date},
+               {"grid", grid}};
+    if (!e.precision.empty()) entry["precision"] = e.precision;
+    entries.push_back(std::move(entry));
   }
   return json{{"format", kCalibrationFormat}, {"entries", entries}}.dump(2) + "\n";
 }
@@ -203,14 +228,15 @@ void write_calibration(const std::string& path, const CalibrationFile& file) {
 
 CalibrationMatch find_calibration(const CalibrationFile& file, const CalibrationKey& key) {
   CalibrationMatch m;
-  // Rank of an inexact candidate: (isa differs, thread distance, fewer threads); smaller wins,
-  // and among equals the later date.
+  // Rank of an inexact candidate: (isa differs, precision differs, thread distance, fewer
+  // threads); smaller wins, and among equals the later date.
   auto rank = [&](const CalibrationEntry& e) {
-    return std::make_tuple(e.isa != key.isa, std::abs(e.threads - key.threads), e.threads < key.threads);
+    return std::make_tuple(e.isa != key.isa, e.precision != key.precision,
+                           std::abs(e.threads - key.threads), e.threads < key.threads);
   };
   for (const auto& e : file.entries) {
     if (e.backend != key.backend || e.hardware != key.hardware) continue;
-    if (e.threads == key.threads && e.isa == key.isa) {
+    if (same_key(e, key)) {
       m.entry = &e;  // the writer keeps one per key; a hand-edited repeat: the last one
       m.exact = true;
       continue;
@@ -221,17 +247,21 @@ CalibrationMatch find_calibration(const CalibrationFile& file, const Calibration
       m.entry = &e;
   }
   if (m.entry && !m.exact)
-    m.why = str_cat("no entry for ", key.threads, " thread(s) / ", key.isa, "; using the one for ",
-                    m.entry->threads, " thread(s) / ", m.entry->isa, " (",
-                    m.entry->isa == key.isa ? "same isa, nearest thread count" : "nearest match",
+    m.why = str_cat("no entry for ", key.threads, " thread(s) / ", key.isa, " / ",
+                    precision_text(key.precision), "; using the one for ", m.entry->threads,
+                    " thread(s) / ", m.entry->isa, " / ", precision_text(m.entry->precision), " (",
+                    m.entry->isa == key.isa && m.entry->precision == key.precision
+                        ? "same isa and precision, nearest thread count"
+                        : "nearest match",
                     ")");
   return m;
 }
 
 void upsert_calibration(CalibrationFile& file, CalibrationEntry entry) {
+  const CalibrationEntry& key = entry;
   for (auto& e : file.entries) {
-    if (e.backend == entry.backend && e.hardware == entry.hardware && e.threads == entry.threads &&
-        e.isa == entry.isa) {
+    if (e.backend == key.backend && e.hardware == key.hardware && e.threads == key.threads &&
+        e.isa == key.isa && e.precision == key.precision) {
       e = std::move(entry);
       return;
     }
@@ -263,14 +293,22 @@ std::optional<CalibratedCap> load_calibrated_cap(const CalibrationKey& key) {
   const CalibrationMatch m = find_calibration(file, key);
   if (!m.entry) return std::nullopt;
   const CalibrationEntry& e = *m.entry;
+  // An entry of another moex build is used only where it cannot be measured again (the
+  // engine re-measures when it can); either way the origin says so.
+  const std::string other_build =
+      e.moex_commit == moex_commit() ? ""
+                                     : str_cat("; measured by moex ", e.moex_commit,
+                                               ", this is ", moex_commit());
   return CalibratedCap{e.cap,
                        str_cat(path, " (", e.hardware, ", ", e.threads, " threads, ", e.isa, ", ",
-                               e.date, m.exact ? "" : "; " + m.why, ")"),
+                               precision_text(e.precision), ", ", e.date,
+                               m.exact ? "" : "; " + m.why, other_build, ")"),
                        e.moex_commit, m.exact};
 }
 
 CalibrationKey host_cpu_calibration_key() {
-  return {backend_name(Backend::kCpu), cpu_model_name(), num_threads(), isa_name(active_isa())};
+  return {backend_name(Backend::kCpu), cpu_model_name(), num_threads(), isa_name(active_isa()),
+          kernels::active_precision_label()};
 }
 
 }  // namespace moex::moe

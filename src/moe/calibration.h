@@ -4,11 +4,14 @@
 //   {"format": "moex-calibration/1",
 //    "entries": [{"backend": "cpu"|"cuda", "hardware": "<cpu model or GPU name>",
 //                 "threads": int >= 1 (1 for cuda), "isa": "scalar"|"avx2"|"avx512"|"sm_NN",
+//                 "precision": "fast"|"standard"|"exact"|"f32" (the kernels' activation
+//                 precision, kernels/precision.h; absent in files written before it was kept,
+//                 and such an entry matches no key exactly),
 //                 "cap": int in [1, 2^20], "moex_commit": str, "date": "YYYY-MM-DDTHH:MM:SSZ",
 //                 "grid": [{"hidden", "dff", "top_k", "bits": ints >= 1,
 //                           "fused_us", "fallback_us": > 0, "ratio": fallback_us / fused_us
 //                           (> 1: fused faster)}]}]}
-// Every field is required and unknown fields are rejected; errors name the file and field.
+// Every other field is required and unknown fields are rejected; errors name the file and field.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,7 @@ struct CalibrationEntry {
   std::string hardware;  // cpu_model_name() or the GPU name
   int threads = 1;
   std::string isa;
+  std::string precision;  // "" when the file did not record it
   int64_t cap = 0;
   std::string moex_commit;
   std::string date;
@@ -62,6 +66,10 @@ struct CalibrationKey {
   std::string backend, hardware;
   int threads = 1;
   std::string isa;
+  // The kernels' activation precision: the tier changes the kernels' speed, so an entry
+  // measured at another tier is not this key's (kernels::active_precision_label; "f32" for
+  // cuda).
+  std::string precision;
 };
 
 struct CalibrationMatch {
@@ -71,10 +79,10 @@ struct CalibrationMatch {
 };
 
 // The entry whose key equals `key`. Without one, among the entries of the same backend and
-// hardware: the same isa first, then the nearest thread count (ties: more threads), then the
-// latest date; `why` names the entry used and the fields that differ.
+// hardware: the same isa first, then the same precision, then the nearest thread count (ties:
+// more threads), then the latest date; `why` names the entry used and the fields that differ.
 CalibrationMatch find_calibration(const CalibrationFile& file, const CalibrationKey& key);
-// Replaces the entry with the same backend, hardware, threads and isa, or appends.
+// Replaces the entry with the same backend, hardware, threads, isa and precision, or appends.
 void upsert_calibration(CalibrationFile& file, CalibrationEntry entry);
 
 // $MOEX_CALIBRATION if set (must be non-empty), else $XDG_CACHE_HOME/moex/calibration.json,
@@ -83,11 +91,12 @@ std::string default_calibration_path();
 
 // The calibrated cap for `key`: reads default_calibration_path(). A missing file at the
 // default location is no calibration (nullopt); a missing file named by MOEX_CALIBRATION,
-// or an invalid file anywhere, is an Error. An inexact match says so in the origin.
+// or an invalid file anywhere, is an Error. An inexact match, or an entry another moex
+// commit measured, says so in the origin.
 std::optional<CalibratedCap> load_calibrated_cap(const CalibrationKey& key);
 
-// This process's CPU key now: cpu_model_name(), num_threads(), the active ISA. Everything
-// that shows or applies the policy (the engine's options, inspect) looks up with it.
+// This process's CPU key now: cpu_model_name(), num_threads(), the active ISA and precision.
+// Everything that shows or applies the policy (the engine's options, inspect) looks up with it.
 CalibrationKey host_cpu_calibration_key();
 
 }  // namespace moex::moe

@@ -23,6 +23,7 @@ CalibrationEntry entry(std::string hw, int64_t cap, int threads = 2) {
   e.hardware = std::move(hw);
   e.threads = threads;
   e.isa = "avx512";
+  e.precision = "standard";
   e.cap = cap;
   e.moex_commit = "abc123";
   e.date = "2026-11-29T18:20:58Z";
@@ -47,12 +48,12 @@ TEST(Calibration, RoundTripAndLookup) {
   EXPECT_DOUBLE_EQ(g.entries[0].grid.at(0).ratio, 1.25);
   EXPECT_EQ(g.entries[0].grid.at(0).samples, 0);  // not recorded: not written, read as 0
   // The full key: cpu A has entries for 2 threads (5000) and 1 thread (7000).
-  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).entry->cap, 5000);
-  EXPECT_TRUE(find_calibration(g, {"cpu", "cpu A", 2, "avx512"}).exact);
-  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 1, "avx512"}).entry->cap, 7000);
-  EXPECT_EQ(find_calibration(g, {"cpu", "cpu B", 2, "avx512"}).entry->cap, 6000);
-  EXPECT_EQ(find_calibration(g, {"cuda", "cpu B", 1, "avx512"}).entry, nullptr);
-  EXPECT_EQ(find_calibration(g, {"cpu", "cpu C", 2, "avx512"}).entry, nullptr);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 2, "avx512", "standard"}).entry->cap, 5000);
+  EXPECT_TRUE(find_calibration(g, {"cpu", "cpu A", 2, "avx512", "standard"}).exact);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 1, "avx512", "standard"}).entry->cap, 7000);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu B", 2, "avx512", "standard"}).entry->cap, 6000);
+  EXPECT_EQ(find_calibration(g, {"cuda", "cpu B", 1, "avx512", "standard"}).entry, nullptr);
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu C", 2, "avx512", "standard"}).entry, nullptr);
 }
 
 // A point's samples and spreads (the measurement's provenance) survive the round trip; a file
@@ -84,23 +85,63 @@ TEST(Calibration, LookupUsesTheFullKeyAndSaysWhenInexact) {
   b.date = "2026-11-28T10:00:00Z";
   upsert_calibration(f, a);
   upsert_calibration(f, b);
-  const CalibrationMatch exact = find_calibration(f, {"cpu", "cpu A", 2, "avx512"});
+  const CalibrationMatch exact = find_calibration(f, {"cpu", "cpu A", 2, "avx512", "standard"});
   ASSERT_NE(exact.entry, nullptr);
   EXPECT_EQ(exact.entry->cap, 4096);
   EXPECT_TRUE(exact.exact);
   EXPECT_TRUE(exact.why.empty());
   // No 4-thread entry: same isa, nearest threads, and the reason says so.
-  const CalibrationMatch near = find_calibration(f, {"cpu", "cpu A", 4, "avx512"});
+  const CalibrationMatch near = find_calibration(f, {"cpu", "cpu A", 4, "avx512", "standard"});
   ASSERT_NE(near.entry, nullptr);
   EXPECT_EQ(near.entry->cap, 4096);
   EXPECT_FALSE(near.exact);
-  EXPECT_NE(near.why.find("no entry for 4 thread(s) / avx512; using the one for 2 thread(s) / avx512"),
+  EXPECT_NE(near.why.find("no entry for 4 thread(s) / avx512 / standard precision; using the "
+                          "one for 2 thread(s) / avx512 / standard precision"),
             std::string::npos)
       << near.why;
   // The isa outranks the thread count: a 1-thread scalar run takes the scalar entry.
-  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "scalar"}).entry->cap, 1024);
-  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 2, "scalar"}).entry->cap, 1024);
-  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "avx2"}).entry->cap, 1024);  // nearest threads
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "scalar", "standard"}).entry->cap, 1024);
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 2, "scalar", "standard"}).entry->cap, 1024);
+  // Nearest threads:
+  EXPECT_EQ(find_calibration(f, {"cpu", "cpu A", 1, "avx2", "standard"}).entry->cap, 1024);
+}
+
+// The kernels' precision tier is part of the key: an entry measured at another tier is a
+// nearest match (inexact, so the engine measures again), and a file written before the tier
+// was recorded reads, but its entries match no key exactly.
+TEST(Calibration, PrecisionIsPartOfTheKey) {
+  CalibrationFile f;
+  CalibrationEntry standard = entry("cpu A", 4096);
+  CalibrationEntry exact = entry("cpu A", 2048);
+  exact.precision = "exact";
+  upsert_calibration(f, standard);
+  upsert_calibration(f, exact);
+  ASSERT_EQ(f.entries.size(), 2u);  // two keys, two entries
+  const CalibrationFile g = parse_calibration(calibration_to_json(f), "tiers.json");
+  EXPECT_EQ(g.entries.at(1).precision, "exact");
+  const CalibrationMatch s = find_calibration(g, {"cpu", "cpu A", 2, "avx512", "standard"});
+  EXPECT_TRUE(s.exact);
+  EXPECT_EQ(s.entry->cap, 4096);
+  const CalibrationMatch e = find_calibration(g, {"cpu", "cpu A", 2, "avx512", "exact"});
+  EXPECT_TRUE(e.exact);
+  EXPECT_EQ(e.entry->cap, 2048);
+  const CalibrationMatch fast = find_calibration(g, {"cpu", "cpu A", 2, "avx512", "fast"});
+  ASSERT_NE(fast.entry, nullptr);
+  EXPECT_FALSE(fast.exact);
+  EXPECT_NE(fast.why.find("/ fast precision; using the one for"), std::string::npos) << fast.why;
+  // The same precision outranks the thread count.
+  EXPECT_EQ(find_calibration(g, {"cpu", "cpu A", 1, "avx512", "exact"}).entry->cap, 2048);
+
+  std::string old = calibration_to_json(f);
+  for (size_t at; (at = old.find("\"precision\"")) != std::string::npos;)
+    old.erase(at, old.find('\n', at) - at + 1);
+  const CalibrationFile h = parse_calibration(old, "old.json");
+  ASSERT_EQ(h.entries.size(), 2u);
+  EXPECT_EQ(h.entries[0].precision, "");
+  const CalibrationMatch none = find_calibration(h, {"cpu", "cpu A", 2, "avx512", "standard"});
+  ASSERT_NE(none.entry, nullptr);
+  EXPECT_FALSE(none.exact);
+  EXPECT_NE(none.why.find("precision not recorded"), std::string::npos) << none.why;
 }
 
 TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
@@ -112,20 +153,27 @@ TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
   EXPECT_EQ(default_calibration_path(), "/home/someone/.cache/moex/calibration.json");
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   EXPECT_EQ(default_calibration_path(), dir.string() + "/moex/calibration.json");
-  EXPECT_FALSE(load_calibrated_cap({"cpu", "cpu A", 2, "avx512"}).has_value());  // no file: none
+  // No file: none.
+  EXPECT_FALSE(load_calibrated_cap({"cpu", "cpu A", 2, "avx512", "standard"}).has_value());
 
   CalibrationFile f;
   f.entries.push_back(entry("cpu A", 3072));
   write_calibration(dir.string() + "/moex/calibration.json", f);
-  auto cap = load_calibrated_cap({"cpu", "cpu A", 2, "avx512"});
+  auto cap = load_calibrated_cap({"cpu", "cpu A", 2, "avx512", "standard"});
   ASSERT_TRUE(cap.has_value());
   EXPECT_EQ(cap->cap, 3072);
   EXPECT_NE(cap->origin.find("calibration.json"), std::string::npos);
+  EXPECT_TRUE(cap->exact);
+  // Another moex build measured it: the origin says so (the engine measures it again).
+  EXPECT_EQ(cap->moex_commit, "abc123");
+  EXPECT_NE(cap->origin.find("measured by moex abc123, this is "), std::string::npos)
+      << cap->origin;
   EXPECT_FALSE(load_calibrated_cap({"cuda", "cpu A", 1, "sm_90"}).has_value());
 
   ::setenv(kEnvCalibration, (dir / "other.json").c_str(), 1);
   EXPECT_EQ(default_calibration_path(), (dir / "other.json").string());
-  EXPECT_THROW(load_calibrated_cap({"cpu", "cpu A", 2, "avx512"}), Error);  // named but missing
+  // Named but missing:
+  EXPECT_THROW(load_calibrated_cap({"cpu", "cpu A", 2, "avx512", "standard"}), Error);
   ::setenv(kEnvCalibration, "", 1);
   EXPECT_THROW(default_calibration_path(), Error);
   ::unsetenv(kEnvCalibration);
@@ -159,9 +207,11 @@ TEST(Calibration, StrictValidationNamesFileAndField) {
       s += (s.size() > 1 ? "," : "") + ("\"" + k + "\":") + (k == replace_key ? value : v);
     }
     if (replace_key == "extra") s += ",\"extra\":1";
+    if (replace_key == "precision") s += ",\"precision\":" + value;  // optional: added
     return s + "}";
   };
   EXPECT_NO_THROW(parse_calibration(file(ent("", "", good_point)), "ok.json"));
+  EXPECT_NO_THROW(parse_calibration(file(ent("precision", R"("fast")", good_point)), "ok.json"));
   const std::vector<BadCase> cases = {
       {"not json", "not valid JSON"},
       {R"({"format":"moex-calibration/2","entries":[]})", "format"},
@@ -179,6 +229,8 @@ TEST(Calibration, StrictValidationNamesFileAndField) {
       {file(ent("date", R"("yesterday")", good_point)), "entries[0].date"},
       {file(ent("grid", "{}", good_point)), "entries[0].grid"},
       {file(ent("extra", "", good_point)), "entries[0].extra"},
+      {file(ent("precision", R"("medium")", good_point)), "entries[0].precision"},
+      {file(ent("precision", "3", good_point)), "entries[0].precision"},
       {file(ent("", "", R"({"hidden":2048})")), "entries[0].grid[0].dff"},
       {file(ent(
            "", "",

@@ -242,6 +242,7 @@ CalibrationEntry make_tune_entry(const TuneHost& host, const HostCap& cap,
   e.hardware = host.hardware;
   e.threads = host.threads;
   e.isa = host.isa;
+  e.precision = host.precision;
   e.cap = cap.cap;
   e.moex_commit = host.moex_commit;
   e.date = host.date;

@@ -104,6 +104,7 @@ struct TuneHost {
   std::string hardware;  // cpu_model_name(), or the CUDA device name
   int threads = 1;       // CPU threads; 1 for cuda
   std::string isa;       // the CPU ISA, or the GPU architecture ("sm_90")
+  std::string precision;  // kernels::active_precision_label(), "f32" for cuda
   std::string moex_commit;
   std::string date;  // utc_date_time()
 };

@@ -37,6 +37,40 @@ bool measurement_enabled_by_environment() {
   return v ? parse_bool_switch(*v, kEnvFusedMoeMeasure) : true;
 }
 
+MeasurePlan plan_online_measurement(const MeasureContext& c, const std::string& this_commit) {
+  if (!c.has_moe_layers) return {false, "no MoE layers"};
+  if (c.settings.mode != FusedMode::kAuto)
+    return {false, str_cat("not measured: fused mode ", fused_mode_name(c.settings.mode), " (",
+                           setting_source_name(c.settings.mode_source), ") decides")};
+  if (c.settings.max_dff)
+    return {false, str_cat("not measured: the cap ", *c.settings.max_dff, " (",
+                           setting_source_name(c.settings.max_dff_source), ") decides")};
+  std::string stale;  // empty: nothing trustworthy was found at all
+  if (c.calibration) {
+    if (!c.calibration->exact)
+      stale = "its key differs from this run's";
+    else if (c.calibration->moex_commit != this_commit)
+      stale = str_cat("moex ", c.calibration->moex_commit, " measured it, this is ", this_commit);
+    else
+      return {false, "not measured: a calibration entry of this key and moex commit decides"};
+  }
+  std::string blocker;
+  if (!c.enabled) blocker = str_cat(kEnvFusedMoeMeasure, " turns the measurement off");
+  else if (c.backend != Backend::kCpu)
+    blocker = str_cat("the online measurement runs on the cpu backend only (", backend_name(c.backend),
+                      ": run moex tune --backend ", backend_name(c.backend), ")");
+  else if (c.expert_parallel)
+    blocker = "expert parallelism runs no online measurement";
+  if (!blocker.empty())
+    return {false, stale.empty()
+                       ? str_cat("not measured: ", blocker, "; the backend default decides")
+                       : str_cat("not measured: ", blocker, "; the calibration entry is stale (",
+                                 stale, ") and is used as is")};
+  return {true, stale.empty()
+                    ? "measuring: no calibration entry for this host, threads, isa and precision"
+                    : str_cat("measuring again: the calibration entry is stale (", stale, ")")};
+}
+
 OnlineMeasurement::OnlineMeasurement(MeasureTime time) : time_(std::move(time)) {}
 
 Path OnlineMeasurement::path_for_step() const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,27 @@ inline constexpr int kMeasureStepsPerPath = 6;
 // 1/true/on/yes (the default) leaves it on; anything else is an Error naming the variable.
 inline constexpr const char* kEnvFusedMoeMeasure = "MOEX_FUSED_MOE_MEASURE";
 bool measurement_enabled_by_environment();
+
+// Whether the engine measures the policy online, and why (or why not) in one line: what the
+// engine does and what generate -v, bench-decode and inspect say. It measures under plain
+// `--fused auto` (no cap from flag or environment) on the CPU in one process when no
+// calibration entry is trusted: trusted means the entry's key (host, threads, isa, precision)
+// equals this run's and this moex commit measured it. An untrusted entry that is not measured
+// again (measurement off, another backend, expert parallelism) is used as is, and `why` says
+// it is stale.
+struct MeasurePlan {
+  bool measure = false;
+  std::string why;
+};
+struct MeasureContext {
+  FusedSettings settings;
+  std::optional<CalibratedCap> calibration;
+  Backend backend = Backend::kCpu;
+  bool enabled = true;          // measurement_enabled_by_environment() or the engine's option
+  bool expert_parallel = false;
+  bool has_moe_layers = true;
+};
+MeasurePlan plan_online_measurement(const MeasureContext& c, const std::string& this_commit);
 
 // A distinct MoE layer shape, as the calibration grid keys it.
 struct MeasureShape {

@@ -89,6 +89,52 @@ TEST(OnlineMeasurement, NothingTimedIsAnError) {
   EXPECT_THROW(m.host_cap(Backend::kCpu), Error);
 }
 
+// When the engine measures: plain auto with nothing trusted, on the cpu backend, in one
+// process; otherwise it says what decides, and that a stale entry is used as is.
+TEST(OnlineMeasurement, PlanMeasuresOnlyWhenNothingTrustedDecides) {
+  const std::string now = "c0ffee";
+  MeasureContext c;
+  EXPECT_TRUE(plan_online_measurement(c, now).measure);
+  EXPECT_NE(plan_online_measurement(c, now).why.find("no calibration entry"), std::string::npos);
+  c.calibration = CalibratedCap{4096, "f.json", now, true};  // this key, this commit
+  EXPECT_FALSE(plan_online_measurement(c, now).measure);
+  c.calibration->moex_commit = "0ld";  // another commit measured it
+  MeasurePlan p = plan_online_measurement(c, now);
+  EXPECT_TRUE(p.measure);
+  EXPECT_NE(p.why.find("stale (moex 0ld measured it, this is c0ffee)"), std::string::npos) << p.why;
+  c.calibration = CalibratedCap{4096, "f.json", now, false};  // another key (threads, tier, ...)
+  EXPECT_TRUE(plan_online_measurement(c, now).measure);
+  // Not measured again where it cannot be: the stale entry is used and said to be stale.
+  c.enabled = false;
+  p = plan_online_measurement(c, now);
+  EXPECT_FALSE(p.measure);
+  EXPECT_NE(p.why.find(kEnvFusedMoeMeasure), std::string::npos) << p.why;
+  EXPECT_NE(p.why.find("stale (its key differs from this run's) and is used as is"),
+            std::string::npos)
+      << p.why;
+  c.enabled = true;
+  c.backend = Backend::kCuda;
+  EXPECT_FALSE(plan_online_measurement(c, now).measure);
+  c.backend = Backend::kCpu;
+  c.expert_parallel = true;
+  EXPECT_FALSE(plan_online_measurement(c, now).measure);
+  c.expert_parallel = false;
+  c.calibration.reset();
+  // Flags and caps decide before any measurement.
+  c.settings.mode = FusedMode::kOff;
+  c.settings.mode_source = SettingSource::kEnv;
+  p = plan_online_measurement(c, now);
+  EXPECT_FALSE(p.measure);
+  EXPECT_NE(p.why.find("fused mode off (env) decides"), std::string::npos) << p.why;
+  c.settings.mode = FusedMode::kAuto;
+  c.settings.max_dff = 1024;
+  c.settings.max_dff_source = SettingSource::kFlag;
+  EXPECT_FALSE(plan_online_measurement(c, now).measure);
+  c.settings.max_dff.reset();
+  c.has_moe_layers = false;
+  EXPECT_FALSE(plan_online_measurement(c, now).measure);
+}
+
 TEST(OnlineMeasurement, EnvironmentSwitchIsStrict) {
   ::setenv(kEnvFusedMoeMeasure, "0", 1);
   EXPECT_FALSE(measurement_enabled_by_environment());

@@ -210,16 +210,13 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     layer_shapes_[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
     any_moe = true;
   }
-  // Measure when nothing trustworthy decides: plain auto, no cap from flag or environment,
-  // no calibration entry of this moex commit for exactly this key. CPU only: there the two
-  // paths give the same bits, so measuring changes no output.
-  const bool plain_auto =
-      policy_.settings.mode == moe::FusedMode::kAuto && !policy_.settings.max_dff;
-  const bool trusted = policy_.calibration && policy_.calibration->exact &&
-                       policy_.calibration->moex_commit == moex_commit();
-  if (opt.measure_policy && !collective_ && any_moe && plain_auto && !trusted &&
-      policy_.backend->kind() == moe::Backend::kCpu)
-    measure_ = std::make_unique<moe::OnlineMeasurement>(opt.measure_time);
+  // Measure when nothing trustworthy decides (moe::plan_online_measurement). CPU only: there
+  // the two paths give the same bits, so measuring changes no output.
+  measure_plan_ = moe::plan_online_measurement(
+      {policy_.settings, policy_.calibration, policy_.backend->kind(), opt.measure_policy,
+       collective_ != nullptr, any_moe},
+      moex_commit());
+  if (measure_plan_.measure) measure_ = std::make_unique<moe::OnlineMeasurement>(opt.measure_time);
   logits_.resize(size_t(cfg_.vocab));
 
   auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
@@ -318,7 +315,8 @@ void Engine::finish_measurement() {
   std::string saved;
   const std::string path = moe::default_calibration_path();
   const moe::CalibrationKey key = policy_.backend->calibration_key();
-  moe::TuneHost host{key.backend, key.hardware, key.threads, key.isa, moex_commit(), date};
+  moe::TuneHost host{key.backend, key.hardware, key.threads, key.isa, key.precision,
+                     moex_commit(), date};
   try {
     if (path.empty()) fail("neither MOEX_CALIBRATION, XDG_CACHE_HOME nor HOME is set");
     moe::save_tune_entry(path, moe::make_tune_entry(host, cap, moe::calibration_points(measure_->points())));
@@ -327,7 +325,8 @@ void Engine::finish_measurement() {
     saved = str_cat("not saved (", e.what(), ")");
   }
   measure_report_.push_back(str_cat("cap ", cap.cap, " for ", key.hardware, ", ", key.threads,
-                                    " threads, ", key.isa, "; ", saved));
+                                    " threads, ", key.isa, ", ", key.precision, " precision; ",
+                                    saved));
   measure_.reset();
   apply_settings(user_settings_);
 }

@@ -131,6 +131,8 @@ class Engine {
   // and one for the cap and where it was saved (empty when none ran or it is not done).
   bool measuring_policy() const { return measure_ != nullptr; }
   const std::vector<std::string>& policy_measurement_report() const { return measure_report_; }
+  // Why the engine measures the policy or not, as decided at open (one line).
+  const std::string& policy_measurement_plan() const { return measure_plan_.why; }
   int64_t position() const { return own_->position(); }
   int64_t context() const { return context_; }
   int64_t prefill_chunk() const { return prefill_chunk_; }
@@ -250,6 +252,7 @@ class Engine {
   std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
   std::vector<moe::MeasureShape> layer_shapes_;      // per layer (MoE layers only)
   std::vector<std::string> measure_report_;
+  moe::MeasurePlan measure_plan_;
   std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
   std::vector<Segment> segments_;   // of the chunk run_rows runs
   int64_t context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;

@@ -12,6 +12,7 @@
 #include "core/testing/temp_dir.h"
 #include "model/engine/engine.h"
 #include "model/engine/engine_test_util.h"
+#include "kernels/precision.h"
 #include "moe/calibration.h"
 
 namespace moex::model::engine {
@@ -102,6 +103,38 @@ TEST_F(PolicyMeasure, AnEntryOfAnotherKeyOrCommitIsMeasuredAgain) {
   EXPECT_TRUE(Engine::open(dir_, o)->measuring_policy());
   o.calibration = moe::CalibratedCap{4096, "an old entry", "0123456789ab", true};
   EXPECT_TRUE(Engine::open(dir_, o)->measuring_policy());
+}
+
+// An entry measured at another kernel precision tier is not this run's: the lookup finds it
+// only as a nearest match, and the engine measures again and writes this tier's own entry.
+TEST_F(PolicyMeasure, AnEntryOfAnotherPrecisionTierIsMeasuredAgain) {
+  const kernels::Precision before = kernels::active_precision();
+  decode(*Engine::open(dir_, measuring(2.0, 1.0)));  // writes this tier's entry
+  const kernels::Precision other =
+      before == kernels::Precision::kExact ? kernels::Precision::kStandard : kernels::Precision::kExact;
+  kernels::set_active_precision(other);
+  const moe::CalibrationKey key = moe::host_cpu_calibration_key();
+  const auto cap = moe::load_calibrated_cap(key);
+  EngineOptions o = measuring(0.5, 1.0);
+  o.calibration = cap;
+  auto e = Engine::open(dir_, o);
+  const bool float_kernels = std::string(kernels::active_precision_label()) == "f32";
+  if (float_kernels) {  // no int8 tiers on this ISA: the label, so the key, did not change
+    EXPECT_FALSE(e->measuring_policy());
+  } else {
+    ASSERT_TRUE(cap.has_value());
+    EXPECT_FALSE(cap->exact);
+    EXPECT_TRUE(e->measuring_policy());
+    EXPECT_NE(e->policy_measurement_plan().find("stale"), std::string::npos)
+        << e->policy_measurement_plan();
+    decode(*e);
+    // Both tiers' entries are in the file now, each with its own cap.
+    EXPECT_TRUE(moe::load_calibrated_cap(key)->exact);
+    EXPECT_EQ(moe::load_calibrated_cap(key)->cap, moe::backend_default_max_dff(moe::Backend::kCpu));
+    kernels::set_active_precision(before);
+    EXPECT_EQ(moe::load_calibrated_cap(moe::host_cpu_calibration_key())->cap, 127);
+  }
+  kernels::set_active_precision(before);
 }
 
 TEST_F(PolicyMeasure, FlagsAndCapsKeepTheirPrecedence) {

@@ -69,7 +69,7 @@ class CudaMoeBackend final : public MoeBackend {
   // As `moex tune --backend cuda` writes it.
   CalibrationKey calibration_key() const override {
     const cuda::DeviceInfo d = cuda::device_info();
-    return {backend_name(Backend::kCuda), d.name, 1, str_cat("sm_", d.cc_major, d.cc_minor)};
+    return {backend_name(Backend::kCuda), d.name, 1, str_cat("sm_", d.cc_major, d.cc_minor), "f32"};
   }
 
   std::unique_ptr<PreparedExperts> prepare(const MoeExpertsView& experts,
