@@ -25,6 +25,7 @@
 #include "model/family_registry.h"
 #include "model/ops/softmax.h"
 #include "moe/dispatch_policy.h"
+#include "moe/moe_tune.h"
 #include "tools/command.h"
 #include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
@@ -333,19 +334,34 @@ int run_bench(const BenchFlags& f) {
     const eng::Engine::LayerDecision d = engine->decode_decisions().at(0);
     auto_pick = d.routed.path == moe::Path::kFused ? "on" : "off";
     const std::string faster = ratio >= 1 ? "on" : "off";
-    // The rule moex tune judges with (moe::within_noise): a ratio whose distance from 1 is
-    // inside either arm's run-to-run spread cannot say which path is faster.
-    auto spread = [](const std::vector<double>& v) {
+    // The rule moex tune judges with (moe::within_noise), on the arms' interleaved passes:
+    // seconds per token of the fused (on) and fallback (off) pass of each repeat as pairs.
+    auto seconds_per_token = [](const std::vector<double>& tps) {
+      std::vector<double> s;
+      for (double t : tps) s.push_back(t > 0 ? 1.0 / t : 0.0);
+      return s;
+    };
+    auto spread = [](const std::vector<double>& v) {  // with fewer than 3 repeats
       const double m = harness::median(v);
       return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m
                    : 0.0;
     };
-    const double band = std::max(spread(arms[0].tps()), spread(arms[1].tps()));
-    const bool tie = std::fabs(ratio - 1.0) <= band;
+    const size_t on = arms[0].name == "on" ? 0 : 1;
+    moe::TunePoint judged;
+    judged.point.ratio = ratio;
+    judged.fused_spread = spread(arms[on].tps());
+    judged.fallback_spread = spread(arms[1 - on].tps());
+    judged.paired =
+        moe::paired_ratio(seconds_per_token(arms[on].tps()), seconds_per_token(arms[1 - on].tps()));
+    const double band = judged.paired.pairs >= moe::kMinTiePairs
+                            ? judged.paired.band
+                            : std::max(judged.fused_spread, judged.fallback_spread);
+    const bool tie = moe::within_noise(judged);
     auto_note = str_cat("the auto policy picks the ", auto_pick == "on" ? "fused" : "fallback",
                         " path (", d.routed.explanation(), "); the faster arm in this run was ",
-                        faster, " (ratio ", ratio, ", arms' spread ", band, "): ",
-                        tie ? "a tie within that spread, so either pick is as fast"
+                        faster, " (ratio ", ratio, ", tie band +-", 100 * band, "% over ",
+                        judged.paired.pairs, " paired passes): ",
+                        tie ? "a tie within that band, so either pick is as fast"
                             : str_cat("the policy's pick was the ",
                                       auto_pick == faster ? "faster" : "slower", " one"));
   }

@@ -39,20 +39,28 @@ std::string join_ints(const std::vector<int64_t>& v) {
 
 void add_tune_results(Report& rep, const std::vector<moe::TunePoint>& measured,
                       const moe::HostCap& cap, const ShapePresets& presets) {
-  rep.columns = {"hidden",          "top_k",       "bits",  "dff",
-                 "fused_us",        "fallback_us", "ratio", "fused_spread",
-                 "fallback_spread", "within_noise"};
+  rep.columns = {"hidden",       "top_k",           "bits",         "dff",
+                 "fused_us",     "fallback_us",     "ratio",        "paired_ratio",
+                 "tie_band",     "fused_spread",    "fallback_spread", "within_noise"};
   for (const auto& m : measured) {
     const moe::CalibrationPoint& p = m.point;
     rep.rows.push_back({integer_cell(p.hidden), integer_cell(p.top_k), integer_cell(p.bits),
                         integer_cell(p.dff), number_cell(p.fused_us, 1),
                         number_cell(p.fallback_us, 1), number_cell(p.ratio, 3),
+                        m.paired.pairs >= moe::kMinTiePairs ? number_cell(m.paired.ratio, 3)
+                                                            : text_cell("-"),
+                        m.paired.pairs >= moe::kMinTiePairs ? number_cell(m.paired.band, 3)
+                                                            : text_cell("-"),
                         number_cell(m.fused_spread, 3), number_cell(m.fallback_spread, 3),
                         text_cell(moe::within_noise(m) ? "yes" : "no")});
   }
   rep.notes.push_back(
-      "ratio = fallback_us / fused_us per layer call, medians (> 1: fused faster); spread = "
-      "(max - min) / median over the repeats; within_noise: |ratio - 1| <= the larger spread");
+      "ratio = fallback_us / fused_us per layer call, medians (> 1: fused faster); "
+      "paired_ratio = exp(median of ln(fallback / fused) over the interleaved repeats), "
+      "tie_band = 3 standard errors of that median (sqrt(pi/2) x 1.4826 x their median absolute "
+      "deviation / sqrt(repeats)); within_noise: "
+      "|ln paired_ratio| <= tie_band (with fewer than 3 repeats: |ratio - 1| <= the larger "
+      "spread, (max - min) / median)");
   for (const auto& c : cap.shapes) {
     const auto it = presets.find({c.shape.hidden, c.shape.top_k});
     rep.notes.push_back(str_cat("hidden ", c.shape.hidden, " top_k ", c.shape.top_k, " ",

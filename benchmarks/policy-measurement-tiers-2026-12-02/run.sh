@@ -18,8 +18,13 @@ models=("$@")
 mkdir -p "$out" "$work"
 touch /tmp/moex-bench.lock
 trap 'rm -f /tmp/moex-bench.lock' EXIT
+busy() {
+  local n
+  for n in cc1plus nvcc ptxas cicc ctest; do pgrep -x "$n" >/dev/null && return 0; done
+  return 1
+}
 quiet() {
-  while pgrep -x 'cc1plus|nvcc|ptxas|cicc|ld|ctest' >/dev/null; do sleep 10; done
+  while busy; do sleep 10; done
 }
 make_model() {
   case $1 in

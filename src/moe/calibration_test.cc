@@ -168,7 +168,7 @@ TEST(Calibration, DefaultPathPrecedenceAndLoadedCap) {
   EXPECT_EQ(cap->moex_commit, "abc123");
   EXPECT_NE(cap->origin.find("measured by moex abc123, this is "), std::string::npos)
       << cap->origin;
-  EXPECT_FALSE(load_calibrated_cap({"cuda", "cpu A", 1, "sm_90"}).has_value());
+  EXPECT_FALSE(load_calibrated_cap({"cuda", "cpu A", 1, "sm_90", "f32"}).has_value());
 
   ::setenv(kEnvCalibration, (dir / "other.json").c_str(), 1);
   EXPECT_EQ(default_calibration_path(), (dir / "other.json").string());

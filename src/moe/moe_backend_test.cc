@@ -21,7 +21,9 @@ class CountingBackend final : public MoeBackend {
  public:
   explicit CountingBackend(bool fused_kernel) : fused_kernel_(fused_kernel) {}
   Backend kind() const override { return Backend::kCuda; }  // a backend other than the CPU
-  CalibrationKey calibration_key() const override { return {"cuda", "test device", 1, "sm_0"}; }
+  CalibrationKey calibration_key() const override {
+    return {"cuda", "test device", 1, "sm_0", "f32"};
+  }
   std::unique_ptr<PreparedExperts> prepare(const kernels::MoeExpertsView& ex,
                                            const char* what) const override {
     ++prepared;

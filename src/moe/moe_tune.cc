@@ -140,7 +140,30 @@ std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& p
   return v;
 }
 
+PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<double>& fallback) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  PairedRatio r;
+  std::vector<double> logs;
+  for (size_t i = 0; i < std::min(fused.size(), fallback.size()); ++i)
+    if (fused[i] > 0 && fallback[i] > 0) logs.push_back(std::log(fallback[i] / fused[i]));
+  r.pairs = int64_t(logs.size());
+  if (logs.empty()) return r;
+  const double m = median(logs);
+  std::vector<double> dev;
+  for (double x : logs) dev.push_back(std::fabs(x - m));
+  r.ratio = std::exp(m);
+  const double sigma = 1.4826 * median(dev);  // a normal sample's sigma from its MAD
+  const double median_error = std::sqrt(std::acos(-1.0) / 2) * sigma / std::sqrt(double(logs.size()));
+  r.band = kTieBandErrors * median_error;
+  return r;
+}
+
 bool within_noise(const TunePoint& p) {
+  if (p.paired.pairs >= kMinTiePairs) return std::fabs(std::log(p.paired.ratio)) <= p.paired.band;
   return std::fabs(p.point.ratio - 1.0) <= std::max(p.fused_spread, p.fallback_spread);
 }
 
@@ -162,14 +185,17 @@ std::vector<TunePoint> run_tune_grid(const TuneArgs& args) {
       tp.point.samples = args.repeats;
       tp.fused_spread = (r.fused.max - r.fused.min) / r.fused.median;
       tp.fallback_spread = (r.fallback.max - r.fallback.min) / r.fallback.median;
+      tp.paired = paired_ratio(r.fused.us, r.fallback.us);  // interleaved repeats
       tp.layers = b.plan.layers;
       tp.pool_bytes = b.plan.pool_bytes;
       out.push_back(tp);
       if (args.log) {
         args.log(str_cat("[", out.size(), "/", total, "] ", shape_label(s), " Dff ", dff,
                          ": fused ", fixed(r.fused.median, 1), " us, fallback ",
-                         fixed(r.fallback.median, 1), " us, ratio ", fixed(r.ratio, 3), " (spread ",
-                         fixed(100 * std::max(tp.fused_spread, tp.fallback_spread), 1), "%, ",
+                         fixed(r.fallback.median, 1), " us, ratio ", fixed(r.ratio, 3),
+                         " (paired ", fixed(tp.paired.ratio, 3), " +- ", fixed(100 * tp.paired.band, 1),
+                         "%, spread ", fixed(100 * std::max(tp.fused_spread, tp.fallback_spread), 1),
+                         "%, ",
                          b.plan.layers, " layers, ", fixed(double(b.plan.pool_bytes) / 1e9, 2),
                          " GB)"));
         if (!r.fused_equals_fallback)  // bit-identical on CPU by construction (moe_bench.h)

@@ -56,9 +56,27 @@ int64_t tune_largest_pool_bytes(const TuneArgs& args);
 
 // One measured grid point: the calibration point (medians, ratio = fallback_us / fused_us)
 // plus what the report shows beside it.
+// The paired comparison behind the tie rule. Samples come in pairs timed next to each other
+// (fused[i] beside fallback[i]: tune's interleaved repeats, the online measurement's ABBA
+// steps), so a drift of the host weighs on both paths alike. The estimate is the median of
+// the pairs' log ratios ln(fallback / fused); its standard error that of a median of normal
+// samples, sqrt(pi / 2) sigma / sqrt(pairs), with sigma from the pairs' median absolute
+// deviation (sigma = 1.4826 MAD); the band is kTieBandErrors of those. Median and MAD ignore the odd interrupted sample that makes (max -
+// min) / median useless on a shared host (a 100% spread from one step in 12).
+inline constexpr int kMinTiePairs = 3;
+inline constexpr double kTieBandErrors = 3.0;
+struct PairedRatio {
+  int64_t pairs = 0;   // < kMinTiePairs: not judged this way
+  double ratio = 1.0;  // exp(median ln(fallback / fused)): > 1 means fused is faster
+  double band = 0;     // on the log scale (about a relative difference): a tie if |ln ratio| <= band
+};
+// Pairs the first min(sizes) samples of each.
+PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<double>& fallback);
+
 struct TunePoint {
   CalibrationPoint point;
   double fused_spread = 0, fallback_spread = 0;  // (max - min) / median over the repeats
+  PairedRatio paired;
   int64_t layers = 0, pool_bytes = 0;
 };
 std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& pts);
@@ -66,8 +84,9 @@ std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& p
 // Times every (shape, Dff) point, shapes in the given order, Dff increasing.
 std::vector<TunePoint> run_tune_grid(const TuneArgs& args);
 
-// True when the ratio's distance from 1.0 is within the point's run-to-run spread (the larger
-// of the two arms'): such a point cannot say which path is faster.
+// True when the point cannot say which path is faster: with paired samples, when the paired
+// log ratio is within its band (PairedRatio); without (fewer than kMinTiePairs pairs), when the
+// ratio's distance from 1.0 is within the larger of the two arms' (max - min) / median.
 bool within_noise(const TunePoint& p);
 
 // The derivation of the cap (pure; see the rule above).

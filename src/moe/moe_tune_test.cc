@@ -100,6 +100,7 @@ TEST(TuneCap, RejectsEmptyDuplicateAndNonPositive) {
   EXPECT_THROW(derive_host_cap(bad), Error);
 }
 
+// Without paired samples (fewer than kMinTiePairs), the ratio against the larger spread.
 TEST(TuneGrid, WithinNoiseComparesTheRatioWithTheSpread) {
   TunePoint p;
   p.point.ratio = 1.02;
@@ -111,6 +112,45 @@ TEST(TuneGrid, WithinNoiseComparesTheRatioWithTheSpread) {
   p.fallback_spread = 0.0;
   p.point.ratio = 1.015;
   EXPECT_FALSE(within_noise(p));
+}
+
+// The paired rule: a drift of the whole host over the run (here 30%) and one interrupted
+// sample leave the pairs' ratio alone, where (max - min) / median would call every
+// difference noise.
+TEST(TuneGrid, PairedRatioSeesAConsistentDifferenceThroughDriftAndOutliers) {
+  std::vector<double> fused, fallback;
+  for (int i = 0; i < 8; ++i) {
+    const double drift = 1.0 + 0.3 * i / 7.0;
+    const double wobble = i % 2 ? 1.01 : 0.99;
+    fused.push_back(1.00 * drift * wobble);
+    fallback.push_back(0.95 * drift / wobble);  // 5% faster in every pair
+  }
+  fused[5] *= 2.0;  // one interrupted sample
+  TunePoint p;
+  p.point.ratio = 0.95;
+  p.fused_spread = 1.1;
+  p.fallback_spread = 0.3;
+  p.paired = paired_ratio(fused, fallback);
+  EXPECT_EQ(p.paired.pairs, 8);
+  // Pair log ratios: ln(0.95) +- ln(1.01/0.99) and the outlier; the median sits between the
+  // two middle values, within 2% of 0.95.
+  EXPECT_NEAR(p.paired.ratio, 0.95, 0.02);
+  EXPECT_LT(p.paired.band, 0.05);
+  EXPECT_FALSE(within_noise(p));  // the spread rule alone would say "tie" (|0.95 - 1| < 1.1)
+  p.paired = {};
+  EXPECT_TRUE(within_noise(p));
+
+  // No difference, symmetric noise: a tie.
+  const std::vector<double> a = {1.0, 1.1, 0.9, 1.05, 0.95, 1.0};
+  const std::vector<double> b = {1.1, 1.0, 1.05, 0.9, 1.0, 0.95};  // pairs swapped
+  p.paired = paired_ratio(a, b);
+  EXPECT_TRUE(within_noise(p)) << p.paired.ratio << " band " << p.paired.band;
+  // Too few pairs: not judged this way.
+  EXPECT_EQ(paired_ratio({1.0, 1.0}, {0.5, 0.5}).pairs, 2);
+  p.paired = paired_ratio({1.0, 1.0}, {0.5, 0.5});
+  p.point.ratio = 0.5;
+  p.fused_spread = p.fallback_spread = 0.0;
+  EXPECT_FALSE(within_noise(p));  // the spread rule: 50% against no spread
 }
 
 TEST(TuneCap, PointsWithinNoiseAreTiesAndNeverLowerTheCap) {
@@ -150,6 +190,7 @@ TuneHost test_host(std::string hw) {
   h.hardware = std::move(hw);
   h.threads = 2;
   h.isa = "avx512";
+  h.precision = "standard";
   h.moex_commit = "abc123";
   h.date = "2026-11-29T18:20:58Z";
   return h;
@@ -164,6 +205,7 @@ TEST(TuneCalibration, WriterUpsertsAndRoundTrips) {
   cuda.backend = "cuda";
   cuda.hardware = "NVIDIA GB10";
   cuda.isa = "sm_121";
+  cuda.precision = "f32";
   cuda.cap = 7672;
   cuda.moex_commit = "old";
   cuda.date = "2026-07-10T00:00:00Z";
@@ -184,7 +226,7 @@ TEST(TuneCalibration, WriterUpsertsAndRoundTrips) {
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[0].backend, "cuda");
   EXPECT_EQ(back.entries[0].cap, 7672);
-  const CalibrationEntry* e = find_calibration(back, {"cpu", "cpu X", 2, "avx512"}).entry;
+  const CalibrationEntry* e = find_calibration(back, {"cpu", "cpu X", 2, "avx512", "standard"}).entry;
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->cap, h2.cap);
   EXPECT_NE(h2.cap, h.cap);
@@ -305,7 +347,7 @@ TEST(TuneCalibration, PolicyUsesTheCalibratedCapWithoutFlagOrEnv) {
   MoePolicy policy;
   policy.settings = resolve_fused_settings(with_environment({}));
   EXPECT_FALSE(policy.settings.max_dff.has_value());
-  policy.calibration = load_calibrated_cap({"cpu", cpu_model_name(), 2, "avx512"});
+  policy.calibration = load_calibrated_cap({"cpu", cpu_model_name(), 2, "avx512", "standard"});
   ASSERT_TRUE(policy.calibration.has_value());
   EXPECT_EQ(policy.calibration->cap, 192);
 
@@ -360,6 +402,7 @@ TEST(TuneCalibration, CudaEntrySetsTheCudaCapOfItsDeviceOnly) {
   gpu.backend = "cuda";
   gpu.threads = 1;
   gpu.isa = "sm_90";
+  gpu.precision = "f32";
   save_tune_entry(path, make_tune_entry(gpu, gpu_cap, gpu_grid));
   ASSERT_EQ(load_calibration(path).entries.size(), 2u);
 
@@ -374,8 +417,8 @@ TEST(TuneCalibration, CudaEntrySetsTheCudaCapOfItsDeviceOnly) {
     in.backend = backend;
     in.settings = resolve_fused_settings(with_environment({}));
     in.calibration = backend == Backend::kCuda
-                         ? load_calibrated_cap({"cuda", hardware, 1, "sm_90"})
-                         : load_calibrated_cap({"cpu", hardware, 2, "avx512"});
+                         ? load_calibrated_cap({"cuda", hardware, 1, "sm_90", "f32"})
+                         : load_calibrated_cap({"cpu", hardware, 2, "avx512", "standard"});
     return decide_path(in);
   };
   // cuda on the tuned device: the calibrated cap decides (2560 fused, 2624 falls back).

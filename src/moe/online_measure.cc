@@ -120,6 +120,8 @@ std::vector<TunePoint> OnlineMeasurement::points() const {
     p.point.samples = int64_t(std::min(x.fused.size(), x.fallback.size()));
     p.fused_spread = spread(x.fused);
     p.fallback_spread = spread(x.fallback);
+    // ABBA pairs by index: steps (0, 1), (3, 2), (4, 5), ... ran next to each other.
+    p.paired = paired_ratio(x.fused, x.fallback);
     out.push_back(p);
   }
   return out;
@@ -149,9 +151,10 @@ std::vector<std::string> OnlineMeasurement::report() const {
     lines.push_back(str_cat("Dff ", c.dff, " (Din ", c.hidden, ", top-", c.top_k, ", ", c.bits,
                             " bits): fused ", fmt(1 / c.ratio, 3), "x the time of the fallback (fused ",
                             fmt(c.fused_us / 1e3, 3), " ms, fallback ", fmt(c.fallback_us / 1e3, 3),
-                            " ms per step, n=", kMeasureStepsPerPath, " each, spread ",
-                            fmt(100 * p.fused_spread, 1), "% / ", fmt(100 * p.fallback_spread, 1),
-                            "%): ", verdict));
+                            " ms per step, n=", kMeasureStepsPerPath, " each; paired ",
+                            fmt(1 / p.paired.ratio, 3), "x, tie band +-",
+                            fmt(100 * p.paired.band, 1), "%; spread ", fmt(100 * p.fused_spread, 1),
+                            "% / ", fmt(100 * p.fallback_spread, 1), "%): ", verdict));
   }
   return lines;
 }

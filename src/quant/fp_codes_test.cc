@@ -44,8 +44,11 @@ TEST(FpCodes, NearestE2m1TakesTheFirstEntryOnTies) {
   EXPECT_EQ(nearest_e2m1(100.0f), 7);   // beyond the range: 6
   EXPECT_EQ(nearest_e2m1(-0.26f), 9);
   EXPECT_EQ(nearest_e2m1(NAN), 0);
-  for (int c = 0; c < 16; ++c)
-    if (c != 8) EXPECT_EQ(nearest_e2m1(kE2m1Values[c]), c);
+  for (int c = 0; c < 16; ++c) {
+    if (c != 8) {
+      EXPECT_EQ(nearest_e2m1(kE2m1Values[c]), c);
+    }
+  }
 }
 
 TEST(FpCodes, CeilLog2IsExactAtAndAroundPowersOfTwo) {
