@@ -1,0 +1,145 @@
+// Linear layers on the device. Affine rows: the MoE kernels' warp loop (warp_rows.cuh, one
+// warp per pair of rows, the input row staged in shared memory; blockIdx.x is the input row),
+// the bias added to the finished dot product as ops::linear adds it. Unquantized F32 / F16 /
+// BF16 rows: one warp per output row, each lane an FMA chain over elements lane, lane + 32, ...
+// of the widened weights, then a butterfly sum.
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+#include "cuda/bits_dispatch.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/kernel_launch.h"
+#include "cuda/ops/device_ops.h"
+#include "cuda/ops/op_math.cuh"
+#include "cuda/warp_rows.cuh"
+
+namespace moex::cuda::ops {
+namespace {
+
+using detail::RowRef;
+
+// The fallback gather_qmm's tiling (moe_decode.h kFallbackTiling): 4 warps of 2 items.
+constexpr RowTiling kLinearTiling = kFallbackTiling;
+constexpr int kDenseWarps = 8;
+
+struct AffineParams {
+  DeviceQuantWeights w;
+  const float* bias;
+  const float* x;
+  float* out;
+  int items, items_per_warp;
+};
+
+template <int B, int D>
+__global__ void __launch_bounds__(detail::kMaxThreads, detail::kMinBlocks)
+    linear_affine_kernel(AffineParams p) {
+  extern __shared__ float4 smem4[];
+  float* xs = reinterpret_cast<float*>(smem4);
+  const int64_t xr = blockIdx.x;
+  const int k = int(p.w.k), n = int(p.w.n);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int base = blockIdx.y * warps * p.items_per_warp;
+  float* out = p.out + xr * n;
+  // Item i is rows 2i and 2i+1; for odd n the last item repeats row n-1 and writes it once.
+  auto row0 = [&](int i) { return 2 * (base + i * warps + warp); };
+  detail::warp_rows<B, B, D>(
+      detail::warp_item_count(base, warp, warps, p.items_per_warp, p.items), k / detail::kUnit,
+      [&](int i, RowRef& r0, RowRef& r1) {
+        r0 = detail::row_ref(p.w, 0, row0(i));
+        r1 = detail::row_ref(p.w, 0, min(row0(i) + 1, n - 1));
+      },
+      [&] { detail::stage_vector(p.x + xr * k, k, xs); }, xs,
+      [&](int i, float d0, float d1) {
+        if (lane == 0) {
+          const int r = row0(i);
+          out[r] = p.bias ? math::add_rn(d0, p.bias[r]) : d0;
+          if (r + 1 < n) out[r + 1] = p.bias ? math::add_rn(d1, p.bias[r + 1]) : d1;
+        }
+      });
+}
+
+struct DenseParams {
+  const void* w;
+  DType dtype;
+  const float* bias;
+  const float* x;
+  float* out;
+  int64_t n, k;
+};
+
+__device__ inline float dense_element(const DenseParams& p, int64_t e) {
+  if (p.dtype == DType::F32) return static_cast<const float*>(p.w)[e];
+  const uint16_t h = static_cast<const uint16_t*>(p.w)[e];
+  return p.dtype == DType::BF16 ? math::bf16_value(h) : math::f16_value(h);
+}
+
+__global__ void __launch_bounds__(kDenseWarps * 32) linear_dense_kernel(DenseParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = blockIdx.x * int64_t(kDenseWarps) + (threadIdx.x >> 5);
+  if (row >= p.n) return;  // no barriers below
+  const float* x = p.x + blockIdx.y * p.k;
+  float acc = 0.f;
+  for (int64_t i = lane; i < p.k; i += 32) acc = __fmaf_rn(dense_element(p, row * p.k + i), x[i], acc);
+  acc = detail::warp_sum(acc);
+  if (lane == 0) p.out[blockIdx.y * p.n + row] = p.bias ? math::add_rn(acc, p.bias[row]) : acc;
+}
+
+using AffineKernel = void (*)(AffineParams);
+
+void linear_affine(const LinearArgs& a) {
+  const DeviceQuantWeights& w = a.w->q;
+  AffineParams p;
+  p.w = w;
+  p.bias = a.bias;
+  p.x = a.x;
+  p.out = a.out;
+  p.items = int((w.n + 1) / 2);
+  p.items_per_warp = kLinearTiling.items_per_warp;
+  AffineKernel kernel = nullptr;
+  detail::with_bits(w.bits, [&](auto b) {
+    constexpr int kB = decltype(b)::value;
+    detail::with_depth<kB, kB>(kLinearTiling.stages, [&](auto d) {
+      kernel = linear_affine_kernel<kB, decltype(d)::value>;
+    });
+  });
+  if (!kernel) fail("cuda linear: no kernel for bits ", w.bits);
+  const size_t smem = size_t(detail::staged_floats(w.k)) * sizeof(float);
+  detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
+                             "cuda linear (input row of k)");
+  const int per_block = kLinearTiling.rows_per_block();
+  const dim3 grid(unsigned(a.rows), unsigned((p.items + per_block - 1) / per_block));
+  kernel<<<grid, kLinearTiling.warps_per_block * 32, smem>>>(p);
+  MOEX_CUDA_CHECK_LAUNCH("linear (affine)");
+}
+
+void linear_dense(const LinearArgs& a) {
+  DenseParams p;
+  p.w = a.w->dense;
+  p.dtype = a.w->dense_dtype;
+  p.bias = a.bias;
+  p.x = a.x;
+  p.out = a.out;
+  p.n = a.w->n;
+  p.k = a.w->k;
+  const dim3 grid(unsigned((p.n + kDenseWarps - 1) / kDenseWarps), unsigned(a.rows));
+  linear_dense_kernel<<<grid, kDenseWarps * 32>>>(p);
+  MOEX_CUDA_CHECK_LAUNCH("linear (dense)");
+}
+
+}  // namespace
+
+void linear(const LinearArgs& a) {
+  if (!a.w || !a.x || !a.out || (!a.w->quantized() && !a.w->dense))
+    fail("cuda linear: null weights, x or out");
+  if (a.rows < 0 || a.rows > 65535 || a.w->n < 1 || a.w->k < 1)
+    fail("cuda linear: rows = ", a.rows, " (at most 65535), matrix [", a.w->n, "][", a.w->k, "]");
+  if (a.w->quantized() && reinterpret_cast<uintptr_t>(a.x) % 16 != 0)
+    fail("cuda linear: x must be 16-byte aligned for affine weights");
+  if (a.rows == 0) return;
+  if (a.w->quantized())
+    linear_affine(a);
+  else
+    linear_dense(a);
+}
+
+}  // namespace moex::cuda::ops
