@@ -89,7 +89,8 @@ env_info >>"$log" 2>&1
 built=0
 if [ "${MOEX_GPU_CHECK_SKIP_BUILD:-0}" != 1 ] &&
    run_step configure 300 cmake -S "$repo" -B "$build" -DMOEX_CUDA=ON -DCMAKE_BUILD_TYPE=Release; then
-  if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool; then
+  if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool \
+       cuda_ops_test moe_cuda_backend_test; then
     built=1
     bin="$build/src/cuda"
   fi
@@ -110,12 +111,24 @@ fi
 if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
   run_step cuda_api_test 120 "$bin/cuda_api_test"
   run_step cuda_test 300 "$bin/cuda_test" --gtest_output="xml:$out/cuda_test.xml"
+  # The whole-model device ops (src/cuda/ops) and the CUDA MoE backend behind the engine's
+  # contract; where they were built (not among the prebuilt binaries).
+  if [ -x "$bin/cuda_ops_test" ]; then
+    run_step cuda_ops_test 120 "$bin/cuda_ops_test" --gtest_output="xml:$out/cuda_ops_test.xml"
+  fi
+  if [ -x "$build/src/moe/moe_cuda_backend_test" ]; then
+    run_step moe_cuda_backend_test 120 "$build/src/moe/moe_cuda_backend_test"
+  fi
 
   # Memory and shared-memory race checks of a subset (compute-sanitizer, where the machine has it).
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   if [ -x "$sanitizer" ]; then
     subset='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:*gu5_d5_g128_bf16_relu2*:*gu8_d8_g32_bf16_geglu*:*din128_dff12288*:*Edge*:CudaRouter.*:*q5g32*:*q6g128*'
     run_step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter="$subset"
+    if [ -x "$bin/cuda_ops_test" ]; then
+      run_step ops_memcheck 120 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/cuda_ops_test"
+      run_step ops_racecheck 120 "$sanitizer" --tool racecheck --error-exitcode 1 "$bin/cuda_ops_test"
+    fi
     run_step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 1 "$bin/cuda_test" --gtest_filter='*gu4_d4_g64_bf16_swiglu*:*gu3_d5_*:CudaRouter.*:*q5g32*'
   fi
 fi

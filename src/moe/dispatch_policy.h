@@ -61,9 +61,13 @@ inline constexpr int64_t kCudaDefaultMaxDff = 3072;
 // raw data benchmarks/cpu-2026-11-29/): `moex tune` found no Dff in 256..16384 where fused is
 // slower than the fallback beyond run-to-run noise, and the model-level sweep (Dff 768..14336)
 // tied at every point; the 48-layer qwen3-30b-a3b run of 2026-12-02 measured the same
-// (docs/benchmark_results/policy-measurement-48l-2026-12-02.md). On the 2-core AMD Zen 5 hosts
-// of the same machine kind the fused path measured 5-7% slower at Dff 768 in earlier sessions,
-// which this prior gets wrong; there the measurement, not this constant, makes the choice.
+// (docs/benchmark_results/policy-measurement-48l-2026-12-02.md), and so did the re-derivation
+// after the precision tiers, at the standard tier with the paired tie rule, on the 4- and
+// 48-layer qwen3 and the 2-layer mixtral shapes (Dff 768 and 14336: ties with bands of
+// 0.9-40%; docs/benchmark_results/policy-measurement-tiers-2026-12-02.md). On the 2-core AMD
+// Zen 5 hosts of the same machine kind the fused path measured 5-7% slower at Dff 768 in
+// earlier sessions, which this prior gets wrong; there the measurement, not this constant,
+// makes the choice. No other host kind was lent to re-derive it on.
 inline constexpr int64_t kCpuDefaultMaxDff = 16384;
 int64_t backend_default_max_dff(Backend b);
 // Largest accepted --max-dff / MOEX_FUSED_MOE_MAX_DFF / calibration cap.
