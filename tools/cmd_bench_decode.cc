@@ -298,7 +298,9 @@ int run_bench(const BenchFlags& f) {
       run_pass(*engine, prompt.ids, warmup, collective);  // not reported
     }
     // Read after the warm-up: an untuned auto arm measures both paths there, and its measured
-    // passes then run under the decision that measurement made.
+    // passes then run under the decision that measurement made (a measurement still
+    // narrowing its band ends with the warm-up, so no measured pass runs its schedule).
+    engine->conclude_policy_measurement();
     const auto d = engine->decode_decisions();
     a.decision = d.empty() ? "no MoE layers" : d.front().routed.explanation();
   }

@@ -181,6 +181,8 @@ int run_generate(GenerateFlags f) {
                  generated.size(), (long long)n, (long long)prompt_tokens,
                  (long long)cfg.max_position, cfg.source.c_str());
 
+  // A measurement past its minimum window but still narrowing a wide band keeps what it has.
+  engine->conclude_policy_measurement();
   if (f.dump_logits) {
     nlohmann::json meta = {{"prompt_ids", prompt.ids}, {"generated_ids", generated},
                            {"vocab", engine->vocab()}, {"steps", generated.size()}};
@@ -204,7 +206,8 @@ int run_generate(GenerateFlags f) {
       std::fprintf(stderr, "dispatch policy measured on this host: %s\n", line.c_str());
     if (engine->measuring_policy())
       std::fprintf(stderr, "dispatch policy: the online measurement needs %d decode steps; this "
-                   "run stopped before (nothing recorded)\n", moe::OnlineMeasurement::total_steps());
+                   "run stopped before (nothing recorded)\n",
+                   moe::OnlineMeasurement::min_total_steps());
     std::fprintf(stderr, "%s\n", engine->counters().report().c_str());
   }
   return 0;

@@ -106,7 +106,27 @@ bool OnlineMeasurement::end_step() {
     }
   }
   ++step_;
+  const int recorded = step_ - kMeasureWarmupSteps;
+  if (step_ >= max_total_steps() || (step_ >= min_total_steps() && recorded % 4 == 0 && !wants_more()))
+    finished_ = true;
   return done();
+}
+
+bool OnlineMeasurement::conclude() {
+  if (done() || step_ < min_total_steps()) return false;
+  finished_ = true;
+  return true;
+}
+
+bool OnlineMeasurement::wants_more() const {
+  for (const TunePoint& p : points()) {
+    if (!within_noise(p) || p.paired.band <= kMeasureTargetBand) continue;  // decided
+    // Two more pairs, each costing the gap (at least a tenth of the target band, so that a
+    // zero estimate does not make the cost look free).
+    const double gap = std::max(std::fabs(std::log(p.paired.ratio)), 0.1 * kMeasureTargetBand);
+    if (double(p.paired.pairs + 2) * gap <= kMeasureBudgetTokens) return true;
+  }
+  return false;
 }
 
 std::vector<TunePoint> OnlineMeasurement::points() const {
@@ -151,7 +171,7 @@ std::vector<std::string> OnlineMeasurement::report() const {
     lines.push_back(str_cat("Dff ", c.dff, " (Din ", c.hidden, ", top-", c.top_k, ", ", c.bits,
                             " bits): fused ", fmt(1 / c.ratio, 3), "x the time of the fallback (fused ",
                             fmt(c.fused_us / 1e3, 3), " ms, fallback ", fmt(c.fallback_us / 1e3, 3),
-                            " ms per step, n=", kMeasureStepsPerPath, " each; paired ",
+                            " ms per step, n=", c.samples, " each; paired ",
                             fmt(1 / p.paired.ratio, 3), "x, tie band +-",
                             fmt(100 * p.paired.band, 1), "%; spread ", fmt(100 * p.fused_spread, 1),
                             "% / ", fmt(100 * p.fallback_spread, 1), "%): ", verdict));

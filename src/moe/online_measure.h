@@ -18,9 +18,22 @@
 
 namespace moex::moe {
 
-// Steps before measuring (first-touch effects) and measured steps per path.
+// Steps before measuring (first-touch effects), and measured steps per path: at least
+// kMeasureStepsPerPath; past that the window grows by one ABBA block (two steps per path)
+// while some shape is judged a tie whose band is wider than kMeasureTargetBand, its
+// measurement's cost stays within kMeasureBudgetTokens, and no path has had
+// kMeasureMaxStepsPerPath steps. Narrow bands need many pairs exactly where the paths are
+// close, and there each pair costs little.
 inline constexpr int kMeasureWarmupSteps = 2;
 inline constexpr int kMeasureStepsPerPath = 6;
+inline constexpr int kMeasureMaxStepsPerPath = 24;
+// The band that resolves the smallest gap the policy exists for: the fused path lost 5-7% at
+// Dff 768 on the 2-core AMD Zen 5 hosts of this project's machine kind.
+inline constexpr double kMeasureTargetBand = 0.03;
+// The measurement's cost in token times: each pair runs the slower path once, which costs
+// |ln ratio| of that step's MoE time, at most a token's time; 1.0 is 1% of a 100-token
+// generation.
+inline constexpr double kMeasureBudgetTokens = 1.0;
 // MOEX_FUSED_MOE_MEASURE: 0/false/off/no turns the measurement off (reproducible benchmarks),
 // 1/true/on/yes (the default) leaves it on; anything else is an Error naming the variable.
 inline constexpr const char* kEnvFusedMoeMeasure = "MOEX_FUSED_MOE_MEASURE";
@@ -62,7 +75,7 @@ class OnlineMeasurement {
  public:
   explicit OnlineMeasurement(MeasureTime time = {});
 
-  bool done() const { return step_ >= total_steps(); }
+  bool done() const { return finished_; }
   // The path every MoE layer runs at the current decode step (warm-up steps: fused).
   Path path_for_step() const;
   bool recording() const { return !done() && step_ >= kMeasureWarmupSteps; }
@@ -71,7 +84,12 @@ class OnlineMeasurement {
   // Closes the step; returns true when this step completed the measurement.
   bool end_step();
   int steps_taken() const { return step_; }
-  static int total_steps() { return kMeasureWarmupSteps + 2 * kMeasureStepsPerPath; }
+  // The window's bounds in decode steps, warm-up included.
+  static int min_total_steps() { return kMeasureWarmupSteps + 2 * kMeasureStepsPerPath; }
+  static int max_total_steps() { return kMeasureWarmupSteps + 2 * kMeasureMaxStepsPerPath; }
+  // Past the minimum window: ends the measurement now with the samples taken (a benchmark's
+  // warm-up is over, a generation ended); returns false, changing nothing, before it.
+  bool conclude();
 
   // The judged points, one per shape: fused_us / fallback_us are medians of per-step totals.
   std::vector<TunePoint> points() const;
@@ -79,8 +97,9 @@ class OnlineMeasurement {
   // where fused wins or ties at every measured shape the backend's default stays in force
   // (nothing was measured above the largest Dff).
   HostCap host_cap(Backend backend) const;
-  // One line per shape: "Dff 768 (Din 2048, top-8, 4 bits): fused 0.95x of fallback (fused
-  // 1.234 ms, fallback 1.172 ms per step, n=6 each, spread 2.1% / 1.8%): fallback".
+  // One line per shape: "Dff 768 (Din 2048, top-8, 4 bits): fused 1.053x the time of the
+  // fallback (fused 1.234 ms, fallback 1.172 ms per step, n=6 each; paired 1.049x, tie band
+  // +-2.1%; spread 2.1% / 1.8%): fallback".
   std::vector<std::string> report() const;
 
  private:
@@ -90,8 +109,11 @@ class OnlineMeasurement {
     double step_fused = 0, step_fallback = 0;
     bool touched = false;
   };
+  // True at an ABBA block boundary past the minimum when some shape still needs pairs.
+  bool wants_more() const;
   MeasureTime time_;
   int step_ = 0;
+  bool finished_ = false;
   std::vector<Series> series_;
 };
 

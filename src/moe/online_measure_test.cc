@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -41,7 +42,7 @@ TEST(OnlineMeasurement, WarmupThenAbbaOverABoundedWindow) {
     ++steps;
   }
   EXPECT_EQ(order, "wwFBBFFBBFFBBF");
-  EXPECT_EQ(steps, OnlineMeasurement::total_steps());
+  EXPECT_EQ(steps, OnlineMeasurement::min_total_steps());  // nothing timed: nothing to narrow
   EXPECT_EQ(m.path_for_step(), Path::kFused);  // after the window: back to the policy's path
   EXPECT_FALSE(m.end_step());
 }
@@ -81,6 +82,52 @@ TEST(OnlineMeasurement, EachShapeIsJudgedAndTheSmallestCapWins) {
   }
   ASSERT_EQ(m.points().size(), 2u);
   EXPECT_EQ(m.host_cap(Backend::kCpu).cap, 767);
+}
+
+// The window: a decided shape or a tie with a narrow band ends at the minimum; a tie with a
+// wide band grows it by ABBA blocks up to the maximum, and a gap makes the growth stop when
+// pairs x gap would pass the budget.
+TEST(OnlineMeasurement, WindowGrowsOnlyForWideTiesAndWithinItsBudget) {
+  EXPECT_EQ(run(1.0e-3, 1.0e-3, 0.0).steps_taken(), OnlineMeasurement::min_total_steps());
+  EXPECT_EQ(run(1.1e-3, 1.0e-3, 0.01).steps_taken(), OnlineMeasurement::min_total_steps());
+
+  const OnlineMeasurement wide = run(1.0e-3, 1.0e-3, 0.10);  // pairs at +-ln(1.1/0.9)
+  EXPECT_EQ(wide.steps_taken(), OnlineMeasurement::max_total_steps());
+  ASSERT_EQ(wide.points().size(), 1u);
+  EXPECT_EQ(wide.points()[0].paired.pairs, kMeasureMaxStepsPerPath);
+  EXPECT_TRUE(within_noise(wide.points()[0]));
+
+  // Fused 5% slower under +-20% noise: still a tie, and each pair costs about 5% of a step.
+  const OnlineMeasurement gap = run(1.05e-3, 1.0e-3, 0.20);
+  const TunePoint p = gap.points().at(0);
+  EXPECT_TRUE(within_noise(p));
+  EXPECT_GT(gap.steps_taken(), OnlineMeasurement::min_total_steps());
+  EXPECT_LT(gap.steps_taken(), OnlineMeasurement::max_total_steps());
+  const double cost = double(p.paired.pairs) * std::fabs(std::log(p.paired.ratio));
+  EXPECT_LE(cost, kMeasureBudgetTokens);
+  // The next block would have passed it.
+  EXPECT_GT(cost + 2 * std::fabs(std::log(p.paired.ratio)), kMeasureBudgetTokens);
+}
+
+// conclude() ends a growing window with what it has, and nothing before the minimum.
+TEST(OnlineMeasurement, ConcludeEndsOnlyPastTheMinimum) {
+  int call = 0;
+  OnlineMeasurement m([&](Path p, double) {
+    return (p == Path::kFused ? 1.0e-3 : 1.0e-3) * ((call++ % 2) ? 1.1 : 0.9);
+  });
+  while (m.steps_taken() < OnlineMeasurement::min_total_steps() - 1) {
+    m.record(kQwen, 0.0);
+    m.end_step();
+  }
+  EXPECT_FALSE(m.conclude());
+  EXPECT_FALSE(m.done());
+  m.record(kQwen, 0.0);
+  m.end_step();
+  EXPECT_FALSE(m.done());  // a wide tie: the window grows
+  EXPECT_TRUE(m.conclude());
+  EXPECT_TRUE(m.done());
+  EXPECT_EQ(m.points().at(0).paired.pairs, kMeasureStepsPerPath);
+  EXPECT_FALSE(m.conclude());
 }
 
 TEST(OnlineMeasurement, NothingTimedIsAnError) {

@@ -305,6 +305,12 @@ void Engine::start_measurement_step() {
     apply_settings(s);
 }
 
+bool Engine::conclude_policy_measurement() {
+  if (!measure_ || !measure_->conclude()) return false;
+  finish_measurement();
+  return true;
+}
+
 void Engine::finish_measurement() {
   const moe::Backend kind = policy_.backend->kind();
   const moe::HostCap cap = measure_->host_cap(kind);

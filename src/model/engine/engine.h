@@ -130,6 +130,9 @@ class Engine {
   // The online measurement: true while its decode steps run; its outcome, one line per shape
   // and one for the cap and where it was saved (empty when none ran or it is not done).
   bool measuring_policy() const { return measure_ != nullptr; }
+  // Ends a measurement past its minimum window now (moe::OnlineMeasurement::conclude):
+  // applies and saves what it found. Returns false, changing nothing, otherwise.
+  bool conclude_policy_measurement();
   const std::vector<std::string>& policy_measurement_report() const { return measure_report_; }
   // Why the engine measures the policy or not, as decided at open (one line).
   const std::string& policy_measurement_plan() const { return measure_plan_.why; }
