@@ -156,6 +156,11 @@ PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<dou
   std::vector<double> dev;
   for (double x : logs) dev.push_back(std::fabs(x - m));
   r.ratio = std::exp(m);
+  const size_t half = logs.size() / 2;
+  if (half > 0) {
+    r.first_half = std::exp(median({logs.begin(), logs.begin() + ptrdiff_t(half)}));
+    r.second_half = std::exp(median({logs.end() - ptrdiff_t(half), logs.end()}));
+  }
   const double sigma = 1.4826 * median(dev);  // a normal sample's sigma from its MAD
   const double median_error = std::sqrt(std::acos(-1.0) / 2) * sigma / std::sqrt(double(logs.size()));
   r.band = kTieBandErrors * median_error;
@@ -163,7 +168,14 @@ PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<dou
 }
 
 bool within_noise(const TunePoint& p) {
-  if (p.paired.pairs >= kMinTiePairs) return std::fabs(std::log(p.paired.ratio)) <= p.paired.band;
+  if (p.paired.pairs >= kMinTiePairs) {
+    const double l = std::log(p.paired.ratio);
+    if (std::fabs(l) <= p.paired.band) return true;
+    if (p.paired.pairs < kMinSplitPairs) return false;
+    for (double h : {std::log(p.paired.first_half), std::log(p.paired.second_half)})
+      if (h * l <= 0 || std::fabs(h) <= p.paired.band) return true;  // a half does not show it
+    return false;
+  }
   return std::fabs(p.point.ratio - 1.0) <= std::max(p.fused_spread, p.fallback_spread);
 }
 

@@ -63,12 +63,19 @@ int64_t tune_largest_pool_bytes(const TuneArgs& args);
 // samples, sqrt(pi / 2) sigma / sqrt(pairs), with sigma from the pairs' median absolute
 // deviation (sigma = 1.4826 MAD); the band is kTieBandErrors of those. Median and MAD ignore the odd interrupted sample that makes (max -
 // min) / median useless on a shared host (a 100% spread from one step in 12).
+// A burst of interference over several consecutive steps (another process's work) can move
+// the median of a short window by more than its band, so with kMinSplitPairs pairs or more a
+// decision also needs the difference in both halves of the window (first and last pairs in
+// time): each half's median on the same side and beyond the band. A half that disagrees makes
+// the point a tie (the online measurement then grows its window where it may).
 inline constexpr int kMinTiePairs = 3;
+inline constexpr int kMinSplitPairs = 4;
 inline constexpr double kTieBandErrors = 3.0;
 struct PairedRatio {
   int64_t pairs = 0;   // < kMinTiePairs: not judged this way
   double ratio = 1.0;  // exp(median ln(fallback / fused)): > 1 means fused is faster
   double band = 0;     // on the log scale (about a relative difference): a tie if |ln ratio| <= band
+  double first_half = 1.0, second_half = 1.0;  // the same median over each half of the pairs
 };
 // Pairs the first min(sizes) samples of each.
 PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<double>& fallback);
@@ -85,7 +92,7 @@ std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& p
 std::vector<TunePoint> run_tune_grid(const TuneArgs& args);
 
 // True when the point cannot say which path is faster: with paired samples, when the paired
-// log ratio is within its band (PairedRatio); without (fewer than kMinTiePairs pairs), when the
+// log ratio is within its band or a half of the window does not show it (PairedRatio); without (fewer than kMinTiePairs pairs), when the
 // ratio's distance from 1.0 is within the larger of the two arms' (max - min) / median.
 bool within_noise(const TunePoint& p);
 

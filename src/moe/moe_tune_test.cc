@@ -145,6 +145,23 @@ TEST(TuneGrid, PairedRatioSeesAConsistentDifferenceThroughDriftAndOutliers) {
   const std::vector<double> b = {1.1, 1.0, 1.05, 0.9, 1.0, 0.95};  // pairs swapped
   p.paired = paired_ratio(a, b);
   EXPECT_TRUE(within_noise(p)) << p.paired.ratio << " band " << p.paired.band;
+  // A burst over the first half of the window: the whole window's median says fused is 40%
+  // slower, the second half says nothing; not a decision.
+  std::vector<double> f2, b2;
+  for (int i = 0; i < 8; ++i) {
+    const double wobble = i % 2 ? 1.01 : 0.99;
+    f2.push_back((i < 5 ? 1.4 : 1.0) * wobble);
+    b2.push_back(1.0 / wobble);
+  }
+  p.paired = paired_ratio(f2, b2);
+  EXPECT_LT(p.paired.ratio, 0.8);
+  EXPECT_GT(std::fabs(std::log(p.paired.ratio)), p.paired.band);  // the whole alone would decide
+  EXPECT_NEAR(p.paired.second_half, 1.0, 0.3);
+  EXPECT_TRUE(within_noise(p));
+  // The same difference in every pair: both halves show it, a decision.
+  for (int i = 5; i < 8; ++i) f2[size_t(i)] *= 1.4;
+  p.paired = paired_ratio(f2, b2);
+  EXPECT_FALSE(within_noise(p));
   // Too few pairs: not judged this way.
   EXPECT_EQ(paired_ratio({1.0, 1.0}, {0.5, 0.5}).pairs, 2);
   p.paired = paired_ratio({1.0, 1.0}, {0.5, 0.5});
