@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "quant/format.h"
+#include "quant/view.h"
 
 namespace moex::kernels {
 
@@ -45,6 +46,22 @@ struct QuantWeightsView {
     v.experts = experts;
     v.n = n;
     v.k = k;
+    return v;
+  }
+
+  // One matrix (any mode) as a one-expert stack, the view the row kernels take.
+  static QuantWeightsView one_expert(const quant::QuantMatrixView& m) {
+    QuantWeightsView v;
+    v.w = m.w;
+    v.scales = m.scales;
+    v.biases = m.biases;
+    v.sb_dtype = m.sb_dtype;
+    v.mode = m.mode;
+    v.experts = 1;
+    v.n = m.rows;
+    v.k = m.k;
+    v.bits = m.bits;
+    v.group_size = m.group_size;
     return v;
   }
 

@@ -47,17 +47,7 @@ DeviceMatrix DeviceMatrix::upload(const quant::QuantMatrixView& m, const std::st
   d.view_.n = m.rows;
   d.view_.k = m.k;
   if (m.mode == quant::Mode::kAffine) {
-    kernels::QuantWeightsView v;
-    v.w = m.w;
-    v.scales = m.scales;
-    v.biases = m.biases;
-    v.sb_dtype = m.sb_dtype;
-    v.mode = m.mode;
-    v.experts = 1;
-    v.n = m.rows;
-    v.k = m.k;
-    v.bits = m.bits;
-    v.group_size = m.group_size;
+    const kernels::QuantWeightsView v = kernels::QuantWeightsView::one_expert(m);
     d.affine_ = DeviceProjection::upload(v, name.c_str());  // validates as the MoE upload
     d.view_.q = d.affine_.view();
     return d;

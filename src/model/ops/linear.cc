@@ -41,19 +41,7 @@ Linear linear_rows(const Linear& l, int64_t r0, int64_t n, std::string name) {
 }
 
 kernels::QuantWeightsView as_one_expert(const MatrixRef& m) {
-  const quant::QuantMatrixView& q = m.q;
-  kernels::QuantWeightsView v;
-  v.w = q.w;
-  v.scales = q.scales;
-  v.biases = q.biases;
-  v.sb_dtype = q.sb_dtype;
-  v.mode = q.mode;
-  v.experts = 1;
-  v.n = q.rows;
-  v.k = q.k;
-  v.bits = q.bits;
-  v.group_size = q.group_size;
-  return v;
+  return kernels::QuantWeightsView::one_expert(m.q);
 }
 
 namespace {
