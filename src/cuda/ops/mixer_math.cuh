@@ -42,4 +42,45 @@ __host__ __device__ inline float conv_silu_out(const float* x, const float* w, i
   return silu(acc);
 }
 
+// --- state rows (kernels/recurrent_rows.cc) -------------------------------------------------
+
+// One step of the delta rule on state row s[0..n): s = g s; d = (v - s.k) beta; s = s + d k;
+// returns s.q. The scalar reference's passes fused per element (each s[j] sees the same
+// operations in the same order), dots left to right from 0.
+__host__ __device__ inline float delta_rule_step(float* s, const float* k, const float* q,
+                                                 float g, float beta, float v, int64_t n) {
+  float kv = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = mul_rn(s[j], g);
+    kv = add_rn(kv, mul_rn(s[j], k[j]));
+  }
+  const float d = mul_rn(sub_rn(v, kv), beta);
+  float o = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = add_rn(s[j], mul_rn(d, k[j]));
+    o = add_rn(o, mul_rn(s[j], q[j]));
+  }
+  return o;
+}
+
+// --- Mamba-2 scan (model/ops/ssm_scan.cc) ---------------------------------------------------
+
+// A head's decay e^(dt A) and one feature's dt x.
+__host__ __device__ inline float ssm_decay(float dt, float a) { return exp_f(mul_rn(dt, a)); }
+__host__ __device__ inline float ssm_bx(float dt, float x) { return mul_rn(dt, x); }
+// One step of state row s[0..n): s = decay s + bx b; returns s.c (left to right from 0).
+__host__ __device__ inline float ssm_step(float* s, const float* b, const float* c, float decay,
+                                          float bx, int64_t n) {
+  float acc = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = add_rn(mul_rn(s[j], decay), mul_rn(bx, b[j]));
+    acc = add_rn(acc, mul_rn(s[j], c[j]));
+  }
+  return acc;
+}
+// The output from the row's s.c: y + D x.
+__host__ __device__ inline float ssm_out(float sc, float d, float x) {
+  return add_rn(sc, mul_rn(d, x));
+}
+
 }  // namespace moex::cuda::ops::math

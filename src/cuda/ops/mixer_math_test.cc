@@ -5,7 +5,9 @@
 // otherwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
@@ -13,9 +15,12 @@
 #include "core/isa.h"
 #include "cuda/ops/mixer_math.cuh"
 #include "cuda/ops/mixer_ops.h"
+#include "cuda/ops/mixer_test_util.h"
 #include "cuda/ops/ops_test_util.h"
 #include "model/ops/causal_conv.h"
+#include "model/ops/gated_delta.h"
 #include "model/ops/gated_norm.h"
+#include "model/ops/ssm_scan.h"
 
 namespace moex::cuda::ops {
 namespace {
@@ -163,6 +168,180 @@ TEST_F(MixerMath, CausalConvGivesTheCpuScalarBits) {
       got[size_t(e)] = math::conv_silu_out(x.data() + e, w.data() + e % C, C, c.taps,
                                            c.bias ? bias.data() + e % C : nullptr);
     EXPECT_TRUE(same_bits(got, cpu)) << c.name;
+  }
+}
+
+// --- gated delta rule -----------------------------------------------------------------------
+
+struct DeltaCase {
+  const char* name;
+  int64_t steps, k_heads, v_heads, k_dim, v_dim;
+};
+
+// Qwen3-Next's Gated DeltaNet (16 key heads, 32 value heads, 128 x 128), decode and prefill;
+// odd sizes whose warps of 32 rows span heads.
+constexpr DeltaCase kDeltaCases[] = {
+    {"qwen3_next_decode", 1, 16, 32, 128, 128},
+    {"qwen3_next_prefill", 6, 16, 32, 128, 128},
+    {"odd", 4, 3, 6, 37, 19},
+    {"one", 1, 1, 1, 1, 1},
+};
+
+struct DeltaInputs {
+  std::vector<float> q, k, v, g, beta, state;
+};
+
+DeltaInputs delta_inputs(const DeltaCase& c, uint64_t seed) {
+  const int64_t kq = c.steps * c.k_heads * c.k_dim, tv = c.steps * c.v_heads;
+  return {testing::random_floats(kq, seed, -0.3f, 0.3f),
+          testing::random_floats(kq, seed + 1, -0.3f, 0.3f),
+          testing::random_floats(tv * c.v_dim, seed + 2, -2.f, 2.f),
+          testing::random_floats(tv, seed + 3, 0.7f, 1.f),
+          testing::random_floats(tv, seed + 4, 0.f, 1.f),
+          testing::random_floats(c.v_heads * c.v_dim * c.k_dim, seed + 5, -0.5f, 0.5f)};
+}
+
+TEST_F(MixerMath, GatedDeltaGivesTheCpuScalarBits) {
+  for (const DeltaCase& c : kDeltaCases) {
+    const DeltaInputs in = delta_inputs(c, 120);
+    std::vector<float> cpu_state = in.state, ref_state = in.state, state = in.state;
+    std::vector<float> cpu(size_t(c.steps * c.v_heads * c.v_dim)), ref(cpu.size()), got(cpu.size());
+    mo::GatedDeltaArgs a{.q = in.q.data(), .k = in.k.data(), .v = in.v.data(), .g = in.g.data(),
+                         .beta = in.beta.data(), .state = cpu_state.data(), .out = cpu.data(),
+                         .steps = c.steps, .k_heads = c.k_heads, .v_heads = c.v_heads,
+                         .k_dim = c.k_dim, .v_dim = c.v_dim};
+    mo::gated_delta(a);
+    a.state = ref_state.data();
+    a.out = ref.data();
+    mo::gated_delta_scalar(a);
+    EXPECT_TRUE(same_bits(cpu, ref) && same_bits(cpu_state, ref_state))
+        << c.name << ": the op at the scalar ISA is the reference";
+    // The kernel's loops: a thread per state row, every step of that row in turn.
+    const int64_t n = c.k_dim, group = c.v_heads / c.k_heads;
+    for (int64_t r = 0; r < c.v_heads * c.v_dim; ++r) {
+      const int64_t h = r / c.v_dim, i = r % c.v_dim, hk = h / group;
+      for (int64_t t = 0; t < c.steps; ++t) {
+        const int64_t th = t * c.v_heads + h, tk = (t * c.k_heads + hk) * n;
+        got[size_t(th * c.v_dim + i)] = math::delta_rule_step(
+            state.data() + r * n, in.k.data() + tk, in.q.data() + tk, in.g[size_t(th)],
+            in.beta[size_t(th)], in.v[size_t(th * c.v_dim + i)], n);
+      }
+    }
+    EXPECT_TRUE(same_bits(got, cpu)) << c.name << ": outputs";
+    EXPECT_TRUE(same_bits(state, cpu_state)) << c.name << ": state";
+  }
+}
+
+// --- Mamba-2 scan ---------------------------------------------------------------------------
+
+struct SsmCase {
+  const char* name;
+  int64_t steps, heads, head_dim, groups, state_dim;
+};
+
+// Nemotron-H's Mamba-2 (64 heads of 64, 8 groups, state 128), decode and prefill; odd sizes.
+constexpr SsmCase kSsmCases[] = {
+    {"nemotron_h_decode", 1, 64, 64, 8, 128},
+    {"nemotron_h_prefill", 5, 64, 64, 8, 128},
+    {"odd", 4, 6, 7, 3, 33},
+    {"one", 1, 1, 1, 1, 1},
+};
+
+struct SsmInputs {
+  std::vector<float> x, dt, a, b, c, d, state;
+};
+
+// dt as softplus leaves it (positive, up to a few), A = -exp(A_log) negative.
+SsmInputs ssm_inputs(const SsmCase& c, uint64_t seed) {
+  const int64_t bc = c.steps * c.groups * c.state_dim;
+  return {testing::random_floats(c.steps * c.heads * c.head_dim, seed, -2.f, 2.f),
+          testing::random_floats(c.steps * c.heads, seed + 1, 0.001f, 3.f),
+          testing::random_floats(c.heads, seed + 2, -8.f, -0.05f),
+          testing::random_floats(bc, seed + 3, -1.f, 1.f),
+          testing::random_floats(bc, seed + 4, -1.f, 1.f),
+          testing::random_floats(c.heads, seed + 5, 0.5f, 1.5f),
+          testing::random_floats(c.heads * c.head_dim * c.state_dim, seed + 6, -1.f, 1.f)};
+}
+
+TEST_F(MixerMath, SsmScanGivesTheCpuScalarBits) {
+  for (const SsmCase& c : kSsmCases) {
+    const SsmInputs in = ssm_inputs(c, 130);
+    std::vector<float> cpu_state = in.state, ref_state = in.state, state = in.state;
+    std::vector<float> cpu(size_t(c.steps * c.heads * c.head_dim)), ref(cpu.size()), got(cpu.size());
+    mo::SsmScanArgs a{.x = in.x.data(), .dt = in.dt.data(), .a = in.a.data(), .b = in.b.data(),
+                      .c = in.c.data(), .d = in.d.data(), .state = cpu_state.data(),
+                      .out = cpu.data(), .steps = c.steps, .heads = c.heads,
+                      .head_dim = c.head_dim, .groups = c.groups, .state_dim = c.state_dim};
+    mo::ssm_scan(a);
+    a.state = ref_state.data();
+    a.out = ref.data();
+    mo::ssm_scan_scalar(a);
+    EXPECT_TRUE(same_bits(cpu, ref) && same_bits(cpu_state, ref_state))
+        << c.name << ": the op at the scalar ISA is the reference";
+    const int64_t n = c.state_dim, per_group = c.heads / c.groups;
+    for (int64_t r = 0; r < c.heads * c.head_dim; ++r) {
+      const int64_t h = r / c.head_dim, i = r % c.head_dim;
+      for (int64_t t = 0; t < c.steps; ++t) {
+        const float dt = in.dt[size_t(t * c.heads + h)];
+        const float x = in.x[size_t((t * c.heads + h) * c.head_dim + i)];
+        const int64_t bc = (t * c.groups + h / per_group) * n;
+        const float sc = math::ssm_step(state.data() + r * n, in.b.data() + bc, in.c.data() + bc,
+                                        math::ssm_decay(dt, in.a[size_t(h)]), math::ssm_bx(dt, x),
+                                        n);
+        got[size_t((t * c.heads + h) * c.head_dim + i)] = math::ssm_out(sc, in.d[size_t(h)], x);
+      }
+    }
+    EXPECT_TRUE(same_bits(got, cpu)) << c.name << ": outputs";
+    EXPECT_TRUE(same_bits(state, cpu_state)) << c.name << ": state";
+  }
+}
+
+// The gpu test's bound on the scan (ssm_bound) against the one difference it allows: every
+// decay off by up to 3 ulp either way (CUDA's expf within 2, the C library's within 1).
+TEST_F(MixerMath, SsmScanBoundHoldsForDecaysOffByThreeUlp) {
+  std::mt19937_64 rng(140);
+  for (SsmCase c : kSsmCases) {
+    c.steps += 32;  // long enough for the state's error to build up
+    const SsmInputs in = ssm_inputs(c, 141);
+    std::vector<float> cpu_state = in.state, replay = in.state, state = in.state;
+    std::vector<float> cpu(size_t(c.steps * c.heads * c.head_dim));
+    mo::SsmScanArgs a{.x = in.x.data(), .dt = in.dt.data(), .a = in.a.data(), .b = in.b.data(),
+                      .c = in.c.data(), .d = in.d.data(), .state = cpu_state.data(),
+                      .out = cpu.data(), .steps = c.steps, .heads = c.heads,
+                      .head_dim = c.head_dim, .groups = c.groups, .state_dim = c.state_dim};
+    mo::ssm_scan(a);
+    std::vector<double> out_bound, state_bound;
+    a.state = replay.data();
+    testing::ssm_bound(a, out_bound, state_bound);
+    const int64_t n = c.state_dim, per_group = c.heads / c.groups;
+    std::vector<float> decay(size_t(c.steps * c.heads));
+    for (int64_t e = 0; e < int64_t(decay.size()); ++e) {
+      float d = math::ssm_decay(in.dt[size_t(e)], in.a[size_t(e % c.heads)]);
+      const int off = int(rng() % 7) - 3;
+      for (int j = 0; j < (off < 0 ? -off : off); ++j)
+        d = std::nextafter(d, off < 0 ? 0.f : 2.f);
+      decay[size_t(e)] = d;
+    }
+    double worst = 0;
+    for (int64_t r = 0; r < c.heads * c.head_dim; ++r) {
+      const int64_t h = r / c.head_dim, i = r % c.head_dim;
+      for (int64_t t = 0; t < c.steps; ++t) {
+        const float dt = in.dt[size_t(t * c.heads + h)];
+        const float x = in.x[size_t((t * c.heads + h) * c.head_dim + i)];
+        const int64_t bc = (t * c.groups + h / per_group) * n, o = (t * c.heads + h) * c.head_dim + i;
+        const float y = math::ssm_out(
+            math::ssm_step(state.data() + r * n, in.b.data() + bc, in.c.data() + bc,
+                           decay[size_t(t * c.heads + h)], math::ssm_bx(dt, x), n),
+            in.d[size_t(h)], x);
+        const double diff = std::fabs(double(y) - cpu[size_t(o)]);
+        ASSERT_LE(diff, out_bound[size_t(o)]) << c.name << " step " << t << " row " << r;
+        worst = std::max(worst, diff / out_bound[size_t(o)]);
+      }
+    }
+    for (size_t e = 0; e < state.size(); ++e)
+      ASSERT_LE(std::fabs(double(state[e]) - cpu_state[e]), state_bound[e] + testing::kSubnormalFloor)
+          << c.name << " state " << e;
+    printf("%s: worst |diff| / bound %.3f\n", c.name, worst);
   }
 }
 
