@@ -82,23 +82,27 @@ void rope(const RopeArgs& a);
 
 // --- weight matrices: linear layers and embedding tables (model/ops/linear.h) ---------------
 
-// A matrix [n][k] in device memory: MLX affine-quantized (the layout of DeviceQuantWeights,
-// one expert) or unquantized F32 / F16 / BF16 rows.
+// A matrix [n][k] in device memory, or a stack [groups][n][k] of them (multi_linear's one
+// matrix per head): MLX affine-quantized (the layout of DeviceQuantWeights, one expert per
+// matrix) or unquantized F32 / F16 / BF16 rows.
 struct DeviceMatrixView {
-  DeviceQuantWeights q;          // affine: q.w != nullptr, q.experts == 1
-  const void* dense = nullptr;   // unquantized: [n][k] elements of dense_dtype
+  DeviceQuantWeights q;          // affine: q.w != nullptr, q.experts == groups
+  const void* dense = nullptr;   // unquantized: [groups][n][k] elements of dense_dtype
   DType dense_dtype = DType::F32;
   int64_t n = 0, k = 0;
+  int64_t groups = 1;            // matrices in the stack; 1 for linear and embedding_rows
   bool quantized() const { return q.w != nullptr; }
 };
 
-// Owns one matrix on the device. upload() accepts the formats the CUDA MoE upload accepts
-// (affine, bits 2/3/4/5/6/8, group 32/64/128, F32/F16/BF16 scales) and unquantized
+// Owns one matrix (or stack) on the device. upload() accepts the formats the CUDA MoE upload
+// accepts (affine, bits 2/3/4/5/6/8, group 32/64/128, F32/F16/BF16 scales) and unquantized
 // F32/F16/BF16; the fp modes (mxfp4 and kin) throw moex::Error naming `name`.
 class DeviceMatrix {
  public:
   DeviceMatrix() = default;
   static DeviceMatrix upload(const quant::QuantMatrixView& m, const std::string& name);
+  // A stack [v.experts][v.n][v.k] (ops::MultiLinearArgs::w: experts are the groups).
+  static DeviceMatrix upload_stack(const kernels::QuantWeightsView& v, const std::string& name);
   const DeviceMatrixView& view() const { return view_; }
 
  private:
@@ -114,10 +118,23 @@ struct LinearArgs {
   int64_t rows = 1;
   float* out = nullptr;         // device [rows][n]; must not alias x
 };
-// out[r] = W x[r] + b. Affine rows run the MoE kernels' warp loop (warp_rows.cuh: each unit
-// scale * sum(q x) + bias * sum(x)); unquantized rows are f32 dot products of the widened
-// elements, one warp per row.
+// out[r] = W x[r] + b for a single matrix (groups == 1). Affine rows run the MoE kernels' warp
+// loop (warp_rows.cuh: each unit scale * sum(q x) + bias * sum(x)); unquantized rows are f32
+// dot products of the widened elements, one warp per row.
 void linear(const LinearArgs& a);
+// Several linears of the same input rows (every part's x and rows equal; count <= 0 does
+// nothing): one linear() launch per part, so each output is that call's bits by construction.
+void linear_same_input(const LinearArgs* parts, int count);
+
+struct MultiLinearArgs {
+  const DeviceMatrixView* w = nullptr;  // a stack [groups][n][k]
+  const float* x = nullptr;             // device [rows][groups][k], 16-byte aligned
+  int64_t rows = 1;
+  float* out = nullptr;                 // device [rows][groups][n]; must not alias x
+};
+// mlx-lm's MultiLinear (ops::multi_linear): out[r][g] = W[g] x[r][g], each (row, group) entry
+// computed as linear() computes a row (the same kernels, matrix g of the stack).
+void multi_linear(const MultiLinearArgs& a);
 
 // out[i] = row tokens[i] of the table as f32, i < n (affine: scale * q + bias in f32, as
 // ops::embedding_row). tokens: device [n]; out: device [n][k]. A token outside [0, table.n)
