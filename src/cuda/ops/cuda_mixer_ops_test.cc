@@ -32,7 +32,7 @@ using testing::same_bits;
 using testing::ssm_bound;
 namespace mo = model::ops;
 
-// --- gated RMSNorm --------------------------------------------------------------------------------
+// --- gated RMSNorm -------------------------------------------------------------------------------
 
 // Gates whose SiLU is exact with any exp within a few ulp: 0, 32 (e^-32 vanishes beside 1)
 // and -200 (e^200 overflows: -0).
@@ -96,7 +96,8 @@ TEST_F(CudaOps, GatedRmsNormMatchesCpu) {
         const double f = c.order == mo::GateOrder::kNormThenGate ? double(part) + 25.0
                                                                  : double(part) + 35.0;
         for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_LE(std::fabs(double(got[i]) - cpu[i]), f * kU * std::fabs(cpu[i]) + kSubnormalFloor)
+          ASSERT_LE(std::fabs(double(got[i]) - cpu[i]),
+                    f * kU * std::fabs(cpu[i]) + kSubnormalFloor)
               << c.name << " i " << i;
       }
       // In place (out aliases x), as the mixers call it: the same bits.
@@ -107,7 +108,7 @@ TEST_F(CudaOps, GatedRmsNormMatchesCpu) {
     }
 }
 
-// --- causal conv ----------------------------------------------------------------------------------
+// --- causal conv ---------------------------------------------------------------------------------
 
 TEST_F(CudaOps, CausalConvSiluMatchesCpu) {
   MOEX_REQUIRE_CUDA_DEVICE();
@@ -147,7 +148,7 @@ TEST_F(CudaOps, CausalConvSiluMatchesCpu) {
   }
 }
 
-// --- gated delta rule ---------------------------------------------------------------------------
+// --- gated delta rule ----------------------------------------------------------------------------
 
 TEST_F(CudaOps, GatedDeltaGivesTheCpuBits) {
   MOEX_REQUIRE_CUDA_DEVICE();
@@ -213,7 +214,7 @@ TEST_F(CudaOps, GatedDeltaGivesTheCpuBits) {
   }
 }
 
-// --- Mamba-2 scan ---------------------------------------------------------------------------------
+// --- Mamba-2 scan --------------------------------------------------------------------------------
 
 TEST_F(CudaOps, SsmScanMatchesCpu) {
   MOEX_REQUIRE_CUDA_DEVICE();

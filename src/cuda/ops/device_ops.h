@@ -152,15 +152,18 @@ void gated_activation(kernels::Activation act, const float* gate, const float* u
 
 // Keys and values of one attention layer in device memory, f32, the CPU cache's layout:
 // [kv_heads][capacity][head_dim] each, so one head's keys (and values) are one contiguous
-// stream. The length lives on the host (no device round trip to append).
+// stream. The length lives on the host (no device round trip to append). A keys-only cache
+// (values = false, as the CPU KvCache's MLA mode) holds no values: values() is null, and
+// each key row is an MLA latent row [latent_dim + rope_dim].
 class DeviceKvCache {
  public:
   DeviceKvCache() = default;
-  DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity);
+  DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
   const float* keys() const { return k_.as<const float>(); }
   const float* values() const { return v_.as<const float>(); }
   float* keys() { return k_.as<float>(); }
   float* values() { return v_.as<float>(); }
+  bool has_values() const { return v_.data() != nullptr; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
   int64_t capacity() const { return capacity_; }
@@ -177,8 +180,9 @@ class DeviceKvCache {
   int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
 };
 
-// Appends k, v (device [rows][kv_heads][head_dim]) at positions length .. length + rows - 1.
-// Throws moex::Error ("context length exceeded") past the capacity, as KvCache::append.
+// Appends k, v (device [rows][kv_heads][head_dim]; v ignored, may be null, for a keys-only
+// cache) at positions length .. length + rows - 1. Throws moex::Error ("context length
+// exceeded") past the capacity, as KvCache::append.
 void kv_append(DeviceKvCache& cache, const float* k, const float* v, int64_t rows);
 
 struct AttentionArgs {
@@ -199,7 +203,26 @@ int64_t attention_scratch_floats(int64_t rows, int64_t heads, int64_t pos0);
 // ops::attention's contract: query head h reads kv head h / (heads / kv_heads); row r at p
 // attends to keys [attention_first_key(p, chunk, window), p]; softmax with the max
 // subtracted (and the sink logit, if any), f32 sums; out = sum_t p_t v_t in key order.
+// The cache must hold values.
 void attention(const AttentionArgs& a);
+
+struct MlaAttentionArgs {
+  const float* q = nullptr;              // device [rows][heads][latent_dim + rope_dim]
+  const DeviceKvCache* cache = nullptr;  // keys-only, 1 kv head of latent_dim + rope_dim,
+                                         // holding at least pos0 + rows positions
+  int64_t latent_dim = 0;                // kv_lora_rank: the leading features of a cache row
+  int64_t rows = 1;                      // row r at position pos0 + r sees [0, pos0 + r]
+  int64_t pos0 = 0;
+  int64_t heads = 0;
+  float scale = 1.f;
+  float* out = nullptr;                  // device [rows][heads][latent_dim]
+  float* scores = nullptr;  // device scratch, attention_scratch_floats(rows, heads, pos0)
+};
+// ops::mla_attention's contract (absorbed multi-head latent attention): per head
+// s_t = scale (q . row_t), p = softmax(s), out = sum_t p_t latent_t in key order. The
+// attention kernel with every head on kv head 0 and the values the rows' first latent_dim
+// features (one block per (row, head): the cache is read once per head).
+void mla_attention(const MlaAttentionArgs& a);
 
 // --- greedy decode ---------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ class MixerMath : public ::testing::Test {
   Isa saved_ = Isa::kScalar;
 };
 
-// --- gated RMSNorm ------------------------------------------------------------------------------
+// --- gated RMSNorm -------------------------------------------------------------------------------
 
 struct NormCase {
   const char* name;
@@ -133,7 +133,7 @@ TEST_F(MixerMath, GatedNormRandomWithinTheSummationBound) {
   }
 }
 
-// --- causal conv --------------------------------------------------------------------------------
+// --- causal conv ---------------------------------------------------------------------------------
 
 struct ConvCase {
   const char* name;
@@ -171,7 +171,7 @@ TEST_F(MixerMath, CausalConvGivesTheCpuScalarBits) {
   }
 }
 
-// --- gated delta rule -----------------------------------------------------------------------
+// --- gated delta rule ----------------------------------------------------------------------------
 
 struct DeltaCase {
   const char* name;
@@ -232,7 +232,7 @@ TEST_F(MixerMath, GatedDeltaGivesTheCpuScalarBits) {
   }
 }
 
-// --- Mamba-2 scan ---------------------------------------------------------------------------
+// --- Mamba-2 scan --------------------------------------------------------------------------------
 
 struct SsmCase {
   const char* name;
@@ -267,7 +267,8 @@ TEST_F(MixerMath, SsmScanGivesTheCpuScalarBits) {
   for (const SsmCase& c : kSsmCases) {
     const SsmInputs in = ssm_inputs(c, 130);
     std::vector<float> cpu_state = in.state, ref_state = in.state, state = in.state;
-    std::vector<float> cpu(size_t(c.steps * c.heads * c.head_dim)), ref(cpu.size()), got(cpu.size());
+    std::vector<float> cpu(size_t(c.steps * c.heads * c.head_dim));
+    std::vector<float> ref(cpu.size()), got(cpu.size());
     mo::SsmScanArgs a{.x = in.x.data(), .dt = in.dt.data(), .a = in.a.data(), .b = in.b.data(),
                       .c = in.c.data(), .d = in.d.data(), .state = cpu_state.data(),
                       .out = cpu.data(), .steps = c.steps, .heads = c.heads,
@@ -328,7 +329,8 @@ TEST_F(MixerMath, SsmScanBoundHoldsForDecaysOffByThreeUlp) {
       for (int64_t t = 0; t < c.steps; ++t) {
         const float dt = in.dt[size_t(t * c.heads + h)];
         const float x = in.x[size_t((t * c.heads + h) * c.head_dim + i)];
-        const int64_t bc = (t * c.groups + h / per_group) * n, o = (t * c.heads + h) * c.head_dim + i;
+        const int64_t bc = (t * c.groups + h / per_group) * n;
+        const int64_t o = (t * c.heads + h) * c.head_dim + i;
         const float y = math::ssm_out(
             math::ssm_step(state.data() + r * n, in.b.data() + bc, in.c.data() + bc,
                            decay[size_t(t * c.heads + h)], math::ssm_bx(dt, x), n),
@@ -339,7 +341,8 @@ TEST_F(MixerMath, SsmScanBoundHoldsForDecaysOffByThreeUlp) {
       }
     }
     for (size_t e = 0; e < state.size(); ++e)
-      ASSERT_LE(std::fabs(double(state[e]) - cpu_state[e]), state_bound[e] + testing::kSubnormalFloor)
+      ASSERT_LE(std::fabs(double(state[e]) - cpu_state[e]),
+                state_bound[e] + testing::kSubnormalFloor)
           << c.name << " state " << e;
     printf("%s: worst |diff| / bound %.3f\n", c.name, worst);
   }

@@ -24,11 +24,13 @@ __host__ __device__ inline int64_t row_pitch(int64_t n) { return n | 1; }
 // count rows of n floats: global (contiguous) to shared (pitched) and back, all threads.
 __device__ inline void stage_rows(float* smem, const float* rows, int64_t count, int64_t n) {
   const int64_t pitch = row_pitch(n);
-  for (int64_t e = threadIdx.x; e < count * n; e += blockDim.x) smem[(e / n) * pitch + e % n] = rows[e];
+  for (int64_t e = threadIdx.x; e < count * n; e += blockDim.x)
+    smem[(e / n) * pitch + e % n] = rows[e];
 }
 __device__ inline void unstage_rows(float* rows, const float* smem, int64_t count, int64_t n) {
   const int64_t pitch = row_pitch(n);
-  for (int64_t e = threadIdx.x; e < count * n; e += blockDim.x) rows[e] = smem[(e / n) * pitch + e % n];
+  for (int64_t e = threadIdx.x; e < count * n; e += blockDim.x)
+    rows[e] = smem[(e / n) * pitch + e % n];
 }
 
 __device__ inline int64_t block_rows(int64_t total) {
