@@ -1,8 +1,10 @@
 // The whole-model decode ops on the device, one per op of the backend contract
 // (model/backend/model_backend.h), each with the semantics of the CPU op in model/ops it
 // mirrors: RMSNorm / LayerNorm, RoPE, the embedding lookup, the gated activations, the KV
-// cache append and attention, linear layers and the greedy argmax. Plain C++ (no CUDA
-// headers): every pointer named `device` below is device memory; host pointers are named so.
+// cache append, attention and MLA attention, linear layers (single, several of one input,
+// one matrix per head) and the greedy argmax; the recurrent mixers' ops are in mixer_ops.h.
+// Plain C++ (no CUDA headers): every pointer named `device` below is device memory; host
+// pointers are named so.
 // Calls are queued on the default stream in order and return before the work finishes,
 // except argmax_to_host (one 4-byte copy back) and the uploads (synchronous, as
 // DeviceBuffer). Host-side problems (shapes, formats, capacity) throw moex::Error; kernels
