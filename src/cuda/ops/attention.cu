@@ -1,8 +1,10 @@
-// The device KV cache (layout [kv_heads][capacity][head_dim], as the CPU KvCache) and GQA
-// attention: one block per (query row, query head). Scores: a warp per key, lanes over the
-// head dims; softmax with the max subtracted (sink included), f32 sums in block_reduce's
-// order; out[d] = sum over keys in order of p_t * v_t[d], one thread per d (ops::attention's
-// axpy order, so given the same weights the outputs are the CPU scalar op's bits).
+// The device KV cache (layout [kv_heads][capacity][head_dim], as the CPU KvCache; keys-only
+// for MLA), GQA attention and MLA attention (the same kernel; MLA's values are the first
+// latent_dim features of the key rows): one block per (query row, query head). Scores: a warp
+// per key, lanes over the head dims; softmax with the max subtracted (sink included), f32 sums
+// in block_reduce's order; out[d] = sum over keys in order of p_t * v_t[d], one thread per d
+// (ops::attention's axpy order, so given the same weights the outputs are the CPU scalar
+// op's bits).
 #include <cuda_runtime.h>
 
 #include "core/error.h"
@@ -16,7 +18,7 @@ namespace {
 
 constexpr int kAttnThreads = 128;
 
-__global__ void kv_append_kernel(float* __restrict__ ck, float* __restrict__ cv,
+__global__ void kv_append_kernel(float* __restrict__ ck, float* cv,
                                  const float* __restrict__ k, const float* __restrict__ v,
                                  int64_t rows, int64_t kv_heads, int64_t head_dim,
                                  int64_t capacity, int64_t length) {
@@ -26,7 +28,7 @@ __global__ void kv_append_kernel(float* __restrict__ ck, float* __restrict__ cv,
     const int64_t d = e % head_dim, h = (e / head_dim) % kv_heads, r = e / (head_dim * kv_heads);
     const int64_t to = (h * capacity + length + r) * head_dim + d;
     ck[to] = k[e];
-    cv[to] = v[e];
+    if (cv) cv[to] = v[e];  // null: a keys-only cache
   }
 }
 
@@ -38,6 +40,8 @@ struct AttnParams {
   float* out;
   float* scores;  // [rows][heads][max_keys]
   int64_t heads, group, head_dim, capacity, pos0, chunk, window, max_keys;
+  int64_t v_dim;     // value features read and written per head (head_dim; MLA: latent_dim)
+  int64_t v_stride;  // floats between consecutive value rows (head_dim; MLA: the key width)
   float scale;
 };
 
@@ -50,7 +54,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p) {
   const int64_t hd = p.head_dim;
   const float* q = p.q + (r * p.heads + h) * hd;
   const float* keys = p.keys + (kvh * p.capacity + first) * hd;
-  const float* values = p.values + (kvh * p.capacity + first) * hd;
+  const float* values = p.values + (kvh * p.capacity + first) * p.v_stride;
   float* s = p.scores + blockIdx.x * p.max_keys;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
 
@@ -89,28 +93,30 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p) {
   }
   __syncthreads();
 
-  float* o = p.out + (r * p.heads + h) * hd;
-  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+  float* o = p.out + (r * p.heads + h) * p.v_dim;
+  for (int64_t d = threadIdx.x; d < p.v_dim; d += blockDim.x) {
     float acc = 0.f;
-    for (int64_t t = 0; t < n; ++t) acc = math::add_rn(acc, math::mul_rn(s[t], values[t * hd + d]));
+    for (int64_t t = 0; t < n; ++t)
+      acc = math::add_rn(acc, math::mul_rn(s[t], values[t * p.v_stride + d]));
     o[d] = acc;
   }
 }
 
 }  // namespace
 
-DeviceKvCache::DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity)
+DeviceKvCache::DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
     : kv_heads_(kv_heads), head_dim_(head_dim), capacity_(capacity) {
   if (kv_heads < 1 || head_dim < 1 || capacity < 1)
     fail("cuda DeviceKvCache: kv_heads = ", kv_heads, ", head_dim = ", head_dim,
          ", capacity = ", capacity, "; expected positive sizes");
   const size_t bytes = size_t(kv_heads) * size_t(head_dim) * size_t(capacity) * sizeof(float);
   k_ = DeviceBuffer(bytes);
-  v_ = DeviceBuffer(bytes);
+  if (values) v_ = DeviceBuffer(bytes);
 }
 
 void kv_append(DeviceKvCache& cache, const float* k, const float* v, int64_t rows) {
-  if (!k || !v || !cache.keys()) fail("cuda kv_append: null k, v or cache");
+  if (!k || (!v && cache.has_values()) || !cache.keys())
+    fail("cuda kv_append: null k, v or cache");
   if (rows < 0) fail("cuda kv_append: rows = ", rows);
   if (cache.length() + rows > cache.capacity())
     fail("context length exceeded: ", cache.length() + rows,
@@ -118,7 +124,8 @@ void kv_append(DeviceKvCache& cache, const float* k, const float* v, int64_t row
   if (rows == 0) return;
   const int64_t total = rows * cache.kv_heads() * cache.head_dim();
   kv_append_kernel<<<detail::elementwise_blocks(total), 256>>>(
-      cache.keys(), cache.values(), k, v, rows, cache.kv_heads(), cache.head_dim(),
+      cache.keys(), cache.has_values() ? cache.values() : nullptr, k, v, rows, cache.kv_heads(),
+      cache.head_dim(),
       cache.capacity(), cache.length());
   MOEX_CUDA_CHECK_LAUNCH("kv_append");
   cache.grow(rows);
@@ -131,6 +138,7 @@ int64_t attention_scratch_floats(int64_t rows, int64_t heads, int64_t pos0) {
 void attention(const AttentionArgs& a) {
   if (!a.q || !a.cache || !a.out || !a.scores || !a.cache->keys())
     fail("cuda attention: null q, cache, out or scores");
+  if (!a.cache->has_values()) fail("cuda attention: a keys-only cache (MLA's: mla_attention)");
   const DeviceKvCache& c = *a.cache;
   if (a.heads < 1 || a.heads % c.kv_heads() != 0 || a.rows < 0 || a.pos0 < 0 ||
       a.pos0 + a.rows > c.length() || a.rows * a.heads > (int64_t{1} << 31) - 1)
@@ -152,9 +160,44 @@ void attention(const AttentionArgs& a) {
   p.chunk = a.chunk;
   p.window = a.window;
   p.max_keys = a.pos0 + a.rows;
+  p.v_dim = c.head_dim();
+  p.v_stride = c.head_dim();
   p.scale = a.scale;
   attention_kernel<<<unsigned(a.rows * a.heads), kAttnThreads>>>(p);
   MOEX_CUDA_CHECK_LAUNCH("attention");
+}
+
+void mla_attention(const MlaAttentionArgs& a) {
+  if (!a.q || !a.cache || !a.out || !a.scores || !a.cache->keys())
+    fail("cuda mla_attention: null q, cache, out or scores");
+  const DeviceKvCache& c = *a.cache;
+  if (c.kv_heads() != 1 || c.has_values() || a.latent_dim < 1 || a.latent_dim > c.head_dim() ||
+      a.heads < 1 || a.rows < 0 || a.pos0 < 0 || a.pos0 + a.rows > c.length() ||
+      a.rows * a.heads > (int64_t{1} << 31) - 1)
+    fail("cuda mla_attention: the cache must be keys-only with one head wider than the latent (",
+         a.latent_dim, ") and hold ", a.pos0 + a.rows, " positions; it has ", c.kv_heads(),
+         " heads of ", c.head_dim(), ", ", c.length(), " positions (", a.heads, " query heads)");
+  if (a.rows == 0) return;
+  AttnParams p;
+  p.q = a.q;
+  p.keys = c.keys();
+  p.values = c.keys();  // the latent: each row's first latent_dim features
+  p.sinks = nullptr;
+  p.out = a.out;
+  p.scores = a.scores;
+  p.heads = a.heads;
+  p.group = a.heads;  // every query head reads kv head 0
+  p.head_dim = c.head_dim();
+  p.capacity = c.capacity();
+  p.pos0 = a.pos0;
+  p.chunk = 0;
+  p.window = 0;
+  p.max_keys = a.pos0 + a.rows;
+  p.v_dim = a.latent_dim;
+  p.v_stride = c.head_dim();
+  p.scale = a.scale;
+  attention_kernel<<<unsigned(a.rows * a.heads), kAttnThreads>>>(p);
+  MOEX_CUDA_CHECK_LAUNCH("mla_attention");
 }
 
 }  // namespace moex::cuda::ops

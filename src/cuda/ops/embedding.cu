@@ -43,35 +43,41 @@ __global__ void __launch_bounds__(kEmbedThreads)
 }  // namespace
 
 DeviceMatrix DeviceMatrix::upload(const quant::QuantMatrixView& m, const std::string& name) {
+  return upload_stack(kernels::QuantWeightsView::one_expert(m), name);
+}
+
+DeviceMatrix DeviceMatrix::upload_stack(const kernels::QuantWeightsView& v,
+                                        const std::string& name) {
   DeviceMatrix d;
-  d.view_.n = m.rows;
-  d.view_.k = m.k;
-  if (m.mode == quant::Mode::kAffine) {
-    const kernels::QuantWeightsView v = kernels::QuantWeightsView::one_expert(m);
+  d.view_.n = v.n;
+  d.view_.k = v.k;
+  d.view_.groups = v.experts;
+  if (v.mode == quant::Mode::kAffine) {
     d.affine_ = DeviceProjection::upload(v, name.c_str());  // validates as the MoE upload
     d.view_.q = d.affine_.view();
     return d;
   }
-  if (m.mode != quant::Mode::kFloat)
-    fail("cuda DeviceMatrix::upload: '", name, "' is ", quant::mode_name(m.mode),
+  if (v.mode != quant::Mode::kFloat)
+    fail("cuda DeviceMatrix::upload: '", name, "' is ", quant::mode_name(v.mode),
          "; the device ops read MLX affine or unquantized F32/F16/BF16 matrices");
-  if (m.sb_dtype != DType::F32 && m.sb_dtype != DType::F16 && m.sb_dtype != DType::BF16)
-    fail("cuda DeviceMatrix::upload: '", name, "' has elements of ", dtype_name(m.sb_dtype),
+  if (v.sb_dtype != DType::F32 && v.sb_dtype != DType::F16 && v.sb_dtype != DType::BF16)
+    fail("cuda DeviceMatrix::upload: '", name, "' has elements of ", dtype_name(v.sb_dtype),
          "; expected F32, F16 or BF16");
-  if (!m.w || m.rows < 1 || m.k < 1)
-    fail("cuda DeviceMatrix::upload: '", name, "' has shape [", m.rows, "][", m.k,
+  if (!v.w || v.experts < 1 || v.n < 1 || v.k < 1)
+    fail("cuda DeviceMatrix::upload: '", name, "' has shape [", v.experts, "][", v.n, "][", v.k,
          "] or a null data pointer");
-  const size_t bytes = size_t(m.rows) * size_t(m.k) * dtype_size(m.sb_dtype);
+  const size_t bytes = size_t(v.experts) * size_t(v.n) * size_t(v.k) * dtype_size(v.sb_dtype);
   d.dense_ = DeviceBuffer(bytes);
-  d.dense_.upload(m.w, bytes);
+  d.dense_.upload(v.w, bytes);
   d.view_.dense = d.dense_.data();
-  d.view_.dense_dtype = m.sb_dtype;
+  d.view_.dense_dtype = v.sb_dtype;
   return d;
 }
 
 void embedding_rows(const DeviceMatrixView& table, const int32_t* tokens, int64_t n, float* out) {
   if (!tokens || !out || (!table.quantized() && !table.dense))
     fail("cuda embedding_rows: null table, tokens or out");
+  if (table.groups != 1) fail("cuda embedding_rows: a stack of ", table.groups, " matrices");
   if (n < 0 || n > (int64_t{1} << 31) - 1 || table.k < 1)
     fail("cuda embedding_rows: ", n, " tokens of a table with k = ", table.k);
   if (n == 0) return;

@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(detail::kMaxThreads, detail::kMinBlocks)
     linear_affine_kernel(AffineParams p) {
   extern __shared__ float4 smem4[];
   float* xs = reinterpret_cast<float*>(smem4);
-  const int64_t xr = blockIdx.x;
+  const int64_t xr = blockIdx.x, expert = xr % p.w.experts;  // multi_linear: x row (r, g)
   const int k = int(p.w.k), n = int(p.w.n);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int base = blockIdx.y * warps * p.items_per_warp;
@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(detail::kMaxThreads, detail::kMinBlocks)
   detail::warp_rows<B, B, D>(
       detail::warp_item_count(base, warp, warps, p.items_per_warp, p.items), k / detail::kUnit,
       [&](int i, RowRef& r0, RowRef& r1) {
-        r0 = detail::row_ref(p.w, 0, row0(i));
-        r1 = detail::row_ref(p.w, 0, min(row0(i) + 1, n - 1));
+        r0 = detail::row_ref(p.w, expert, row0(i));
+        r1 = detail::row_ref(p.w, expert, min(row0(i) + 1, n - 1));
       },
       [&] { detail::stage_vector(p.x + xr * k, k, xs); }, xs,
       [&](int i, float d0, float d1) {
@@ -64,7 +64,7 @@ struct DenseParams {
   const float* bias;
   const float* x;
   float* out;
-  int64_t n, k;
+  int64_t n, k, groups;
 };
 
 __device__ inline float dense_element(const DenseParams& p, int64_t e) {
@@ -78,14 +78,17 @@ __global__ void __launch_bounds__(kDenseWarps * 32) linear_dense_kernel(DensePar
   const int64_t row = blockIdx.x * int64_t(kDenseWarps) + (threadIdx.x >> 5);
   if (row >= p.n) return;  // no barriers below
   const float* x = p.x + blockIdx.y * p.k;
+  const int64_t w0 = (blockIdx.y % p.groups * p.n + row) * p.k;  // matrix g = x row % groups
   float acc = 0.f;
-  for (int64_t i = lane; i < p.k; i += 32) acc = __fmaf_rn(dense_element(p, row * p.k + i), x[i], acc);
+  for (int64_t i = lane; i < p.k; i += 32) acc = __fmaf_rn(dense_element(p, w0 + i), x[i], acc);
   acc = detail::warp_sum(acc);
   if (lane == 0) p.out[blockIdx.y * p.n + row] = p.bias ? math::add_rn(acc, p.bias[row]) : acc;
 }
 
 using AffineKernel = void (*)(AffineParams);
 
+// Both take x rows [a.rows][k] (multi_linear: a.rows = rows x groups, row b using matrix
+// b % groups).
 void linear_affine(const LinearArgs& a) {
   const DeviceQuantWeights& w = a.w->q;
   AffineParams p;
@@ -121,25 +124,61 @@ void linear_dense(const LinearArgs& a) {
   p.out = a.out;
   p.n = a.w->n;
   p.k = a.w->k;
+  p.groups = a.w->groups;
   const dim3 grid(unsigned((p.n + kDenseWarps - 1) / kDenseWarps), unsigned(a.rows));
   linear_dense_kernel<<<grid, kDenseWarps * 32>>>(p);
   MOEX_CUDA_CHECK_LAUNCH("linear (dense)");
 }
 
-}  // namespace
-
-void linear(const LinearArgs& a) {
+// x rows for the weights' groups: the kernels' grid (a block row per x row) allows 65535.
+void check_and_run(const char* op, const LinearArgs& a) {
   if (!a.w || !a.x || !a.out || (!a.w->quantized() && !a.w->dense))
-    fail("cuda linear: null weights, x or out");
-  if (a.rows < 0 || a.rows > 65535 || a.w->n < 1 || a.w->k < 1)
-    fail("cuda linear: rows = ", a.rows, " (at most 65535), matrix [", a.w->n, "][", a.w->k, "]");
+    fail("cuda ", op, ": null weights, x or out");
+  if (a.rows < 0 || a.rows > 65535 || a.w->n < 1 || a.w->k < 1 || a.w->groups < 1 ||
+      (a.w->quantized() && a.w->q.experts != a.w->groups))
+    fail("cuda ", op, ": ", a.rows, " x rows (at most 65535) of ", a.w->groups, " matrices [",
+         a.w->n, "][", a.w->k, "]");
   if (a.w->quantized() && reinterpret_cast<uintptr_t>(a.x) % 16 != 0)
-    fail("cuda linear: x must be 16-byte aligned for affine weights");
+    fail("cuda ", op, ": x must be 16-byte aligned for affine weights");
   if (a.rows == 0) return;
   if (a.w->quantized())
     linear_affine(a);
   else
     linear_dense(a);
+}
+
+}  // namespace
+
+void linear(const LinearArgs& a) {
+  if (a.w && a.w->groups != 1)
+    fail("cuda linear: a stack of ", a.w->groups, " matrices; multi_linear runs stacks");
+  check_and_run("linear", a);
+}
+
+void linear_same_input(const LinearArgs* parts, int count) {
+  if (count > 0 && !parts) fail("cuda linear_same_input: null parts");
+  for (int i = 1; i < count; ++i)
+    if (parts[i].x != parts[0].x || parts[i].rows != parts[0].rows)
+      fail("cuda linear_same_input: part ", i, " reads other rows than part 0");
+  for (int i = 0; i < count; ++i) linear(parts[i]);
+}
+
+void multi_linear(const MultiLinearArgs& a) {
+  if (!a.w || !a.x || !a.out) fail("cuda multi_linear: null weights, x or out");
+  const int64_t groups = a.w->groups;
+  if (a.rows < 0 || groups < 1 || groups > 65535)
+    fail("cuda multi_linear: ", a.rows, " rows of ", groups, " groups (at most 65535)");
+  // Launches of at most 65535 (row, group) pairs (a 512-row prefill of 128 heads has 65536).
+  const int64_t per_call = 65535 / groups;
+  for (int64_t r0 = 0; r0 < a.rows; r0 += per_call) {
+    const int64_t rows = a.rows - r0 < per_call ? a.rows - r0 : per_call;
+    LinearArgs part;  // no bias
+    part.w = a.w;
+    part.x = a.x + r0 * groups * a.w->k;
+    part.rows = rows * groups;
+    part.out = a.out + r0 * groups * a.w->n;
+    check_and_run("multi_linear", part);
+  }
 }
 
 }  // namespace moex::cuda::ops

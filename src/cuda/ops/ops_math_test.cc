@@ -25,11 +25,8 @@ namespace moex::cuda::ops {
 namespace {
 
 using testing::kU;
+using testing::same_bits;
 namespace mo = model::ops;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 // Runs a test body at the scalar ISA (the CPU ops' reference arithmetic) and restores it.
 class ScalarIsa : public ::testing::Test {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace moex::cuda::ops::testing {
 
 // Unit roundoff of f32 round-to-nearest: every rounded operation has relative error <= kU.
 inline constexpr double kU = 1.0 / 16777216.0;  // 2^-24
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
 
 inline std::vector<float> random_floats(int64_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937_64 g(seed);
