@@ -343,16 +343,11 @@ int run_bench(const BenchFlags& f) {
       for (double t : tps) s.push_back(t > 0 ? 1.0 / t : 0.0);
       return s;
     };
-    auto spread = [](const std::vector<double>& v) {  // with fewer than 3 repeats
-      const double m = harness::median(v);
-      return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m
-                   : 0.0;
-    };
     const size_t on = arms[0].name == "on" ? 0 : 1;
     moe::TunePoint judged;
     judged.point.ratio = ratio;
-    judged.fused_spread = spread(arms[on].tps());
-    judged.fallback_spread = spread(arms[1 - on].tps());
+    judged.fused_spread = harness::relative_spread(arms[on].tps());  // with fewer than 3 repeats
+    judged.fallback_spread = harness::relative_spread(arms[1 - on].tps());
     judged.paired =
         moe::paired_ratio(seconds_per_token(arms[on].tps()), seconds_per_token(arms[1 - on].tps()));
     const double band = judged.paired.pairs >= moe::kMinTiePairs

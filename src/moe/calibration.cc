@@ -258,10 +258,9 @@ CalibrationMatch find_calibration(const CalibrationFile& file, const Calibration
 }
 
 void upsert_calibration(CalibrationFile& file, CalibrationEntry entry) {
-  const CalibrationEntry& key = entry;
   for (auto& e : file.entries) {
-    if (e.backend == key.backend && e.hardware == key.hardware && e.threads == key.threads &&
-        e.isa == key.isa && e.precision == key.precision) {
+    if (e.backend == entry.backend && e.hardware == entry.hardware &&
+        e.threads == entry.threads && e.isa == entry.isa && e.precision == entry.precision) {
       e = std::move(entry);
       return;
     }

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "harness/crossing.h"
+#include "harness/stats.h"
 #include "moe/moe_bench.h"
 
 namespace moex::moe {
@@ -141,11 +142,7 @@ std::vector<CalibrationPoint> calibration_points(const std::vector<TunePoint>& p
 }
 
 PairedRatio paired_ratio(const std::vector<double>& fused, const std::vector<double>& fallback) {
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
+  using harness::median;
   PairedRatio r;
   std::vector<double> logs;
   for (size_t i = 0; i < std::min(fused.size(), fallback.size()); ++i)

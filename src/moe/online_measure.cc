@@ -8,21 +8,10 @@
 
 #include "core/error.h"
 #include "core/strict_parse.h"
+#include "harness/stats.h"
 
 namespace moex::moe {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double spread(const std::vector<double>& v) {
-  const double m = median(v);
-  return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m
-               : 0;
-}
 
 std::string fmt(double x, int digits) {
   char buf[48];
@@ -55,12 +44,15 @@ MeasurePlan plan_online_measurement(const MeasureContext& c, const std::string& 
       return {false, "not measured: a calibration entry of this key and moex commit decides"};
   }
   std::string blocker;
-  if (!c.enabled) blocker = str_cat(kEnvFusedMoeMeasure, " turns the measurement off");
-  else if (c.backend != Backend::kCpu)
-    blocker = str_cat("the online measurement runs on the cpu backend only (", backend_name(c.backend),
-                      ": run moex tune --backend ", backend_name(c.backend), ")");
-  else if (c.expert_parallel)
+  if (!c.enabled) {
+    blocker = str_cat(kEnvFusedMoeMeasure, " turns the measurement off");
+  } else if (c.backend != Backend::kCpu) {
+    blocker = str_cat("the online measurement runs on the cpu backend only (",
+                      backend_name(c.backend), ": run moex tune --backend ",
+                      backend_name(c.backend), ")");
+  } else if (c.expert_parallel) {
     blocker = "expert parallelism runs no online measurement";
+  }
   if (!blocker.empty())
     return {false, stale.empty()
                        ? str_cat("not measured: ", blocker, "; the backend default decides")
@@ -134,12 +126,12 @@ std::vector<TunePoint> OnlineMeasurement::points() const {
   for (const Series& x : series_) {
     if (x.fused.empty() || x.fallback.empty()) continue;
     TunePoint p;
-    const double f = median(x.fused), b = median(x.fallback);
+    const double f = harness::median(x.fused), b = harness::median(x.fallback);
     p.point = {x.shape.din, x.shape.dff, x.shape.top_k, x.shape.bits, f * 1e6, b * 1e6,
                f > 0 ? b / f : 1.0};
     p.point.samples = int64_t(std::min(x.fused.size(), x.fallback.size()));
-    p.fused_spread = spread(x.fused);
-    p.fallback_spread = spread(x.fallback);
+    p.fused_spread = harness::relative_spread(x.fused);
+    p.fallback_spread = harness::relative_spread(x.fallback);
     // ABBA pairs by index: steps (0, 1), (3, 2), (4, 5), ... ran next to each other.
     p.paired = paired_ratio(x.fused, x.fallback);
     out.push_back(p);
