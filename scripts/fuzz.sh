@@ -13,7 +13,6 @@ all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_token
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs="${JOBS:-$(nproc)}"
-dir=build-fuzz
 
 # Largest input per target: above the biggest starting input, small enough to keep executions fast.
 max_len_of() {
@@ -35,32 +34,12 @@ dict_of() {
   esac
 }
 
-# What the build needs beyond scripts/setup.sh, from Debian: clang, libFuzzer's runtime
-# (libclang-rt-<v>-dev) and LLVM's OpenMP (libomp-<v>-dev); each installed only if missing.
-apt_install() {
-  echo "fuzz: installing $*"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
-}
-links() {  # links() FLAGS...: a trivial fuzz target links with these flags
-  echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }' |
-    clang++ -x c++ - "$@" -o /tmp/moex_fuzz_probe.$$ 2>/dev/null
-  local rc=$?
-  rm -f /tmp/moex_fuzz_probe.$$
-  return $rc
-}
-command -v clang++ >/dev/null || apt_install clang
-clang_major="$(clang++ -dumpversion | cut -d. -f1)"
-links -fsanitize=fuzzer || apt_install "libclang-rt-${clang_major}-dev"
-links -fsanitize=fuzzer -fopenmp || apt_install "libomp-${clang_major}-dev"
+source scripts/lib/checked_build.sh
+dir=$moex_checked_dir
 
-echo "== fuzz: build ($dir, clang $(clang++ -dumpversion)) =="
+echo "== fuzz: build ($dir) =="
 t0=$SECONDS
-cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMOEX_CUDA=OFF \
-  -DMOEX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
-  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" >/dev/null
+moex_checked_configure
 cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
 echo "== fuzz: build took $((SECONDS - t0)) s =="
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # A newcomer's first run: install, build, generate the default synthetic checkpoint (the
 # qwen3-30b-a3b shape cut to 4 layers, ~1.7 GB, random weights in the real layout), inspect
-# it, and run the decode benchmark with both MoE paths interleaved.
+# it, and run the decode benchmark with both MoE paths interleaved. It installs only the build
+# packages and builds only the moex tool (no Python venv, no tests, no CUDA without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
+t0=$SECONDS
+scripts/setup.sh build
+scripts/build.sh --target moex
+echo "quickstart: set up and built in $((SECONDS - t0)) s"
 model=models/qwen3-30b-a3b-L4
 # --reuse keeps a complete checkpoint of the same model and rewrites one that an interrupted
 # run or a full disk left incomplete (make-model itself only renames a finished directory in).

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Checked builds of the unit tests (CLI error tests included): build-asan (ASan + UBSan, -O1 -g,
-# a finding fails the test; libstdc++ assertions too) and build-assert (Release with
-# -D_GLIBCXX_ASSERTIONS), each built and run with `ctest -L unit`.
-# Usage: scripts/sanitize.sh [asan] [assert]  (default: both). JOBS=n for -j.
+# Checked builds of the unit tests (CLI error tests included), each built and run with
+# `ctest -L unit`:
+#   asan    build-asan: g++, ASan + UBSan, -O1 -g, libstdc++ assertions (a finding fails the test)
+#   assert  build-assert: g++ Release with -D_GLIBCXX_ASSERTIONS
+#   clang   build-fuzz: clang, ASan + UBSan, -O1 -g: the build scripts/fuzz.sh then fuzzes from,
+#           so CI compiles the checked libraries once (CI's main build carries the assertions)
+# Usage: scripts/sanitize.sh [asan] [assert] [clang]  (default: asan assert). JOBS=n for -j.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/checked_build.sh
 
 jobs="${JOBS:-$(nproc)}"
 kinds=("$@")
@@ -49,11 +53,17 @@ run_kind() {
     assert)
       dir=build-assert
       args=(-DCMAKE_BUILD_TYPE=Release -DMOEX_GLIBCXX_ASSERTIONS=ON) ;;
-    *) echo "sanitize: unknown build '$kind'; expected asan or assert" >&2; return 2 ;;
+    clang)
+      dir=$moex_checked_dir ;;
+    *) echo "sanitize: unknown build '$kind'; expected asan, assert or clang" >&2; return 2 ;;
   esac
   echo "== sanitize: $kind ($dir) =="
   local t0=$SECONDS
-  cmake -S . -B "$dir" -DMOEX_CUDA=OFF "${args[@]}" >/dev/null
+  if [ "$kind" = clang ]; then
+    moex_checked_configure
+  else
+    cmake -S . -B "$dir" -DMOEX_CUDA=OFF "${moex_launcher_args[@]}" "${args[@]}" >/dev/null
+  fi
   # Only what the unit tests run (test executables, the moex tool), not benchmarks.
   local targets
   targets="$(unit_test_targets "$dir")"

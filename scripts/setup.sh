@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Installs what moex needs on a fresh Debian 12 machine (idempotent): build tools and
-# libraries from Debian, and the Python venv (.venv) with MLX / mlx-lm for reference tests.
+# Installs what moex needs on a fresh Debian 12 machine (idempotent).
+#   scripts/setup.sh build      the Debian packages that building the moex tool needs (quickstart)
+#   scripts/setup.sh [all]      those, plus Google Benchmark, MPI and the Python venv (.venv) with
+#                               MLX / mlx-lm, vocabularies and the chat-template corpus that the
+#                               reference tests use (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake pkg-config git nlohmann-json3-dev libcli11-dev libgtest-dev
-      libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev python3-venv
-      libopenmpi-dev openmpi-bin)
+mode="${1:-all}"
+case "$mode" in
+  build|all) ;;
+  *) echo "setup: unknown mode '$mode'; expected 'build' or 'all'" >&2; exit 2 ;;
+esac
+
+# Building the tool and its tests: compilers, CMake + Ninja, ccache, and the libraries.
+pkgs=(build-essential cmake ninja-build ccache pkg-config git nlohmann-json3-dev libcli11-dev
+      libgtest-dev libgmock-dev libpcre2-dev libcpp-httplib-dev)
+if [ "$mode" = all ]; then
+  pkgs+=(libbenchmark-dev python3-venv libopenmpi-dev openmpi-bin)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -15,7 +27,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "$mode" = build ]; then
+  echo "setup: build packages present"
+  exit 0
 fi
 
 if [ ! -x .venv/bin/python ]; then

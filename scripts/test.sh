@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (if needed), builds and runs every test: unit, reference (MLX / mlx-lm oracles),
-# slow, and gpu (which report "skipped" without a CUDA device).
+# slow, and gpu (built and run where a GPU is visible or with -DMOEX_CUDA=ON). Arguments go to
+# ctest (e.g. -L unit, -R name). Prints the ten slowest tests at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,4 +10,11 @@ scripts/build.sh
 # the user's (~/.cache/moex/calibration.json).
 export XDG_CACHE_HOME="$PWD/build/test-cache"
 unset MOEX_CALIBRATION
-ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+log=build/ctest-output.txt
+rc=0
+ctest --test-dir build --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log" || rc=$?
+echo "test: the ten slowest tests (seconds)"
+grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
+  sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec.*$/\2 \1/' | sort -rn | head -10 |
+  awk '{printf "  %8.1f  %s\n", $1, $2}' || true
+exit $rc
