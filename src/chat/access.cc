@@ -45,10 +45,18 @@ Value get_item(const Value& obj, const Value& key) {
     if (obj.is_list()) {
       const int64_t i = norm_index(key.as_int(), obj.items().size());
       if (i >= 0) return obj.items()[size_t(i)];
-    } else {
-      const std::vector<uint32_t> cps = utf8_code_points(obj.str());
-      const int64_t i = norm_index(key.as_int(), cps.size());
-      if (i >= 0) return Value(utf8_from_code_points(cps, size_t(i), size_t(i) + 1));
+    } else {  // walk to the code point instead of decoding the whole string
+      const std::string& s = obj.str();
+      const int64_t i =
+          norm_index(key.as_int(), key.as_int() < 0 ? utf8_length(s) : size_t(key.as_int()) + 1);
+      size_t at = 0;
+      for (int64_t k = 0; i >= 0 && k < i && at < s.size(); ++k) utf8_decode(s, &at);
+      charge_bytes(at);
+      if (i >= 0 && at < s.size()) {
+        const size_t start = at;
+        utf8_decode(s, &at);
+        return Value(s.substr(start, at - start));
+      }
     }
     return Value::undefined(str_cat(type_name(obj), " object has no element ", key.as_int()));
   }

@@ -179,7 +179,7 @@ Flow Renderer::exec_for(const Node& n) {
   if (n.expr2) {
     std::vector<Value> kept;
     for (const Value& item : items) {
-      charge(1);
+      charge(kLoopIterationUnits);
       auto s = std::make_shared<Scope>();
       s->parent = parent;
       bind(s.get(), item);
@@ -190,7 +190,7 @@ Flow Renderer::exec_for(const Node& n) {
   }
   if (items.empty()) return exec_body(n.else_body);
   for (size_t i = 0; i < items.size(); ++i) {
-    charge(1);
+    charge(kLoopIterationUnits);
     auto s = std::make_shared<Scope>();
     s->parent = parent;
     bind(s.get(), items[i]);

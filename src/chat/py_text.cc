@@ -294,9 +294,11 @@ void dump(std::string* out, const Value& v, const JsonDumpArgs& a, int level) {
       charge(int64_t(v.dict_obj().entries.size()));
       std::vector<std::pair<std::string, const Value*>> entries;
       for (const auto& [k, x] : v.dict_obj().entries) entries.emplace_back(json_key(k), &x);
-      if (a.sort_keys)
+      if (a.sort_keys) {
+        charge(int64_t(double(entries.size()) * std::log2(double(entries.size()) + 2)));
         std::stable_sort(entries.begin(), entries.end(),
                          [](const auto& x, const auto& y) { return x.first < y.first; });
+      }
       if (entries.empty()) {
         *out += "{}";
         return;

@@ -49,7 +49,7 @@ void utf8_append(std::string* out, uint32_t cp) {
 }
 
 std::vector<uint32_t> utf8_code_points(std::string_view s) {
-  charge_bytes(s.size());
+  charge_bytes(4 * s.size());  // up to 4 bytes of code points per byte of text
   std::vector<uint32_t> cps;
   for (size_t i = 0; i < s.size();) cps.push_back(utf8_decode(s, &i));
   return cps;
