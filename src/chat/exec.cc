@@ -158,8 +158,8 @@ Value loop_object(const std::vector<Value>& items, size_t i, const Value& cycle)
   d.append(Value("depth"), Value(1));
   d.append(Value("depth0"), Value(0));
   d.append(Value("previtem"), i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-  d.set(Value("nextitem"),
-        i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item"));
+  d.append(Value("nextitem"),
+           i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item"));
   d.append(Value("cycle"), cycle);
   return loop;
 }
