@@ -58,7 +58,9 @@ std::string model_name(const ServeFlags& f) {
   return p.filename().string();
 }
 
-std::optional<serve::ChatPrompt> load_chat_prompt(const std::string& dir, const Tokenizer& tok) {
+// Without a usable template, *refusal says why (chat requests are answered with it).
+std::optional<serve::ChatPrompt> load_chat_prompt(const std::string& dir, const Tokenizer& tok,
+                                                  std::string* refusal) {
   try {
     return serve::ChatPrompt(dir, tok);
   } catch (const Error& e) {
@@ -66,6 +68,7 @@ std::optional<serve::ChatPrompt> load_chat_prompt(const std::string& dir, const 
                  "moex serve: %s; /v1/chat/completions refuses requests (use "
                  "/v1/completions)\n",
                  e.what());
+    *refusal = e.what();
     return std::nullopt;
   }
 }
@@ -141,7 +144,8 @@ int run_serve(const ServeFlags& f) {
     fail(f.model, ": no tokenizer.json: moex serve answers in text and needs the tokenizer");
   const Tokenizer tok = Tokenizer::load(f.model);
   served.tokenizer = &tok;
-  const std::optional<serve::ChatPrompt> chat = load_chat_prompt(f.model, tok);
+  const std::optional<serve::ChatPrompt> chat =
+      load_chat_prompt(f.model, tok, &served.chat_refusal);
   if (chat) served.chat = &*chat;
   std::vector<int32_t> stop_ids;
   for (int64_t id : model::stop_token_ids(cfg, served.generation, tok.eos_ids()))

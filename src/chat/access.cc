@@ -1,39 +1,14 @@
 // Attribute, item and slice access, iteration, len() and `in`, as jinja2's sandbox resolves
-// them on Python values; plus the budget checks shared by everything that builds values.
+// them on Python values.
 #include "chat/builtins.h"
 #include "chat/limits.h"
 #include "chat/methods.h"
 #include "chat/py_text.h"
+#include "chat/text_search.h"
 #include "chat/utf8_text.h"
 #include "core/error.h"
 
 namespace moex::chat {
-
-void Budget::step(int64_t n) {
-  steps += n;
-  if (steps > kMaxLoopIterations)
-    throw RenderError(str_cat("more than ", kMaxLoopIterations,
-                              " loop iterations and filter steps (kMaxLoopIterations)"));
-}
-
-void Budget::built(size_t n) {
-  bytes_built += n;
-  if (bytes_built > kMaxBytesBuilt)
-    throw RenderError(str_cat("the template built more than ", kMaxBytesBuilt,
-                              " bytes of text in one render (kMaxBytesBuilt)"));
-}
-
-void check_string_size(size_t n) {
-  if (n > kMaxOutputBytes)
-    throw RenderError(str_cat("a string of ", n, " bytes would pass ", kMaxOutputBytes,
-                              " bytes (kMaxOutputBytes)"));
-}
-
-void check_list_size(size_t n) {
-  if (n > kMaxListItems)
-    throw RenderError(
-        str_cat("a list of ", n, " items would pass ", kMaxListItems, " items (kMaxListItems)"));
-}
 
 Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) obj.fail_undefined();
@@ -70,10 +45,18 @@ Value get_item(const Value& obj, const Value& key) {
     if (obj.is_list()) {
       const int64_t i = norm_index(key.as_int(), obj.items().size());
       if (i >= 0) return obj.items()[size_t(i)];
-    } else {
-      const std::vector<uint32_t> cps = utf8_code_points(obj.str());
-      const int64_t i = norm_index(key.as_int(), cps.size());
-      if (i >= 0) return Value(utf8_from_code_points(cps, size_t(i), size_t(i) + 1));
+    } else {  // walk to the code point instead of decoding the whole string
+      const std::string& s = obj.str();
+      const int64_t i =
+          norm_index(key.as_int(), key.as_int() < 0 ? utf8_length(s) : size_t(key.as_int()) + 1);
+      size_t at = 0;
+      for (int64_t k = 0; i >= 0 && k < i && at < s.size(); ++k) utf8_decode(s, &at);
+      charge_bytes(at);
+      if (i >= 0 && at < s.size()) {
+        const size_t start = at;
+        utf8_decode(s, &at);
+        return Value(s.substr(start, at - start));
+      }
     }
     return Value::undefined(str_cat(type_name(obj), " object has no element ", key.as_int()));
   }
@@ -129,9 +112,11 @@ std::vector<Value> iterate(const Value& v) {
     case Kind::kUndefined:
       return {};
     case Kind::kList:
+      charge(int64_t(v.items().size()));
       return v.items();
     case Kind::kDict: {
       if (v.is_namespace()) break;
+      charge(int64_t(v.dict_obj().entries.size()));
       std::vector<Value> keys;
       for (const auto& [k, x] : v.dict_obj().entries) keys.push_back(k);
       return keys;
@@ -139,6 +124,9 @@ std::vector<Value> iterate(const Value& v) {
     case Kind::kString: {
       std::vector<Value> chars;
       const std::string& s = v.str();
+      const size_t n = utf8_length(s);
+      check_list_size(n);
+      charge(int64_t(n));
       for (size_t i = 0; i < s.size();) {
         const size_t start = i;
         utf8_decode(s, &i);
@@ -178,8 +166,9 @@ bool contains(const Value& container, const Value& item) {
       if (!item.is_string())
         throw RenderError("TypeError: 'in <string>' requires string as left operand, not " +
                           type_name(item));
-      return container.str().find(item.str()) != std::string::npos;
+      return TextSearch(item.str()).find(container.str()) != TextSearch::npos;
     case Kind::kList:
+      charge(int64_t(container.items().size()));
       for (const Value& x : container.items())
         if (equals(x, item)) return true;
       return false;

@@ -42,6 +42,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;  // kCompare
   bool negated = false;          // kTest
+  int height = 1;                // levels of this tree (a leaf is 1), at most kMaxExpressionDepth
 };
 
 enum class NodeKind {

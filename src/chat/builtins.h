@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "chat/budget.h"
 #include "chat/value.h"
 
 namespace moex::chat {
@@ -16,20 +17,7 @@ inline bool in_list(const std::string& name, std::initializer_list<const char*> 
   return false;
 }
 
-// Work counted against the limits of limits.h during one render.
-struct Budget {
-  int64_t steps = 0;       // loop iterations and items walked by filters
-  size_t bytes_built = 0;  // string bytes built
-  void step(int64_t n = 1);
-  void built(size_t n);
-};
-
-// Throws RenderError when a string or list about to be built would pass kMaxOutputBytes or
-// kMaxListItems.
-void check_string_size(size_t n);
-void check_list_size(size_t n);
-
-Value apply_filter(const std::string& name, const Value& input, CallArgs& args, Budget& budget);
+Value apply_filter(const std::string& name, const Value& input, CallArgs& args);
 bool apply_test(const std::string& name, const Value& input, CallArgs& args);
 bool has_test(const std::string& name);
 

@@ -24,14 +24,24 @@ void Scope::set(const std::string& name, Value v) {
   vars.emplace_back(name, std::move(v));
 }
 
+Renderer::Nest::Nest(Renderer* renderer) : r(renderer) {
+  if (++r->eval_depth_ > kMaxEvalDepth) {
+    --r->eval_depth_;
+    throw RenderError(str_cat("expressions and statements evaluate nested deeper than ",
+                              kMaxEvalDepth, " levels, macro calls included (kMaxEvalDepth)"));
+  }
+}
+
 Value Renderer::eval(const Expr& e) {
   try {
+    Nest nest(this);
+    charge(1);
     Value v = eval_inner(e);
     if (v.is_string()) {
       check_string_size(v.str().size());
       if (e.kind != ExprKind::kName && e.kind != ExprKind::kLiteral &&
           e.kind != ExprKind::kGetattr && e.kind != ExprKind::kGetitem)
-        budget_.built(v.str().size());
+        charge_bytes(v.str().size());
     }
     return v;
   } catch (const RenderError& err) {
@@ -88,7 +98,7 @@ Value Renderer::eval_inner(const Expr& e) {
       // A filter block's chain starts from the block's rendered text (block_input_).
       Value input = e.args[0] ? eval(*e.args[0]) : block_input_;
       CallArgs a = eval_args(e, 1);
-      return apply_filter(e.name, input, a, budget_);
+      return apply_filter(e.name, input, a);
     }
     case ExprKind::kTest: {
       Value v = eval(*e.args[0]);
@@ -114,7 +124,7 @@ Value Renderer::eval_inner(const Expr& e) {
         std::string s = py_str(a);
         const std::string t = py_str(b);
         check_string_size(s.size() + t.size());
-        return Value(s + t);
+        return Value(s += t);
       }
       return binary_op(e.name, a, b);
     }
@@ -165,6 +175,7 @@ Value Renderer::eval_call(const Expr& e) {
   if (!callee.is_callable())
     throw RenderError("TypeError: '" + type_name(callee) + "' object is not callable");
   CallArgs a = eval_args(e, 1);
+  charge(int64_t(a.pos.size() + a.kw.size()));
   return callee.callable_obj().fn(a);
 }
 

@@ -51,8 +51,8 @@ void Renderer::write(const std::string& s) {
   if (out_->size() + s.size() > kMaxOutputBytes)
     throw RenderError(
         str_cat("the rendered text would pass ", kMaxOutputBytes, " bytes (kMaxOutputBytes)"));
+  charge_bytes(s.size());
   out_->append(s);
-  budget_.built(s.size());
 }
 
 Flow Renderer::exec_body(const Body& body) {
@@ -78,6 +78,8 @@ Value Renderer::apply_block_filters(const Expr& chain, Value input) {
 
 Flow Renderer::exec(const Node& n) {
   try {
+    Nest nest(this);
+    charge(1);
     switch (n.kind) {
       case NodeKind::kText:
         write(n.text);
@@ -146,19 +148,19 @@ Value loop_object(const std::vector<Value>& items, size_t i, const Value& cycle)
   const auto n = int64_t(items.size()), k = int64_t(i);
   Value loop = Value::dict();
   DictObj& d = loop.dict_obj();
-  d.set(Value("index"), Value(k + 1));
-  d.set(Value("index0"), Value(k));
-  d.set(Value("revindex"), Value(n - k));
-  d.set(Value("revindex0"), Value(n - k - 1));
-  d.set(Value("first"), Value(k == 0));
-  d.set(Value("last"), Value(k == n - 1));
-  d.set(Value("length"), Value(n));
-  d.set(Value("depth"), Value(1));
-  d.set(Value("depth0"), Value(0));
-  d.set(Value("previtem"), i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-  d.set(Value("nextitem"),
-        i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item"));
-  d.set(Value("cycle"), cycle);
+  d.append(Value("index"), Value(k + 1));
+  d.append(Value("index0"), Value(k));
+  d.append(Value("revindex"), Value(n - k));
+  d.append(Value("revindex0"), Value(n - k - 1));
+  d.append(Value("first"), Value(k == 0));
+  d.append(Value("last"), Value(k == n - 1));
+  d.append(Value("length"), Value(n));
+  d.append(Value("depth"), Value(1));
+  d.append(Value("depth0"), Value(0));
+  d.append(Value("previtem"), i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
+  d.append(Value("nextitem"),
+           i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item"));
+  d.append(Value("cycle"), cycle);
   return loop;
 }
 }  // namespace
@@ -177,7 +179,7 @@ Flow Renderer::exec_for(const Node& n) {
   if (n.expr2) {
     std::vector<Value> kept;
     for (const Value& item : items) {
-      budget_.step();
+      charge(kLoopIterationUnits);
       auto s = std::make_shared<Scope>();
       s->parent = parent;
       bind(s.get(), item);
@@ -188,7 +190,7 @@ Flow Renderer::exec_for(const Node& n) {
   }
   if (items.empty()) return exec_body(n.else_body);
   for (size_t i = 0; i < items.size(); ++i) {
-    budget_.step();
+    charge(kLoopIterationUnits);
     auto s = std::make_shared<Scope>();
     s->parent = parent;
     bind(s.get(), items[i]);

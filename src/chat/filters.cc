@@ -1,13 +1,17 @@
 // The string and scalar filters of jinja2 (and transformers' tojson); the sequence filters
 // (join, map, select, sort, ...) are in filters_seq.cc.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include "chat/builtins.h"
 #include "chat/filters_impl.h"
+#include "chat/limits.h"
 #include "chat/methods.h"
 #include "chat/py_text.h"
 #include "chat/utf8_text.h"
+#include "core/error.h"
 
 namespace moex::chat {
 
@@ -16,13 +20,23 @@ namespace {
 std::string soft_str(const Value& v) { return py_str(v); }
 
 std::string indent_text(const std::string& s0, const Value& width, bool first, bool blank) {
+  if (!width.is_string()) check_string_size(size_t(std::max<int64_t>(0, width.as_int())));
   const std::string ind = width.is_string()
                               ? width.str()
                               : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
   CallArgs none;
   const Value lines_v = get_attr(Value(s0 + "\n"), "splitlines").callable_obj().fn(none);
   const std::vector<Value>& lines = lines_v.items();
+  // The size of the result, checked before it is built: every line may get the indent.
+  size_t total = ind.size();
+  for (const Value& line : lines) {
+    total += line.str().size() + 1;
+    if (total > kMaxOutputBytes) break;
+    total += line.str().empty() && !blank ? 0 : ind.size();
+  }
+  check_string_size(total);
   std::string rv;
+  rv.reserve(total);
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i].str();
   } else {
@@ -87,29 +101,62 @@ Value like(const Value& in, std::string s) {
   return in.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s));
 }
 
+[[noreturn]] void int_overflow(const std::string& what) {
+  throw RenderError("OverflowError: int filter: " + what +
+                    " is out of the 64-bit integer range (Python would give a larger int)");
+}
+
+// int(d) for a finite float, refusing what int64 cannot hold.
+int64_t float_to_int(double d) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) int_overflow(float_repr(d));
+  return int64_t(d);
+}
+
+// Whether `digits` is an integer literal in `base` (sign, then digits of that base).
+bool integer_literal(const std::string& digits, int64_t base) {
+  size_t i = digits[0] == '+' || digits[0] == '-' ? 1 : 0;
+  if (i == digits.size()) return false;
+  for (; i < digits.size(); ++i) {
+    const int c = std::tolower(static_cast<unsigned char>(digits[i]));
+    const int d = std::isdigit(c) ? c - '0' : std::isalpha(c) ? c - 'a' + 10 : 99;
+    if (d >= base) return false;
+  }
+  return true;
+}
+
+// jinja2's do_int: int(value) (str: int(value, base)), else int(float(value)), else the
+// default. An infinite float is jinja2's OverflowError; a value past int64 is moex's.
 Value to_int(const Value& v, const Value& dflt, int64_t base) {
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
   if (v.is_float()) {
-    if (!std::isfinite(v.as_double())) return dflt;
-    return Value(int64_t(v.as_double()));
+    const double d = v.as_double();
+    if (std::isnan(d)) return dflt;
+    if (std::isinf(d))
+      throw RenderError("OverflowError: int filter: cannot convert float infinity to integer");
+    return Value(float_to_int(d));
   }
   if (v.is_string()) {
     std::string t = str_strip(v.str(), nullptr, true, true);
     std::string digits;
     for (char c : t)
       if (c != '_') digits += c;
+    if (digits.empty()) return dflt;
     try {
       size_t used = 0;
       const long long r = std::stoll(digits, &used, int(base));
-      if (used == digits.size() && !digits.empty()) return Value(int64_t(r));
+      if (used == digits.size()) return Value(int64_t(r));
+    } catch (const std::out_of_range&) {
+      if (base >= 2 && base <= 36 && integer_literal(digits, base)) int_overflow("'" + t + "'");
     } catch (const std::exception&) {
     }
+    double d = NAN;
     try {
       size_t used = 0;
-      const double d = std::stod(digits, &used);
-      if (used == digits.size() && std::isfinite(d)) return Value(int64_t(d));
+      d = std::stod(digits, &used);
+      if (used != digits.size()) d = NAN;
     } catch (const std::exception&) {
     }
+    if (std::isfinite(d)) return Value(float_to_int(d));
   }
   return dflt;
 }
@@ -156,7 +203,10 @@ Value tojson(const Value& v, CallArgs& a) {
     j.indent_is_text = true;
     j.indent_text = indent.str();
   } else if (indent.is_int()) {
-    j.indent = int(std::clamp<int64_t>(indent.as_int(), 0, 1000));
+    if (indent.as_int() > kMaxJsonIndent)
+      throw RenderError(str_cat("ValueError: tojson indent ", indent.as_int(), " is more than ",
+                                kMaxJsonIndent, " (kMaxJsonIndent)"));
+    j.indent = int(std::max<int64_t>(indent.as_int(), 0));  // Python: ' ' * -1 is ''
   } else if (!indent.is_none()) {
     throw RenderError("TypeError: tojson indent must be an int, a str or None");
   }
@@ -210,6 +260,9 @@ Value scalar_filter(const std::string& name, const Value& in, CallArgs& a, bool*
     if (in.is_float()) return done(Value(std::fabs(in.as_double())));
     if (!in.is_number())
       throw RenderError("TypeError: bad operand type for abs(): '" + type_name(in) + "'");
+    if (in.as_int() == INT64_MIN)
+      throw RenderError("OverflowError: abs filter: abs(" + std::to_string(in.as_int()) +
+                        ") is out of the 64-bit integer range");
     return done(Value(in.as_int() < 0 ? -in.as_int() : in.as_int()));
   }
   if (name == "round") {
@@ -278,11 +331,11 @@ Value scalar_filter(const std::string& name, const Value& in, CallArgs& a, bool*
   return Value();
 }
 
-Value apply_filter(const std::string& name, const Value& input, CallArgs& args, Budget& budget) {
+Value apply_filter(const std::string& name, const Value& input, CallArgs& args) {
   bool found = false;
   Value v = scalar_filter(name, input, args, &found);
   if (found) return v;
-  v = sequence_filter(name, input, args, budget, &found);
+  v = sequence_filter(name, input, args, &found);
   if (found) return v;
   throw RenderError("TemplateRuntimeError: No filter named '" + name + "' found.");
 }

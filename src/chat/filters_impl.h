@@ -9,8 +9,7 @@
 namespace moex::chat {
 
 Value scalar_filter(const std::string& name, const Value& in, CallArgs& a, bool* found);
-Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Budget& budget,
-                      bool* found);
+Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, bool* found);
 // Whether `name` is a filter moex implements (checked when a template is parsed, as jinja2
 // checks at compile time).
 bool has_filter(const std::string& name);

@@ -1,6 +1,8 @@
 // Sequence filters of jinja2: first, last, list, items, join, map, select/reject(attr),
 // unique, sort, dictsort, reverse, min, max, sum, batch.
 #include <algorithm>
+#include <cmath>
+#include <unordered_set>
 
 #include "chat/builtins.h"
 #include "chat/filters_impl.h"
@@ -36,6 +38,7 @@ std::vector<std::string> attr_list(const Value& attribute, bool multi) {
 
 std::vector<Value> sorted(std::vector<Value> items, const std::vector<std::string>& attrs,
                           bool case_sensitive, bool reverse) {
+  charge(int64_t(double(items.size()) * std::log2(double(items.size()) + 2)));
   std::vector<std::pair<Value, Value>> keyed;
   for (auto& it : items) keyed.emplace_back(key_of(it, attrs, case_sensitive), std::move(it));
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
@@ -70,6 +73,36 @@ std::vector<Value> select(const std::vector<Value>& items, CallArgs& a, bool att
   return out;
 }
 
+// Python's set() refuses lists and dicts (and tuples holding them), as jinja2's unique does.
+void check_hashable(const Value& v) {
+  if ((v.is_list() && !v.is_tuple() && !v.is_iterator()) || (v.is_dict() && !v.is_namespace()))
+    throw RenderError("TypeError: unhashable type: '" + type_name(v) + "'");
+  if (v.is_tuple())
+    for (const Value& x : v.items()) check_hashable(x);
+}
+
+// unique: the first item of each key, found through a hash set (linear, not pairwise).
+std::vector<Value> unique_items(const std::vector<Value>& items,
+                                const std::vector<std::string>& attrs, bool case_sensitive) {
+  struct Hash {
+    size_t operator()(const Value& v) const { return size_t(hash_value(v)); }
+  };
+  struct Eq {
+    bool operator()(const Value& a, const Value& b) const {
+      charge(1);
+      return equals(a, b);
+    }
+  };
+  std::unordered_set<Value, Hash, Eq> seen;
+  std::vector<Value> out;
+  for (const Value& it : items) {
+    Value k = key_of(it, attrs, case_sensitive);
+    check_hashable(k);
+    if (seen.insert(std::move(k)).second) out.push_back(it);
+  }
+  return out;
+}
+
 }  // namespace
 
 Value attr_path(const Value& item, const std::string& path) {
@@ -98,8 +131,7 @@ bool has_filter(const std::string& name) {
              "batch"});
 }
 
-Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Budget& budget,
-                      bool* found) {
+Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, bool* found) {
   *found = true;
   if (name == "items") {
     a.finish(name);
@@ -120,7 +152,6 @@ Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Bud
     for (const auto& [k, v] : in.dict_obj().entries) pairs.push_back(Value::list({k, v}, true));
     if (by != "key" && by != "value")
       throw RenderError("FilterArgumentError: You can only sort by either \"key\" or \"value\"");
-    budget.step(int64_t(pairs.size()));
     return Value::list(sorted(std::move(pairs), {by == "key" ? "0" : "1"}, cs, rev));
   }
   if (!in_list(name, {"first", "last", "list", "join", "map", "select", "reject", "selectattr",
@@ -141,7 +172,6 @@ Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Bud
   if (name == "last" && (in.is_iterator() || in.is_undefined()))
     throw RenderError("TypeError: '" + type_name(in) + "' object is not reversible");
   std::vector<Value> items = iterate(in);
-  budget.step(int64_t(items.size()));
   if (name == "first" || name == "last") {
     a.finish(name);
     if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
@@ -182,7 +212,7 @@ Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Bud
       rest.kw = a.kw;
       for (const Value& it : items) {
         CallArgs r = rest;
-        out.push_back(apply_filter(filter, it, r, budget));
+        out.push_back(apply_filter(filter, it, r));
       }
     }
     return Value::sequence(std::move(out), Seq::kGenerator);
@@ -200,15 +230,7 @@ Value sequence_filter(const std::string& name, const Value& in, CallArgs& a, Bud
     const bool cs = truthy(a.take(0, "case_sensitive", Value(false)));
     const auto attrs = attr_list(a.take(1, "attribute", Value::none()), false);
     a.finish(name);
-    std::vector<Value> out, seen;
-    for (const Value& it : items) {
-      const Value k = key_of(it, attrs, cs);
-      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) {
-        seen.push_back(k);
-        out.push_back(it);
-      }
-    }
-    return Value::sequence(std::move(out), Seq::kGenerator);
+    return Value::sequence(unique_items(items, attrs, cs), Seq::kGenerator);
   }
   if (name == "min" || name == "max") {
     const bool cs = truthy(a.take(0, "case_sensitive", Value(false)));

@@ -33,12 +33,11 @@ TEST(ChatLimits, MacroCallDepth) {
                "kMaxCallDepth");
 }
 
-TEST(ChatLimits, TotalLoopIterations) {
+TEST(ChatLimits, WorkBudgetOfLoops) {
   expect_limit("{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
-               "kMaxLoopIterations");
+               "kMaxRenderWork");
   // Filters walking lists count too.
-  expect_limit("{% for i in range(100000) %}{{ range(100)|join }}{% endfor %}",
-               "kMaxLoopIterations");
+  expect_limit("{% for i in range(100000) %}{{ range(100)|join }}{% endfor %}", "kMaxRenderWork");
 }
 
 TEST(ChatLimits, OutputAndStringSize) {
@@ -52,11 +51,11 @@ TEST(ChatLimits, OutputAndStringSize) {
   expect_limit("{{ [1] * 10000000 }}", "kMaxListItems");
 }
 
-TEST(ChatLimits, BytesBuiltByQuadraticConcatenation) {
+TEST(ChatLimits, WorkBudgetOfQuadraticConcatenation) {
   expect_limit(
       "{% set ns = namespace(s='') %}{% for i in range(4000) %}{% set ns.s = ns.s ~ ('x' * 1000) "
       "%}{% endfor %}",
-      "kMaxBytesBuilt");
+      "kMaxRenderWork");
 }
 
 TEST(ChatLimits, SandboxRange) {

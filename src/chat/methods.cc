@@ -6,6 +6,7 @@
 
 #include "chat/builtins.h"
 #include "chat/py_text.h"
+#include "chat/text_search.h"
 #include "chat/utf8_text.h"
 
 namespace moex::chat {
@@ -53,14 +54,12 @@ bool affix_match(const std::string& s, const Value& arg, bool prefix, const char
 // The size str.replace would produce, found before building it.
 size_t replaced_size(const std::string& s, const std::string& old, const std::string& with,
                      int64_t count) {
-  size_t n = 0;
-  if (old.empty()) {
-    n = utf8_length(s) + 1;
-  } else {
-    for (size_t p = s.find(old); p != std::string::npos; p = s.find(old, p + old.size())) ++n;
-  }
+  size_t n = old.empty() ? utf8_length(s) + 1 : size_t(TextSearch(old).count(s, count));
   if (count >= 0) n = std::min(n, size_t(count));
-  return s.size() - n * old.size() + n * with.size();
+  // n * with.size() may pass size_t: saturate, the caller refuses anything that large.
+  size_t grown;
+  if (__builtin_mul_overflow(n, with.size(), &grown)) return SIZE_MAX;
+  return s.size() - n * old.size() + std::min(grown, SIZE_MAX - s.size());
 }
 
 Value str_method(const std::string& s, const std::string& name, CallArgs& a);
@@ -111,12 +110,11 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
     a.finish(name);
     if (name == "count") {
       if (sub.empty()) return Value(int64_t(utf8_length(s)) + 1);
-      int64_t n = 0;
-      for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
-      return Value(n);
+      return Value(TextSearch(sub).count(s));
     }
     const bool right = name[0] == 'r';
-    const int64_t i = cp_index(s, right ? s.rfind(sub) : s.find(sub));
+    const TextSearch search(sub);
+    const int64_t i = cp_index(s, right ? search.rfind(s, s.size()) : search.find(s));
     if (i < 0 && (name == "index" || name == "rindex"))
       throw RenderError("ValueError: substring not found");
     return Value(i);
@@ -179,7 +177,8 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
   if (name == "partition" || name == "rpartition") {
     const std::string sep = want_str(a.take(0, "sep"), name.c_str());
     if (sep.empty()) throw RenderError("ValueError: empty separator");
-    const size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
+    const TextSearch search(sep);
+    const size_t at = name == "partition" ? search.find(s) : search.rfind(s, s.size());
     a.finish(name);
     if (at == std::string::npos)
       return name == "partition" ? Value::list({Value(s), Value(""), Value("")}, true)
@@ -212,7 +211,7 @@ Value dict_method(const Value& d, const std::string& name, CallArgs& a) {
     for (const auto& [k, v] : entries) out.push_back(v);
   } else if (name == "copy") {
     Value c = Value::dict();
-    c.dict_obj().entries = entries;
+    for (const auto& [k, v] : entries) c.dict_obj().append(k, v);
     return c;
   } else {
     throw RenderError("dict." + name + "() is not supported in chat templates");
@@ -224,6 +223,7 @@ Value list_method(const Value& l, const std::string& name, CallArgs& a) {
   const Value x = a.take(0, "value");
   a.finish(name);
   if (name == "copy") return Value::list(l.items(), l.is_tuple());
+  charge(int64_t(l.items().size()));
   int64_t n = 0;
   for (size_t i = 0; i < l.items().size(); ++i)
     if (equals(l.items()[i], x)) {

@@ -26,8 +26,9 @@ Value repeat(const Value& seq, int64_t n) {
     size_t total;
     if (__builtin_mul_overflow(s.size(), size_t(n), &total)) total = SIZE_MAX;
     check_string_size(total);
+    charge_bytes(total);
     std::string out;
-    out.reserve(s.size() * size_t(n));
+    out.reserve(total);
     for (int64_t i = 0; i < n; ++i) out += s;
     return seq.is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
   }
@@ -77,9 +78,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
         const std::string l = a.is_markup() ? a.str() : html_escape(a.str());
         const std::string r = b.is_markup() ? b.str() : html_escape(b.str());
         check_string_size(l.size() + r.size());
+        charge_bytes(l.size() + r.size());
         return Value::markup(l + r);
       }
       check_string_size(a.str().size() + b.str().size());
+      charge_bytes(a.str().size() + b.str().size());
       return Value(a.str() + b.str());
     }
     if (a.is_plain_list() && b.is_plain_list() && a.seq() == b.seq()) {

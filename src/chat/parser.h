@@ -73,6 +73,9 @@ class Parser {
   [[noreturn]] void error(const Token& at, const std::string& what) const;
   std::string describe(const Token& t) const;
   ExprPtr make(ExprKind k, const Token& at) const;
+  // Sets e's height from its children's; an error past kMaxExpressionDepth (chains such as
+  // a ~ b ~ c... grow one level per link without nesting in the parser).
+  ExprPtr grown(ExprPtr e) const;
 
   // Counts nesting for kMaxNestingDepth.
   struct Depth {

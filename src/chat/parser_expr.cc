@@ -64,6 +64,20 @@ ExprPtr Parser::make(ExprKind k, const Token& at) const {
   return e;
 }
 
+ExprPtr Parser::grown(ExprPtr e) const {
+  int h = 0;
+  for (const auto& a : e->args)
+    if (a) h = std::max(h, a->height);
+  for (const auto& [k, a] : e->kwargs) h = std::max(h, a->height);
+  e->height = h + 1;
+  if (e->height > kMaxExpressionDepth)
+    throw Error(located(origin_, e->line, e->col,
+                        str_cat("the expression is more than ", kMaxExpressionDepth,
+                                " levels deep (kMaxExpressionDepth); a chain of operators, "
+                                "filters, attributes or calls counts one level per link")));
+  return e;
+}
+
 ExprPtr Parser::parse_expression(bool with_condexpr) {
   Depth d(this);
   if (!with_condexpr) return parse_or();
@@ -74,7 +88,7 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
     c->args.push_back(parse_or());
     c->args.push_back(std::move(expr));
     c->args.push_back(skip_name("else") ? parse_expression() : nullptr);
-    expr = std::move(c);
+    expr = grown(std::move(c));
   }
   return expr;
 }
@@ -101,7 +115,7 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, bool allow_empty) {
   }
   auto tup = make(ExprKind::kTuple, at);
   tup->args = std::move(args);
-  return tup;
+  return grown(std::move(tup));
 }
 
 ExprPtr Parser::parse_or() {
@@ -110,7 +124,7 @@ ExprPtr Parser::parse_or() {
     auto e = make(ExprKind::kOr, next());
     e->args.push_back(std::move(left));
     e->args.push_back(parse_and());
-    left = std::move(e);
+    left = grown(std::move(e));
   }
   return left;
 }
@@ -121,7 +135,7 @@ ExprPtr Parser::parse_and() {
     auto e = make(ExprKind::kAnd, next());
     e->args.push_back(std::move(left));
     e->args.push_back(parse_not());
-    left = std::move(e);
+    left = grown(std::move(e));
   }
   return left;
 }
@@ -132,7 +146,7 @@ ExprPtr Parser::parse_not() {
   auto e = make(ExprKind::kUnary, next());
   e->name = "not";
   e->args.push_back(parse_not());
-  return e;
+  return grown(std::move(e));
 }
 
 ExprPtr Parser::parse_compare() {
@@ -162,7 +176,7 @@ ExprPtr Parser::parse_compare() {
     cmp->ops.push_back(op);
     cmp->args.push_back(parse_math1());
   }
-  return cmp ? std::move(cmp) : std::move(first);
+  return cmp ? grown(std::move(cmp)) : std::move(first);
 }
 
 namespace {
@@ -178,7 +192,7 @@ ExprPtr Parser::parse_math1() {
   ExprPtr left = parse_concat();
   while (is_op("+") || is_op("-")) {
     const Token at = next();
-    left = binary(make(ExprKind::kBinary, at), std::move(left), parse_concat(), at.value);
+    left = grown(binary(make(ExprKind::kBinary, at), std::move(left), parse_concat(), at.value));
   }
   return left;
 }
@@ -187,7 +201,7 @@ ExprPtr Parser::parse_concat() {
   ExprPtr left = parse_math2();
   while (is_op("~")) {
     const Token at = next();
-    left = binary(make(ExprKind::kBinary, at), std::move(left), parse_math2(), "~");
+    left = grown(binary(make(ExprKind::kBinary, at), std::move(left), parse_math2(), "~"));
   }
   return left;
 }
@@ -196,7 +210,7 @@ ExprPtr Parser::parse_math2() {
   ExprPtr left = parse_pow();
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
     const Token at = next();
-    left = binary(make(ExprKind::kBinary, at), std::move(left), parse_pow(), at.value);
+    left = grown(binary(make(ExprKind::kBinary, at), std::move(left), parse_pow(), at.value));
   }
   return left;
 }
@@ -205,7 +219,7 @@ ExprPtr Parser::parse_pow() {
   ExprPtr left = parse_unary(true);
   while (is_op("**")) {
     const Token at = next();
-    left = binary(make(ExprKind::kBinary, at), std::move(left), parse_unary(true), "**");
+    left = grown(binary(make(ExprKind::kBinary, at), std::move(left), parse_unary(true), "**"));
   }
   return left;
 }
@@ -218,6 +232,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
     node = make(ExprKind::kUnary, at);
     node->name = at.value;
     node->args.push_back(parse_unary(false));
+    node = grown(std::move(node));
   } else {
     node = parse_primary();
   }
@@ -287,7 +302,7 @@ ExprPtr Parser::parse_list() {
     e->args.push_back(parse_expression());
   }
   expect_op("]");
-  return e;
+  return grown(std::move(e));
 }
 
 ExprPtr Parser::parse_dict() {
@@ -300,7 +315,7 @@ ExprPtr Parser::parse_dict() {
     e->args.push_back(parse_expression());
   }
   expect_op("}");
-  return e;
+  return grown(std::move(e));
 }
 
 }  // namespace moex::chat

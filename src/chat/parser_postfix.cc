@@ -24,7 +24,7 @@ ExprPtr Parser::parse_call(ExprPtr callee) {
   call->col = callee->col;
   call->args.push_back(std::move(callee));
   parse_call_args(call.get());
-  return call;
+  return grown(std::move(call));
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr node) {
@@ -49,7 +49,7 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
       auto e = make(ExprKind::kGetattr, attr);
       e->name = attr.value;
       e->args.push_back(std::move(node));
-      return e;
+      return grown(std::move(e));
     }
     if (attr.type != Tok::kInt)
       error(attr, "expected a name or number after '.', got " + describe(attr));
@@ -60,7 +60,7 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
     idx->literal = Value(*n);
     e->args.push_back(std::move(node));
     e->args.push_back(std::move(idx));
-    return e;
+    return grown(std::move(e));
   }
   // '[' subscript (',' subscript)* ']', each an expression or a slice a:b:c.
   std::vector<ExprPtr> subs;
@@ -81,13 +81,13 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
     auto s = make(ExprKind::kSlice, st);
     s->args.push_back(nullptr);  // the object, filled below
     for (auto& p : parts) s->args.push_back(std::move(p));
-    subs.push_back(std::move(s));
+    subs.push_back(grown(std::move(s)));
   }
   expect_op("]");
   if (subs.empty()) error(at, "expected a subscript inside '[]'");
   if (subs.size() == 1 && subs[0]->kind == ExprKind::kSlice) {
     subs[0]->args[0] = std::move(node);
-    return std::move(subs[0]);
+    return grown(std::move(subs[0]));
   }
   auto e = make(ExprKind::kGetitem, at);
   e->args.push_back(std::move(node));
@@ -99,9 +99,9 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
       if (s->kind == ExprKind::kSlice) error(at, "multi-dimensional slices are not supported");
       tup->args.push_back(std::move(s));
     }
-    e->args.push_back(std::move(tup));
+    e->args.push_back(grown(std::move(tup)));
   }
-  return e;
+  return grown(std::move(e));
 }
 
 void Parser::parse_call_args(Expr* call) {
@@ -137,7 +137,7 @@ ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
     f->name = std::move(name);
     f->args.push_back(std::move(node));
     if (is_op("(")) parse_call_args(f.get());
-    node = std::move(f);
+    node = grown(std::move(f));
   }
   return node;
 }
@@ -159,7 +159,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
     if (is_name("is")) error(cur(), "tests cannot be chained with 'is'");
     t->args.push_back(parse_postfix(parse_primary()));
   }
-  return t;
+  return grown(std::move(t));
 }
 
 }  // namespace moex::chat

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "chat/budget.h"
+#include "chat/limits.h"
 #include "chat/utf8_text.h"
+#include "core/error.h"
 
 namespace moex::chat {
 
@@ -80,34 +83,70 @@ std::string str_repr(const std::string& s) {
   return out;
 }
 
-std::string py_repr(const Value& v) {
-  switch (v.kind()) {
-    case Kind::kString:
-      return str_repr(v.str());
-    case Kind::kList: {
-      if (v.is_iterator()) return "<" + type_name(v) + " object>";
-      if (!v.is_plain_list()) {  // dict_items([...])
-        std::vector<Value> items = v.items();
-        return type_name(v) + "(" + py_repr(Value::list(std::move(items))) + ")";
-      }
-      std::string out = v.is_tuple() ? "(" : "[";
-      const auto& items = v.items();
-      for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + py_repr(items[i]);
-      if (v.is_tuple() && items.size() == 1) out += ",";
-      return out + (v.is_tuple() ? ")" : "]");
-    }
-    case Kind::kDict: {
-      std::string out = v.is_namespace() ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& [k, x] : v.dict_obj().entries) {
-        out += (first ? "" : ", ") + py_repr(k) + ": " + py_repr(x);
-        first = false;
-      }
-      return out + (v.is_namespace() ? "}>" : "}");
-    }
-    default:
-      return py_str(v);
+namespace {
+
+// repr() into *out: `open` holds the lists and dicts being written, so a value that contains
+// itself (through a namespace) is written as Python writes it, [...] or {...}.
+void repr_into(std::string* out, const Value& v, std::vector<const void*>* open) {
+  if (v.is_iterator()) {
+    *out += "<" + type_name(v) + " object>";
+    return;
   }
+  if (!v.is_list() && !v.is_dict()) {
+    *out += v.is_string() ? str_repr(v.str()) : py_str(v);
+    check_string_size(out->size());
+    return;
+  }
+  if (v.is_list() && !v.is_plain_list()) {  // dict_items([...])
+    *out += type_name(v) + "(";
+    repr_into(out, Value::list(v.items()), open);
+    *out += ")";
+    return;
+  }
+  const void* id = v.identity();
+  const bool ns = v.is_namespace();
+  if (std::find(open->begin(), open->end(), id) != open->end()) {
+    *out += ns ? "<Namespace {...}>" : v.is_dict() ? "{...}" : "[...]";
+    return;
+  }
+  if (int(open->size()) >= kMaxValueDepth)
+    throw RenderError(str_cat("repr() of a value nested deeper than ", kMaxValueDepth,
+                              " levels (kMaxValueDepth)"));
+  open->push_back(id);
+  if (v.is_list()) {
+    *out += v.is_tuple() ? "(" : "[";
+    const auto& items = v.items();
+    charge(int64_t(items.size()));
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) *out += ", ";
+      repr_into(out, items[i], open);
+    }
+    if (v.is_tuple() && items.size() == 1) *out += ",";
+    *out += v.is_tuple() ? ")" : "]";
+  } else {
+    *out += ns ? "<Namespace {" : "{";
+    bool first = true;
+    charge(int64_t(v.dict_obj().entries.size()));
+    for (const auto& [k, x] : v.dict_obj().entries) {
+      if (!first) *out += ", ";
+      repr_into(out, k, open);
+      *out += ": ";
+      repr_into(out, x, open);
+      first = false;
+    }
+    *out += ns ? "}>" : "}";
+  }
+  check_string_size(out->size());
+  open->pop_back();
+}
+
+}  // namespace
+
+std::string py_repr(const Value& v) {
+  std::string out;
+  std::vector<const void*> open;
+  repr_into(&out, v, &open);
+  return out;
 }
 
 std::string py_str(const Value& v) {
@@ -199,11 +238,17 @@ std::string json_key(const Value& k) {
 
 void dump(std::string* out, const Value& v, const JsonDumpArgs& a, int level) {
   const bool pretty = a.indent >= 0 || a.indent_is_text;
+  const size_t indent_bytes = a.indent_is_text ? a.indent_text.size() : size_t(a.indent);
   auto newline = [&](int lv) {
+    check_string_size(out->size() + 1 + size_t(lv) * indent_bytes);
     *out += '\n';
     for (int i = 0; i < lv; ++i)
       *out += a.indent_is_text ? a.indent_text : std::string(size_t(a.indent), ' ');
   };
+  if (level >= kMaxValueDepth)
+    throw RenderError(str_cat("tojson of a value nested deeper than ", kMaxValueDepth,
+                              " levels (kMaxValueDepth)"));
+  check_string_size(out->size());
   switch (v.kind()) {
     case Kind::kNone:
       *out += "null";
@@ -234,6 +279,7 @@ void dump(std::string* out, const Value& v, const JsonDumpArgs& a, int level) {
         return;
       }
       *out += '[';
+      charge(int64_t(v.items().size()));
       for (size_t i = 0; i < v.items().size(); ++i) {
         if (i) *out += a.item_sep;
         if (pretty) newline(level + 1);
@@ -245,11 +291,14 @@ void dump(std::string* out, const Value& v, const JsonDumpArgs& a, int level) {
     }
     case Kind::kDict: {
       if (v.is_namespace()) break;
+      charge(int64_t(v.dict_obj().entries.size()));
       std::vector<std::pair<std::string, const Value*>> entries;
       for (const auto& [k, x] : v.dict_obj().entries) entries.emplace_back(json_key(k), &x);
-      if (a.sort_keys)
+      if (a.sort_keys) {
+        charge(int64_t(double(entries.size()) * std::log2(double(entries.size()) + 2)));
         std::stable_sort(entries.begin(), entries.end(),
                          [](const auto& x, const auto& y) { return x.first < y.first; });
+      }
       if (entries.empty()) {
         *out += "{}";
         return;
@@ -280,7 +329,12 @@ std::string json_dumps(const Value& v, const JsonDumpArgs& args) {
   return out;
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& j, int level) {
+  if (level >= kMaxValueDepth && (j.is_array() || j.is_object()))
+    throw RenderError(str_cat("the render context nests JSON arrays and objects deeper than ",
+                              kMaxValueDepth, " levels (kMaxValueDepth)"));
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -300,18 +354,22 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json(x));
+      for (const auto& x : j) items.push_back(from_json_at(x, level + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = Value::dict();
       for (const auto& [k, x] : j.items())
-        d.dict_obj().entries.emplace_back(Value(k), from_json(x));
+        d.dict_obj().append(Value(k), from_json_at(x, level + 1));
       return d;
     }
     default:
       return Value::none();
   }
 }
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
 }  // namespace moex::chat

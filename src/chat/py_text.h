@@ -14,7 +14,7 @@ namespace moex::chat {
 
 std::string float_repr(double d);            // Python repr(float): '1.0', '1e-05', '1e+16', 'inf'
 std::string py_str(const Value& v);          // str(v); Undefined is ''
-std::string py_repr(const Value& v);         // repr(v)
+std::string py_repr(const Value& v);         // repr(v); [...] / {...} for self references
 std::string str_repr(const std::string& s);  // repr of a str: quotes and escapes as Python
 
 struct JsonDumpArgs {
@@ -36,7 +36,7 @@ std::optional<int64_t> parse_digits(std::string_view s);
 std::string json_dumps(const Value& v, const JsonDumpArgs& args);
 
 // The template's view of JSON input (object key order kept, as Python's json.load does), and
-// the reverse for values the template never changes.
+// the reverse for values the template never changes. RenderError past kMaxValueDepth.
 Value from_json(const nlohmann::ordered_json& j);
 
 }  // namespace moex::chat

@@ -1,5 +1,6 @@
 // The evaluator: one Renderer per render() walks the parsed template with jinja2's scoping
 // (a for loop iteration, a macro call and a caller() body get their own scope; if does not).
+// Its work is charged to the active RenderBudget (budget.h).
 #pragma once
 
 #include <memory>
@@ -46,11 +47,18 @@ class Renderer {
   std::string capture(const Body& body, std::shared_ptr<Scope> scope);
   void write(const std::string& s);
 
+  // One level of the evaluator's recursion (eval or exec), refused past kMaxEvalDepth.
+  struct Nest {
+    explicit Nest(Renderer* r);
+    ~Nest() { --r->eval_depth_; }
+    Renderer* r;
+  };
+
   const std::string& origin_;
   std::shared_ptr<Scope> scope_, root_;
   std::string* out_ = nullptr;
   int call_depth_ = 0;
-  Budget budget_;
+  int eval_depth_ = 0;
   Value block_input_;  // the text a {% filter %} or {% set x | f %} block passes to its chain
 };
 

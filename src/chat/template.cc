@@ -61,15 +61,18 @@ Template Template::parse(std::string_view source, std::string origin) {
   return t;
 }
 
-std::string Template::render(const nlohmann::ordered_json& context) const {
+std::string Template::render(const nlohmann::ordered_json& context,
+                             const RenderOptions& options) const {
   if (!context.is_object()) fail(origin_, ": the render context must be a JSON object");
-  Value globals = Value::dict();
-  add_globals(&globals);
-  for (const auto& [k, v] : context.items()) globals.dict_obj().set(Value(k), from_json(v));
-  Renderer r(origin_, globals);
+  RenderBudget budget(options.cancelled);  // outlives every value of the render
+  ActiveBudget active(&budget);
   try {
+    Value globals = Value::dict();
+    add_globals(&globals);
+    for (const auto& [k, v] : context.items()) globals.dict_obj().set(Value(k), from_json(v));
+    Renderer r(origin_, globals);
     return r.render(*body_);
-  } catch (const RenderError& e) {  // raised outside any node (should not happen)
+  } catch (const RenderError& e) {  // raised outside any node: the context, or a limit
     fail(origin_, ": ", e.what());
   }
 }
@@ -111,7 +114,8 @@ ojson normalize_messages(const ojson& messages) {
 
 }  // namespace
 
-std::string apply_chat_template(const Template& t, const ChatTemplateArgs& args) {
+std::string apply_chat_template(const Template& t, const ChatTemplateArgs& args,
+                                const RenderOptions& options) {
   if (!args.tools.is_null() && !args.tools.is_array())
     fail("chat tools: expected a JSON array of tool schemas");
   if (!args.tools.is_null())
@@ -132,7 +136,7 @@ std::string apply_chat_template(const Template& t, const ChatTemplateArgs& args)
       ctx[k] = v;
     }
   }
-  return t.render(ctx);
+  return t.render(ctx, options);
 }
 
 }  // namespace moex::chat

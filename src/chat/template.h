@@ -2,6 +2,7 @@
 // transformers' apply_chat_template renders it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,6 +11,12 @@
 namespace moex::chat {
 
 struct Node;
+
+struct RenderOptions {
+  // Polled while rendering (every kCancelPollUnits units of work); when it returns true the
+  // render ends in a moex::Error. A server passes request cancellation and shutdown here.
+  std::function<bool()> cancelled;
+};
 
 class Template {
  public:
@@ -21,8 +28,10 @@ class Template {
   // Renders with `context` (a JSON object: its keys are the template's variables, object key
   // order kept) plus the globals (range, namespace, dict, raise_exception, strftime_now).
   // moex::Error "origin:line:col: ..." for what jinja2 would raise (undefined attribute
-  // access, raise_exception, type errors, sandbox violations) and for each limit passed.
-  std::string render(const nlohmann::ordered_json& context) const;
+  // access, raise_exception, type errors, sandbox violations), for each limit of limits.h
+  // passed (the work budget, depths, sizes) and when options.cancelled says so.
+  std::string render(const nlohmann::ordered_json& context,
+                     const RenderOptions& options = {}) const;
 
   const std::string& origin() const { return origin_; }
 
@@ -47,6 +56,7 @@ struct ChatTemplateArgs {
 // under `reasoning_content`, `thinking` or `reasoning` is copied to `thinking` and
 // `reasoning_content`, and the template sees messages, tools, documents,
 // add_generation_prompt, the special tokens and the extra variables.
-std::string apply_chat_template(const Template& t, const ChatTemplateArgs& args);
+std::string apply_chat_template(const Template& t, const ChatTemplateArgs& args,
+                                const RenderOptions& options = {});
 
 }  // namespace moex::chat

@@ -1,6 +1,11 @@
 // Code-point string helpers with Python's str semantics (see utf8_text.h).
 #include "chat/utf8_text.h"
 
+#include <algorithm>
+
+#include "chat/budget.h"
+#include "chat/limits.h"
+#include "chat/text_search.h"
 #include "chat/value.h"
 
 namespace moex::chat {
@@ -44,6 +49,7 @@ void utf8_append(std::string* out, uint32_t cp) {
 }
 
 std::vector<uint32_t> utf8_code_points(std::string_view s) {
+  charge_bytes(4 * s.size());  // up to 4 bytes of code points per byte of text
   std::vector<uint32_t> cps;
   for (size_t i = 0; i < s.size();) cps.push_back(utf8_decode(s, &i));
   return cps;
@@ -56,6 +62,7 @@ std::string utf8_from_code_points(const std::vector<uint32_t>& cps, size_t from,
 }
 
 size_t utf8_length(std::string_view s) {
+  charge_bytes(s.size());
   size_t n = 0;
   for (size_t i = 0; i < s.size(); ++n) utf8_decode(s, &i);
   return n;
@@ -101,6 +108,7 @@ bool cased(uint32_t cp) { return to_upper_cp(cp) != cp || to_lower_cp(cp) != cp;
 
 template <typename F>
 std::string map_cps(std::string_view s, F f) {
+  charge_bytes(s.size());
   std::string out;
   size_t k = 0;
   for (size_t i = 0; i < s.size(); ++k) utf8_append(&out, f(utf8_decode(s, &i), k));
@@ -128,12 +136,10 @@ std::string str_title(std::string_view s) {
 
 std::string str_strip(std::string_view s, const std::string* chars, bool left, bool right) {
   const std::vector<uint32_t> cps = utf8_code_points(s);
-  const std::vector<uint32_t> set = chars ? utf8_code_points(*chars) : std::vector<uint32_t>{};
+  std::vector<uint32_t> set = chars ? utf8_code_points(*chars) : std::vector<uint32_t>{};
+  std::sort(set.begin(), set.end());
   auto strip_it = [&](uint32_t c) {
-    if (!chars) return py_isspace(c);
-    for (uint32_t x : set)
-      if (x == c) return true;
-    return false;
+    return chars ? std::binary_search(set.begin(), set.end(), c) : py_isspace(c);
   };
   size_t b = 0, e = cps.size();
   if (left)
@@ -148,13 +154,16 @@ std::vector<std::string> str_split(std::string_view s, const std::string* sep, i
   std::vector<std::string> parts;
   if (sep != nullptr) {
     if (sep->empty()) throw RenderError("ValueError: empty separator");
+    const TextSearch search(*sep);
+    const size_t m = sep->size();
     if (!from_right) {
       size_t start = 0;
       for (int64_t n = 0; maxsplit < 0 || n < maxsplit; ++n) {
-        const size_t at = s.find(*sep, start);
-        if (at == std::string_view::npos) break;
+        const size_t at = search.find(s, start);
+        if (at == TextSearch::npos) break;
+        check_list_size(parts.size() + 2);
         parts.emplace_back(s.substr(start, at - start));
-        start = at + sep->size();
+        start = at + m;
       }
       parts.emplace_back(s.substr(start));
       return parts;
@@ -162,10 +171,10 @@ std::vector<std::string> str_split(std::string_view s, const std::string* sep, i
     size_t end = s.size();
     std::vector<std::string> rev;
     for (int64_t n = 0; maxsplit < 0 || n < maxsplit; ++n) {
-      if (end < sep->size()) break;
-      const size_t at = s.rfind(*sep, end - sep->size());
-      if (at == std::string_view::npos) break;
-      rev.emplace_back(s.substr(at + sep->size(), end - at - sep->size()));
+      const size_t at = search.rfind(s, end);
+      if (at == TextSearch::npos) break;
+      check_list_size(rev.size() + 2);
+      rev.emplace_back(s.substr(at + m, end - at - m));
       end = at;
     }
     rev.emplace_back(s.substr(0, end));
@@ -178,6 +187,7 @@ std::vector<std::string> str_split(std::string_view s, const std::string* sep, i
     if (i == cps.size()) break;
     size_t j = i;
     while (j < cps.size() && !py_isspace(cps[j])) ++j;
+    check_list_size(words.size() + 1);
     words.emplace_back(i, j);
     i = j;
   }
@@ -215,10 +225,11 @@ std::string str_replace(std::string_view s, std::string_view old, std::string_vi
     }
     return out;
   }
+  const TextSearch search(old);
   size_t start = 0;
   for (int64_t n = 0; count < 0 || n < count; ++n) {
-    const size_t at = s.find(old, start);
-    if (at == std::string_view::npos) break;
+    const size_t at = search.find(s, start);
+    if (at == TextSearch::npos) break;
     out.append(s.substr(start, at - start));
     out.append(with);
     start = at + old.size();

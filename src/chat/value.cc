@@ -1,7 +1,12 @@
 // Value construction and the Python semantics of truth, equality and ordering.
 #include "chat/value.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "chat/budget.h"
+#include "chat/limits.h"
+#include "core/error.h"
 
 namespace moex::chat {
 
@@ -40,6 +45,11 @@ Value Value::sequence(std::vector<Value> items, Seq kind) {
   Value v;
   v.kind_ = Kind::kList;
   auto l = std::make_shared<ListObj>();
+  charge(1 + int64_t(items.size()));
+  for (const Value& x : items) l->depth = std::max(l->depth, 1 + x.depth());
+  if (l->depth > kMaxValueDepth)
+    throw RenderError(str_cat("a list or tuple nested ", l->depth, " deep would pass ",
+                              kMaxValueDepth, " levels (kMaxValueDepth)"));
   l->items = std::move(items);
   l->seq = kind;
   v.l_ = std::move(l);
@@ -56,6 +66,7 @@ Value Value::dict() {
 Value Value::namespace_object() {
   Value v = dict();
   v.d_->is_namespace = true;
+  adopt_namespace(v.d_);
   return v;
 }
 
@@ -71,6 +82,25 @@ Seq Value::seq() const { return l_->seq; }
 bool Value::is_namespace() const { return is_dict() && d_->is_namespace; }
 const std::vector<Value>& Value::items() const { return is_list() ? l_->items : kNoItems; }
 const std::string& Value::undefined_hint() const { return s_ ? *s_ : kNoHint; }
+
+int Value::depth() const {
+  if (is_list()) return l_->depth;
+  if (is_dict()) return d_->is_namespace ? 1 : d_->depth;
+  return 0;
+}
+
+const void* Value::identity() const {
+  switch (kind_) {
+    case Kind::kList:
+      return l_.get();
+    case Kind::kDict:
+      return d_.get();
+    case Kind::kCallable:
+      return c_.get();
+    default:
+      return nullptr;
+  }
+}
 
 void Value::fail_undefined() const {
   const std::string& h = undefined_hint();
@@ -92,27 +122,6 @@ bool Value::same_object(const Value& o) const {
     default:
       return equals(*this, o);
   }
-}
-
-const Value* DictObj::find(const Value& key) const {
-  for (const auto& [k, v] : entries)
-    if (equals(k, key)) return &v;
-  return nullptr;
-}
-
-const Value* DictObj::find_str(std::string_view key) const {
-  for (const auto& [k, v] : entries)
-    if (k.is_string() && k.str() == key) return &v;
-  return nullptr;
-}
-
-void DictObj::set(const Value& key, Value v) {
-  for (auto& [k, old] : entries)
-    if (equals(k, key)) {
-      old = std::move(v);
-      return;
-    }
-  entries.emplace_back(key, std::move(v));
 }
 
 Value CallArgs::take(size_t index, std::string_view name, Value fallback) {
@@ -174,10 +183,14 @@ bool equals(const Value& a, const Value& b) {
     case Kind::kNone:
       return true;
     case Kind::kString:
+      if (a.str().size() != b.str().size()) return false;
+      charge_bytes(a.str().size());
       return a.str() == b.str();
     case Kind::kList: {
       if (a.is_iterator() || b.is_iterator()) return a.same_object(b);
       if (a.seq() != b.seq() || a.items().size() != b.items().size()) return false;
+      if (a.same_object(b)) return true;
+      charge(int64_t(a.items().size()));
       for (size_t i = 0; i < a.items().size(); ++i)
         if (!equals(a.items()[i], b.items()[i])) return false;
       return true;
@@ -186,6 +199,8 @@ bool equals(const Value& a, const Value& b) {
       if (a.is_namespace() || b.is_namespace()) return a.same_object(b);
       const auto& ea = a.dict_obj().entries;
       if (ea.size() != b.dict_obj().entries.size()) return false;
+      if (a.same_object(b)) return true;
+      charge(int64_t(ea.size()));
       for (const auto& [k, v] : ea) {
         const Value* o = b.dict_obj().find(k);
         if (o == nullptr || !equals(v, *o)) return false;
@@ -215,6 +230,7 @@ int compare(const Value& a, const Value& b) {
   }
   if (a.is_plain_list() && b.is_plain_list() && a.seq() == b.seq()) {
     const auto &x = a.items(), &y = b.items();
+    charge(int64_t(std::min(x.size(), y.size())));
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
       if (!equals(x[i], y[i])) return compare(x[i], y[i]);
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);

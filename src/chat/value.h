@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,12 @@ class Value {
   const CallableObj& callable_obj() const { return *c_; }
   bool unsafe_undefined() const { return kind_ == Kind::kUndefined && i_ != 0; }
   const std::string& undefined_hint() const;
+  // Lists and dicts nested in this value, itself included (a namespace counts as 1: it is
+  // mutable, and whatever it holds is walked with its own guard).
+  int depth() const;
+  // The shared object of a list, dict or callable (null for scalars): identity for `is sameas`,
+  // hashing and cycle detection.
+  const void* identity() const;
 
   // Raises jinja2's UndefinedError (or SecurityError for an unsafe attribute).
   [[noreturn]] void fail_undefined() const;
@@ -110,15 +117,27 @@ class Value {
 struct ListObj {
   std::vector<Value> items;
   Seq seq = Seq::kList;
+  int depth = 1;
 };
 
-// Insertion-ordered like a Python dict; keys are compared with Python equality.
+// Insertion-ordered like a Python dict; keys are compared with Python equality and found
+// through a hash index once the dict is larger than a few entries. `entries` only grows: keys
+// are appended (set, append) and never changed or removed, values may be replaced.
 struct DictObj {
   std::vector<std::pair<Value, Value>> entries;
   bool is_namespace = false;
+  int depth = 1;  // as Value::depth(); not kept for namespaces
   const Value* find(const Value& key) const;
   const Value* find_str(std::string_view key) const;
   void set(const Value& key, Value v);
+  // A key known to be absent (a JSON object's, a copy's).
+  void append(Value key, Value v);
+
+ private:
+  void note_depth(const Value& key, const Value& v);
+  void index_entries() const;
+  mutable std::unordered_multimap<uint64_t, size_t> index_;  // hash_value(key) -> entry
+  mutable size_t indexed_ = 0;                               // entries covered by index_
 };
 
 struct CallArgs {
@@ -135,6 +154,9 @@ struct CallArgs {
 // Python semantics used everywhere.
 bool truthy(const Value& v);
 bool equals(const Value& a, const Value& b);
+// Python's hash, consistent with equals (1, 1.0 and True hash alike); lists and dicts, which
+// Python refuses to hash, hash by content and as one constant.
+uint64_t hash_value(const Value& v);
 // -1, 0, 1 as Python's <; a TypeError (RenderError) for types Python cannot order.
 int compare(const Value& a, const Value& b);
 std::string type_name(const Value& v);  // Python's type name: 'str', 'list', 'NoneType'...

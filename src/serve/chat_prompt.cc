@@ -22,19 +22,21 @@ ChatPrompt::ChatPrompt(const chat::ChatTemplateSource& src, Tokenizer tokenizer)
       tokenizer_(std::move(tokenizer)) {}
 
 std::string ChatPrompt::render(const nlohmann::ordered_json& messages,
-                               const nlohmann::ordered_json& extra) const {
+                               const nlohmann::ordered_json& extra,
+                               const chat::RenderOptions& options) const {
   chat::ChatTemplateArgs args;
   args.messages = messages;
   args.add_generation_prompt = true;
   args.special_tokens = special_tokens_;
   args.extra = extra;
-  return chat::apply_chat_template(template_, args);
+  return chat::apply_chat_template(template_, args, options);
 }
 
 std::vector<int32_t> ChatPrompt::ids(const nlohmann::ordered_json& messages,
-                                     const nlohmann::ordered_json& extra) const {
+                                     const nlohmann::ordered_json& extra,
+                                     const chat::RenderOptions& options) const {
   // The template writes the special tokens itself (bos included where it wants one).
-  return tokenizer_.encode(render(messages, extra), /*add_special=*/false);
+  return tokenizer_.encode(render(messages, extra, options), /*add_special=*/false);
 }
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content) {

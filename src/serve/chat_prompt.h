@@ -23,11 +23,13 @@ class ChatPrompt {
   // The prompt text of `messages` ([{role, content}, ...]) ending in the assistant's header.
   // `extra`: more template variables (an API request's chat_template_kwargs, such as
   // enable_thinking), as apply_chat_template's keyword arguments.
+  // `options`: cancellation polled during the render (chat::RenderOptions).
   std::string render(const nlohmann::ordered_json& messages,
-                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
+                     const chat::RenderOptions& options = {}) const;
   std::vector<int32_t> ids(const nlohmann::ordered_json& messages,
-                           const nlohmann::ordered_json& extra = nlohmann::ordered_json::object())
-      const;
+                           const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
+                           const chat::RenderOptions& options = {}) const;
   const std::string& origin() const { return template_.origin(); }
 
  private:

@@ -242,9 +242,11 @@ void set_error(httplib::Response& res, int status, const std::string& type,
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
                        httplib::Response& res) {
+  // Found before the chat template renders, so that a client gone away stops the render.
+  const ConnectionWatch watch(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   ApiRequest request;
   try {
-    request = parse_request(api, req.body, ctx.model);
+    request = parse_request(api, req.body, ctx.model, [&watch] { return watch.closed(); });
   } catch (const ApiError& e) {
     set_error(res, e.status(), e.type(), e.param(), e.what());
     return;
@@ -262,7 +264,6 @@ void handle_completion(const CompletionContext& ctx, Api api, const httplib::Req
               s.refusal.empty() ? std::string("the server cannot take the request") : s.refusal);
     return;
   }
-  const ConnectionWatch watch(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   auto run = std::make_unique<Run>(ctx, std::move(request), std::move(s.stream), watch);
   if (!run->request().stream) {
     respond_whole(*run, res);

@@ -157,9 +157,13 @@ std::vector<int32_t> completion_prompt(const ojson& v, const ServedModel& m) {
 }
 
 struct Parser {
-  Parser(Api a, const ServedModel& m) : api(a), served(m) { out.api = a; }
+  Parser(Api a, const ServedModel& m, const std::function<bool()>& c)
+      : api(a), served(m), cancelled(c) {
+    out.api = a;
+  }
   Api api;
   const ServedModel& served;
+  const std::function<bool()>& cancelled;
   ApiRequest out;
   ojson messages;
   ojson template_kwargs = ojson::object();
@@ -342,9 +346,12 @@ void Parser::finish() {
   if (api == Api::kChat) {
     if (!messages_given) bad_request("messages", "'messages' is required");
     if (served.chat == nullptr)
-      bad_request("messages", "the model has no chat template: use /v1/completions");
+      bad_request("messages", served.chat_refusal.empty()
+                                  ? "the model has no chat template: use /v1/completions"
+                                  : str_cat("the model's chat template cannot be used (",
+                                            served.chat_refusal, "): use /v1/completions"));
     try {
-      g.prompt = served.chat->ids(messages, template_kwargs);
+      g.prompt = served.chat->ids(messages, template_kwargs, {.cancelled = cancelled});
     } catch (const Error& e) {  // the template refused the conversation (raise_exception, ...)
       const char* field = template_kwargs.empty() ? "messages" : "chat_template_kwargs";
       bad_request(field, str_cat("the chat template cannot render '", field, "': ", e.what()));
@@ -375,7 +382,8 @@ void Parser::finish() {
 
 }  // namespace
 
-ApiRequest parse_request(Api api, std::string_view body, const ServedModel& model) {
+ApiRequest parse_request(Api api, std::string_view body, const ServedModel& model,
+                         const std::function<bool()>& cancelled) {
   ojson j;
   try {
     (void)parse_json_text_strict(body, "request body", JsonTextRules{});
@@ -387,7 +395,7 @@ ApiRequest parse_request(Api api, std::string_view body, const ServedModel& mode
   }
   if (!j.is_object())
     bad_request("", str_cat("request body must be a JSON object, got ", type_of(j)));
-  Parser p(api, model);
+  Parser p(api, model, cancelled);
   for (const auto& [key, value] : j.items()) parse_field(p, key, value);
   p.finish();
   return std::move(p.out);

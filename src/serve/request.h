@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@ struct ServedModel {
   std::string name;                      // the id of /v1/models (the directory's name or --alias)
   const Tokenizer* tokenizer = nullptr;  // null: completions take token-id prompts only
   const ChatPrompt* chat = nullptr;      // null: no chat template, chat requests refused
+  std::string chat_refusal;              // why chat is null (the template's load error), or ""
   model::GenerationConfig generation;    // sampling defaults (with do_sample: true)
   int64_t context = 0;                   // positions one sequence holds
   int64_t vocab = 0;
@@ -44,7 +46,9 @@ struct ApiRequest {
 
 // Parses a request body. Throws ApiError: malformed JSON, a body that is not an object, an
 // unknown or unsupported field, a wrong type or value, an empty prompt, or a prompt that
-// leaves no room in the context.
-ApiRequest parse_request(Api api, std::string_view body, const ServedModel& model);
+// leaves no room in the context. `cancelled` (may be empty) is polled while the chat template
+// renders (the client went away, the server is stopping).
+ApiRequest parse_request(Api api, std::string_view body, const ServedModel& model,
+                         const std::function<bool()>& cancelled = {});
 
 }  // namespace moex::serve

@@ -273,6 +273,38 @@ TEST(ParseRequest, ChatWithoutATemplateIsRefused) {
   }
 }
 
+TEST(ParseRequest, ChatWithATemplateThatFailedToLoadSaysWhy) {
+  TestModel m;
+  m.served.chat = nullptr;
+  m.served.chat_refusal = "m/chat_template.jinja:3:7: unexpected end of template";
+  try {
+    parse_request(Api::kChat, chat_body(""), m.served);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "messages");
+    EXPECT_NE(std::string(e.what()).find(m.served.chat_refusal), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParseRequest, ChatTemplateRenderIsCancellable) {
+  TestModel m;
+  // Long enough for the render to poll `cancelled` (every kCancelPollUnits units of work).
+  std::string messages;
+  for (int i = 0; i < 2000; ++i)
+    messages += std::string(i ? "," : "") + R"({"role": "user", "content": "hi"})";
+  int polls = 0;
+  try {
+    parse_request(Api::kChat, R"({"messages": [)" + messages + "]}", m.served,
+                  [&] { return ++polls == 2; });
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "messages");
+    EXPECT_NE(std::string(e.what()).find("the render was cancelled"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(polls, 2);
+}
+
 TEST(ParseRequest, APromptThatFillsTheContextIsRefusedOneLessIsTaken) {
   TestModel m(8);
   EXPECT_THROW(parse_request(Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7,8]})", m.served),
