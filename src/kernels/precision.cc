@@ -1,12 +1,15 @@
 // The process-wide activation precision tier of the quantizing kernels.
 #include "kernels/precision.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "kernels/qdot.h"
 
 namespace moex::kernels {
 namespace {
@@ -49,6 +52,31 @@ void set_active_precision(Precision p) {
 
 const char* active_precision_label() {
   return active_isa() == Isa::kAvx512 ? precision_name(active_precision()) : "f32";
+}
+
+void round_to_levels(const float* x, int64_t k, int group_size, int levels, float* out) {
+  for (int64_t g0 = 0; g0 < k; g0 += group_size) {
+    float m = 0.f;
+    for (int64_t i = g0; i < g0 + group_size; ++i) m = std::max(m, std::fabs(x[i]));
+    const float c = m >= float(kTinyGroupMax) ? m * float(quantized_x_step(levels)) : 0.f;
+    const float inv_c = c > 0.f ? 1.f / c : 0.f;
+    for (int64_t i = g0; i < g0 + group_size; ++i) {
+      float a[3] = {0.f, 0.f, 0.f}, rem = x[i];
+      for (int l = 0; l < levels; ++l) {
+        const float mult = float(1 << (8 * (levels - 1 - l)));
+        a[l] = std::nearbyint(rem * (inv_c * (1.f / mult)));  // ties to even, as vroundps
+        rem = std::fma(-a[l], c * mult, rem);                 // vfnmadd: one rounding
+      }
+      for (int l = levels - 1; l > 0; --l) {
+        if (a[l] > 127.f) a[l] -= 256.f, a[l - 1] += 1.f;
+        if (a[l] < -128.f) a[l] += 256.f, a[l - 1] -= 1.f;
+      }
+      a[0] = std::clamp(a[0], -128.f, 127.f);
+      double q = 0.0;  // an integer below 2^24: exact in double and in the f32 result's scale
+      for (int l = 0; l < levels; ++l) q = q * 256.0 + a[l];
+      out[i] = c > 0.f ? float(q * double(c)) : 0.f;
+    }
+  }
 }
 
 }  // namespace moex::kernels

@@ -7,6 +7,7 @@
 // src/kernels/README.md ("Precision tiers").
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace moex::kernels {
@@ -21,7 +22,13 @@ enum class Precision {
   kExact = 3      // three levels, about 2^-24: as accurate as f32 arithmetic
 };
 
-inline constexpr Precision kDefaultPrecision = Precision::kStandard;
+// The default is exact: on random-weight checkpoints that amplify any perturbation (a
+// converted tiny Phi-3.5-MoE, 16 layers: 5e-4 for standard, 1.4 for fast after the first
+// decoded steps), the cheaper tiers' error is that of uniform noise of their bound, and a
+// default must not change what mlx-lm's checkpoint decodes; `standard` and `fast` stay one flag
+// away (src/kernels/README.md, "Precision tiers", and docs/benchmark_results/
+// precision-default-2026-12-03.md).
+inline constexpr Precision kDefaultPrecision = Precision::kExact;
 
 const char* precision_name(Precision p);  // "fast", "standard", "exact"
 // Parses "fast" | "standard" | "exact"; throws Error naming `what` otherwise.
@@ -35,6 +42,15 @@ void set_active_precision(Precision p);
 // What the kernels of the active ISA run at, for reports: the tier's name on
 // AVX-512 (where activations are quantized to int8 levels), else "f32".
 const char* active_precision_label();
+
+// The scalar reference of what the VNNI kernels make of an activation vector at `levels`
+// int8 levels (qdot_avx512.cc's prepare): per group of `group_size` elements,
+// c = max|x| * quantized_x_step(levels) (0 below kTinyGroupMax: the group reads as zeros),
+// each level rounding the remainder of the ones above it (ties to even, one rounding per
+// remainder), a level past +-127 carried into the one above, and
+// out_i = c * sum_l 256^(levels-1-l) a_l. A VNNI kernel's dot with x equals the f32 dot with
+// this vector up to the f32 rounding of its sums. k must be a multiple of group_size.
+void round_to_levels(const float* x, int64_t k, int group_size, int levels, float* out);
 
 // The largest change quantization makes to an activation, relative to max|x|
 // over its weight group: 1 / (127 * 256^(levels-1)) (twice the rounding bound

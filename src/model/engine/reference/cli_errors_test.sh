@@ -105,7 +105,7 @@ expect_ok() {  # expect_ok NAME CONDITION: CONDITION (shell) holds
 expect_ok version '"$moex" --version | grep -q "^moex "'
 expect_ok isa_any_case '"$moex" generate -m "$work/good" --prompt-ids 1,2 -n 2 --isa SCALAR --fused ON >/dev/null 2>&1'
 expect_ok precision_any_case '"$moex" generate -m "$work/good" --prompt-ids 1,2 -n 2 --precision FAST -v 2>&1 >/dev/null | grep -Eq "precision (fast|f32)"'
-expect_ok bench_prompt_tokens '"$moex" bench-decode -m "$work/good" --prompt-tokens 24 -n 2 --warmup-tokens 0 --repeats 1 -o json 2>/dev/null | python3 -c "import json,sys; j=json.load(sys.stdin); assert j[\"settings\"][\"prompt_tokens\"] == 24 and j[\"host\"][\"precision\"] in (\"standard\", \"f32\")"'
+expect_ok bench_prompt_tokens '"$moex" bench-decode -m "$work/good" --prompt-tokens 24 -n 2 --warmup-tokens 0 --repeats 1 -o json 2>/dev/null | python3 -c "import json,sys; j=json.load(sys.stdin); assert j[\"settings\"][\"prompt_tokens\"] == 24 and j[\"host\"][\"precision\"] in (\"exact\", \"f32\")"'
 expect_ok weights_copy_same_logits '"$moex" generate -m "$work/good" --prompt-ids 1,2,3 -n 4 --dump-logits "$work/lm.bin" >/dev/null 2>&1 && "$moex" generate -m "$work/good" --prompt-ids 1,2,3 -n 4 --weights copy --dump-logits "$work/lc.bin" >/dev/null 2>&1 && cmp -s "$work/lm.bin" "$work/lc.bin"'
 expect_ok output_any_case '"$moex" bench-decode -m "$work/good" --prompt-ids 1 -n 2 --warmup-tokens 0 --repeats 1 --fused BOTH -o JSON 2>/dev/null | python3 -c "import json,sys; json.load(sys.stdin)"'
 expect_ok json_progress_on_stderr_only '"$moex" bench-decode -m "$work/good" --prompt-ids 1 -n 2 --warmup-tokens 0 --repeats 1 -o json 2>&1 >/dev/null | grep -q "loaded .* in"'
