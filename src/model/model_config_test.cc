@@ -3,6 +3,8 @@
 // and field.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -534,6 +536,31 @@ TEST(ModelConfig, Gemma4RefusesWhatItDoesNotRun) {
   j = base;
   j["rope_parameters"]["full_attention"]["rope_type"] = "yarn";
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"full_attention", "yarn"});
+}
+
+// The model_types mlx-lm's MODEL_REMAPPING sends to a module moex reads: MiniMax-M2's Hub
+// config (minimax_m2), JoyAI (joyai_llm_flash, deepseek_v3), gemma4_unified (the gemma4
+// wrapper). The config keeps its model_type; the family is the module's.
+TEST(ModelConfig, ModelTypeAliasesOfMlxLm) {
+  struct Case {
+    const char* preset;
+    const char* alias;
+    const char* family;
+    const char* embed;
+  };
+  for (const Case& k : {Case{"tiny-minimax", "minimax_m2", "minimax", "model.embed_tokens"},
+                        Case{"tiny-deepseek-v3", "joyai_llm_flash", "deepseek_v3",
+                             "model.embed_tokens"},
+                        Case{"tiny-gemma4-wrapped", "gemma4_unified", "gemma4_text",
+                             "language_model.model.embed_tokens"}}) {
+    SCOPED_TRACE(k.alias);
+    json j = preset_config_json(*find_preset(k.preset));
+    j["model_type"] = k.alias;
+    const ModelConfig c = parse_model_config(j, "a/config.json");
+    EXPECT_EQ(c.family, k.family);
+    EXPECT_EQ(c.model_type, k.alias);
+    EXPECT_EQ(c.embed_name, k.embed);
+  }
 }
 
 }  // namespace
