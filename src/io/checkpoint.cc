@@ -129,7 +129,8 @@ const TensorInfo& Checkpoint::require(std::string_view name, DType dtype, const 
 void Checkpoint::rename(std::string_view from, const std::string& to) {
   auto it = by_name_.find(from);
   if (it == by_name_.end())
-    fail("checkpoint '", dir_, "': cannot rename tensor '", from, "' to '", to, "': no such tensor");
+    fail("checkpoint '", dir_, "': cannot rename tensor '", from, "' to '", to,
+         "': no such tensor");
   if (by_name_.count(to))
     fail("checkpoint '", dir_, "': holds both '", from, "' and '", to, "', which name the same ",
          "tensor; expected one of them");

@@ -173,10 +173,12 @@ TEST(JsonConfig, PythonNonFiniteFloats) {
   TempDir tmp;
   const std::string path = tmp.file("config.json");
   write_file(path, R"({"time_step_limit": [0.0, Infinity], "rope_theta": NaN, "n": -Infinity,
-                       "tagged": [{"__float__": "-Infinity"}, 1], "other_tag": {"__float__": "inf"}})");
+                       "tagged": [{"__float__": "-Infinity"}, 1],
+                       "other_tag": {"__float__": "inf"}})");
   const json j = read_json_file(path);
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(get_double_array_nonfinite(j, "time_step_limit", path), (std::vector<double>{0.0, inf}));
+  EXPECT_EQ(get_double_array_nonfinite(j, "time_step_limit", path),
+            (std::vector<double>{0.0, inf}));
   EXPECT_EQ(get_double_array_nonfinite(j, "tagged", path), (std::vector<double>{-inf, 1.0}));
   EXPECT_TRUE(throws_error_with([&] { get_double(j, "rope_theta", path); },
                                 {path, "'rope_theta'", "NaN", "expected a finite number"}));

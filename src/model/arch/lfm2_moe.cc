@@ -106,8 +106,8 @@ class Lfm2MoeFamily final : public Family {
     for (const LayerPlan& l : c.layers) {
       if (l.ffn != FfnKind::kDense) continue;
       const std::string ff = l.names.dense_gate.substr(0, l.names.dense_gate.rfind('.') + 1);
-      for (const auto& [hf, mlx] : {std::pair{"w1", "gate_proj"}, std::pair{"w3", "up_proj"},
-                                    std::pair{"w2", "down_proj"}})
+      for (const auto& [hf, mlx] :
+           {std::pair{"w1", "gate_proj"}, std::pair{"w3", "up_proj"}, std::pair{"w2", "down_proj"}})
         if (t == ff + hf + ".weight") return ff + mlx + ".weight";
     }
     return {};
