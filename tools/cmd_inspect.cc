@@ -168,6 +168,12 @@ int run_inspect(const InspectFlags& f) {
   for (const std::string& n : m.unknown_tensors) std::printf("  unknown tensor (not used): %s\n", n.c_str());
   for (const std::string& p : m.per_expert_layouts)
     std::printf("  needs stacking: %s (per-expert Hugging Face layout)\n", p.c_str());
+  for (const auto& [stored, read] : m.renamed_tensors)
+    std::printf("  renamed: %s read as %s (as mlx-lm's sanitize renames it)\n", stored.c_str(),
+                read.c_str());
+  if (!m.dropped_tensors.empty())
+    std::printf("  dropped: %zu tensors mlx-lm's sanitize drops (e.g. %s)\n",
+                m.dropped_tensors.size(), m.dropped_tensors.front().c_str());
   const model::WeightBytes wb = model::compute_weight_bytes(m.config, m.tensors);
   std::printf("%s", model::format_weight_bytes(wb).c_str());
   print_dispatch(m, settings);

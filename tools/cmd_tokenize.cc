@@ -30,9 +30,12 @@ struct TokenizeFlags {
   bool skip_special = false;
   bool show_tokens = false;
   bool anything = false;  // one of -t, -f, --decode was given
+  bool decoding = false;  // --decode was given (its list may be empty)
 };
 
-// --decode ids: "1,2,3", "1 2 3" or "1, 2, 3"; an empty item between commas is an error.
+// --decode ids: "1,2,3", "1 2 3" or "1, 2, 3"; an empty item between commas is an error. An
+// empty (or blank) list is no ids: it decodes to the empty string, as tokenizers' decode([])
+// does.
 std::vector<int32_t> parse_decode_ids(const std::string& s) {
   std::vector<int32_t> ids;
   const bool commas = s.find(',') != std::string::npos;
@@ -48,16 +51,15 @@ std::vector<int32_t> parse_decode_ids(const std::string& s) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (ids.empty()) fail("--decode: '", s, "' has no token ids; expected e.g. 1,2,3");
   return ids;
 }
 
 int run_tokenize(const TokenizeFlags& f) {
   if (!f.anything) fail("tokenize: nothing to do; give -t TEXT, -f FILE or --decode 1,2,3");
   const std::vector<int32_t> decode_ids =
-      f.decode.empty() ? std::vector<int32_t>{} : parse_decode_ids(f.decode);
+      f.decoding ? parse_decode_ids(f.decode) : std::vector<int32_t>{};
   const Tokenizer tok = Tokenizer::load(f.tokenizer);
-  if (!f.decode.empty()) {
+  if (f.decoding) {
     std::cout << tok.decode(decode_ids, f.skip_special) << std::endl;
     return 0;
   }
@@ -87,8 +89,7 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                                          ->check(non_empty());
                         auto* dec = sub.add_option("-d,--decode", f->decode,
                                                    "ids to decode, e.g. 1,2,3 or \"1 2 3\"")
-                                        ->type_name("IDS")
-                                        ->check(non_empty());
+                                        ->type_name("IDS");
                         text->excludes(file)->excludes(dec);
                         file->excludes(dec);
                         sub.add_flag("--no-special", f->no_special,
@@ -97,7 +98,8 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                                      "decode: drop special added tokens");
                         sub.add_flag("--tokens", f->show_tokens, "print id:token pairs");
                         return [=] {
-                          f->anything = text->count() + file->count() + dec->count() > 0;
+                          f->decoding = dec->count() > 0;
+                          f->anything = text->count() + file->count() + f->decoding > 0;
                           return run_tokenize(*f);
                         };
                       });

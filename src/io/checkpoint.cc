@@ -126,6 +126,21 @@ const TensorInfo& Checkpoint::require(std::string_view name, DType dtype, const 
   return require(name, shape);
 }
 
+void Checkpoint::rename(std::string_view from, const std::string& to) {
+  auto it = by_name_.find(from);
+  if (it == by_name_.end())
+    fail("checkpoint '", dir_, "': cannot rename tensor '", from, "' to '", to,
+         "': no such tensor");
+  if (by_name_.count(to))
+    fail("checkpoint '", dir_, "': holds both '", from, "' and '", to, "', which name the same ",
+         "tensor; expected one of them");
+  auto view = std::make_unique<TensorInfo>(*it->second);
+  view->name = to;
+  by_name_.erase(it);
+  by_name_.emplace(to, view.get());
+  renamed_.push_back(std::move(view));
+}
+
 std::vector<std::string> Checkpoint::names() const {
   std::vector<std::string> out;
   out.reserve(by_name_.size());

@@ -41,6 +41,12 @@ class Checkpoint {
   // load, so that the copy and the mapped original are not both resident. Never throws.
   void release_pages(const TensorInfo& t) const;
 
+  // Makes the tensor stored as `from` answer to `to` instead (find, require, names): a
+  // loader's renaming of a Hugging Face name into the one its tables use, as mlx-lm's
+  // sanitize renames before its strict load. The view is the same bytes; its `name` is `to`.
+  // Error naming both if `from` is absent or `to` already exists.
+  void rename(std::string_view from, const std::string& to);
+
   std::vector<std::string> names() const;  // sorted
   uint64_t total_bytes() const { return total_bytes_; }
   const std::string& dir() const { return dir_; }
@@ -54,6 +60,7 @@ class Checkpoint {
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*, std::less<>> by_name_;
+  std::vector<std::unique_ptr<TensorInfo>> renamed_;  // the views rename() made
   uint64_t total_bytes_ = 0;
 };
 

@@ -148,5 +148,25 @@ TEST(Checkpoint, MovedCheckpointKeepsValidViews) {
   EXPECT_EQ(b.require("w").data[0], 5);
 }
 
+// A renamed tensor answers to its new name only, with the same bytes; renaming a missing
+// tensor, or onto a name the checkpoint already holds, is an error naming both.
+TEST(Checkpoint, RenameKeepsTheBytesUnderTheNewName) {
+  TempDir tmp;
+  write_u8_file(tmp.file("model.safetensors"), {"mlp.gate.weight", "other"}, 7);
+  Checkpoint ck = Checkpoint::open(tmp.path());
+  const uint8_t* data = ck.find("mlp.gate.weight")->data;
+  ck.rename("mlp.gate.weight", "mlp.gate.gate_proj.weight");
+  EXPECT_EQ(ck.find("mlp.gate.weight"), nullptr);
+  const TensorInfo& t = ck.require("mlp.gate.gate_proj.weight", DType::U8, {4});
+  EXPECT_EQ(t.data, data);
+  EXPECT_EQ(t.name, "mlp.gate.gate_proj.weight");
+  EXPECT_EQ(ck.names(), (std::vector<std::string>{"mlp.gate.gate_proj.weight", "other"}));
+  EXPECT_TRUE(throws_error_with([&] { ck.rename("absent", "x"); }, {"'absent'", "no such tensor"}));
+  EXPECT_TRUE(throws_error_with([&] { ck.rename("other", "mlp.gate.gate_proj.weight"); },
+                                {"'other'", "'mlp.gate.gate_proj.weight'", "both"}));
+  Checkpoint moved = std::move(ck);
+  EXPECT_EQ(moved.require("mlp.gate.gate_proj.weight").data[0], 7);
+}
+
 }  // namespace
 }  // namespace moex::io

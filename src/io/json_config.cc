@@ -59,13 +59,97 @@ json parse_json_text(std::string_view text, const std::string& file) {
   return parse_json_text_strict(text, file, {kMaxJsonDepth, true});
 }
 
+namespace {
+
+constexpr std::string_view kFloatTag = "__float__";
+constexpr std::string_view kNonFinite[] = {"Infinity", "-Infinity", "NaN"};
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The bare non-finite token starting at text[i] if it is one and stands in a value position:
+// after ':', '[' or ',' (`before`, the last non-space character) and followed by a space, ',',
+// ']', '}' or the end.
+std::string_view nonfinite_token_at(std::string_view text, size_t i, char before) {
+  if (before != ':' && before != '[' && before != ',') return {};
+  for (std::string_view t : kNonFinite) {
+    if (text.substr(i, t.size()) != t) continue;
+    const size_t end = i + t.size();
+    if (end == text.size() || is_json_space(text[end]) || text[end] == ',' || text[end] == ']' ||
+        text[end] == '}')
+      return t;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string tag_python_nonfinite(std::string_view text, const std::string& file) {
+  if (text.find("Infinity") == std::string_view::npos && text.find("NaN") == std::string_view::npos)
+    return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  char before = 0;  // the last non-space character outside strings
+  int tokens = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+        before = '"';
+      }
+      continue;
+    }
+    if (const std::string_view t = nonfinite_token_at(text, i, before); !t.empty()) {
+      if (++tokens > kMaxNonFiniteTokens)
+        fail(file, ": more than ", kMaxNonFiniteTokens, " bare non-finite numbers (Infinity, "
+             "-Infinity, NaN); expected a config with a few at most");
+      out += str_cat("{\"", kFloatTag, "\": \"", t, "\"}");
+      i += t.size() - 1;
+      before = '}';
+      continue;
+    }
+    out += c;
+    if (c == '"') in_string = true;
+    if (!is_json_space(c)) before = c;
+  }
+  return out;
+}
+
+std::optional<double> python_nonfinite(const json& v) {
+  if (!v.is_object() || v.size() != 1) return std::nullopt;
+  const auto it = v.find(kFloatTag);
+  if (it == v.end() || !it->is_string()) return std::nullopt;
+  const std::string& s = it->get_ref<const std::string&>();
+  if (s == "Infinity") return std::numeric_limits<double>::infinity();
+  if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
+}
+
 json read_json_file(const std::string& path) {
-  json j = parse_json_text(read_small_file(path, kMaxConfigJsonBytes, "JSON file"), path);
+  const std::string text = read_small_file(path, kMaxConfigJsonBytes, "JSON file");
+  json j = parse_json_text(tag_python_nonfinite(text, path), path);
   if (!j.is_object()) fail(path, ": top level is ", json_kind(j), "; expected a JSON object");
   return j;
 }
 
+namespace {
+
+// A tagged non-finite float where a finite number is wanted: the field is named.
+void refuse_nonfinite(const json& v, const std::string& what, const char* expected) {
+  if (python_nonfinite(v))
+    fail(what, " is ", v.begin()->get_ref<const std::string&>(),
+         " (a non-finite float as Python writes it); expected ", expected);
+}
+
+}  // namespace
+
 int64_t json_to_int(const json& v, const std::string& what) {
+  refuse_nonfinite(v, what, "an integer");
   if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
@@ -79,6 +163,7 @@ int64_t json_to_int(const json& v, const std::string& what) {
 }
 
 double json_to_double(const json& v, const std::string& what) {
+  refuse_nonfinite(v, what, "a finite number");
   if (!v.is_number()) fail(what, " is ", json_kind(v), "; expected a number");
   const double d = v.get<double>();
   if (!std::isfinite(d)) fail(what, " is not finite; expected a finite number");
@@ -158,6 +243,14 @@ std::vector<int64_t> get_int_array(const json& obj, std::string_view field, cons
 
 std::vector<double> get_double_array(const json& obj, std::string_view field, const std::string& file) {
   return get_array<double>(obj, field, file, json_to_double);
+}
+
+std::vector<double> get_double_array_nonfinite(const json& obj, std::string_view field,
+                                               const std::string& file) {
+  return get_array<double>(obj, field, file, [](const json& v, const std::string& what) {
+    const std::optional<double> d = python_nonfinite(v);
+    return d ? *d : json_to_double(v, what);
+  });
 }
 
 std::vector<std::string> get_string_array(const json& obj, std::string_view field,

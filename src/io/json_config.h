@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,22 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file);
 // index): real ones are kilobytes, an index of a trillion-parameter checkpoint a few MB.
 inline constexpr int64_t kMaxConfigJsonBytes = int64_t{64} << 20;
 
+// Python writes a non-finite float two ways: its json module as the bare tokens Infinity,
+// -Infinity and NaN (not JSON), transformers 5 and mlx-lm 0.32 as the tagged object
+// {"__float__": "Infinity"} ("-Infinity", "NaN"); both readers accept either anywhere.
+// tag_python_nonfinite returns `text` with each bare token in a value position replaced by the
+// tagged object, so that only that spelling reaches the getters (strings are left alone; a
+// token anywhere else stays invalid JSON). More than kMaxNonFiniteTokens of them is an Error
+// naming `file`. python_nonfinite reads a tagged object (nullopt for any other value). The
+// getters below refuse it, naming the field, except get_double_array_nonfinite.
+inline constexpr int kMaxNonFiniteTokens = 64;
+std::string tag_python_nonfinite(std::string_view text, const std::string& file);
+std::optional<double> python_nonfinite(const nlohmann::json& v);
+
 // Reads (core/file_read.h: regular files only, at most kMaxConfigJsonBytes) and parses a
 // whole file; Error naming the file if it is missing, unreadable, not a regular file, too
-// large, not valid JSON (see parse_json_text) or its top level is not an object.
+// large, not valid JSON (see parse_json_text; bare non-finite floats are read as
+// tag_python_nonfinite says) or its top level is not an object.
 nlohmann::json read_json_file(const std::string& path);
 
 // Typed getters. `obj` must be a JSON object; `file` names the source in messages.
@@ -53,6 +67,10 @@ std::vector<int64_t> get_int_array(const nlohmann::json& obj, std::string_view f
                                    const std::string& file);
 std::vector<double> get_double_array(const nlohmann::json& obj, std::string_view field,
                                      const std::string& file);
+// As get_double_array, and an element may be a non-finite float in either of Python's
+// spellings (Nemotron-H's time_step_limit defaults to [0.0, Infinity]).
+std::vector<double> get_double_array_nonfinite(const nlohmann::json& obj, std::string_view field,
+                                               const std::string& file);
 std::vector<std::string> get_string_array(const nlohmann::json& obj, std::string_view field,
                                           const std::string& file);
 // A nested object field (e.g. "text_config"); nullptr from the _or form if missing or null.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "core/testing/fifo_probe.h"
 #include "io/test_util.h"
@@ -113,7 +114,9 @@ TEST(JsonConfig, ReadJsonFile) {
       {"{\"a\": 1, \"a\": 2}", "duplicate JSON key 'a'"},
       {"{\"o\": {\"k\": 1, \"k\": 1}}", "duplicate JSON key 'k'"},
       {std::string(200, '[') + std::string(200, ']'), "nesting deeper"},
-      {"{\"a\": NaN}", "invalid JSON"},
+      {"{\"a\": NaNa}", "invalid JSON"},
+      {"{\"a\": 1 NaN}", "invalid JSON"},
+      {"{Infinity: 1}", "invalid JSON"},
       {std::string("{}\0{", 4), "NUL byte at offset 2"},  // nlohmann stops at a NUL
   };
   for (const auto& [text, expect] : bad) {
@@ -155,6 +158,40 @@ TEST(JsonConfig, NonFiniteNumbersRejected) {
   const json j = {{"big", 1e300}, {"inf", INFINITY}};
   EXPECT_DOUBLE_EQ(get_double(j, "big", kFile), 1e300);
   EXPECT_TRUE(throws_error_with([&] { get_double(j, "inf", kFile); }, {"'inf'", "finite"}));
+}
+
+// Python's two spellings of a non-finite float (json_config.h): a bare token in a value
+// position becomes the tagged object and strings are untouched; every getter refuses either
+// spelling naming the field, get_double_array_nonfinite reads both; the count is bounded.
+TEST(JsonConfig, PythonNonFiniteFloats) {
+  EXPECT_EQ(tag_python_nonfinite(R"({"a": [0.0, Infinity], "b": -Infinity,"c":NaN})", kFile),
+            R"({"a": [0.0, {"__float__": "Infinity"}], "b": {"__float__": "-Infinity"},)"
+            R"("c":{"__float__": "NaN"}})");
+  const std::string strings = R"({"Infinity": "NaN, Infinity", "q": "\"NaN", "r": [1]})";
+  EXPECT_EQ(tag_python_nonfinite(strings, kFile), strings);
+
+  TempDir tmp;
+  const std::string path = tmp.file("config.json");
+  write_file(path, R"({"time_step_limit": [0.0, Infinity], "rope_theta": NaN, "n": -Infinity,
+                       "tagged": [{"__float__": "-Infinity"}, 1],
+                       "other_tag": {"__float__": "inf"}})");
+  const json j = read_json_file(path);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(get_double_array_nonfinite(j, "time_step_limit", path),
+            (std::vector<double>{0.0, inf}));
+  EXPECT_EQ(get_double_array_nonfinite(j, "tagged", path), (std::vector<double>{-inf, 1.0}));
+  EXPECT_TRUE(throws_error_with([&] { get_double(j, "rope_theta", path); },
+                                {path, "'rope_theta'", "NaN", "expected a finite number"}));
+  EXPECT_TRUE(throws_error_with([&] { get_int(j, "n", path); }, {"'n'", "-Infinity", "integer"}));
+  EXPECT_TRUE(throws_error_with([&] { get_double_array(j, "time_step_limit", path); },
+                                {"'time_step_limit'[1]", "Infinity", "finite"}));
+  EXPECT_FALSE(python_nonfinite(j["other_tag"]).has_value());  // not one of the three tags
+  EXPECT_TRUE(std::isnan(*python_nonfinite(json{{"__float__", "NaN"}})));
+
+  std::string many = "[";
+  for (int i = 0; i <= kMaxNonFiniteTokens; ++i) many += i ? ", NaN" : "NaN";
+  EXPECT_TRUE(throws_error_with([&] { tag_python_nonfinite(many + "]", kFile); },
+                                {kFile, "more than 64"}));
 }
 
 }  // namespace

@@ -142,6 +142,26 @@ foreach(qargs "--q-bits 4" "--q-mode mxfp4")
   set_tests_properties(engine_parity_tiny-nemotron-h_mlx_convert${qname} PROPERTIES
                        LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# MiniMax-M2 as the Hub's config.json names it (model_type minimax_m2, which mlx-lm remaps to
+# its minimax module and `mlx_lm convert` keeps); 8 steps, fused on: a config-reading check.
+add_test(NAME engine_parity_tiny-minimax_model_type_minimax_m2
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-minimax-m2-type
+          --make-preset tiny-minimax --dtype f32 "--set=model_type=\"minimax_m2\""
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol 1e-3)
+set_tests_properties(engine_parity_tiny-minimax_model_type_minimax_m2 PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+# Nemotron-H's time_step_limit as Python writes transformers' default (0.0, inf): Python's
+# json module writes a bare Infinity, transformers 5 / mlx-lm 0.32 {"__float__": "Infinity"};
+# both spellings in one config (8 steps, fused on: a config-reading check, kept short).
+add_test(NAME engine_parity_tiny-nemotron-h_time_step_limit_nonfinite
+  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
+          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-nemotron-h-nonfinite-limit
+          --make-preset tiny-nemotron-h --dtype f32
+          "--set=time_step_limit=[{\"__float__\": \"-Infinity\"}, Infinity]"
+          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol 1e-3)
+set_tests_properties(engine_parity_tiny-nemotron-h_time_step_limit_nonfinite PROPERTIES
+                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 # DeepSeek-V3 as users get it: a Hugging Face-layout directory (per-expert tensors, one
 # kv_b_proj per layer) converted by mlx-lm, whose sanitize stacks the experts and splits
 # kv_b_proj into embed_q / unembed_out; at its default 4-bit g64 (embed_q's input of 64

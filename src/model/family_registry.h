@@ -38,6 +38,15 @@ class Family {
     (void)tensor;
     return false;
   }
+  // The name mlx-lm's sanitize gives a tensor that this family's Hugging Face checkpoints store
+  // under another name (LFM2's dense feed_forward.w1.weight is feed_forward.gate_proj.weight),
+  // or "" for a tensor it does not rename. The checker renames before it binds anything, so
+  // the tensor table knows one name per tensor.
+  virtual std::string reference_rename(const ModelConfig& cfg, std::string_view tensor) const {
+    (void)cfg;
+    (void)tensor;
+    return {};
+  }
 };
 
 const std::vector<const Family*>& all_families();

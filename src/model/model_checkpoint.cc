@@ -28,9 +28,10 @@ class Checker {
   Checker(ModelCheckpoint& out, const CheckOptions& opt) : m_(out), opt_(opt) {}
 
   void run() {
+    const Family* family = find_family(m_.config.model_type);
+    if (family) rename_as_reference(*family);
     for (const ModuleSpec& s : m_.modules) check_module(s);
     std::set<std::string> seen(used_.begin(), used_.end());
-    const Family* family = find_family(m_.config.model_type);
     for (const std::string& n : m_.weights.names()) {
       if (seen.count(n)) continue;
       if (family && family->reference_drops(m_.config, n))
@@ -47,6 +48,21 @@ class Checker {
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
+  // The Hugging Face names the family's sanitize renames, read under their new names.
+  void rename_as_reference(const Family& family) {
+    for (const std::string& n : m_.weights.names()) {
+      const std::string to = family.reference_rename(m_.config, n);
+      if (to.empty()) continue;
+      if (m_.weights.find(to)) {
+        problem(str_cat("tensor '", n, "' and tensor '", to, "' are both present; mlx-lm renames "
+                        "the first to the second, so expected only one of them"));
+        continue;
+      }
+      m_.weights.rename(n, to);
+      m_.renamed_tensors.emplace_back(n, to);
+    }
+  }
+
   void problem(std::string s) { problems_.push_back(std::move(s)); }
 
   const io::TensorInfo* get(const std::string& name) {
@@ -322,7 +338,7 @@ const io::TensorInfo& ModelCheckpoint::tensor(const std::string& module_path, co
 
 ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
                                        io::Checkpoint ckpt, const CheckOptions& opt) {
-  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}};
+  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}, {}};
   m.modules = module_table(m.config);
   Checker checker(m, opt);
   checker.run();

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -40,6 +41,9 @@ struct ModelCheckpoint {
   std::vector<std::string> unknown_tensors;     // in the files, not in the table
   std::vector<std::string> dropped_tensors;     // in the files, dropped as mlx-lm drops them
   std::vector<std::string> per_expert_layouts;  // stacked module paths stored unstacked
+  // Tensors read under the name mlx-lm's sanitize gives them (Family::reference_rename):
+  // {stored name, name read}.
+  std::vector<std::pair<std::string, std::string>> renamed_tensors;
 
   // How a module is stored: its affine quantization, or nullopt for float.
   std::optional<io::ModuleQuant> module_quant(const std::string& module_path) const;

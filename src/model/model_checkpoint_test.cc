@@ -162,6 +162,10 @@ TEST(ModelCheckpoint, TensorsTheReferenceDropsAreAccepted) {
       {"tiny-llama4", false, "multi_modal_projector.linear_1.weight", true},
       {"tiny-olmoe", true, "lm_head.weight", false},  // olmoe's sanitize keeps it: strict load fails
       {"tiny-qwen3-moe", true, "model.layers.0.self_attn.rotary_emb.inv_freq", false},
+      // Qwen3-Next's multi-token-prediction weights, as the Hub's checkpoints carry them.
+      {"tiny-qwen3-next", false, "mtp.fc.weight", true},
+      {"tiny-qwen3-next", false, "mtp.layers.0.mlp.experts.0.up_proj.weight", true},
+      {"tiny-qwen3-next", false, "model.mtp_extra.weight", false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.preset) + " + " + c.extra);
@@ -183,6 +187,54 @@ TEST(ModelCheckpoint, TensorsTheReferenceDropsAreAccepted) {
     } else {
       expect_error([&] { open_model_checkpoint(tmp.path()); }, {c.extra, "nothing would read it"});
     }
+  }
+}
+
+// The Hugging Face names mlx-lm's sanitize renames are read under the new names: LFM2-MoE's
+// dense feed_forward.w1/w3/w2 (transformers' Lfm2MoeMLP), Ling's bare router mlp.gate.weight.
+// Both names at once is an error naming both.
+TEST(ModelCheckpoint, HuggingFaceNamesTheReferenceRenames) {
+  struct Case {
+    const char* preset;
+    std::vector<std::pair<std::string, std::string>> hub;  // {table name, Hub name}
+  };
+  const Case cases[] = {
+      {"tiny-lfm2-moe",
+       {{"model.layers.0.feed_forward.gate_proj.weight", "model.layers.0.feed_forward.w1.weight"},
+        {"model.layers.0.feed_forward.up_proj.weight", "model.layers.0.feed_forward.w3.weight"},
+        {"model.layers.0.feed_forward.down_proj.weight", "model.layers.0.feed_forward.w2.weight"}}},
+      {"tiny-bailing-moe",
+       {{"model.layers.1.mlp.gate.gate_proj.weight", "model.layers.1.mlp.gate.weight"},
+        {"model.layers.2.mlp.gate.gate_proj.weight", "model.layers.2.mlp.gate.weight"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.preset);
+    TempDir tmp;
+    SynthQuant q;
+    q.bits = 0;  // Hugging Face checkpoints are float
+    const CheckpointPlan plan = plan_preset_checkpoint(*find_preset(c.preset), 0, q, DType::BF16);
+    std::vector<TensorRecord> t = plan.tensors;
+    size_t found = 0;
+    for (TensorRecord& r : t)
+      for (const auto& [table, hub] : c.hub)
+        if (r.name == table) r.name = hub, ++found;
+    ASSERT_EQ(found, c.hub.size());
+    write_tensors(tmp.path(), t);
+    write_config(tmp.path(), plan.config_json);
+    const ModelCheckpoint m = open_model_checkpoint(tmp.path());
+    EXPECT_EQ(m.renamed_tensors.size(), c.hub.size());
+    EXPECT_TRUE(m.unknown_tensors.empty());
+    EXPECT_EQ(m.tensors.size(), plan.tensors.size());
+    const std::string& table = c.hub.front().first;
+    EXPECT_EQ(m.weights.require(table).name, table);
+    // The table's name beside the Hub's: which one would be read is ambiguous.
+    TensorRecord both = plan.tensors.front();
+    for (const TensorRecord& r : plan.tensors)
+      if (r.name == table) both = r;
+    t.push_back(both);
+    write_tensors(tmp.path(), t);
+    expect_error([&] { open_model_checkpoint(tmp.path()); },
+                 {c.hub.front().second, table, "both present"});
   }
 }
 

@@ -3,6 +3,8 @@
 // and field.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -534,6 +536,82 @@ TEST(ModelConfig, Gemma4RefusesWhatItDoesNotRun) {
   j = base;
   j["rope_parameters"]["full_attention"]["rope_type"] = "yarn";
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"full_attention", "yarn"});
+}
+
+// The model_types mlx-lm's MODEL_REMAPPING sends to a module moex reads: MiniMax-M2's Hub
+// config (minimax_m2), JoyAI (joyai_llm_flash, deepseek_v3), gemma4_unified (the gemma4
+// wrapper). The config keeps its model_type; the family is the module's.
+TEST(ModelConfig, ModelTypeAliasesOfMlxLm) {
+  struct Case {
+    const char* preset;
+    const char* alias;
+    const char* family;
+    const char* embed;
+  };
+  for (const Case& k : {Case{"tiny-minimax", "minimax_m2", "minimax", "model.embed_tokens"},
+                        Case{"tiny-deepseek-v3", "joyai_llm_flash", "deepseek_v3",
+                             "model.embed_tokens"},
+                        Case{"tiny-gemma4-wrapped", "gemma4_unified", "gemma4_text",
+                             "language_model.model.embed_tokens"}}) {
+    SCOPED_TRACE(k.alias);
+    json j = preset_config_json(*find_preset(k.preset));
+    j["model_type"] = k.alias;
+    const ModelConfig c = parse_model_config(j, "a/config.json");
+    EXPECT_EQ(c.family, k.family);
+    EXPECT_EQ(c.model_type, k.alias);
+    EXPECT_EQ(c.embed_name, k.embed);
+  }
+}
+
+// Nemotron-H's time_step_limit as Python writes transformers' default (0.0, inf): a bare
+// Infinity (the json module) or {"__float__": "Infinity"} (transformers 5, mlx-lm 0.32), also
+// -Infinity for the minimum. NaN, and a non-finite value in any other field, are refused with
+// the field named.
+TEST(ModelConfig, NemotronHTimeStepLimitAsPythonWritesIt) {
+  const std::string nano = preset_config_json(*find_preset("nemotron-3-nano-30b-a3b"), 4).dump();
+  const auto with = [&](const std::string& field, const std::string& value) {
+    const std::string key = "\"" + field + "\":";  // dump() writes no spaces
+    std::string text = nano;
+    const size_t at = text.find(key);
+    if (at == std::string::npos) return text.insert(1, key + value + ", ");
+    const size_t end = text.find_first_of(",}", at);  // a scalar field's value
+    return text.replace(at, end - at, key + value);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string limit;
+    double lo, hi;
+  };
+  for (const Case& k : {Case{"[0.0, Infinity]", 0.0, inf},
+                        Case{R"([0.0, {"__float__": "Infinity"}])", 0.0, inf},
+                        Case{R"([{"__float__": "-Infinity"}, -Infinity])", -inf, -inf},
+                        Case{"[0.001, 100.0]", 0.001, 100.0}}) {
+    SCOPED_TRACE(k.limit);
+    testing::TempDir tmp;
+    std::ofstream(tmp.path() + "/config.json") << with("time_step_limit", k.limit);
+    const ModelConfig c = load_model_config(tmp.path());
+    EXPECT_EQ(c.mamba.dt_min, k.lo);
+    EXPECT_EQ(c.mamba.dt_max, k.hi);
+  }
+  struct Bad {
+    std::string text, what, why;
+  };
+  for (const Bad& k : {Bad{with("time_step_limit", "[0.0, NaN]"), "time_step_limit", "no NaN"},
+                       Bad{with("time_step_limit", R"([{"__float__": "NaN"}, 1.0])"),
+                           "time_step_limit", "no NaN"},
+                       Bad{with("layer_norm_epsilon", "Infinity"), "'layer_norm_epsilon'",
+                           "Infinity (a non-finite float as Python writes it)"},
+                       Bad{with("layer_norm_epsilon", R"({"__float__": "NaN"})"),
+                           "'layer_norm_epsilon'", "expected a finite number"},
+                       Bad{with("n_groups", "-Infinity"), "'n_groups'", "expected an integer"},
+                       Bad{with("time_step_limit", "[0.0, Infinit]"), "config.json",
+                           "invalid JSON"}}) {
+    SCOPED_TRACE(k.what);
+    testing::TempDir tmp;
+    std::ofstream(tmp.path() + "/config.json") << k.text;
+    expect_error([&] { load_model_config(tmp.path()); },
+                 {tmp.path() + "/config.json", k.what, k.why});
+  }
 }
 
 }  // namespace

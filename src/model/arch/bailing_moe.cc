@@ -6,7 +6,7 @@
 // (score_function), an optional selection bias, group-limited top-k with ties to the higher
 // index, renormalized (norm_topk_prob), always times routed_scaling_factor; ungated shared
 // experts. norm_head divides the lm_head's columns by their norms at load, as mlx-lm's
-// sanitize does.
+// sanitize does. The Hub's router name mlp.gate.weight is read as mlp.gate.gate_proj.weight.
 #include <cmath>
 
 #include "core/error.h"
@@ -132,6 +132,19 @@ class BailingMoeFamily final : public Family {
   // mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
     return arch::drops_tied_lm_head(c, tensor);
+  }
+
+  // The Hub's Ling checkpoints store an MoE layer's router as a bare mlp.gate.weight (and
+  // .bias); mlx-lm's sanitize moves both under mlp.gate.gate_proj, its Linear.
+  std::string reference_rename(const ModelConfig& c, std::string_view t) const override {
+    for (const LayerPlan& l : c.layers) {
+      if (l.ffn != FfnKind::kMoe) continue;
+      const std::string& router = l.names.router;  // <layer>.mlp.gate.gate_proj
+      const std::string hub = router.substr(0, router.rfind('.'));
+      for (const char* part : {".weight", ".bias"})
+        if (t == hub + part) return router + part;
+    }
+    return {};
   }
 
   json preset_config(const ModelPreset& p) const override {

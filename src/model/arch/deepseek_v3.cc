@@ -46,7 +46,10 @@ double softmax_scale(const json& j, const std::string& f, int64_t q_head_dim) {
 class DeepseekV3Family final : public Family {
  public:
   const char* name() const override { return "deepseek_v3"; }
-  std::vector<std::string> model_types() const override { return {"deepseek_v3", "kimi_k2"}; }
+  // mlx-lm's MODEL_REMAPPING loads kimi_k2 and joyai_llm_flash with its deepseek_v3 module.
+  std::vector<std::string> model_types() const override {
+    return {"deepseek_v3", "kimi_k2", "joyai_llm_flash"};
+  }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
     ModelConfig c = arch::begin_config(name(), j, f);

@@ -115,15 +115,24 @@ void set_layer_names(LayerModules& n, const std::string& p, bool has_v) {
   n.layer_scalar = p + ".layer_scalar";
 }
 
+// The model_types mlx-lm reads through its multimodal gemma4 module.
+bool is_wrapper(std::string_view model_type) {
+  return model_type == "gemma4" || model_type == "gemma4_unified";
+}
+
 class Gemma4TextFamily final : public Family {
  public:
   const char* name() const override { return "gemma4_text"; }
-  std::vector<std::string> model_types() const override { return {"gemma4_text", "gemma4"}; }
+  // gemma4_unified (the encoder-free multimodal variant) is the wrapper to mlx-lm, which maps
+  // it to its gemma4 module (MODEL_REMAPPING); its vision weights are dropped like the towers.
+  std::vector<std::string> model_types() const override {
+    return {"gemma4_text", "gemma4", "gemma4_unified"};
+  }
 
   ModelConfig parse(const json& top, const std::string& file) const override {
     // The wrapper: mlx-lm's gemma4.ModelArgs overwrites text_config.vocab_size with its own
     // vocab_size (default 262144) and prefixes every text tensor with language_model.
-    const bool wrapped = io::get_string(top, "model_type", file) == "gemma4";
+    const bool wrapped = is_wrapper(io::get_string(top, "model_type", file));
     json wrapped_text;
     if (wrapped) {
       wrapped_text = io::get_object(top, "text_config", file);
@@ -218,7 +227,7 @@ class Gemma4TextFamily final : public Family {
 
   // The wrapper's sanitize drops the vision and audio towers (stored with or without "model.").
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
-    if (c.model_type != "gemma4") return false;
+    if (!is_wrapper(c.model_type)) return false;
     if (tensor.substr(0, 6) == "model.") tensor.remove_prefix(6);
     for (std::string_view tower : {"vision_tower", "multi_modal_projector", "audio_tower",
                                    "embed_audio", "embed_vision", "vision_embedder"})

@@ -4,6 +4,7 @@
 // expert_bias (f32) for selection only, optional renormalization and routed_scaling_factor.
 // Embeddings are always tied; the final norm is model.embedding_norm.
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "io/json_config.h"
@@ -96,6 +97,20 @@ class Lfm2MoeFamily final : public Family {
     }
     validate_model_config(c);
     return c;
+  }
+
+  // transformers' Lfm2MoeMLP names a dense layer's projections w1 (gate), w3 (up) and w2
+  // (down); mlx-lm's sanitize renames every "w1.weight" to "gate_proj.weight" and so on. The
+  // experts' w1/w3/w2 are read through the per-expert names instead (hf_expert_*).
+  std::string reference_rename(const ModelConfig& c, std::string_view t) const override {
+    for (const LayerPlan& l : c.layers) {
+      if (l.ffn != FfnKind::kDense) continue;
+      const std::string ff = l.names.dense_gate.substr(0, l.names.dense_gate.rfind('.') + 1);
+      for (const auto& [hf, mlx] :
+           {std::pair{"w1", "gate_proj"}, std::pair{"w3", "up_proj"}, std::pair{"w2", "down_proj"}})
+        if (t == ff + hf + ".weight") return ff + mlx + ".weight";
+    }
+    return {};
   }
 
   json preset_config(const ModelPreset& p) const override {

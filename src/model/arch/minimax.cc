@@ -1,8 +1,9 @@
-// MiniMax-M2 (model_type minimax; mlx-lm models/minimax.py): GQA without biases, RMSNorm of q
-// and k over the full projection width (use_qk_norm) before the head split, partial RoPE over
-// the first rotary_dim features (plain nn.RoPE); every layer is MoE: a Linear router run in
-// f32, sigmoid scores plus e_score_correction_bias (kept in f32) for the selection only,
-// top-k with ties to the lower index, the k unbiased scores divided by their sum + 1e-20.
+// MiniMax-M2 (model_type minimax, or minimax_m2 as the Hub writes it; mlx-lm models/minimax.py):
+// GQA without biases, RMSNorm of q and k over the full projection width (use_qk_norm) before
+// the head split, partial RoPE over the first rotary_dim features (plain nn.RoPE); every layer
+// is MoE: a Linear router run in f32, sigmoid scores plus e_score_correction_bias (kept in f32)
+// for the selection only, top-k with ties to the lower index, the k unbiased scores divided by
+// their sum + 1e-20.
 #include <cmath>
 
 #include "core/error.h"
@@ -18,7 +19,9 @@ using nlohmann::json;
 class MinimaxFamily final : public Family {
  public:
   const char* name() const override { return "minimax"; }
-  std::vector<std::string> model_types() const override { return {"minimax"}; }
+  // The Hub's config.json says minimax_m2; mlx-lm maps it to its minimax module
+  // (MODEL_REMAPPING) and `mlx_lm convert` keeps it as written.
+  std::vector<std::string> model_types() const override { return {"minimax", "minimax_m2"}; }
 
   ModelConfig parse(const json& j, const std::string& f) const override {
     ModelConfig c = arch::begin_config(name(), j, f);

@@ -73,13 +73,15 @@ void parse_mamba(const json& j, const std::string& f, ModelConfig& c) {
   if (m.heads % m.groups != 0)
     fail(f, ": field 'mamba_num_heads' (", m.heads, ") must be a multiple of 'n_groups' (",
          m.groups, ")");
-  // mlx-lm: time_step_limit, else (0, inf); time_step_min / _max are not the limit.
+  // mlx-lm: time_step_limit, else (0, inf); time_step_min / _max are not the limit. A config
+  // that transformers or Python's json wrote holds the default's inf as {"__float__":
+  // "Infinity"} or a bare Infinity (io::get_double_array_nonfinite); NaN is refused.
   m.dt_min = 0.0;
   m.dt_max = std::numeric_limits<double>::infinity();
   if (io::has_field(j, "time_step_limit")) {
-    const std::vector<double> lim = io::get_double_array(j, "time_step_limit", f);
+    const std::vector<double> lim = io::get_double_array_nonfinite(j, "time_step_limit", f);
     if (lim.size() != 2 || !(lim[0] <= lim[1]))
-      fail(f, ": field 'time_step_limit' must be [min, max] with min <= max");
+      fail(f, ": field 'time_step_limit' must be [min, max] with min <= max (no NaN)");
     m.dt_min = lim[0];
     m.dt_max = lim[1];
   }

@@ -165,9 +165,11 @@ class Qwen3NextFamily final : public Family {
     return c;
   }
 
-  // mlx-lm's sanitize pops lm_head.weight when the embeddings are tied.
+  // mlx-lm's sanitize drops the multi-token-prediction weights the Hub's checkpoints carry
+  // (every name containing "mtp.", e.g. mtp.fc.weight, mtp.layers.0.*), and pops
+  // lm_head.weight when the embeddings are tied.
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
-    return arch::drops_tied_lm_head(c, tensor);
+    return tensor.find("mtp.") != std::string_view::npos || arch::drops_tied_lm_head(c, tensor);
   }
 
   json preset_config(const ModelPreset& p) const override {

@@ -180,5 +180,28 @@ TEST(OriginalLayout, LingNormHeadEqualsAPreNormalizedHead) {
   EXPECT_TRUE(prefill(args.out_dir) == prefill(pre));
 }
 
+// A quantized lm_head (mlx_lm convert -q normalized it before quantizing) is read as it is
+// whatever norm_head says: the logits equal those of the same checkpoint with norm_head false.
+// mlx-lm 0.32.2 would "normalize" its packed words again on every load (docs/families.md,
+// bailing_moe); moex does not follow it there.
+TEST(OriginalLayout, LingQuantizedHeadIsNotNormalizedAgain) {
+  testing::TempDir tmp("moex_layout");
+  const CheckpointPlan plan =
+      plan_preset_checkpoint(*find_preset("tiny-bailing-moe"), 0, SynthQuant{}, DType::F32);
+  SynthArgs args;
+  args.out_dir = tmp.file("norm_head");
+  write_synthetic_checkpoint(plan, args);
+  const std::vector<Tensor> ts = read_all(args.out_dir);
+  ASSERT_EQ(find(ts, "lm_head.weight").spec.dtype, DType::U32);  // quantized
+  const std::string plain = tmp.file("plain");
+  std::filesystem::create_directories(plain);
+  write_all(plain, ts);
+  nlohmann::json j = test::read_config(args.out_dir);
+  ASSERT_TRUE(j["norm_head"].get<bool>());
+  j["norm_head"] = false;
+  test::write_config(plain, j);
+  EXPECT_TRUE(prefill(args.out_dir) == prefill(plain));
+}
+
 }  // namespace
 }  // namespace moex::model::engine

@@ -181,11 +181,32 @@ HF_OUTPUTS_FIRST = {
     "gemma4": (".experts.switch_glu.", ".experts.gate_up_proj", ".experts.down_proj")}
 
 
+def hub_names(model_type, tensors):
+    """The names the Hub's checkpoints use where mlx-lm's sanitize renames or drops: LFM2-MoE's
+    dense feed_forward.w1/w3/w2 (transformers' Lfm2MoeMLP), Ling's bare router mlp.gate.weight,
+    and Qwen3-Next's multi-token-prediction weights (mtp.*, dropped)."""
+    for name in list(tensors):
+        if model_type == "lfm2_moe" and ".feed_forward." in name and ".experts." not in name:
+            for proj, hf in HF_EXPERT_NAMES.items():
+                if name.endswith(f".feed_forward.{proj}.weight"):
+                    tensors[name.replace(f".{proj}.weight", f".{hf}.weight")] = tensors.pop(name)
+        if model_type == "bailing_moe" and ".mlp.gate.gate_proj." in name:
+            tensors[name.replace(".mlp.gate.gate_proj.", ".mlp.gate.")] = tensors.pop(name)
+    if model_type == "qwen3_next":
+        h = tensors["model.norm.weight"].shape[0]
+        ones = mx.ones((h,), dtype=tensors["model.norm.weight"].dtype)
+        tensors["mtp.fc.weight"] = mx.zeros((h, 2 * h), dtype=ones.dtype)
+        tensors["mtp.norm.weight"] = ones
+        tensors["mtp.pre_fc_norm_embedding.weight"] = ones
+        tensors["mtp.layers.0.input_layernorm.weight"] = ones
+
+
 def to_hf_layout(model_dir):
     tensors = take_tensors(model_dir)
     index = os.path.join(model_dir, "model.safetensors.index.json")
     out, split = {}, 0
     model_type = json.load(open(os.path.join(model_dir, "config.json")))["model_type"]
+    hub_names(model_type, tensors)
     if model_type in HF_OUTPUTS_FIRST:
         stacked, gate_up, down = HF_OUTPUTS_FIRST[model_type]
         for name in [n for n in tensors if n.endswith(stacked + "gate_proj.weight")]:
