@@ -15,6 +15,11 @@ void expect_error(const std::string& tpl, const std::string& what) {
   EXPECT_NE(err.find(what), std::string::npos) << tpl.substr(0, 80) << " -> " << err;
 }
 
+// Not a speed goal: a guard against quadratic work. The linear versions take 0.1-0.9 s in
+// Release on a loaded 2-core machine (several times that under ASan); the quadratic ones they
+// replaced took 14 s (unique over 100k) to over 60 s.
+constexpr double kQuadraticGuard = 10.0;
+
 // Wall seconds of `f`; the hostile cases below took minutes to hours before their fixes.
 template <typename F>
 double seconds(F f) {
@@ -25,12 +30,12 @@ double seconds(F f) {
 
 TEST(ChatHostileWork, UniqueAndDictLiteralsAreLinear) {
   double t = seconds([] { EXPECT_EQ(render("{{ range(100000)|unique|list|length }}"), "100000"); });
-  EXPECT_LT(t, 2.0) << "unique over 100k items";
+  EXPECT_LT(t, kQuadraticGuard) << "unique over 100k items";
   std::string dict = "{{ {";
   for (int i = 0; i < 50000; ++i) dict += std::to_string(i) + ":0,";
   dict += "}|length }}";
   t = seconds([&] { EXPECT_EQ(render(dict), "50000"); });
-  EXPECT_LT(t, 2.0) << "a 50k-entry dict literal";
+  EXPECT_LT(t, kQuadraticGuard) << "a 50k-entry dict literal";
   // jinja2's unique keeps the first of equal keys (1, 1.0 and True are equal) and refuses
   // unhashable ones.
   EXPECT_EQ(render("{{ ['A', 'a', 1, 1.0, true, (1,), (1,)]|unique|list }}"), "['A', 1, (1,)]");
@@ -51,9 +56,10 @@ TEST(ChatHostileWork, SubstringSearchIsLinear) {
       {"{{ s.replace(p, '')|length }}", "16000000"},
       {"{{ s.partition(p)[1] }}", ""},
   };
-  for (const auto& [expr, want] : cases) {
+  for (const auto& c : cases) {
+    const std::string expr = c[0], want = c[1];  // clang 14 cannot capture structured bindings
     const double t = seconds([&] { EXPECT_EQ(render(setup + expr), want) << expr; });
-    EXPECT_LT(t, 2.0) << expr;
+    EXPECT_LT(t, kQuadraticGuard) << expr;
   }
   EXPECT_EQ(render("{{ 'abcabcab'.count('abcab') }}{{ 'abcabcab'.rfind('abcab') }}"
                    "{{ 'a-b--c'.rsplit('-', 1) }}{{ 'xabab'.find('abab') }}"),
@@ -81,7 +87,7 @@ TEST(ChatHostileWork, OneBudgetBoundsEveryKindOfWork) {
            "(l|sort)[0] }}{% endfor %}",
        }) {
     const double t = seconds([&] { expect_error(tpl, "kMaxRenderWork"); });
-    EXPECT_LT(t, 5.0) << tpl;
+    EXPECT_LT(t, kQuadraticGuard) << tpl;
   }
 }
 
