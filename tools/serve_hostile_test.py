@@ -211,6 +211,38 @@ def shutdown_with_idle_connection(srv):
           f"(rc {srv.proc.returncode})")
 
 
+def key_bypass(a, d, work):
+    """--api-key: variations on the header, the key elsewhere, a chunked body: all 401."""
+    srv = Server(a.moex, d, work, "keyed", "--api-key", "s3cret")
+    attempts = {
+        "no key": "",
+        "a wrong key": "Authorization: Bearer s3cre\r\n",
+        "the key with a suffix": "Authorization: Bearer s3cretX\r\n",
+        "the key without Bearer": "Authorization: s3cret\r\n",
+        "the key as Basic": "Authorization: Basic s3cret\r\n",
+        "a wrong key, then the right one": "Authorization: Bearer x\r\n"
+                                           "Authorization: Bearer s3cret\r\n",
+        "the key in another header": "X-Api-Key: s3cret\r\n",
+        "a chunked body, no key": "Transfer-Encoding: chunked\r\n",
+    }
+    try:
+        for what, fields in attempts.items():
+            s = connect(srv.port)
+            body = b"5\r\nhello\r\n0\r\n\r\n" if "chunked" in fields else b""
+            s.sendall(f"GET /health?api_key=s3cret HTTP/1.1\r\nHost: x\r\n{fields}\r\n".encode()
+                      + body)
+            got = read_responses(s)
+            s.close()
+            check(got and got[0][0] == 401, f"--api-key, {what}: 401 ({got[0][0] if got else None})")
+        s = connect(srv.port)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n")
+        got = read_responses(s)
+        s.close()
+        check(got and got[0][0] == 200, "--api-key, the right key: 200")
+    finally:
+        srv.stop()
+
+
 def main():
     a, work, d = setup()
     srv = Server(a.moex, d, work, "hostile", "--parallel", "1")
@@ -224,6 +256,7 @@ def main():
         shutdown_with_idle_connection(srv)
     finally:
         srv.stop()
+    key_bypass(a, d, work)
     srv = Server(a.moex, d, work, "idle")
     t0 = time.time()
     rc = srv.stop()

@@ -34,7 +34,8 @@ std::string quote(std::string_view s) {
 
 // RFC 9110 token characters (a field name).
 bool token_char(char c) {
-  return std::isalnum(uint8_t(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(uint8_t(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 bool all_digits(std::string_view s) {
@@ -59,7 +60,8 @@ bool RequestFramer::advance(std::string_view in) {
     if (end == std::string_view::npos || end + 4 > limits_.max_head_bytes) {
       if (in.size() > limits_.max_head_bytes)
         return refuse(431, str_cat("the request head (request line and header fields) is larger "
-                                   "than ", limits_.max_head_bytes, " bytes"));
+                                   "than ",
+                                   limits_.max_head_bytes, " bytes"));
       pos_ = in.size() < 3 ? 0 : in.size() - 3;
       return false;
     }
@@ -110,8 +112,9 @@ bool RequestFramer::parse_head(std::string_view head) {
   }
   if (have_encoding_) {
     if (have_length_)
-      return refuse(400, "both Transfer-Encoding and Content-Length: the body's length is "
-                         "ambiguous (send one)");
+      return refuse(400,
+                    "both Transfer-Encoding and Content-Length: the body's length is "
+                    "ambiguous (send one)");
     if (encoding_ != "chunked")
       return refuse(501, str_cat("Transfer-Encoding ", quote(encoding_),
                                  " is not implemented (only chunked is)"));
@@ -205,9 +208,8 @@ bool RequestFramer::chunked(std::string_view in) {
       continue;
     }
     const std::string_view size = trim(line.substr(0, line.find(';')));
-    if (size.empty() || size.size() > 15 || !std::all_of(size.begin(), size.end(), [](char c) {
-          return std::isxdigit(uint8_t(c));
-        }))
+    if (size.empty() || size.size() > 15 ||
+        !std::all_of(size.begin(), size.end(), [](char c) { return std::isxdigit(uint8_t(c)); }))
       return refuse(400, str_cat("malformed chunk size ", quote(line)));
     const size_t n = std::stoull(std::string(size), nullptr, 16);
     if (n == 0) {

@@ -120,10 +120,10 @@ void Intake::close_conn(std::list<Conn>::iterator it) {
 // until it closes or `linger` passes (closing at once could reset the answer away).
 void Intake::refuse(Conn& c, int status, const std::string& message) {
   const std::string body = error_body_(status, message);
-  const std::string response =
-      str_cat("HTTP/1.1 ", status, " ", reason(status),
-              "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ",
-              body.size(), "\r\n\r\n", body);
+  const std::string response = str_cat(
+      "HTTP/1.1 ", status, " ", reason(status),
+      "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ", body.size(),
+      "\r\n\r\n", body);
   (void)!send(c.fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   shutdown(c.fd, SHUT_WR);
   buffered_ -= c.buf.size();
@@ -190,14 +190,15 @@ void Intake::take_new() {
     auto victim = held_.end();
     for (auto it = held_.begin(); it != held_.end(); ++it) {
       if (it->gone || it->lingering) continue;
-      if (victim == held_.end() || std::pair(it->in_request(), it->since) <
-                                       std::pair(victim->in_request(), victim->since))
+      if (victim == held_.end() ||
+          std::pair(it->in_request(), it->since) < std::pair(victim->in_request(), victim->since))
         victim = it;
     }
     if (victim == held_.end() || victim->fd == held_.back().fd) {
       if (!held_.empty() && !held_.back().gone && !held_.back().lingering)
-        refuse(held_.back(), 503, str_cat("more than ", limits_.max_connections,
-                                          " connections are open; try again shortly"));
+        refuse(held_.back(), 503,
+               str_cat("more than ", limits_.max_connections,
+                       " connections are open; try again shortly"));
       break;
     }
     close_conn(victim);
@@ -217,7 +218,7 @@ void Intake::run() {
     const Clock::time_point now = Clock::now();
     Clock::duration wait = std::chrono::seconds(1);
     for (auto it = held_.begin(); it != held_.end(); ++it) {
-      const Clock::duration limit = it->lingering     ? limits_.linger
+      const Clock::duration limit = it->lingering      ? limits_.linger
                                     : it->in_request() ? limits_.request_timeout
                                                        : limits_.idle_timeout;
       if (now - it->since < limit) {
@@ -225,8 +226,9 @@ void Intake::run() {
         continue;
       }
       if (it->in_request() && !it->lingering)
-        refuse(*it, 408, str_cat("the request was not received whole within ",
-                                 limits_.request_timeout.count(), " ms"));
+        refuse(*it, 408,
+               str_cat("the request was not received whole within ",
+                       limits_.request_timeout.count(), " ms"));
       else
         close_conn(it);
     }

@@ -72,9 +72,9 @@ class Intake {
   std::vector<std::unique_ptr<Conn>> incoming_;  // added or handed back, not yet polled
   size_t open_ = 0;                              // connections open: here and in handlers
   bool stopping_ = false;
-  int wake_fd_ = -1;       // an eventfd that interrupts poll
-  std::list<Conn> held_;   // the poll thread's own
-  size_t buffered_ = 0;    // bytes in held_'s buffers
+  int wake_fd_ = -1;      // an eventfd that interrupts poll
+  std::list<Conn> held_;  // the poll thread's own
+  size_t buffered_ = 0;   // bytes in held_'s buffers
   std::thread thread_;
 };
 

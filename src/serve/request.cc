@@ -79,9 +79,9 @@ constexpr size_t kMaxObjectKeys = 256;
 void check_object_sizes(const nlohmann::json& v, const std::string& name) {
   if (v.is_object()) {
     if (v.size() > kMaxObjectKeys)
-      bad_request(name, str_cat(name.empty() ? std::string("the request body") : "'" + name + "'",
-                                " has ", v.size(), " keys; at most ", kMaxObjectKeys,
-                                " are taken in one object"));
+      bad_request(
+          name, str_cat(name.empty() ? std::string("the request body") : "'" + name + "'", " has ",
+                        v.size(), " keys; at most ", kMaxObjectKeys, " are taken in one object"));
     for (const auto& [key, x] : v.items())
       if (x.is_structured()) check_object_sizes(x, name.empty() ? key : str_cat(name, ".", key));
   } else if (v.is_array()) {
