@@ -79,16 +79,18 @@ void Intake::add(int fd) {
 
 void Intake::finish(IntakeRequest r, bool keep) {
   std::lock_guard<std::mutex> lock(mu_);
+  in_handlers_ -= r.bytes;
+  const uint64_t one = 1;
   if (!keep || stopping_) {
     close(r.fd);
     --open_;
+    (void)!write(wake_fd_, &one, sizeof one);  // paused bodies may go on
     return;
   }
   auto c = std::make_unique<Conn>(r.fd, limits_.framing);
   c->buf = std::move(r.rest);
   c->served = r.served;
   incoming_.push_back(std::move(c));
-  const uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
 }
 
@@ -147,6 +149,8 @@ void Intake::frame(Conn& c) {
   r.request = c.framer.take_request();
   r.rest = c.buf.substr(c.framer.consumed());
   r.served = c.served;
+  r.bytes = r.request.size();
+  in_handlers_ += r.bytes;
   buffered_ -= c.buf.size();
   c.buf = std::string();
   c.gone = true;
@@ -235,7 +239,7 @@ void Intake::run() {
     held_.remove_if([](const Conn& c) { return c.gone; });
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     of.clear();
-    const bool full = buffered_ >= limits_.max_buffered_bytes;
+    const bool full = buffered_ + in_handlers_.load() >= limits_.max_buffered_bytes;
     for (auto it = held_.begin(); it != held_.end(); ++it) {
       const bool paused = full && it->framer.head_complete() && !it->lingering;
       fds.push_back(pollfd{it->fd, short(paused ? 0 : POLLIN), 0});

@@ -3,6 +3,7 @@
 // idle or oversized client costs a poll entry and its bytes, never a handler thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -25,8 +26,9 @@ struct IntakeLimits {
   std::chrono::milliseconds linger{2000};            // reading and dropping after a refusal
   size_t max_connections = 256;  // open at once, handlers' included; past it the oldest held
                                  // here is closed, or the new one refused (503) if none is
-  size_t max_buffered_bytes = size_t{64} << 20;  // unfinished bodies held at once: past it
-                                                 // bodies are read no further until room
+  // Request bytes held at once, unfinished ones here and whole ones waiting for or in a
+  // handler: past it, bodies are read no further until there is room.
+  size_t max_buffered_bytes = size_t{64} << 20;
 };
 
 // A complete request for a handler; the connection goes back with Intake::finish.
@@ -35,6 +37,7 @@ struct IntakeRequest {
   std::string request;  // as RequestFramer::take_request gives it
   std::string rest;     // bytes received after it (pipelined requests)
   size_t served = 0;    // requests answered before on this connection
+  size_t bytes = 0;     // what it counts against max_buffered_bytes until finish()
 };
 
 class Intake {
@@ -72,9 +75,10 @@ class Intake {
   std::vector<std::unique_ptr<Conn>> incoming_;  // added or handed back, not yet polled
   size_t open_ = 0;                              // connections open: here and in handlers
   bool stopping_ = false;
-  int wake_fd_ = -1;      // an eventfd that interrupts poll
-  std::list<Conn> held_;  // the poll thread's own
-  size_t buffered_ = 0;   // bytes in held_'s buffers
+  int wake_fd_ = -1;                    // an eventfd that interrupts poll
+  std::list<Conn> held_;                // the poll thread's own
+  size_t buffered_ = 0;                 // bytes in held_'s buffers
+  std::atomic<size_t> in_handlers_{0};  // IntakeRequest::bytes handed on, not yet finished
   std::thread thread_;
 };
 

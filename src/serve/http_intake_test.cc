@@ -120,6 +120,27 @@ TEST(Intake, PastTheCapTheOldestWaitingConnectionIsClosed) {
   for (int fd : {a, b, c}) close(fd);
 }
 
+TEST(Intake, BodiesWaitWhileHandlersHoldTheByteBudget) {
+  IntakeLimits limits = short_limits();
+  limits.max_buffered_bytes = 100;
+  limits.request_timeout = milliseconds(2000);
+  Rig rig(limits);
+  const int a = rig.connect(), b = rig.connect();
+  const std::string head = "POST / HTTP/1.1\r\nContent-Length: 80\r\n\r\n";
+  send_all(a, head + std::string(80, 'x'));
+  ASSERT_TRUE(rig.wait_for(1));  // 120 bytes in a handler: the budget is spent
+  send_all(b, head);
+  std::this_thread::sleep_for(milliseconds(50));
+  send_all(b, std::string(80, 'x'));  // not read until the handler is done
+  EXPECT_FALSE(rig.wait_for(2, milliseconds(200)));
+  rig.intake.finish(std::move(rig.got[0]), false);
+  ASSERT_TRUE(rig.wait_for(2));
+  EXPECT_EQ(rig.got[1].request.substr(rig.got[1].request.size() - 80), std::string(80, 'x'));
+  rig.intake.finish(std::move(rig.got[1]), false);
+  close(a);
+  close(b);
+}
+
 TEST(Intake, ARefusalIsAnsweredBeforeTheClose) {
   Rig rig;
   const int c = rig.connect();
