@@ -9,3 +9,8 @@ add_test(NAME serve_load_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_load_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_load)
 set_tests_properties(serve_load_test PROPERTIES LABELS "reference;slow" TIMEOUT 600)
+# Hostile HTTP input (issue #32): each attack scaled to seconds; about 30 s in all.
+add_test(NAME serve_hostile_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_hostile_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_hostile)
+set_tests_properties(serve_hostile_test PROPERTIES LABELS reference TIMEOUT 180)

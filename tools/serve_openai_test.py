@@ -498,6 +498,9 @@ def queue_full(srv):
         if filled:
             expect_status("the 66th request (queue full)", lambda: srv.client().completions.create(
                 model="m", prompt=[1], max_tokens=1), 503)
+            status, headers, _ = srv.http("POST", "/v1/completions", {"prompt": [1], "max_tokens": 1})
+            check(status == 503 and headers.get("Retry-After") == "1",
+                  f"the 67th request: 503 with Retry-After: 1 ({status}, {headers.get('Retry-After')})")
     finally:
         for s in socks:
             s.close()

@@ -25,19 +25,21 @@ bool address_of(const sockaddr_storage& sa, socklen_t len, std::string& host, in
 
 bool matches(int fd, const std::string& local_addr, int local_port, const std::string& remote_addr,
              int remote_port) {
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
   std::string host;
   int port = 0;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0 ||
-      !address_of(sa, len, host, port) || port != remote_port || host != remote_addr)
-    return false;
-  len = sizeof sa;
-  return getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0 &&
-         address_of(sa, len, host, port) && port == local_port && host == local_addr;
+  return socket_address(fd, true, host, port) && port == remote_port && host == remote_addr &&
+         socket_address(fd, false, host, port) && port == local_port && host == local_addr;
 }
 
 }  // namespace
+
+bool socket_address(int fd, bool peer, std::string& host, int& port) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  const int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                      : getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return rc == 0 && address_of(sa, len, host, port);
+}
 
 ConnectionWatch::ConnectionWatch(const std::string& local_addr, int local_port,
                                  const std::string& remote_addr, int remote_port) {

@@ -8,6 +8,9 @@
 
 namespace moex::serve {
 
+// The numeric host and port of a socket's peer (`peer`) or own end, as httplib reports them.
+bool socket_address(int fd, bool peer, std::string& host, int& port);
+
 class ConnectionWatch {
  public:
   ConnectionWatch() = default;

@@ -1,11 +1,14 @@
 // HttpServer (see http_server.h): routes, authentication, error objects for what httplib
-// answers itself (404, 413), the server's lifecycle.
+// answers itself (404, 413), the server's lifecycle: connections read by an Intake, requests
+// answered by a pool of handler threads.
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +18,8 @@
 
 #include "core/error.h"
 #include "serve/http_completion.h"
+#include "serve/http_front.h"
+#include "serve/http_intake.h"
 #include "serve/response.h"
 
 namespace moex::serve {
@@ -47,13 +52,12 @@ const char* error_type(int status) {
 // each extra client waits a SYN retransmit (1 s, measured). listen() again on the bound
 // socket raises it; the kernel caps it at net.core.somaxconn.
 constexpr int kListenBacklog = 512;
-
-class BacklogServer : public httplib::Server {
- public:
-  void raise_backlog() {
-    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, kListenBacklog);
-  }
-};
+// Requests answered on one connection before it is closed (httplib's own default is 5).
+constexpr size_t kMaxRequestsPerConnection = 100;
+constexpr std::chrono::milliseconds kWriteTimeout{5000};
+// A request at least this large has its handler return the freed memory to the system after
+// it (malloc_trim): its body and JSON would otherwise stay resident in that thread's arena.
+constexpr size_t kTrimAfterBytes = size_t{1} << 20;
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -66,8 +70,12 @@ int64_t unix_now() {
 struct HttpServer::Impl {
   Impl(Scheduler& s, const ServedModel& m, HttpOptions o)
       : scheduler(s), model(m), opt(std::move(o)), completions{s, m, opt.verbose} {}
+  ~Impl() { stop_handlers(); }
 
   void routes();
+  void start_handlers();
+  void answer(IntakeRequest r);
+  void stop_handlers();
   bool authorized(const httplib::Request& req) const {
     const std::string want = "Bearer " + opt.api_key;
     return same_key(req.get_header_value("Authorization"), want);
@@ -78,15 +86,59 @@ struct HttpServer::Impl {
   HttpOptions opt;
   CompletionContext completions;
   int64_t started = unix_now();
-  BacklogServer http;
+  FrontServer http;
+  std::unique_ptr<httplib::ThreadPool> handlers;
+  std::unique_ptr<Intake> intake;
+  std::atomic<bool> draining{false};
   std::mutex mu;
   std::condition_variable cv;
   bool serving = false, stopping = false, finished = false, stop_sent = false;
 };
 
+void HttpServer::Impl::start_handlers() {
+  handlers = std::make_unique<httplib::ThreadPool>(size_t(std::max(1, opt.threads)));
+  IntakeLimits limits = opt.intake;
+  limits.framing.max_body_bytes = opt.max_body_bytes;
+  // Every handler's connection counts: room for each and as many waiting for their turn.
+  limits.max_connections = std::max(limits.max_connections, 2 * size_t(std::max(1, opt.threads)));
+  intake = std::make_unique<Intake>(
+      limits,
+      [this](IntakeRequest r) {
+        auto shared = std::make_shared<IntakeRequest>(std::move(r));
+        handlers->enqueue([this, shared] { answer(std::move(*shared)); });
+      },
+      [](int status, const std::string& message) {
+        return json_text(error_json(message, error_type(status), ""));
+      });
+  http.attach(intake.get());
+  // The accept loop's tasks only hand each socket to the intake.
+  http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+}
+
+void HttpServer::Impl::answer(IntakeRequest r) {
+  const bool last = r.served + 1 >= kMaxRequestsPerConnection || draining.load();
+  const bool keep = http.answer(r, last, kWriteTimeout) && !draining.load();
+  const bool large = r.request.size() >= kTrimAfterBytes;
+  r.request = std::string();
+  ++r.served;
+  intake->finish(std::move(r), keep);
+  if (large) malloc_trim(0);
+}
+
+// After the accept loop has ended: connections waiting for a request are closed, requests
+// being answered finish (the scheduler cancels what runs), then their connections close.
+void HttpServer::Impl::stop_handlers() {
+  draining.store(true);
+  if (intake) intake->stop();
+  if (handlers) handlers->shutdown();
+  handlers.reset();
+  intake.reset();
+}
+
 void HttpServer::Impl::routes() {
-  const size_t threads = size_t(std::max(1, opt.threads));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  start_handlers();
+  http.set_keep_alive_timeout(std::max<time_t>(1, opt.intake.idle_timeout.count() / 1000));
+  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
   http.set_payload_max_length(opt.max_body_bytes);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (opt.api_key.empty() || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
@@ -175,7 +227,7 @@ int HttpServer::bind() {
   if (port < 0)
     fail("moex serve: cannot listen on ", s.opt.host, ":", s.opt.port,
          " (address in use, not local, or not permitted)");
-  s.http.raise_backlog();
+  s.http.raise_backlog(kListenBacklog);
   return port;
 }
 
@@ -187,6 +239,7 @@ void HttpServer::serve() {
     s.serving = true;
   }
   s.http.listen_after_bind();
+  s.stop_handlers();
   std::lock_guard<std::mutex> lock(s.mu);
   s.finished = true;
   s.cv.notify_all();

@@ -1,12 +1,14 @@
 // The HTTP front end of `moex serve`: OpenAI's /v1/chat/completions, /v1/completions and
 // /v1/models, plus /health, on cpp-httplib, feeding one Scheduler. Optional bearer-key
-// authentication on every endpoint, a bounded request body, JSON error objects throughout.
+// authentication on every endpoint, bounded requests (body, header fields, time, connections),
+// JSON error objects throughout.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 
+#include "serve/http_intake.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 
@@ -19,9 +21,10 @@ struct HttpOptions {
   int port = 8080;                               // 0: a free port, chosen at bind()
   std::string api_key;                           // "": no authentication
   size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
-  int threads = 8;                               // connections served at once (one thread each)
+  int threads = 8;                               // requests answered at once (a thread each)
   int parallel = 1;                              // the scheduler's slots, for /health
   bool verbose = false;                          // a line per request on stderr
+  IntakeLimits intake;  // deadlines, header bounds, connection cap (docs/serve.md)
 };
 
 class HttpServer {

@@ -69,6 +69,27 @@ const std::string& string(const ojson& v, const std::string& name) {
   bad_request(name, str_cat("'", name, "' is not supported by this server: ", why));
 }
 
+// Keys one object of a request may hold. The largest a client sends is the request itself
+// (about 30 fields); OpenAI's `metadata` takes 16. nlohmann's ordered_json finds each key by a
+// linear search when it inserts it, so an object of n keys costs n^2 / 2 comparisons: bounded
+// here, before that parse, on the plain parse (a std::map, n log n).
+constexpr size_t kMaxObjectKeys = 256;
+
+// Refuses an object of more than kMaxObjectKeys keys in `v`, naming where it is.
+void check_object_sizes(const nlohmann::json& v, const std::string& name) {
+  if (v.is_object()) {
+    if (v.size() > kMaxObjectKeys)
+      bad_request(
+          name, str_cat(name.empty() ? std::string("the request body") : "'" + name + "'", " has ",
+                        v.size(), " keys; at most ", kMaxObjectKeys, " are taken in one object"));
+    for (const auto& [key, x] : v.items())
+      if (x.is_structured()) check_object_sizes(x, name.empty() ? key : str_cat(name, ".", key));
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].is_structured()) check_object_sizes(v[i], str_cat(name, "[", i, "]"));
+  }
+}
+
 uint64_t random_seed() {
   std::random_device rd;
   return (uint64_t(rd()) << 32 | rd()) >> 1;
@@ -386,7 +407,7 @@ ApiRequest parse_request(Api api, std::string_view body, const ServedModel& mode
                          const std::function<bool()>& cancelled) {
   ojson j;
   try {
-    (void)parse_json_text_strict(body, "request body", JsonTextRules{});
+    check_object_sizes(parse_json_text_strict(body, "request body", JsonTextRules{}), "");
     j = ojson::parse(body.begin(), body.end());
   } catch (const Error& e) {
     bad_request("", e.what());

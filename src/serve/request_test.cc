@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "serve/api_error.h"
 #include "serve/serve_test_util.h"
 
@@ -311,6 +313,36 @@ TEST(ParseRequest, APromptThatFillsTheContextIsRefusedOneLessIsTaken) {
                ApiError);
   const ApiRequest r = parse_request(Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7]})", m.served);
   EXPECT_EQ(r.generation.max_tokens, 1);
+}
+
+// An object of 30,000 keys (0.5 MB) anywhere in the body is refused naming where it is, in
+// milliseconds: nlohmann's ordered_json inserts each key after a linear search of the others,
+// so the whole parse took seconds (27-36 s for 100,000 keys, issue #32).
+TEST(ParseRequest, AnObjectWithTooManyKeysIsRefusedQuickly) {
+  TestModel m(256);
+  std::string keys;
+  for (int i = 0; i < 30000; ++i) keys += str_cat(i ? "," : "", "\"k", i, "\": 0");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {chat_body(str_cat(R"("metadata": {)", keys, "}")), "metadata"},
+      {chat_body(str_cat(R"("frobnicate": {)", keys, "}")), "frobnicate"},
+      {str_cat(R"({"messages": [{"role": "user", "content": "hi"}, {"role": "user", )", keys,
+               "}]}"),
+       "messages[1]"},
+      {str_cat("{", keys, "}"), ""},
+  };
+  for (const auto& [body, param] : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      parse_request(Api::kChat, body, m.served);
+      ADD_FAILURE() << param << ": accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), param) << e.what();
+      EXPECT_NE(std::string(e.what()).find("keys"), std::string::npos) << e.what();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 1.0) << param << ": refused in " << s << " s";
+  }
 }
 
 }  // namespace
