@@ -19,10 +19,8 @@ while [ $# -gt 0 ]; do
     *) configure+=("$1"); shift ;;
   esac
 done
-# shellcheck disable=SC2206
-extra=(${MOEX_CMAKE_ARGS:-})
 t0=$SECONDS
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${moex_launcher_args[@]}" "${extra[@]}" \
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${moex_launcher_args[@]}" "${moex_extra_args[@]}" \
   "${configure[@]}" >/dev/null
 what="${targets[*]:-all targets}"
 gen="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)"

@@ -11,10 +11,8 @@ source scripts/lib/cmake_env.sh
 dir="${1:-build-cuda}"
 command -v nvcc >/dev/null || { echo "cuda check: no nvcc on PATH" >&2; exit 2; }
 t0=$SECONDS
-# shellcheck disable=SC2206
-extra=(${MOEX_CMAKE_ARGS:-})
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMOEX_CUDA=ON "${moex_launcher_args[@]}" \
-  "${extra[@]}" >/dev/null
+  "${moex_extra_args[@]}" >/dev/null
 targets=(moex_cuda cuda_api_test cuda_test cuda_ops_test cuda_bench_tool moex)
 cmake --build "$dir" -j"$(nproc)" $(printf -- '--target %s ' "${targets[@]}")
 echo "cuda check: built in $((SECONDS - t0)) s"

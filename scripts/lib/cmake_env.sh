@@ -10,3 +10,8 @@ moex_launcher_args=()
 if [ "${MOEX_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   moex_launcher_args=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# Extra configure arguments from the environment, for every Release-flavoured build directory
+# (CI sets -DMOEX_GLIBCXX_ASSERTIONS=ON here, so scripts/cuda_compile_check.sh reuses the main
+# build's objects).
+# shellcheck disable=SC2206
+moex_extra_args=(${MOEX_CMAKE_ARGS:-})
