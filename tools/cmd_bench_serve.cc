@@ -106,7 +106,7 @@ Run run_streams(eng::Engine& e, int64_t streams, int64_t prompt_tokens, int64_t 
   for (int64_t i = 0; i < streams; ++i) {
     serve::GenerationRequest req;
     req.prompt = synthetic_prompt(prompt_tokens, e.vocab(), uint64_t(1000 * round + i + 1));
-    req.max_tokens = n;
+    req.params.max_tokens = n;
     auto sub = sched.submit(std::move(req));
     if (!sub.stream) fail("bench-serve: the scheduler refused a request: ", sub.refusal);
     handles.push_back(sub.stream);

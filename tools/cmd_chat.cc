@@ -23,7 +23,7 @@
 #include "model/engine/session.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
-#include "model/ops/sampling.h"
+#include "generate/generator.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -67,13 +67,13 @@ class InterruptScope {
   struct sigaction old_ = {};
 };
 
-enum class Stop { kStopToken, kMaxTokens, kContext, kInterrupted };
-const char* stop_name(Stop s) {
-  switch (s) {
-    case Stop::kStopToken: return "stop_token";
-    case Stop::kMaxTokens: return "max_tokens";
-    case Stop::kContext: return "context";
-    case Stop::kInterrupted: return "interrupted";
+// How an answer ended, as --dump-turns writes it.
+const char* stop_name(generate::RunEnd e) {
+  switch (e) {
+    case generate::RunEnd::kStop: return "stop_token";
+    case generate::RunEnd::kLength: return "max_tokens";
+    case generate::RunEnd::kContext: return "context";
+    case generate::RunEnd::kInterrupted: return "interrupted";
   }
   return "";
 }
@@ -81,49 +81,31 @@ const char* stop_name(Stop s) {
 struct Answer {
   std::vector<int32_t> ids;  // as sampled, the stop token included
   std::string text;          // without the stop token's text
-  Stop stop = Stop::kMaxTokens;
+  generate::RunEnd end = generate::RunEnd::kLength;
   int64_t decode_steps = 0;
 };
 
-struct AnswerArgs {
-  eng::EngineSession* session = nullptr;
-  const float* logits = nullptr;  // after the prompt
-  model::ops::Sampler* sampler = nullptr;
-  const Tokenizer* tokenizer = nullptr;
-  const std::vector<int64_t>* stop_ids = nullptr;
-  int64_t max_tokens = 0;
-};
-
-// Samples until a stop id, max_tokens, the end of the context or Ctrl-C, streaming the text.
-Answer generate_answer(const AnswerArgs& a) {
+// Samples until a stop id, -n tokens, the end of the context or Ctrl-C, streaming the text.
+Answer generate_answer(eng::EngineSession& session, const float* logits,
+                       generate::Generator& gen, const Tokenizer& tok) {
   Answer r;
-  StreamDecoder stream(*a.tokenizer);
-  const float* logits = a.logits;
-  eng::Engine& e = a.session->engine();
+  StreamDecoder stream(tok);
+  eng::Engine& e = session.engine();
   auto emit = [&](const std::string& s) {
     r.text += s;
     std::cout << s << std::flush;
   };
-  for (;;) {
-    const int32_t t = int32_t(a.sampler->sample(logits, e.vocab()));
-    r.ids.push_back(t);
-    if (std::find(a.stop_ids->begin(), a.stop_ids->end(), t) != a.stop_ids->end()) {
-      r.stop = Stop::kStopToken;
-      break;
-    }
-    emit(stream.step(t));
-    if (int64_t(r.ids.size()) == a.max_tokens) break;
-    if (g_interrupted.load()) {
-      r.stop = Stop::kInterrupted;
-      break;
-    }
-    if (e.position() >= e.context()) {
-      r.stop = Stop::kContext;
-      break;
-    }
-    logits = a.session->decode(t);
-    ++r.decode_steps;
-  }
+  generate::SequenceDriver driver;
+  driver.decode = [&](int32_t t) { return session.decode(t); };
+  driver.context_full = [&] { return e.position() >= e.context(); };
+  driver.on_step = [&](const generate::Step& st, const float*) {
+    r.ids.push_back(st.token);
+    if (st.end != generate::StepEnd::kStop) emit(stream.step(st.token));
+    return !g_interrupted.load();
+  };
+  const generate::RunResult run = generate::run_sequence(gen, logits, driver);
+  r.end = run.end;
+  r.decode_steps = run.decode_steps;
   emit(stream.flush());
   return r;
 }
@@ -142,11 +124,10 @@ int run_chat(const ChatFlags& f) {
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
-  model::ops::Sampler sampler(sampling.args);
-  note_random_seed("chat", sampling, sampler.greedy(), f.verbose);
+  note_random_seed("chat", sampling, sampling.args.temperature == 0.0, f.verbose);
   const Tokenizer tok = Tokenizer::load(f.model);
   const ChatPrompt prompt(f.model, tok);
-  const std::vector<int64_t> stops = model::stop_token_ids(cfg, gen, tok.eos_ids());
+  const std::vector<int32_t> stops = model::stop_token_ids(cfg, gen, tok.eos_ids());
 
   const LoadProgress load("chat", f.model);
   auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, std::nullopt, context,
@@ -204,13 +185,19 @@ int run_chat(const ChatFlags& f) {
       const double t0 = now_seconds();
       p = session.prefill(ids);
       t_prefill = now_seconds() - t0;
-      a = generate_answer({.session = &session, .logits = p.logits, .sampler = &sampler,
-                           .tokenizer = &tok, .stop_ids = &stops, .max_tokens = n});
+      // One Generator per answer, as the server has one per request: its penalties read the
+      // conversation so far (this turn's prompt) and the answer. Answer k samples with seed
+      // + k, so a --seed run repeats turn by turn.
+      generate::GenerationParams params{.sampling = sampling.args, .logits = sampling.logits,
+                                        .max_tokens = n, .min_tokens = 0, .ignore_eos = false};
+      params.sampling.seed = sampling.args.seed + uint64_t(dump.size());
+      generate::Generator generator(params, stops, engine->vocab(), ids);
+      a = generate_answer(session, p.logits, generator, tok);
       t_decode = now_seconds() - t0 - t_prefill;
     }
     std::cout << std::endl;
-    if (a.stop == Stop::kInterrupted) std::fprintf(stderr, "chat: answer stopped (Ctrl-C)\n");
-    if (a.stop == Stop::kContext)
+    if (a.end == generate::RunEnd::kInterrupted) std::fprintf(stderr, "chat: answer stopped (Ctrl-C)\n");
+    if (a.end == generate::RunEnd::kContext)
       std::fprintf(stderr, "chat: answer stopped at the context limit (%lld tokens); /reset to "
                    "start a new conversation\n", (long long)engine->context());
     messages.push_back(chat_message("assistant", a.text));
@@ -220,10 +207,10 @@ int run_chat(const ChatFlags& f) {
                    "%zu tokens (%.2f tokens/s, %s)\n",
                    dump.size() + 1, ids.size(), (long long)p.reused, (long long)p.prefilled,
                    p.rebuilt ? ", engine reset" : "", t_prefill, a.ids.size(),
-                   a.decode_steps ? double(a.decode_steps) / t_decode : 0.0, stop_name(a.stop));
+                   a.decode_steps ? double(a.decode_steps) / t_decode : 0.0, stop_name(a.end));
     dump.push_back({{"user", line}, {"prompt_ids", ids}, {"reused", p.reused},
                     {"prefilled", p.prefilled}, {"rebuilt", p.rebuilt}, {"generated_ids", a.ids},
-                    {"answer", a.text}, {"stop", stop_name(a.stop)}});
+                    {"answer", a.text}, {"stop", stop_name(a.end)}});
     if (f.dump_turns) write_file_atomic(*f.dump_turns, dump.dump() + "\n", "--dump-turns");
   }
   if (tty) std::cout << std::endl;

@@ -23,7 +23,7 @@
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
-#include "model/ops/sampling.h"
+#include "generate/generator.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -76,8 +76,7 @@ int run_generate(GenerateFlags f) {
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
   const std::string& sampling_note = sampling.defaults_note;
-  model::ops::Sampler sampler(sampling.args);
-  note_random_seed("generate", sampling, sampler.greedy(), f.verbose);
+  note_random_seed("generate", sampling, sampling.args.temperature == 0.0, f.verbose);
   std::string template_origin;
   const eng::Prompt prompt = f.chat ? chat_prompt(f, &template_origin)
                                     : eng::resolve_prompt(f.model, f.prompt, f.prompt_ids);
@@ -102,8 +101,11 @@ int run_generate(GenerateFlags f) {
   std::optional<Tokenizer> tok;
   if (prompt.from_text || std::filesystem::exists(f.model + "/tokenizer.json"))
     tok = Tokenizer::load(f.model);
-  const std::vector<int64_t> eos =
+  const std::vector<int32_t> eos =
       model::stop_token_ids(cfg, gen, tok ? tok->eos_ids() : std::vector<int32_t>{});
+  generate::GenerationParams params{.sampling = sampling.args, .logits = sampling.logits,
+                                    .max_tokens = n, .min_tokens = 0, .ignore_eos = f.ignore_eos};
+  generate::Generator generator(params, eos, engine->vocab(), prompt.ids);
 
   if (f.verbose) {
     std::fprintf(stderr,
@@ -124,7 +126,7 @@ int run_generate(GenerateFlags f) {
                    eng::format_bytes(int64_t(st->bytes_read_at_open)).c_str(),
                    eng::format_bytes(int64_t(engine->file_bytes())).c_str());
     std::string stops;
-    for (int64_t e : eos) stops += (stops.empty() ? "" : ", ") + std::to_string(e);
+    for (int32_t e : eos) stops += (stops.empty() ? "" : ", ") + std::to_string(e);
     std::fprintf(stderr, "  stop at token ids [%s] (%s%s)\n", stops.c_str(),
                  gen.eos_token_ids.empty() ? "config.json" : "generation_config.json",
                  tok ? " + tokenizer" : "");
@@ -150,28 +152,29 @@ int run_generate(GenerateFlags f) {
   const float* logits = engine->prefill(prompt.ids);
   const double t1 = now_seconds();
   std::vector<int32_t> generated;
-  int64_t decode_steps = 0;
   double decode_time = 0;
-  bool context_full = false;
-  for (int64_t i = 0; i < n; ++i) {
-    if (dump) dump.write(reinterpret_cast<const char*>(logits), std::streamsize(engine->vocab() * 4));
-    const int32_t t = int32_t(sampler.sample(logits, engine->vocab()));
-    generated.push_back(t);
-    if (stream)
-      std::cout << stream->step(t) << std::flush;
-    else
-      std::cout << (i ? " " : "") << t << std::flush;
-    const bool is_eos = !f.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end();
-    if (is_eos || i + 1 == n) break;
-    if (engine->position() >= engine->context()) {
-      context_full = true;
-      break;
-    }
+  generate::SequenceDriver driver;
+  driver.decode = [&](int32_t t) {
     const double a = now_seconds();
-    logits = engine->decode(t);
+    const float* next = engine->decode(t);
     decode_time += now_seconds() - a;
-    ++decode_steps;
-  }
+    return next;
+  };
+  driver.context_full = [&] { return engine->position() >= engine->context(); };
+  driver.on_step = [&](const generate::Step& st, const float* model_logits) {
+    if (dump)
+      dump.write(reinterpret_cast<const char*>(model_logits), std::streamsize(engine->vocab() * 4));
+    const size_t i = generated.size();
+    generated.push_back(st.token);
+    if (stream)
+      std::cout << stream->step(st.token) << std::flush;
+    else
+      std::cout << (i ? " " : "") << st.token << std::flush;
+    return true;
+  };
+  const generate::RunResult run = generate::run_sequence(generator, logits, driver);
+  const int64_t decode_steps = run.decode_steps;
+  const bool context_full = run.end == generate::RunEnd::kContext;
   if (stream) std::cout << stream->flush();
   std::cout << std::endl;
   if (context_full)

@@ -155,9 +155,7 @@ int run_serve(const ServeFlags& f) {
   const std::optional<serve::ChatPrompt> chat =
       load_chat_prompt(f.model, tok, &served.chat_refusal);
   if (chat) served.chat = &*chat;
-  std::vector<int32_t> stop_ids;
-  for (int64_t id : model::stop_token_ids(cfg, served.generation, tok.eos_ids()))
-    stop_ids.push_back(int32_t(id));
+  const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   require_mapped_weights(ep);

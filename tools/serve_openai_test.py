@@ -114,6 +114,44 @@ def ids_of(content):
     return [int(t.token.split(":")[1]) for t in content]
 
 
+def processors(a, d, work, client, ids, plain_ids, strip_stop):
+    """Logit bias and penalties: `moex generate` greedy with them picks, at every step, the
+    argmax of the float32 reference (src/generate/reference) applied to the logits it dumped;
+    the server gives the same ids for the same fields; they change the plain output."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src/generate/reference"))
+    import numpy as np
+    from generator_reference_test import reference_step
+    bias_id = 5
+    spec = {"prompt": ids, "stop_ids": [], "min_tokens": 0, "ignore_eos": False,
+            "logit_bias": [[bias_id, 1.5]], "repetition": 1.3, "frequency": 0.8,
+            "presence": 0.4}
+    flags = ["--logit-bias", f"{bias_id}=1.5", "--repetition-penalty", "1.3",
+             "--frequency-penalty", "0.8", "--presence-penalty", "0.4"]
+    _, pen_ids = generate_ids(a.moex, d, work, 24, "--prompt-ids", ",".join(map(str, ids)), *flags)
+    raw = np.fromfile(work / "gen.bin", dtype="<f4").reshape(len(pen_ids), -1)
+    want = [int(np.argmax(reference_step(raw[i], spec, pen_ids[:i]))) for i in range(len(pen_ids))]
+    check(pen_ids == want, f"generate with logit bias and penalties = the reference's argmax on "
+          f"its own logits ({pen_ids} vs {want})")
+    check(strip_stop(pen_ids) != plain_ids, "the penalties change the greedy output")
+    r = client.completions.create(
+        model="model", prompt=ids, max_tokens=24, temperature=0, logprobs=0,
+        logit_bias={str(bias_id): 1.5}, frequency_penalty=0.8, presence_penalty=0.4,
+        extra_body={"repetition_penalty": 1.3, "return_tokens_as_token_ids": True})
+    got = [int(t.split(":")[1]) for t in r.choices[0].logprobs.tokens]
+    check(got == strip_stop(pen_ids), f"serve with the same fields = generate ({got} vs "
+          f"{strip_stop(pen_ids)})")
+    forced = client.completions.create(model="model", prompt=ids, max_tokens=4, temperature=0,
+                                       logprobs=0, logit_bias={str(bias_id): 100},
+                                       extra_body={"return_tokens_as_token_ids": True})
+    check([t for t in forced.choices[0].logprobs.tokens] == [f"token_id:{bias_id}"] * 4,
+          "logit_bias 100 forces the token")
+    banned = client.completions.create(model="model", prompt=ids, max_tokens=1, temperature=0,
+                                       logprobs=0, logit_bias={str(plain_ids[0]): -100},
+                                       extra_body={"return_tokens_as_token_ids": True})
+    check(banned.choices[0].logprobs.tokens != [f"token_id:{plain_ids[0]}"],
+          "logit_bias -100 bans the greedy token")
+
+
 def expect_status(what, fn, status, param=None):
     try:
         fn()
@@ -273,6 +311,8 @@ def body(a, d, work, tok, srv, strip_stop):
     check(stext == full and sfinish == [cc.finish_reason],
           f"streamed completion = whole ({stext!r} vs {full!r}, {sfinish})")
 
+    processors(a, d, work, client, ids, gen_ids, strip_stop)
+
     # A text prompt is encoded as moex generate -p encodes it.
     ptext = "Hello world, hello"
     pids, pgen = generate_ids(a.moex, d, work, 8, "-p", ptext)
@@ -346,8 +386,12 @@ def body(a, d, work, tok, srv, strip_stop):
         ("top_p 2", lambda: chat(model="m", messages=messages, top_p=2), "top_p"),
         ("max_tokens 0", lambda: chat(model="m", messages=messages, max_tokens=0), "max_tokens"),
         ("empty messages", lambda: chat(model="m", messages=[]), "messages"),
-        ("logit_bias", lambda: chat(model="m", messages=messages, logit_bias={"5": 10}),
-         "logit_bias"),
+        ("logit_bias out of range", lambda: chat(model="m", messages=messages,
+                                                 logit_bias={"5": 101}), 'logit_bias["5"]'),
+        ("logit_bias id outside the vocabulary",
+         lambda: chat(model="m", messages=messages, logit_bias={"1000000": 1}), "logit_bias"),
+        ("frequency_penalty 3", lambda: chat(model="m", messages=messages,
+                                             frequency_penalty=3), "frequency_penalty"),
         ("response_format json", lambda: chat(model="m", messages=messages,
                                               response_format={"type": "json_object"}),
          "response_format"),

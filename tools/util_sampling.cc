@@ -20,6 +20,37 @@ void add_sampling_options(CLI::App& sub, SamplingFlags& f) {
       ->type_name("FLOAT");
   sub.add_option("--seed", f.seed, "random seed for sampling (default: a random one, printed)")
       ->type_name("INT");
+  sub.add_option("--logit-bias", f.logit_bias,
+                 "add BIAS (-100..100) to token ID's logit: ID=BIAS[,ID=BIAS...]")
+      ->type_name("LIST");
+  sub.add_option("--repetition-penalty", f.repetition_penalty,
+                 "divide positive (multiply negative) logits of tokens in the prompt or output "
+                 "by this, 0.01-100 (1: off)")
+      ->type_name("FLOAT");
+  sub.add_option("--frequency-penalty", f.frequency_penalty,
+                 "subtract this times a token's count in the output, -2..2 (0: off)")
+      ->type_name("FLOAT");
+  sub.add_option("--presence-penalty", f.presence_penalty,
+                 "subtract this from tokens present in the output, -2..2 (0: off)")
+      ->type_name("FLOAT");
+}
+
+std::vector<std::pair<generate::TokenId, float>> parse_logit_bias_flag(const std::string& s) {
+  std::vector<std::pair<generate::TokenId, float>> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = s.find(',', start);
+    const std::string entry = s.substr(start, comma == std::string::npos ? comma : comma - start);
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos)
+      fail("--logit-bias: expected ID=BIAS entries separated by commas, got \"", entry, "\"");
+    const int64_t id = parse_int_strict(entry.substr(0, eq), "--logit-bias token id", 0, INT32_MAX);
+    const double bias = parse_double_strict(entry.substr(eq + 1), "--logit-bias bias");
+    out.emplace_back(generate::TokenId(id), float(bias));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -45,6 +76,20 @@ SamplingSetup sampling_setup(const SamplingFlags& f, const model::GenerationConf
   if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");
   if (f.min_p) sa.min_p = parse_double_strict(*f.min_p, "--min-p");
   s.defaults_note = apply_generation_defaults(g, f, sa);
+  if (f.logit_bias) s.logits.logit_bias = parse_logit_bias_flag(*f.logit_bias);
+  generate::PenaltyArgs& pen = s.logits.penalties;
+  if (f.repetition_penalty)
+    pen.repetition = parse_double_strict(*f.repetition_penalty, "--repetition-penalty");
+  if (f.frequency_penalty)
+    pen.frequency = parse_double_strict(*f.frequency_penalty, "--frequency-penalty");
+  if (f.presence_penalty)
+    pen.presence = parse_double_strict(*f.presence_penalty, "--presence-penalty");
+  // The ranges now; token ids once the vocabulary is known (Generator).
+  try {
+    generate::validate_logits_args(s.logits, int64_t{INT32_MAX} + 1);
+  } catch (const Error& e) {
+    fail("sampling flags: ", e.what());
+  }
   s.seed_given = bool(f.seed);
   sa.seed = f.seed ? uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX)) : random_seed();
   return s;

@@ -2,6 +2,7 @@
 #include "model/generation_config.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -41,10 +42,13 @@ GenerationConfig load_generation_config(const std::string& dir, int64_t vocab) {
   return g;
 }
 
-std::vector<int64_t> stop_token_ids(const ModelConfig& cfg, const GenerationConfig& gen,
+std::vector<int32_t> stop_token_ids(const ModelConfig& cfg, const GenerationConfig& gen,
                                     const std::vector<int32_t>& tokenizer_eos) {
-  std::vector<int64_t> ids = gen.eos_token_ids.empty() ? cfg.eos_token_ids : gen.eos_token_ids;
-  ids.insert(ids.end(), tokenizer_eos.begin(), tokenizer_eos.end());
+  std::vector<int32_t> ids = tokenizer_eos;
+  for (int64_t id : gen.eos_token_ids.empty() ? cfg.eos_token_ids : gen.eos_token_ids) {
+    if (id < 0 || id > INT32_MAX) fail("eos_token_id ", id, " is not a token id");
+    ids.push_back(int32_t(id));
+  }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -27,8 +27,9 @@ GenerationConfig load_generation_config(const std::string& dir, int64_t vocab);
 
 // The ids that end generation, as mlx-lm stops: generation_config.json's eos_token_id when it
 // gives one, else config.json's, plus the tokenizer's end-of-sequence ids (empty without a
-// tokenizer). Sorted, without duplicates.
-std::vector<int64_t> stop_token_ids(const ModelConfig& cfg, const GenerationConfig& gen,
+// tokenizer). Sorted, without duplicates; int32 like every token id of generation (the config
+// loaders check the ids against the vocabulary).
+std::vector<int32_t> stop_token_ids(const ModelConfig& cfg, const GenerationConfig& gen,
                                     const std::vector<int32_t>& tokenizer_eos);
 
 // Which sampling fields the caller (flags, an API request) set itself.

@@ -29,16 +29,16 @@ TEST(GenerationConfig, EosListReplacesConfigJsonsAndTheTokenizersIsAdded) {
   moex::testing::TempDir tmp("moex_gen");
   const GenerationConfig g =
       load_generation_config(dir_with(tmp, R"({"eos_token_id": [128, 8, 9]})"), 1000);
-  EXPECT_EQ(stop_token_ids(config_with_eos({1}), g, {2, 9}), (std::vector<int64_t>{2, 8, 9, 128}));
+  EXPECT_EQ(stop_token_ids(config_with_eos({1}), g, {2, 9}), (std::vector<int32_t>{2, 8, 9, 128}));
 }
 
 TEST(GenerationConfig, NoFileZeroOrEmptyListKeepConfigJsons) {
   moex::testing::TempDir tmp("moex_gen");
   EXPECT_EQ(stop_token_ids(config_with_eos({5}), load_generation_config(tmp.path(), 1000), {}),
-            (std::vector<int64_t>{5}));
+            (std::vector<int32_t>{5}));
   for (const char* j : {R"({"eos_token_id": 0})", R"({"eos_token_id": []})", R"({})"}) {
     const GenerationConfig g = load_generation_config(dir_with(tmp, j), 1000);
-    EXPECT_EQ(stop_token_ids(config_with_eos({5}), g, {}), (std::vector<int64_t>{5})) << j;
+    EXPECT_EQ(stop_token_ids(config_with_eos({5}), g, {}), (std::vector<int32_t>{5})) << j;
   }
 }
 

@@ -2,6 +2,7 @@
 // refused, every error an ApiError naming the field.
 #include "serve/request.h"
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -177,6 +178,27 @@ std::vector<int32_t> completion_prompt(const ojson& v, const ServedModel& m) {
   return ids;
 }
 
+// OpenAI's logit_bias: {"<token id>": bias in [-100, 100], ...}.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const ojson& v, const std::string& k,
+                                                        int64_t vocab) {
+  if (!v.is_object()) wrong_type(k, v, "an object of token ids to biases");
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, bias] : v.items()) {
+    const std::string field = str_cat(k, "[\"", key, "\"]");
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || key.empty())
+      bad_request(k, str_cat("'", k, "' keys must be token ids (decimal integers), got \"", key,
+                             "\""));
+    if (id < 0 || id >= vocab)
+      bad_request(k, str_cat("'", k, "' token id ", key, " is outside the vocabulary [0, ",
+                             vocab, ")"));
+    out.emplace_back(int32_t(id),
+                     float(number_in(bias, field, -generate::kMaxLogitBias, generate::kMaxLogitBias)));
+  }
+  return out;
+}
+
 struct Parser {
   Parser(Api a, const ServedModel& m, const std::function<bool()>& c)
       : api(a), served(m), cancelled(c) {
@@ -199,14 +221,7 @@ struct Parser {
 // that changes nothing, refused (naming the field and saying why) otherwise.
 void require_noop(const std::string& key, const ojson& v) {
   auto bad = [&](const char* why) { unsupported(key, why); };
-  if (key == "frequency_penalty" || key == "presence_penalty") {
-    if (number(v, key) != 0) bad("repetition penalties are not implemented (only 0)");
-  } else if (key == "repetition_penalty") {
-    if (number(v, key) != 1) bad("repetition penalties are not implemented (only 1)");
-  } else if (key == "logit_bias") {
-    if (!v.is_object()) wrong_type(key, v, "an object");
-    if (!v.empty()) bad("logit biases are not implemented (only {})");
-  } else if (key == "n" || key == "best_of") {
+  if (key == "n" || key == "best_of") {
     if (integer(v, key, 1, INT32_MAX) != 1) bad("one choice per request (only 1)");
   } else if (key == "tools" || key == "functions") {
     if (!v.is_array()) wrong_type(key, v, "an array");
@@ -260,7 +275,7 @@ const Field kFields[] = {
      }},
     {"ignore_eos", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
-       p.out.generation.ignore_eos = boolean(v, k);
+       p.out.generation.params.ignore_eos = boolean(v, k);
      }},
     {"max_completion_tokens", kChatOnly,
      [](Parser& p, const std::string& k, const ojson& v) {
@@ -270,27 +285,27 @@ const Field kFields[] = {
      [](Parser& p, const std::string& k, const ojson& v) {
        const double t = number(v, k);
        if (t < 0) bad_request(k, str_cat("'temperature' must be >= 0, got ", t));
-       p.out.generation.sampling.temperature = t;
+       p.out.generation.params.sampling.temperature = t;
        p.given.temperature = true;
      }},
     {"top_p", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
-       p.out.generation.sampling.top_p = number_in(v, k, 0, 1, /*lo_open=*/true);
+       p.out.generation.params.sampling.top_p = number_in(v, k, 0, 1, /*lo_open=*/true);
        p.given.top_p = true;
      }},
     {"top_k", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
        const int64_t top_k = integer(v, k, -1, INT32_MAX);  // -1 is off, as vLLM takes it
-       p.out.generation.sampling.top_k = top_k < 0 ? 0 : top_k;
+       p.out.generation.params.sampling.top_k = top_k < 0 ? 0 : top_k;
        p.given.top_k = true;
      }},
     {"min_p", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
-       p.out.generation.sampling.min_p = number_in(v, k, 0, 1);
+       p.out.generation.params.sampling.min_p = number_in(v, k, 0, 1);
      }},
     {"seed", kBoth,
      [](Parser& p, const std::string& k, const ojson& v) {
-       p.out.generation.sampling.seed = uint64_t(integer(v, k, INT64_MIN, INT64_MAX));
+       p.out.generation.params.sampling.seed = uint64_t(integer(v, k, INT64_MIN, INT64_MAX));
        p.seed_given = true;
      }},
     {"stop", kBoth,
@@ -323,11 +338,25 @@ const Field kFields[] = {
        if (!v.is_object()) wrong_type(k, v, "an object");
        p.template_kwargs = v;
      }},
+    // The logits processors (generate/logits_processors.h has the definitions and ranges).
+    {"frequency_penalty", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.out.generation.params.logits.penalties.frequency = number_in(v, k, -2, 2);
+     }},
+    {"presence_penalty", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.out.generation.params.logits.penalties.presence = number_in(v, k, -2, 2);
+     }},
+    {"repetition_penalty", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.out.generation.params.logits.penalties.repetition = number_in(
+           v, k, generate::kMinRepetitionPenalty, generate::kMaxRepetitionPenalty);
+     }},
+    {"logit_bias", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       p.out.generation.params.logits.logit_bias = parse_logit_bias(v, k, p.served.vocab);
+     }},
     // Not implemented: only the value that changes nothing.
-    {"frequency_penalty", kBoth, noop},
-    {"presence_penalty", kBoth, noop},
-    {"repetition_penalty", kBoth, noop},
-    {"logit_bias", kBoth, noop},
     {"n", kBoth, noop},
     {"tools", kChatOnly, noop},
     {"functions", kChatOnly, noop},
@@ -392,13 +421,13 @@ void Parser::finish() {
   g.top_logprobs = int(top_logprobs.value_or(0));
   const std::optional<int64_t> limit = max_completion_tokens ? max_completion_tokens : max_tokens;
   out.max_tokens_given = bool(limit);
-  g.max_tokens = limit ? *limit : served.context - n;
-  if (min_tokens && *min_tokens > g.max_tokens)
+  g.params.max_tokens = limit ? *limit : served.context - n;
+  if (min_tokens && *min_tokens > g.params.max_tokens)
     bad_request("min_tokens", str_cat("'min_tokens' (", *min_tokens, ") is more than the ",
-                                      g.max_tokens, " tokens the request may generate"));
-  g.min_tokens = min_tokens.value_or(0);
-  model::apply_sampling_defaults(served.generation, given, g.sampling);
-  if (!seed_given) g.sampling.seed = random_seed();
+                                      g.params.max_tokens, " tokens the request may generate"));
+  g.params.min_tokens = min_tokens.value_or(0);
+  model::apply_sampling_defaults(served.generation, given, g.params.sampling);
+  if (!seed_given) g.params.sampling.seed = random_seed();
 }
 
 }  // namespace

@@ -30,9 +30,9 @@ TEST(ParseRequest, ChatRendersTheTemplateAndFillsDefaults) {
   const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "hi"}}};
   EXPECT_EQ(r.generation.prompt, m.chat->ids(messages));
   EXPECT_FALSE(r.generation.prompt.empty());
-  EXPECT_EQ(r.generation.max_tokens, 256 - int64_t(r.generation.prompt.size()));
+  EXPECT_EQ(r.generation.params.max_tokens, 256 - int64_t(r.generation.prompt.size()));
   EXPECT_FALSE(r.max_tokens_given);
-  EXPECT_EQ(r.generation.sampling.temperature, 0.0);
+  EXPECT_EQ(r.generation.params.sampling.temperature, 0.0);
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.generation.logprobs);
   EXPECT_TRUE(r.stop.empty());
@@ -48,13 +48,13 @@ TEST(ParseRequest, ChatFieldsAreTaken) {
                    "logprobs": true, "top_logprobs": 3, "return_tokens_as_token_ids": true)"),
       m.served);
   EXPECT_EQ(r.model, "x");
-  EXPECT_EQ(r.generation.max_tokens, 7);
+  EXPECT_EQ(r.generation.params.max_tokens, 7);
   EXPECT_TRUE(r.max_tokens_given);
-  EXPECT_DOUBLE_EQ(r.generation.sampling.temperature, 0.5);
-  EXPECT_DOUBLE_EQ(r.generation.sampling.top_p, 0.9);
-  EXPECT_EQ(r.generation.sampling.top_k, 40);
-  EXPECT_DOUBLE_EQ(r.generation.sampling.min_p, 0.05);
-  EXPECT_EQ(r.generation.sampling.seed, 123u);
+  EXPECT_DOUBLE_EQ(r.generation.params.sampling.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(r.generation.params.sampling.top_p, 0.9);
+  EXPECT_EQ(r.generation.params.sampling.top_k, 40);
+  EXPECT_DOUBLE_EQ(r.generation.params.sampling.min_p, 0.05);
+  EXPECT_EQ(r.generation.params.sampling.seed, 123u);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
@@ -67,11 +67,11 @@ TEST(ParseRequest, MinTokensAndIgnoreEos) {
   TestModel m;
   const ApiRequest r = parse_request(
       Api::kChat, chat_body(R"("max_tokens": 7, "min_tokens": 7, "ignore_eos": true)"), m.served);
-  EXPECT_EQ(r.generation.min_tokens, 7);
-  EXPECT_TRUE(r.generation.ignore_eos);
+  EXPECT_EQ(r.generation.params.min_tokens, 7);
+  EXPECT_TRUE(r.generation.params.ignore_eos);
   const ApiRequest d = parse_request(Api::kCompletion, R"({"prompt": "hi"})", m.served);
-  EXPECT_EQ(d.generation.min_tokens, 0);
-  EXPECT_FALSE(d.generation.ignore_eos);
+  EXPECT_EQ(d.generation.params.min_tokens, 0);
+  EXPECT_FALSE(d.generation.params.ignore_eos);
 }
 
 TEST(ParseRequest, MaxCompletionTokensWinsAndStopMayBeAString) {
@@ -79,7 +79,7 @@ TEST(ParseRequest, MaxCompletionTokensWinsAndStopMayBeAString) {
   const ApiRequest r = parse_request(
       Api::kChat, chat_body(R"("max_tokens": 7, "max_completion_tokens": 3, "stop": "END")"),
       m.served);
-  EXPECT_EQ(r.generation.max_tokens, 3);
+  EXPECT_EQ(r.generation.params.max_tokens, 3);
   EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
 }
 
@@ -101,18 +101,18 @@ TEST(ParseRequest, ContentPartsAreJoinedAndTemplateKwargsReachTheTemplate) {
 TEST(ParseRequest, GenerationConfigDefaultsOnlyForFieldsNotGiven) {
   TestModel m(256, R"({"do_sample": true, "temperature": 0.7, "top_k": 20})");
   const ApiRequest d = parse_request(Api::kChat, chat_body(""), m.served);
-  EXPECT_DOUBLE_EQ(d.generation.sampling.temperature, 0.7);
-  EXPECT_EQ(d.generation.sampling.top_k, 20);
+  EXPECT_DOUBLE_EQ(d.generation.params.sampling.temperature, 0.7);
+  EXPECT_EQ(d.generation.params.sampling.top_k, 20);
   const ApiRequest g =
       parse_request(Api::kChat, chat_body(R"("temperature": 0, "top_k": 0)"), m.served);
-  EXPECT_EQ(g.generation.sampling.temperature, 0.0);
-  EXPECT_EQ(g.generation.sampling.top_k, 0);
+  EXPECT_EQ(g.generation.params.sampling.temperature, 0.0);
+  EXPECT_EQ(g.generation.params.sampling.top_k, 0);
 }
 
 TEST(ParseRequest, SeedIsRandomWhenAbsent) {
   TestModel m;
-  const uint64_t a = parse_request(Api::kChat, chat_body(""), m.served).generation.sampling.seed;
-  const uint64_t b = parse_request(Api::kChat, chat_body(""), m.served).generation.sampling.seed;
+  const uint64_t a = parse_request(Api::kChat, chat_body(""), m.served).generation.params.sampling.seed;
+  const uint64_t b = parse_request(Api::kChat, chat_body(""), m.served).generation.params.sampling.seed;
   EXPECT_NE(a, b);  // 63 random bits each
 }
 
@@ -142,12 +142,28 @@ TEST(ParseRequest, HarmlessFieldsAreAcceptedAndNullIsNotGiven) {
                    "store": false, "metadata": {"a": "b"}, "service_tier": "auto",
                    "temperature": null, "max_tokens": null, "stop": null, "seed": 5)"),
       m.served);
-  EXPECT_EQ(r.generation.sampling.temperature, 0.0);
+  EXPECT_EQ(r.generation.params.sampling.temperature, 0.0);
   EXPECT_FALSE(r.max_tokens_given);
-  EXPECT_EQ(r.generation.sampling.seed, 5u);
+  EXPECT_EQ(r.generation.params.sampling.seed, 5u);
   EXPECT_NO_THROW(parse_request(
       Api::kCompletion, R"({"prompt": "x", "best_of": 1, "suffix": "", "repetition_penalty": 1})",
       m.served));
+}
+
+TEST(ParseRequest, LogitBiasAndPenaltiesSetTheGeneratorsArguments) {
+  TestModel m;
+  const ApiRequest r = parse_request(
+      Api::kChat, chat_body(R"("logit_bias": {"3": -100, "7": 2.5}, "frequency_penalty": 0.5,
+                   "presence_penalty": -1, "repetition_penalty": 1.2)"),
+      m.served);
+  const generate::LogitsArgs& l = r.generation.params.logits;
+  EXPECT_EQ(l.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, -100.f}, {7, 2.5f}}));
+  EXPECT_DOUBLE_EQ(l.penalties.frequency, 0.5);
+  EXPECT_DOUBLE_EQ(l.penalties.presence, -1.0);
+  EXPECT_DOUBLE_EQ(l.penalties.repetition, 1.2);
+  const ApiRequest d = parse_request(Api::kCompletion, R"({"prompt": [1]})", m.served);
+  EXPECT_TRUE(d.generation.params.logits.logit_bias.empty());
+  EXPECT_FALSE(d.generation.params.logits.penalties.active());
 }
 
 // (API, body, the field the 400 names; "" for none)
@@ -216,12 +232,21 @@ std::vector<BadCase> bad_cases() {
       chat(R"("logprobs": 1)", "logprobs"),
       chat(R"("logprobs": true, "top_logprobs": 21)", "top_logprobs"),
       chat(R"("top_logprobs": 2)", "top_logprobs"),
-      chat(R"("logit_bias": {"1": 5})", "logit_bias"),
+      chat(R"("logit_bias": [1])", "logit_bias"),
+      chat(R"("logit_bias": {"x": 5})", "logit_bias"),
+      chat(R"("logit_bias": {" 1": 5})", "logit_bias"),
+      chat(R"("logit_bias": {"-1": 5})", "logit_bias"),
+      chat(R"("logit_bias": {"99999999999": 5})", "logit_bias"),
+      chat(R"("logit_bias": {"1": 100.5})", "logit_bias[\"1\"]"),
+      chat(R"("logit_bias": {"1": "up"})", "logit_bias[\"1\"]"),
       chat(R"("tools": [{"type": "function", "function": {"name": "f"}}])", "tools"),
       chat(R"("tool_choice": "required")", "tool_choice"),
       chat(R"("response_format": {"type": "json_object"})", "response_format"),
-      chat(R"("frequency_penalty": 0.5)", "frequency_penalty"),
-      chat(R"("presence_penalty": -1)", "presence_penalty"),
+      chat(R"("frequency_penalty": 2.5)", "frequency_penalty"),
+      chat(R"("frequency_penalty": "1")", "frequency_penalty"),
+      chat(R"("presence_penalty": -3)", "presence_penalty"),
+      cmpl(R"("repetition_penalty": 0)", "repetition_penalty"),
+      cmpl(R"("repetition_penalty": 1000)", "repetition_penalty"),
       chat(R"("chat_template_kwargs": 3)", "chat_template_kwargs"),
       chat(R"("user": 3)", "user"),
       chat(R"("frobnicate": 1)", "frobnicate"),
@@ -312,7 +337,7 @@ TEST(ParseRequest, APromptThatFillsTheContextIsRefusedOneLessIsTaken) {
   EXPECT_THROW(parse_request(Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7,8]})", m.served),
                ApiError);
   const ApiRequest r = parse_request(Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7]})", m.served);
-  EXPECT_EQ(r.generation.max_tokens, 1);
+  EXPECT_EQ(r.generation.params.max_tokens, 1);
 }
 
 // An object of 30,000 keys (0.5 MB) anywhere in the body is refused naming where it is, in

@@ -1,11 +1,11 @@
 // Scheduler: admission into slots (with the prompt cache), chunked prefill between decode
-// steps, batched decode, sampling, stop and length rules, cancellation.
+// steps, batched decode, each slot's Generator (processors, sampling, stop and length rules),
+// the context rule, cancellation.
 #include "serve/scheduler.h"
 
 #include <algorithm>
 #include <exception>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -22,9 +22,8 @@ struct Scheduler::Slot {
   std::vector<int32_t> held;  // the ids seq holds (the prompt cache of the next request)
   std::shared_ptr<RequestStream> stream;  // null: free
   GenerationRequest request;
-  std::optional<model::ops::Sampler> sampler;
+  std::optional<generate::Generator> gen;
   int64_t prefilled = 0;  // prompt tokens in seq (reused or run)
-  int64_t generated = 0;  // tokens delivered
   int32_t next = 0;       // sampled and delivered, to run at the next decode step
   int64_t admitted = 0;   // admission order: the oldest prefills first
   bool decoding() const { return stream && prefilled == int64_t(request.prompt.size()); }
@@ -86,10 +85,9 @@ Scheduler::Submitted Scheduler::submit(GenerationRequest r) {
   if (int64_t(r.prompt.size()) >= C)
     fail("prompt: ", r.prompt.size(), " tokens leave no room to generate in the context of ", C,
          " tokens (--ctx-size)");
-  if (r.max_tokens < 1) fail("max_tokens: expected at least 1, got ", r.max_tokens);
   if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs)
     fail("top_logprobs: expected 0..", kMaxTopLogprobs, ", got ", r.top_logprobs);
-  model::ops::Sampler check(r.sampling);  // throws naming the sampling field
+  generate::Generator::validate(r.params, V);  // throws naming the field
   Submitted out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -149,9 +147,8 @@ void Scheduler::admit_locked() {
     const int64_t keep = eng::rewind_to(*s.seq, s.held, best_keep);
     s.request = std::move(p.request);
     s.stream = std::move(p.stream);
-    s.sampler.emplace(s.request.sampling);
+    s.gen.emplace(s.request.params, opt_.stop_ids, engine_.vocab(), s.request.prompt);
     s.prefilled = keep;
-    s.generated = 0;
     s.admitted = admissions_++;
     s.stream->set_prompt(int64_t(s.request.prompt.size()), keep);
     stats_.cached_tokens += keep;
@@ -192,33 +189,26 @@ void Scheduler::step() {
   std::vector<int32_t> order;
   int64_t completed = 0, cancelled = 0, prefill_tokens = 0, rows_run = 0;
   // A sampled token: delivered, or the request ends (stop token, length, full context).
-  std::vector<float> masked;  // logits with the stop ids masked (min_tokens)
   auto take = [&](Slot& s, const float* logits) {
-    if (s.generated < s.request.min_tokens && !opt_.stop_ids.empty()) {
-      masked.assign(logits, logits + V);
-      for (int32_t id : opt_.stop_ids)
-        if (id >= 0 && id < V) masked[size_t(id)] = -std::numeric_limits<float>::infinity();
-      logits = masked.data();
-    }
-    GeneratedToken t;
+    generate::Step st;
     try {
-      t.id = int32_t(s.sampler->sample(logits, V));
+      st = s.gen->next(logits);
     } catch (const std::exception& e) {
       end_request(Finish::kError, s.stream, e.what());
       ++completed;
       return;
     }
-    if (!s.request.ignore_eos &&
-        std::find(opt_.stop_ids.begin(), opt_.stop_ids.end(), t.id) != opt_.stop_ids.end()) {
+    if (st.end == generate::StepEnd::kStop) {
       end_request(Finish::kStop, s.stream);
       ++completed;
       return;
     }
-    if (s.request.logprobs) fill_logprobs(logits, V, s.request.top_logprobs, t, order);
+    GeneratedToken t;
+    t.id = st.token;
+    if (s.request.logprobs) fill_logprobs(st.logits.data(), V, s.request.top_logprobs, t, order);
     s.next = t.id;
     s.stream->push(std::move(t));
-    ++s.generated;
-    if (s.generated >= s.request.max_tokens) {
+    if (st.end == generate::StepEnd::kLength) {
       end_request(Finish::kLength, s.stream);
       ++completed;
     } else if (s.seq->position() + 1 > s.seq->context()) {

@@ -1,5 +1,6 @@
 // The server's decode loop: up to `parallel` sequences (slots) decode together on one engine,
-// each with its own KV cache (a model::engine::Sequence) and sampler. A request waits in a
+// each with its own KV cache (a model::engine::Sequence) and Generator (the logits processors
+// and the sampler, generate/generator.h). A request waits in a
 // bounded queue until a slot is free, joins at the next step (its prompt prefilled in chunks
 // between decode steps, so running streams keep decoding), and leaves when it stops. Every
 // decode step runs the tokens of all decoding slots through the model together: the MoE
@@ -21,23 +22,20 @@
 #include <vector>
 
 #include "model/engine/engine.h"
-#include "model/ops/sampling.h"
+#include "generate/generator.h"
 
 namespace moex::serve {
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, at least one
-  int64_t max_tokens = 0;       // >= 1: tokens to generate at most (stop token not counted)
-  model::ops::SamplerArgs sampling;
-  // When logprobs: every token carries its log-probability (log-softmax of the model's
-  // logits) and the top_logprobs (0..kMaxTopLogprobs) most likely alternatives.
+  // Sampling, logit bias and penalties, max_tokens (>= 1, a stop token not counted), and
+  // vLLM's min_tokens and ignore_eos: the request's Generator (generate/generator.h).
+  generate::GenerationParams params;
+  // When logprobs: every token carries its log-probability (log-softmax of the logits it was
+  // drawn from: the model's after the logits processors, before temperature) and the
+  // top_logprobs (0..kMaxTopLogprobs) most likely alternatives.
   bool logprobs = false;
   int top_logprobs = 0;
-  // vLLM's extensions: before min_tokens tokens the stop ids cannot be sampled (their logits
-  // are masked); with ignore_eos a sampled stop id is delivered like any token and the
-  // request runs on to max_tokens.
-  int64_t min_tokens = 0;
-  bool ignore_eos = false;
 };
 inline constexpr int kMaxTopLogprobs = 20;
 
@@ -125,7 +123,7 @@ class Scheduler {
   };
   // Queues a request. Throws moex::Error for a request the model cannot run (no prompt
   // tokens, an id outside the vocabulary, a prompt that leaves no room in the context,
-  // max_tokens < 1, top_logprobs outside 0..kMaxTopLogprobs, bad sampler arguments): the
+  // top_logprobs outside 0..kMaxTopLogprobs, generation parameters Generator refuses): the
   // message names the field.
   Submitted submit(GenerationRequest request);
   // Cancels every queued and running request and stops the thread; idempotent.

@@ -75,7 +75,7 @@ std::vector<int32_t> ids_of(const Result& r) {
 GenerationRequest request(std::vector<int32_t> prompt, int64_t max_tokens) {
   GenerationRequest r;
   r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
+  r.params.max_tokens = max_tokens;
   return r;
 }
 
@@ -159,7 +159,7 @@ TEST_F(SchedulerTest, IgnoreEosDeliversTheStopIdAndRunsOn) {
   o.stop_ids = {ref[1]};
   Scheduler sched(*e, o);
   GenerationRequest g = request(prompt, 6);
-  g.ignore_eos = true;
+  g.params.ignore_eos = true;
   const Result r = collect(*sched.submit(g).stream);
   EXPECT_EQ(r.finish, Finish::kLength);
   EXPECT_EQ(ids_of(r), ref);
@@ -179,7 +179,7 @@ TEST_F(SchedulerTest, MinTokensMasksTheStopIds) {
   EXPECT_EQ(plain.finish, Finish::kStop);
   EXPECT_TRUE(ids_of(plain).empty());
   GenerationRequest g = request(prompt, 6);
-  g.min_tokens = 3;
+  g.params.min_tokens = 3;
   const Result r = collect(*sched.submit(g).stream);
   const std::vector<int32_t> got = ids_of(r);
   ASSERT_GE(got.size(), 3u);
@@ -314,7 +314,7 @@ TEST_F(SchedulerTest, BadRequestsNameTheField) {
   r.top_logprobs = 21;
   EXPECT_NE(submit_error(sched, r).find("top_logprobs"), std::string::npos);
   r = request({1}, 1);
-  r.sampling.temperature = -1;
+  r.params.sampling.temperature = -1;
   EXPECT_NE(submit_error(sched, r).find("--temp"), std::string::npos);  // the Sampler's check
   SchedulerOptions bad;
   bad.parallel = 0;
