@@ -1,6 +1,8 @@
 // CompletionText (see completion_text.h).
 #include "serve/completion_text.h"
 
+#include "generate/stop_strings.h"
+
 namespace moex::serve {
 
 int64_t utf8_chars(std::string_view s) {
@@ -13,8 +15,9 @@ CompletionText::CompletionText(const Tokenizer& tokenizer, std::vector<std::stri
                                bool logprobs)
     : tok_(tokenizer),
       decoder_(tokenizer, /*skip_special=*/true),
-      stop_(std::move(stops)),
-      logprobs_(logprobs) {}
+      logprobs_(logprobs) {
+  if (!stops.empty()) parsers_.add(std::make_unique<generate::StopStrings>(std::move(stops)));
+}
 
 LogprobToken CompletionText::alternative(int32_t id, float logprob) const {
   return {id, tok_.decode({id}, /*skip_special=*/false), logprob, tok_.token_bytes(id)};
@@ -23,7 +26,7 @@ LogprobToken CompletionText::alternative(int32_t id, float logprob) const {
 CompletionText::Delta CompletionText::add(const std::vector<GeneratedToken>& tokens) {
   Delta d;
   for (const GeneratedToken& t : tokens) {
-    if (stop_.stopped()) break;
+    if (parsers_.stopped()) break;
     ++tokens_;
     if (logprobs_) {
       LogprobEntry lp{alternative(t.id, t.logprob), {}, decoded_chars_};
@@ -32,16 +35,16 @@ CompletionText::Delta CompletionText::add(const std::vector<GeneratedToken>& tok
     }
     const std::string piece = decoder_.step(t.id);
     decoded_chars_ += utf8_chars(piece);
-    d.text += stop_.push(piece);
+    d.text += parsers_.push(piece);
   }
   return d;
 }
 
 CompletionText::Delta CompletionText::finish() {
   Delta d;
-  if (stop_.stopped()) return d;
-  d.text = stop_.push(decoder_.flush());
-  d.text += stop_.flush();
+  if (parsers_.stopped()) return d;
+  d.text = parsers_.push(decoder_.flush());
+  d.text += parsers_.flush();
   return d;
 }
 

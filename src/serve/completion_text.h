@@ -1,14 +1,15 @@
 // One choice's output built from the scheduler's tokens: incremental detokenization
-// (StreamDecoder, special tokens skipped as vLLM and llama.cpp do), stop strings on the
-// decoded text, and each token's log-probabilities in the form the responses report them.
+// (StreamDecoder, special tokens skipped as vLLM and llama.cpp do), the output parsers on the
+// decoded text (generate/output_parser.h: stop strings, and any added), and each token's log-probabilities in the form the responses report them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "serve/scheduler.h"
-#include "serve/stop_matcher.h"
+#include "generate/output_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moex::serve {
@@ -29,6 +30,8 @@ struct LogprobEntry {             // a generated token with its alternatives
 class CompletionText {
  public:
   CompletionText(const Tokenizer& tokenizer, std::vector<std::string> stops, bool logprobs);
+  // Appends a parser after the stop strings (a tool-call or reasoning parser).
+  void add_parser(std::unique_ptr<generate::OutputParser> p) { parsers_.add(std::move(p)); }
 
   struct Delta {
     std::string text;                    // new text to emit (whole UTF-8 characters)
@@ -40,7 +43,7 @@ class CompletionText {
   // The end of generation: the text the detokenizer and the stop matcher still hold.
   Delta finish();
 
-  bool stopped() const { return stop_.stopped(); }  // a stop string matched
+  bool stopped() const { return parsers_.stopped(); }  // a parser ended the output
   // Tokens consumed: up to and including the one that completed a stop string.
   int64_t tokens() const { return tokens_; }
 
@@ -49,7 +52,7 @@ class CompletionText {
 
   const Tokenizer& tok_;
   StreamDecoder decoder_;
-  StopMatcher stop_;
+  generate::OutputParserChain parsers_;
   bool logprobs_;
   int64_t tokens_ = 0;
   int64_t decoded_chars_ = 0;  // characters the decoder has produced

@@ -1,16 +1,16 @@
-// StopMatcher (see stop_matcher.h): every match starts in the held text, since all text
+// StopStrings (see stop_matcher.h): every match starts in the held text, since all text
 // before it was released only when no stop string could begin there.
-#include "serve/stop_matcher.h"
+#include "generate/stop_strings.h"
 
 #include <algorithm>
 
-namespace moex::serve {
+namespace moex::generate {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopStrings::StopStrings(std::vector<std::string> stops) : stops_(std::move(stops)) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
-std::string StopMatcher::push(std::string_view text) {
+std::string StopStrings::push(std::string_view text) {
   if (stopped_) return "";
   held_ += text;
   size_t first = std::string::npos;  // the earliest match of any stop string
@@ -35,10 +35,10 @@ std::string StopMatcher::push(std::string_view text) {
   return out;
 }
 
-std::string StopMatcher::flush() {
+std::string StopStrings::flush() {
   std::string out = stopped_ ? std::string() : std::move(held_);
   held_.clear();
   return out;
 }
 
-}  // namespace moex::serve
+}  // namespace moex::generate

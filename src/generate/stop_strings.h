@@ -3,22 +3,25 @@
 // back; on a match the text before it is released and nothing after it ever is.
 #pragma once
 
+#include "generate/output_parser.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace moex::serve {
+namespace moex::generate {
 
-class StopMatcher {
+class StopStrings final : public OutputParser {
  public:
-  explicit StopMatcher(std::vector<std::string> stops);  // non-empty strings
+  explicit StopStrings(std::vector<std::string> stops);  // empty strings are dropped
 
   // Adds `text` (whole UTF-8 characters) and returns what is now safe to emit. After a match
   // (stopped() true) it returns the text before the match once, then only "".
-  std::string push(std::string_view text);
+  std::string push(std::string_view text) override;
   // At the end of generation: the text still held back (no stop string can complete now).
-  std::string flush();
-  bool stopped() const { return stopped_; }
+  std::string flush() override;
+  bool stopped() const override { return stopped_; }
+  const char* name() const override { return "stop_strings"; }
   // Bytes held back now (a proper prefix of some stop string ends the text seen).
   size_t held() const { return held_.size(); }
 
@@ -28,4 +31,4 @@ class StopMatcher {
   bool stopped_ = false;
 };
 
-}  // namespace moex::serve
+}  // namespace moex::generate
