@@ -1,6 +1,7 @@
 // The host implementation of the whole-model ops (model/ops: SIMD per the active ISA, threads
 // of core/parallel), paired with a MoE backend: the CPU one, or CUDA's with the experts on
 // the device while every other op of the step runs here.
+#include <algorithm>
 #include <memory>
 
 #include "kernels/elementwise.h"
@@ -54,6 +55,24 @@ class HostModelBackend final : public ModelBackend {
     if (act == kernels::Activation::kSwiGLU) return ops::swiglu(gate, up, out, n);
     kernels::apply_activation({.act = act, .gate = gate, .up = up, .rows = 1, .n = n, .out = out});
   }
+  void add_scaled(float* x, const float* y, int64_t n, float scale) const override {
+    ops::add_scaled(x, y, n, scale);
+  }
+  void scale(float* x, int64_t n, float s) const override { ops::scale_in_place(x, n, s); }
+  void sigmoid_gate(float* x, const float* gate, int64_t n) const override {
+    ops::sigmoid_gate(x, gate, n);
+  }
+  void divide_and_softcap(float* x, int64_t n, float divisor, float cap) const override {
+    ops::divide_and_softcap(x, n, divisor, cap);
+  }
+  void query_temperature(const ops::QueryTemperatureArgs& a) const override {
+    ops::query_temperature(a);
+  }
+  void split_halves(const float* src, float* first, float* second, int64_t rows,
+                    int64_t half) const override {
+    ops::split_halves(src, first, second, rows, half);
+  }
+  void copy(float* dst, const float* src, int64_t n) const override { std::copy_n(src, n, dst); }
 
  private:
   const moe::MoeBackend& moe_;

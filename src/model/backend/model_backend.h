@@ -19,6 +19,7 @@
 #include "model/ops/norm.h"
 #include "model/ops/rope.h"
 #include "model/ops/ssm_scan.h"
+#include "model/ops/stream_ops.h"
 #include "moe/moe_backend.h"
 
 namespace moex::model {
@@ -71,6 +72,17 @@ class ModelBackend {
   virtual void multi_linear(const ops::MultiLinearArgs& a) const = 0;
   // Multi-head latent attention over the compressed cache (ops/mla_attention.h).
   virtual void mla_attention(const ops::MlaAttentionArgs& a) const = 0;
+
+  // The residual stream's elementwise ops (ops/stream_ops.h has each definition).
+  virtual void add_scaled(float* x, const float* y, int64_t n, float scale) const = 0;
+  virtual void scale(float* x, int64_t n, float s) const = 0;
+  virtual void sigmoid_gate(float* x, const float* gate, int64_t n) const = 0;
+  virtual void divide_and_softcap(float* x, int64_t n, float divisor, float cap) const = 0;
+  virtual void query_temperature(const ops::QueryTemperatureArgs& a) const = 0;
+  virtual void split_halves(const float* src, float* first, float* second, int64_t rows,
+                            int64_t half) const = 0;
+  // dst[0..n) = src[0..n) (buffers of this backend).
+  virtual void copy(float* dst, const float* src, int64_t n) const = 0;
 };
 
 // The backend of `kind`: the CPU ops with the CPU or the CUDA MoE backend. Throws

@@ -165,30 +165,14 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
          kDefaultPrefillChunk, "), got ", opt.prefill_chunk);
   prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
   moe_.resize(size_t(cfg_.num_layers));
-  conv_.resize(size_t(cfg_.num_layers));
-  gdn_.resize(size_t(cfg_.num_layers));
-  mamba_.resize(size_t(cfg_.num_layers));
-  mla_.resize(size_t(cfg_.num_layers));
+  mixers_.resize(size_t(cfg_.num_layers));
   dense_act_ = kernel_activation(cfg_.dense_activation);
-  for (const LayerPlan& l : cfg_.layers) {
-    any_parallel_dense_ |= l.parallel_dense_dff > 0;
-    any_attn_gate_ |= l.mixer == MixerKind::kAttention && l.attn_output_gate;
-  }
+  for (const LayerPlan& l : cfg_.layers) any_parallel_dense_ |= l.parallel_dense_dff > 0;
   int64_t moe_index = 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
-    if (plan.mixer == MixerKind::kShortConv)
-      conv_[size_t(i)] = std::make_unique<ShortConv>(*be_, w_.layers[size_t(i)].conv, cfg_.hidden,
-                                                     cfg_.conv_kernel);
-    if (plan.mixer == MixerKind::kGatedDeltaNet)
-      gdn_[size_t(i)] = std::make_unique<GatedDeltaNet>(*be_, w_.layers[size_t(i)].gdn, cfg_.gdn,
-                                                        cfg_.hidden, cfg_.norm_eps);
-    if (plan.mixer == MixerKind::kMamba2)
-      mamba_[size_t(i)] = std::make_unique<Mamba2Mixer>(*be_, w_.layers[size_t(i)].mamba,
-                                                        cfg_.mamba, cfg_.norm_eps);
-    if (plan.mixer == MixerKind::kMla)
-      mla_[size_t(i)] = std::make_unique<Mla>(*be_, w_.layers[size_t(i)].mla, cfg_.mla,
-                                              cfg_.heads, float(cfg_.attn_scale), ropes_[size_t(i)]);
+    mixers_[size_t(i)] =
+        make_mixer(*be_, cfg_, i, w_.layers[size_t(i)], ropes_[size_t(i)], mixer_scratch_);
     if (plan.ffn != FfnKind::kMoe) continue;
     std::optional<ExpertParallelLayer> ep;
     if (collective_) {
@@ -264,20 +248,8 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
   seq->context_ = context_;
   seq->caches_.resize(size_t(cfg_.num_layers));
   seq->conv_state_.resize(size_t(cfg_.num_layers));
-  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
-    if (conv_[size_t(i)]) {
-      seq->conv_state_[size_t(i)].assign(size_t(conv_[size_t(i)]->state_size()), 0.f);
-    } else if (gdn_[size_t(i)]) {
-      seq->conv_state_[size_t(i)].assign(size_t(gdn_[size_t(i)]->state_size()), 0.f);
-    } else if (mamba_[size_t(i)]) {
-      seq->conv_state_[size_t(i)].assign(size_t(mamba_[size_t(i)]->state_size()), 0.f);
-    } else if (mla_[size_t(i)]) {
-      seq->caches_[size_t(i)] = mla_[size_t(i)]->new_cache(context_);
-    } else if (cfg_.layers[size_t(i)].mixer == MixerKind::kAttention) {
-      seq->caches_[size_t(i)] =
-          ops::KvCache(cfg_.layer_kv_heads(i), cfg_.layer_head_dim(i), context_);
-    }
-  }
+  for (const auto& m : mixers_)
+    if (m) m->init_state(*seq, context_);
   return seq;
 }
 
@@ -341,25 +313,13 @@ void Engine::ensure_rows(int64_t n) {
   if (n <= rows_) return;
   rows_ = n;
   const size_t H = size_t(cfg_.hidden), N = size_t(n);
-  int64_t dff = cfg_.dense_dff, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
-  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
-    const LayerPlan& l = cfg_.layers[size_t(i)];
-    dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
-    q_dim = std::max(q_dim, cfg_.layer_q_dim(i));
-    kv_dim = std::max(kv_dim, cfg_.layer_kv_dim(i));
-  }
+  int64_t dff = cfg_.dense_dff;
+  for (const LayerPlan& l : cfg_.layers) dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
   h_.resize(N * H);
   xn_.resize(N * H);
   mix_.resize(N * H);
   if (any_parallel_dense_) branch_.resize(N * H);
-  if (any_attn_gate_) {
-    qg_.resize(N * 2 * size_t(q_dim));
-    attn_gate_.resize(N * size_t(q_dim));
-  }
-  q_.resize(N * size_t(q_dim));
-  att_.resize(N * size_t(q_dim));
-  k_.resize(N * size_t(kv_dim));
-  v_.resize(N * size_t(kv_dim));
+  mixer_scratch_.attention.ensure(cfg_, n);
   gate_.resize(N * size_t(dff));
   up_.resize(N * size_t(dff));
 }
@@ -372,105 +332,6 @@ void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows
     be_->rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows,
                    .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
   }
-}
-
-// q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,
-// LFM2); per head after RoPE, without weights (Llama-4) or with them (Hunyuan).
-void Engine::qk_norm(int64_t layer, const AttentionWeights& a, float* q, float* k, int64_t n,
-                     bool after_rope) {
-  const LayerPlan& plan = cfg_.layers[size_t(layer)];
-  if (!plan.qk_norm || cfg_.qk_norm == QkNormKind::kNone) return;
-  const bool weighted = cfg_.qk_norm != QkNormKind::kPerHeadNoWeight;
-  const bool late = !weighted || cfg_.qk_norm == QkNormKind::kPerHeadAfterRope;
-  if (late != after_rope) return;
-  const float eps = float(cfg_.qk_norm_eps);
-  const bool per_head = cfg_.qk_norm != QkNormKind::kFullWidth;
-  const int64_t hd = cfg_.layer_head_dim(layer), kvh = cfg_.layer_kv_heads(layer);
-  be_->rms_norm({.x = q, .out = q, .weight = weighted ? a.q_norm.data() : nullptr,
-                 .rows = per_head ? n * cfg_.heads : n, .dim = per_head ? hd : cfg_.heads * hd,
-                 .eps = eps});
-  be_->rms_norm({.x = k, .out = k, .weight = weighted ? a.k_norm.data() : nullptr,
-                 .rows = per_head ? n * kvh : n, .dim = per_head ? hd : kvh * hd, .eps = eps});
-}
-
-void Engine::attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock) {
-  const LayerPlan& plan = cfg_.layers[size_t(layer)];
-  const AttentionWeights& a = w_.layers[size_t(layer)].attn;
-  const ops::Linear* qkv[] = {&a.q, &a.k, &a.v};
-  const bool gated = plan.attn_output_gate;
-  float* qkv_out[] = {gated ? qg_.data() : q_.data(), k_.data(), v_.data()};
-  const int64_t hd = cfg_.layer_head_dim(layer), kv_dim = cfg_.layer_kv_dim(layer);
-  const int64_t q_dim = cfg_.layer_q_dim(layer);
-  be_->linear_same_input(qkv, qkv_out, plan.values_from_keys ? 2 : 3, xn_.data(), n);
-  if (gated)  // per head: head_dim query features, then head_dim gate features
-    for (int64_t r = 0; r < n * cfg_.heads; ++r) {
-      std::copy_n(qg_.data() + r * 2 * hd, hd, q_.data() + r * hd);
-      std::copy_n(qg_.data() + r * 2 * hd + hd, hd, attn_gate_.data() + r * hd);
-    }
-  // Gemma-4's full layers: the values are the raw (un-normed, un-rotated) k_proj output.
-  if (plan.values_from_keys) std::copy_n(k_.data(), size_t(n * kv_dim), v_.data());
-  clock.lap(DecodeOp::kAttentionProjections);
-  if (plan.value_norm)  // RMSNorm over head_dim without a weight (mlx-lm RMSNormNoScale)
-    be_->rms_norm({.x = v_.data(), .out = v_.data(), .weight = nullptr,
-                   .rows = n * cfg_.layer_kv_heads(layer), .dim = hd,
-                   .eps = float(cfg_.qk_norm_eps)});
-  qk_norm(layer, a, q_.data(), k_.data(), n, false);
-  for (const Segment& s : segments_) attention_segment(layer, s);
-  if (gated)  // output * sigmoid(gate)
-    for (int64_t i = 0; i < n * q_dim; ++i)
-      att_[size_t(i)] *= 1.f / (1.f + std::exp(-attn_gate_[size_t(i)]));
-  clock.lap(DecodeOp::kAttentionCore);
-  be_->linear({.lin = &a.o, .x = att_.data(), .rows = n, .out = mix_.data()});
-  clock.lap(DecodeOp::kAttentionProjections);
-}
-
-// One sequence's rows: RoPE at their positions, the late q/k norm, Llama-4's temperature,
-// then its KV cache and attention.
-void Engine::attention_segment(int64_t layer, const Segment& s) {
-  const LayerPlan& plan = cfg_.layers[size_t(layer)];
-  const AttentionWeights& a = w_.layers[size_t(layer)].attn;
-  const int64_t hd = cfg_.layer_head_dim(layer), n = s.rows, pos0 = s.seq->pos_;
-  const int64_t q_dim = cfg_.layer_q_dim(layer), kv_dim = cfg_.layer_kv_dim(layer);
-  float* q = q_.data() + s.row0 * q_dim;
-  float* k = k_.data() + s.row0 * kv_dim;
-  const float* v = v_.data() + s.row0 * kv_dim;
-  if (plan.use_rope && cfg_.layer_rope(layer).kind != RopeKind::kNone) {
-    const ops::Rope& rope = ropes_[size_t(layer)];
-    be_->rope(rope, q, n, cfg_.heads, hd, pos0);
-    be_->rope(rope, k, n, cfg_.layer_kv_heads(layer), hd, pos0);
-  }
-  qk_norm(layer, a, q, k, n, true);
-  if (plan.attn_temperature) {
-    // Llama-4 NoPE layers: q *= log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1.
-    const float floor_scale = float(cfg_.attn_temperature_floor_scale);
-    const float attn_scale = float(cfg_.attn_temperature_scale);
-    for (int64_t r = 0; r < n; ++r) {
-      const float t =
-          std::log(std::floor(float(pos0 + r + 1) / floor_scale) + 1.f) * attn_scale + 1.f;
-      float* qr = q + r * q_dim;
-      for (int64_t i = 0; i < q_dim; ++i) qr[i] *= t;
-    }
-  }
-  ops::KvCache& cache = s.seq->caches_[size_t(layer)];
-  be_->kv_append(cache, k, v, n);
-  const float scale = cfg_.attn_scale > 0 ? float(cfg_.attn_scale) : 1.f / std::sqrt(float(hd));
-  be_->attention({.q = q, .cache = &cache, .rows = n, .pos0 = pos0, .heads = cfg_.heads,
-                  .scale = scale, .out = att_.data() + s.row0 * q_dim,
-                  .chunk = plan.chunked_attention ? cfg_.attention_chunk_size : 0,
-                  .window = plan.sliding_window,
-                  .sinks = a.sinks.empty() ? nullptr : a.sinks.data()});
-}
-
-// Multi-head latent attention: projections over all rows, the cache and attention per
-// sequence, the output projections over all rows.
-void Engine::mla_layer(const Mla& mla, int64_t layer, int64_t n, DecodeOpClock& clock) {
-  mla.project(xn_.data(), n, mla_scratch_);
-  clock.lap(DecodeOp::kAttentionProjections);
-  for (const Segment& s : segments_)
-    mla.attend(s.row0, s.rows, s.seq->pos_, s.seq->caches_[size_t(layer)], mla_scratch_);
-  clock.lap(DecodeOp::kAttentionCore);
-  mla.output(n, mix_.data(), mla_scratch_);
-  clock.lap(DecodeOp::kAttentionProjections);
 }
 
 void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
@@ -510,8 +371,7 @@ void Engine::ffn_layer(int64_t layer, int64_t n) {
   const double t0 = timed ? now_seconds() : 0;
   moe.forward(moe.input_is_raw() ? h_.data() : xn_.data(), n, moe_out, counters_, moe_scratch_);
   if (timed) measure_->record(layer_shapes_[size_t(layer)], now_seconds() - t0);
-  if (moe_out != mix_.data())
-    for (int64_t i = 0; i < n * cfg_.hidden; ++i) mix_[size_t(i)] += moe_out[i];
+  if (moe_out != mix_.data()) be_->add_scaled(mix_.data(), moe_out, n * cfg_.hidden, 1.f);
 }
 
 // x = norm(x) in place over n rows when the layer has that norm (its weight is not empty).
@@ -566,7 +426,7 @@ const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n
   int64_t last_rows = 0;
   for (int64_t done = 0; done < n; done += last_rows) {
     last_rows = std::min(prefill_chunk_, n - done);
-    segments_.assign(1, Segment{&seq, 0, last_rows});
+    segments_.assign(1, SequenceRows{&seq, 0, last_rows});
     run_rows(tokens + done, last_rows, clock);
   }
   const int64_t H = cfg_.hidden;
@@ -626,27 +486,14 @@ const float* Engine::run_batch(Sequence* const* seqs, const int32_t* tokens, int
 
 // h += residual_scale * mix over n rows (mlx-lm: x + multiplier * r; a plain add at 1).
 void Engine::add_residual(int64_t n) {
-  const int64_t count = n * cfg_.hidden;
-  if (cfg_.residual_scale == 1.0) {
-    for (int64_t i = 0; i < count; ++i) h_[size_t(i)] += mix_[size_t(i)];
-    return;
-  }
-  const float s = float(cfg_.residual_scale);
-  for (int64_t i = 0; i < count; ++i) h_[size_t(i)] += s * mix_[size_t(i)];
+  be_->add_scaled(h_.data(), mix_.data(), n * cfg_.hidden, float(cfg_.residual_scale));
 }
 
 // logits /= logits_divisor over `rows` rows of the vocabulary (Granite's logits_scaling);
 // then the soft-cap tanh(logits / cap) * cap (Gemma-4's final_logit_softcapping).
 void Engine::scale_logits(float* logits, int64_t rows) const {
-  const int64_t count = rows * cfg_.vocab;
-  if (cfg_.logits_divisor != 1.0) {
-    const float d = float(cfg_.logits_divisor);
-    for (int64_t i = 0; i < count; ++i) logits[i] /= d;
-  }
-  if (cfg_.final_logit_softcap > 0) {
-    const float cap = float(cfg_.final_logit_softcap);
-    for (int64_t i = 0; i < count; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
-  }
+  be_->divide_and_softcap(logits, rows * cfg_.vocab, float(cfg_.logits_divisor),
+                          cfg_.final_logit_softcap > 0 ? float(cfg_.final_logit_softcap) : 0.f);
 }
 
 // Runs the rows of segments_ (n in all) through every layer and advances their sequences;
@@ -655,37 +502,16 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   ensure_rows(n);
   const int64_t H = cfg_.hidden;
   be_->embedding_rows(w_.embed, tokens, n, h_.data());
-  if (cfg_.embedding_scale != 1.0) {
-    const float s = float(cfg_.embedding_scale);
-    for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] *= s;
-  }
+  if (cfg_.embedding_scale != 1.0) be_->scale(h_.data(), n * H, float(cfg_.embedding_scale));
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const LayerPlan& plan = cfg_.layers[size_t(l)];
     const LayerWeights& lw = w_.layers[size_t(l)];
-    if (plan.mixer != MixerKind::kNone) {  // a Nemotron-H FFN block has no mixer half
+    if (Mixer* mixer = mixers_[size_t(l)].get()) {  // a Nemotron-H FFN block has no mixer half
       norm(lw.input_norm, h_.data(), xn_.data(), n);
       clock.lap(DecodeOp::kNormsResidual);
-      if (const ShortConv* conv = conv_[size_t(l)].get()) {
-        for (const Segment& s : segments_)
-          conv->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
-                        s.seq->conv_state_[size_t(l)].data(), conv_scratch_);
-        clock.lap(DecodeOp::kShortConv);
-      } else if (const GatedDeltaNet* gdn = gdn_[size_t(l)].get()) {
-        for (const Segment& s : segments_)
-          gdn->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
-                       s.seq->conv_state_[size_t(l)].data(), gdn_scratch_);
-        clock.lap(DecodeOp::kLinearAttention);
-      } else if (const Mla* mla = mla_[size_t(l)].get()) {
-        mla_layer(*mla, l, n, clock);
-      } else if (const Mamba2Mixer* mamba = mamba_[size_t(l)].get()) {
-        for (const Segment& s : segments_)
-          mamba->forward(xn_.data() + s.row0 * H, s.rows, mix_.data() + s.row0 * H,
-                         s.seq->conv_state_[size_t(l)].data(), mamba_scratch_);
-        clock.lap(DecodeOp::kStateSpace);
-      } else {
-        attention_layer(l, n, clock);
-      }
+      mixer->forward({.segments = segments_, .n = n, .x = xn_.data(), .out = mix_.data(),
+                      .clock = clock});
       norm_if(lw.attn_out_norm, mix_.data(), n);
       add_residual(n);
     }
@@ -698,9 +524,9 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
       add_residual(n);
     }
     if (lw.layer_scalar != 1.f)  // Gemma-4: the whole residual stream times the layer scalar
-      for (int64_t i = 0; i < n * H; ++i) h_[size_t(i)] *= lw.layer_scalar;
+      be_->scale(h_.data(), n * H, lw.layer_scalar);
   }
-  for (const Segment& s : segments_) s.seq->pos_ += s.rows;
+  for (const SequenceRows& s : segments_) s.seq->pos_ += s.rows;
 }
 
 std::vector<Engine::LayerDecision> Engine::decode_decisions() const {
@@ -719,22 +545,10 @@ const kernels::MoeExpertsView* Engine::first_moe_experts() const {
 int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_; }
 
 int64_t Engine::scratch_bytes() const {
-  int64_t total = moe_scratch_.block.bytes();
+  int64_t total = moe_scratch_.block.bytes() + mixer_scratch_.bytes();
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
-  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores,
-                        &conv_scratch_.bcx, &conv_scratch_.padded, &conv_scratch_.y,
-                        &gdn_scratch_.proj, &gdn_scratch_.proj_ba, &gdn_scratch_.padded,
-                        &gdn_scratch_.q, &gdn_scratch_.k, &gdn_scratch_.v, &gdn_scratch_.z,
-                        &gdn_scratch_.b, &gdn_scratch_.a, &gdn_scratch_.y, &mamba_scratch_.proj,
-                        &mamba_scratch_.padded, &mamba_scratch_.x, &mamba_scratch_.b,
-                        &mamba_scratch_.c, &mamba_scratch_.dt, &mamba_scratch_.y, &qg_, &attn_gate_,
-                        &mla_scratch_.qa, &mla_scratch_.q, &mla_scratch_.kv, &mla_scratch_.nope,
-                        &mla_scratch_.qabs, &mla_scratch_.pe, &mla_scratch_.kpe,
-                        &mla_scratch_.qcat, &mla_scratch_.cache_rows, &mla_scratch_.latent_out,
-                        &mla_scratch_.heads_out,
-                        &h_, &xn_,
-                        &q_, &k_, &v_, &att_, &mix_, &gate_, &up_, &branch_,
-                        &moe_scratch_.router_in, &moe_scratch_.experts_in})
+  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores, &h_, &xn_, &mix_, &gate_,
+                        &up_, &branch_, &moe_scratch_.router_in, &moe_scratch_.experts_in})
     add(*v);
   add(moe_scratch_.ids);
   return total;

@@ -18,6 +18,7 @@
 #include "model/backend/model_backend.h"
 #include "model/engine/decode_profile.h"
 #include "model/engine/gated_deltanet.h"
+#include "model/engine/mixer.h"
 #include "model/engine/mla.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
@@ -203,12 +204,6 @@ class Engine {
  private:
   Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt);
 
-  // Rows [row0, row0 + rows) of a chunk: consecutive positions of one sequence, from its
-  // position (which run_rows advances only after the last layer).
-  struct Segment {
-    Sequence* seq = nullptr;
-    int64_t row0 = 0, rows = 0;
-  };
   void check_tokens(const int32_t* tokens, int64_t n) const;
   void begin_step(int64_t n);
   void end_step(int64_t n, bool profiled);
@@ -221,11 +216,6 @@ class Engine {
   void start_measurement_step();
   void finish_measurement();
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
-  void attention_layer(int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
-  void attention_segment(int64_t layer, const Segment& s);  // q_, k_, v_ rows -> att_ rows
-  void mla_layer(const Mla& mla, int64_t layer, int64_t n, DecodeOpClock& clock);  // xn_ -> mix_
-  void qk_norm(int64_t layer, const AttentionWeights& a, float* q, float* k, int64_t n,
-               bool after_rope);
   void norm_if(const NormWeights& w, float* x, int64_t rows) const;
   void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
@@ -244,12 +234,8 @@ class Engine {
   std::vector<ops::Rope> ropes_;  // per attention layer (each layer's own RoPE and head_dim)
   kernels::Activation dense_act_ = kernels::Activation::kSwiGLU;  // of the dense MLPs
   bool any_parallel_dense_ = false;
+  std::vector<std::unique_ptr<Mixer>> mixers_;  // per layer; null where the layer has none
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
-  std::vector<std::unique_ptr<ShortConv>> conv_;  // per layer; null for attention layers
-  std::vector<std::unique_ptr<GatedDeltaNet>> gdn_;  // per layer; null but on Gated DeltaNet
-  std::vector<std::unique_ptr<Mamba2Mixer>> mamba_;  // per layer; null but on Mamba-2 layers
-  std::vector<std::unique_ptr<Mla>> mla_;  // per layer; null but on multi-head latent attention
-  bool any_attn_gate_ = false;  // some attention layer has an output gate (Qwen3-Next)
   moe::PathCounters counters_;
   moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
   std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
@@ -257,7 +243,7 @@ class Engine {
   std::vector<std::string> measure_report_;
   moe::MeasurePlan measure_plan_;
   std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
-  std::vector<Segment> segments_;   // of the chunk run_rows runs
+  std::vector<SequenceRows> segments_;  // of the chunk run_rows runs
   int64_t context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
   bool profiling_ = false;
   DecodeProfile profile_;
@@ -285,13 +271,9 @@ class Engine {
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).
   MoeFfnScratch moe_scratch_;
-  ShortConvScratch conv_scratch_;
-  GatedDeltaNetScratch gdn_scratch_;
-  Mamba2Scratch mamba_scratch_;
-  MlaScratch mla_scratch_;
-  std::vector<float> h_, xn_, q_, k_, v_, att_, mix_, gate_, up_, logits_;
+  MixerScratch mixer_scratch_;
+  std::vector<float> h_, xn_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
-  std::vector<float> qg_, attn_gate_;  // gated attention: q_proj's output, the gate rows
   std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
 };
 

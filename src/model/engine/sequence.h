@@ -1,6 +1,6 @@
-// The state one sequence carries between forward passes: its KV cache per attention layer,
-// its recurrent state per short-conv (LFM2) or Gated DeltaNet (Qwen3-Next) layer and its
-// position. An Engine holds one for
+// The state one sequence carries between forward passes: its KV cache per attention or MLA
+// layer, its recurrent state per short-conv (LFM2), Gated DeltaNet (Qwen3-Next) or Mamba-2
+// (Nemotron-H) layer, laid out by each layer's Mixer, and its position. An Engine holds one for
 // its own forward()/decode(); a server makes one per slot (Engine::new_sequence) and decodes
 // several together (Engine::decode_batch), each at its own position.
 #pragma once
@@ -27,6 +27,11 @@ class Sequence {
   bool truncate(int64_t position);
   // Bytes of the KV caches (allocated for the whole context).
   int64_t kv_cache_bytes() const;
+
+  // A layer's state, for that layer's Mixer (mixer.h): its KV cache (attention, MLA) or its
+  // recurrent state (short conv, Gated DeltaNet, Mamba-2).
+  ops::KvCache& kv_cache(int64_t layer) { return caches_[size_t(layer)]; }
+  std::vector<float>& recurrent_state(int64_t layer) { return conv_state_[size_t(layer)]; }
 
  private:
   friend class Engine;
