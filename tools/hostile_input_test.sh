@@ -174,6 +174,15 @@ else
   echo "skip moex serve flags: this moex was built without cpp-httplib (no serve command)"
 fi
 
+echo "== figures printed about the run itself"
+# `peak memory` is this process's own peak: an exec from a parent with 512 MiB resident must
+# not carry the parent's high-water mark (getrusage's ru_maxrss does, on Linux).
+err=$(python3 -c 'import os, sys; big = b"x" * (512 << 20); os.execv(sys.argv[1], sys.argv[1:])' \
+  "$m" generate -m "$work/good" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null)
+peak=$(sed -n 's/^peak memory: \([0-9.]*\) \([KMG]i\{0,1\}B\).*/\1 \2/p' <<<"$err")
+check "generate exec'd from a 512 MiB process prints its own peak memory ($peak)" \
+  '[ -n "$peak" ] && awk -v v="${peak% *}" -v u="${peak#* }" "BEGIN { exit !(u != \"GiB\" && (u != \"MiB\" || v < 256)) }"'
+
 echo "== make-model output is complete or absent"
 # A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG) is a clean error;
 # the same limit with the default SIGXFSZ kills the process mid-write, as Ctrl-C would.
