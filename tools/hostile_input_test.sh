@@ -199,8 +199,14 @@ out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --re
 check "--reuse rebuilds a truncated checkpoint" 'grep -q "incomplete" <<<"$out" && [ "$(stat -c %s "$work/half/model.safetensors")" = "$(stat -c %s "$work/good/model.safetensors")" ]'
 out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/killed" --reuse 2>&1)
 check "--reuse after a kill builds it and removes the dead temporary" '[ -f "$work/killed/config.json" ] && [ -z "$(ls -d "$work"/killed.tmp-* 2>/dev/null)" ]'
+# A temporary of a make-model that no longer runs goes when make-model starts, also when
+# --reuse keeps the checkpoint; one of a process still running stays.
+bash -c 'exit 0' & dead=$!; wait "$dead"
+mkdir -p "$work/half.tmp-$dead-AbCdEf" "$work/half.tmp-$$-GhIjKl"
 out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --reuse 2>&1)
 check "--reuse keeps a complete checkpoint" 'grep -q "^kept" <<<"$out"'
+check "--reuse removes a dead make-model's temporary, not a live one's" \
+  '[ ! -e "$work/half.tmp-$dead-AbCdEf" ] && [ -d "$work/half.tmp-$$-GhIjKl" ] && grep -q "removed 1 temporary" <<<"$out"'
 
 echo "$fails failure(s) over $rows table rows and the checks"
 [ "$fails" -eq 0 ]

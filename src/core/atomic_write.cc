@@ -61,7 +61,20 @@ void write_all(int fd, std::string_view data) {
 
 }  // namespace
 
+int remove_stale_temp_siblings(const std::string& path) {
+  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent_of(path), ec)) {
+    if (!is_stale_temp(e.path().filename().string(), prefix)) continue;
+    std::error_code rm;
+    removed += fs::remove_all(e.path(), rm) > 0;
+  }
+  return removed;
+}
+
 void write_file_atomic(const std::string& path, std::string_view data, const std::string& what) {
+  remove_stale_temp_siblings(path);
   std::string tmp = temp_template(path);
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0)
@@ -108,13 +121,7 @@ std::string make_temp_sibling_dir(const std::string& path, const std::string& wh
   fs::create_directories(parent, ec);
   if (ec)
     fail(what, " ", path, ": cannot create the parent directory ", parent, ": ", ec.message());
-  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
-  for (const auto& e : fs::directory_iterator(parent, ec)) {
-    if (is_stale_temp(e.path().filename().string(), prefix)) {
-      std::error_code rm;
-      fs::remove_all(e.path(), rm);
-    }
-  }
+  remove_stale_temp_siblings(path);
   std::string tmp = temp_template(path);
   if (!::mkdtemp(tmp.data()))
     fail(what, " ", path, ": cannot create a temporary directory in ", parent, ": ",
