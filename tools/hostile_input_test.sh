@@ -186,8 +186,11 @@ check "generate exec'd from a 512 MiB process prints its own peak memory ($peak)
 echo "== make-model output is complete or absent"
 # A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG) is a clean error;
 # the same limit with the default SIGXFSZ kills the process mid-write, as Ctrl-C would.
-row "make-model on a full disk" 2 "make-model|File too large" \
+row "make-model on a full disk" 2 "safetensors.*File too large" \
   bash -c 'trap "" XFSZ; ulimit -f 256; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
+  "$m" "$work/full"
+row "make-model on a disk full at config.json says why" 2 "config.json.*File too large" \
+  bash -c 'trap "" XFSZ; ulimit -f 1; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
   "$m" "$work/full"
 check "a failed make-model leaves no directory" '[ ! -e "$work/full" ]'
 check "a failed make-model leaves no temporary" '[ -z "$(ls -d "$work"/full.tmp-* 2>/dev/null)" ]'

@@ -105,6 +105,24 @@ void write_file_atomic(const std::string& path, std::string_view data, const std
   sync_path(parent_of(path), what + " directory");
 }
 
+void write_file_plain(const std::string& path, std::string_view data, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail(what, " ", path, ": cannot open for writing: ", std::strerror(errno));
+  int err = 0;
+  const char* step = "writing";
+  try {
+    write_all(fd, data);
+  } catch (const std::system_error& e) {
+    err = e.code().value();
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "closing";
+  }
+  if (err != 0)
+    fail(what, " ", path, ": ", step, " ", data.size(), " bytes failed: ", std::strerror(err));
+}
+
 void sync_path(const std::string& path, const std::string& what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(what, " ", path, ": cannot open to fsync: ", std::strerror(errno));

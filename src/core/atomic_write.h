@@ -19,6 +19,12 @@ void write_file_atomic(const std::string& path, std::string_view data, const std
 // of a live process, nor any other name. Returns how many were removed.
 int remove_stale_temp_siblings(const std::string& path);
 
+// Writes `data` to `path` in place (created, or truncated if it exists), for a file inside a
+// temporary directory that commit_directory then puts in place whole. Every failure (open,
+// write, close) is a moex::Error naming `what`, the path and the system's reason ("No space
+// left on device"); a partial file may remain, for the caller's cleanup of the directory.
+void write_file_plain(const std::string& path, std::string_view data, const std::string& what);
+
 // fsync of an existing file or directory; a moex::Error naming `what` and the path on failure.
 void sync_path(const std::string& path, const std::string& what);
 

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -191,6 +193,32 @@ TEST(AtomicWrite, CommitDirectoryRefusesToReplaceAFile) {
     EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(out), "a file");
+}
+
+// A full disk (/dev/full: every write fails with ENOSPC) is named with the system's reason.
+TEST(AtomicWrite, WriteFilePlainSaysWhyOnAFullDisk) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  testing::TempDir d;
+  const std::string p = d.file("tokenizer.json");
+  fs::create_symlink("/dev/full", p);
+  try {
+    write_file_plain(p, std::string(100000, 'x'), "synthetic tokenizer");
+    FAIL() << "wrote to /dev/full";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("synthetic tokenizer " + p), std::string::npos) << m;
+    EXPECT_NE(m.find(std::strerror(ENOSPC)), std::string::npos) << m;
+  }
+  write_file_plain(d.file("ok.json"), "{}\n", "test file");
+  EXPECT_EQ(slurp(d.file("ok.json")), "{}\n");
+  write_file_plain(d.file("ok.json"), "1", "test file");  // truncates
+  EXPECT_EQ(slurp(d.file("ok.json")), "1");
+  try {
+    write_file_plain(d.file("no/dir/f"), "x", "test file");
+    FAIL() << "wrote into a missing directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::strerror(ENOENT)), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
