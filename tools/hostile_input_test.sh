@@ -174,6 +174,15 @@ else
   echo "skip moex serve flags: this moex was built without cpp-httplib (no serve command)"
 fi
 
+echo "== a quantization section that disagrees with the packed tensors"
+# Read as packed (mlx-lm does the same), and said once, naming a tensor and both values.
+variant bits_8 'j["quantization"]["bits"] = 8; j["quantization_config"]["bits"] = 8'
+err=$(timeout 20 "$m" generate -m "$work/bits_8" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null); rc=$?
+check "config bits 8 over 4-bit tensors: runs, one warning naming a tensor, 8 and 4 (rc $rc)" \
+  '[ "$rc" = 0 ] && [ "$(grep -c "warning:.*bits 8.*tensor .*weight. is packed as bits 4" <<<"$err")" = 1 ]'
+err=$(timeout 20 "$m" generate -m "$work/good" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null)
+check "a section that describes the tensors: no warning" '! grep -q "warning:" <<<"$err"'
+
 echo "== figures printed about the run itself"
 # `peak memory` is this process's own peak: an exec from a parent with 512 MiB resident must
 # not carry the parent's high-water mark (getrusage's ru_maxrss does, on Linux).
