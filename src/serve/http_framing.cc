@@ -161,6 +161,10 @@ bool RequestFramer::field(std::string_view line) {
     have_encoding_ = true;
     return false;
   }
+  if (name == "authorization") {  // kept for httplib too; checked by the caller at once
+    ++authorization_fields_;
+    authorization_ = std::string(value);
+  }
   if (name == "expect" && lower(value) == "100-continue") {
     expect_continue_ = true;  // answered by whoever reads the connection, before the body
     return false;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moex::serve {
@@ -130,6 +132,35 @@ TEST(RequestFramer, OneMillionHeaderLinesAreRefusedAfterTheBound) {
   RequestFramer f(small_limits());
   EXPECT_TRUE(f.advance(raw));  // refused at 1024 bytes, not kept reading
   EXPECT_EQ(f.status(), 431);
+}
+
+// The Authorization field is known as soon as the head is (before any of the body), and only
+// a single one counts; it stays in the request for httplib.
+TEST(RequestFramer, AuthorizationIsKnownWithTheHead) {
+  struct Case {
+    std::string fields;
+    std::optional<std::string> want;
+  };
+  const Case cases[] = {
+      {"Authorization: Bearer k\r\n", "Bearer k"},
+      {"authorization:   Bearer k  \r\n", "Bearer k"},  // any case, trimmed
+      {"", std::nullopt},
+      {"Authorization: Bearer x\r\nAuthorization: Bearer k\r\n", std::nullopt},
+      {"X-Authorization: Bearer k\r\n", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    RequestFramer f(small_limits());
+    const std::string head = "POST / HTTP/1.1\r\n" + c.fields + "Content-Length: 50\r\n\r\n";
+    EXPECT_FALSE(f.advance(head));  // the body is still to come
+    ASSERT_TRUE(f.head_complete());
+    const std::optional<std::string_view> got = f.authorization();
+    EXPECT_EQ(got ? std::optional<std::string>(std::string(*got)) : std::nullopt, c.want) << c.fields;
+  }
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(f.advance("GET / HTTP/1.1\r\nAuthorization: Bearer k"));
+  EXPECT_FALSE(f.authorization());  // not before the head is whole
+  ASSERT_TRUE(f.advance("GET / HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n"));
+  EXPECT_NE(f.take_request().find("Authorization: Bearer k\r\n"), std::string::npos);
 }
 
 }  // namespace
