@@ -58,6 +58,7 @@ class RequestFramer {
   FramingLimits limits_;
   Phase phase_ = Phase::kHead;
   size_t pos_ = 0;  // kHead: where the search for the blank line resumes; else the next byte
+  size_t lead_ = 0;  // kHead: the empty lines before the request line
   size_t body_start_ = 0, content_length_ = 0, chunk_left_ = 0, trailer_fields_ = 0;
   bool have_length_ = false, have_encoding_ = false, expect_continue_ = false;
   size_t authorization_fields_ = 0;

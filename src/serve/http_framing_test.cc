@@ -71,6 +71,27 @@ TEST(RequestFramer, DecodesAChunkedBodyIntoAContentLength) {
   }
 }
 
+// Empty lines before the request line are skipped, however many and however they arrive;
+// "\r\n\r\n" there used to end a head that had no request line.
+TEST(RequestFramer, EmptyLinesBeforeTheRequestLineAreSkipped) {
+  for (const std::string lead : {"\r\n", "\r\n\r\n", "\r\n\r\n\r\n"}) {
+    const std::string raw = lead + "GET /health HTTP/1.1\r\n\r\n";
+    for (size_t step : {0, 1, 2, 3}) {
+      const Framed f = frame(raw, step);
+      ASSERT_TRUE(f.done) << step;
+      EXPECT_EQ(f.status, 0) << f.message;
+      EXPECT_EQ(f.request, "GET /health HTTP/1.1\r\nContent-Length: 0\r\n\r\n") << step;
+      EXPECT_EQ(f.consumed, raw.size());
+    }
+  }
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(f.advance("\r\n\r\n\r\n"));  // still waiting for a request line
+  EXPECT_FALSE(f.head_complete());
+  // Not forever: the empty lines count against the head's bound.
+  EXPECT_TRUE(f.advance("\r\n\r\n\r\n" + std::string(2000, '\r') + "\n"));
+  EXPECT_EQ(f.status(), 431);
+}
+
 TEST(RequestFramer, ARequestWithoutABodyGetsContentLengthZero) {
   const Framed f = frame("\r\nGET /health HTTP/1.1\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(f.status, 0) << f.message;
@@ -115,6 +136,12 @@ TEST(RequestFramer, RefusesWhatIsAmbiguousOrTooLarge) {
       {kPost + "Bad Name: 1\r\n\r\n", 400, "malformed header field"},
       {kPost + "Content-Length : 1\r\n\r\nx", 400, "malformed header field"},
       {kPost + "X: a\rb\r\n\r\n", 400, "bare CR"},
+      // Lines of a chunked body past their bound, refused whether their CRLF has come or not
+      // (at once, a complete line used to be taken whatever its length).
+      {kPost + "Transfer-Encoding: chunked\r\n\r\n5;" + std::string(1100, 'e') + "\r\nhello\r\n0\r\n\r\n",
+       400, "longer than 1024"},
+      {kPost + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: " + std::string(300, 't') + "\r\n\r\n",
+       431, "longer than 200"},
   };
   for (const Case& c : cases) {
     for (size_t step : {0, 3}) {
