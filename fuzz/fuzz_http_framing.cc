@@ -46,7 +46,8 @@ Outcome frame(std::string_view in, size_t step, const FramingLimits& l) {
   size_t n = step ? std::min(step, in.size()) : in.size();
   while (true) {
     const bool done = f.advance(in.substr(0, n));
-    if (done != (f.complete() || f.refused())) fail("advance() disagrees with complete()/refused()");
+    if (done != (f.complete() || f.refused()))
+      fail("advance() disagrees with complete()/refused()");
     if (done || n == in.size()) break;
     n = std::min(in.size(), n + step);
   }

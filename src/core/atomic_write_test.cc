@@ -136,8 +136,8 @@ TEST(AtomicWrite, RemoveStaleTempSiblingsTouchesOnlyDeadWritersTemporaries) {
       str_cat(out, ".tmp--", dead, "-x"),            // no pid
       str_cat(out, ".tmp-0-x"),                      // pid 0: the process group, not a pid
       str_cat(out, ".tmp-x", dead, "-x"),
-      str_cat(out, ".tmp-999999999999-x"),           // no such pid can exist: not ours
-      str_cat(out, "2.tmp-", dead, "-x"),            // another path's
+      str_cat(out, ".tmp-999999999999-x"),  // no such pid can exist: not ours
+      str_cat(out, "2.tmp-", dead, "-x"),   // another path's
       str_cat(out, ".tmp", dead, "-x"),
       out,
   };

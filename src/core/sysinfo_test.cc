@@ -23,15 +23,15 @@ TEST(SysInfo, ParseVmHwmTable) {
   const Case cases[] = {
       {real, int64_t{18624} * 1024},
       {"VmHWM:\t1 kB\n", int64_t{1024}},
-      {"VmHWM:\t0 kB", int64_t{0}},                        // last line, no newline
-      {"VmHWM:   42 kB  \n", std::nullopt},                // trailing blanks after the unit
-      {"VmPeak:\t99 kB\nVmRSS:\t5 kB\n", std::nullopt},    // no VmHWM line
+      {"VmHWM:\t0 kB", int64_t{0}},                      // last line, no newline
+      {"VmHWM:   42 kB  \n", std::nullopt},              // trailing blanks after the unit
+      {"VmPeak:\t99 kB\nVmRSS:\t5 kB\n", std::nullopt},  // no VmHWM line
       {"", std::nullopt},
-      {"XVmHWM:\t5 kB\n", std::nullopt},                   // the key must start a line
+      {"XVmHWM:\t5 kB\n", std::nullopt},  // the key must start a line
       {"Name:\tVmHWM:\t5 kB\n", std::nullopt},
-      {"VmHWM:\t\n", std::nullopt},                        // no figure
-      {"VmHWM:\t12\n", std::nullopt},                      // no unit
-      {"VmHWM:\t12 MB\n", std::nullopt},                   // another unit
+      {"VmHWM:\t\n", std::nullopt},       // no figure
+      {"VmHWM:\t12\n", std::nullopt},     // no unit
+      {"VmHWM:\t12 MB\n", std::nullopt},  // another unit
       {"VmHWM:\t-3 kB\n", std::nullopt},
       {"VmHWM:\t99999999999999999999999 kB\n", std::nullopt},  // overflow
   };

@@ -356,8 +356,8 @@ std::string inferred_quant_warning(const ModelCheckpoint& m, const std::string& 
 
 ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
                                        io::Checkpoint ckpt, const CheckOptions& opt) {
-  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}, {},
-                    {}};
+  ModelCheckpoint m{
+      std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}, {}, {}};
   m.modules = module_table(m.config);
   Checker checker(m, opt);
   checker.run();

@@ -113,7 +113,8 @@ TEST(SynthWeights, AFullDiskSaysWhy) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
   testing::TempDir tmp;
   fs::create_symlink("/dev/full", tmp.file("config.json"));
-  const CheckpointPlan plan = plan_preset_checkpoint(*find_preset("tiny-qwen3-moe"), 0, {}, DType::BF16);
+  const CheckpointPlan plan =
+      plan_preset_checkpoint(*find_preset("tiny-qwen3-moe"), 0, {}, DType::BF16);
   SynthArgs a;
   a.out_dir = tmp.path();
   testing::expect_error([&] { write_synthetic_checkpoint(plan, a); },

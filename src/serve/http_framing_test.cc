@@ -138,7 +138,8 @@ TEST(RequestFramer, RefusesWhatIsAmbiguousOrTooLarge) {
       {kPost + "X: a\rb\r\n\r\n", 400, "bare CR"},
       // Lines of a chunked body past their bound, refused whether their CRLF has come or not
       // (at once, a complete line used to be taken whatever its length).
-      {kPost + "Transfer-Encoding: chunked\r\n\r\n5;" + std::string(1100, 'e') + "\r\nhello\r\n0\r\n\r\n",
+      {kPost + "Transfer-Encoding: chunked\r\n\r\n5;" + std::string(1100, 'e') +
+           "\r\nhello\r\n0\r\n\r\n",
        400, "longer than 1024"},
       {kPost + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: " + std::string(300, 't') + "\r\n\r\n",
        431, "longer than 200"},
@@ -181,7 +182,8 @@ TEST(RequestFramer, AuthorizationIsKnownWithTheHead) {
     EXPECT_FALSE(f.advance(head));  // the body is still to come
     ASSERT_TRUE(f.head_complete());
     const std::optional<std::string_view> got = f.authorization();
-    EXPECT_EQ(got ? std::optional<std::string>(std::string(*got)) : std::nullopt, c.want) << c.fields;
+    EXPECT_EQ(got ? std::optional<std::string>(std::string(*got)) : std::nullopt, c.want)
+        << c.fields;
   }
   RequestFramer f(small_limits());
   EXPECT_FALSE(f.advance("GET / HTTP/1.1\r\nAuthorization: Bearer k"));

@@ -152,7 +152,8 @@ void Intake::frame(Conn& c) {
   if (c.framer.head_complete() && !limits_.authorization.empty()) {
     const std::optional<std::string_view> given = c.framer.authorization();
     if (!given || !same_secret(*given, limits_.authorization))
-      return refuse(c, 401, "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
+      return refuse(c, 401,
+                    "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
   }
   if (!done) {
     if (c.framer.head_complete() && c.framer.expects_continue() && !c.continue_sent) {

@@ -90,7 +90,8 @@ inline std::string sp_json(const std::string& model_extra = "", const std::strin
   out += std::string(R"("model": {"type": "BPE",)") +
          (given(model_extra, "dropout") ? "" : R"( "dropout": null,)") +
          R"( "unk_token": "<unk>", "fuse_unk": true,
-    "byte_fallback": true,)" + model_extra + R"(
+    "byte_fallback": true,)" +
+         model_extra + R"(
     "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0xC3>": 3, "<0xA9>": 4, "<0xE2>": 5,
               "<0x82>": 6, "<0xAC>": 7,
               "\u2581": 8, "a": 9, "b": 10, "c": 11, "\u2581a": 12, "bc": 13, "\u2581abc": 14,
