@@ -269,6 +269,40 @@ def serve_request_inputs(out_dir):
         write(out_dir, "fuzz_serve_request", name, json.dumps(body).encode() + b"\0" + text)
 
 
+# Connections' bytes for fuzz_http_framing: a first byte choosing how they arrive (0: at
+# once, k: k bytes per read), then requests, valid and not, some pipelined.
+HTTP_BODY = b'{"prompt": "hi", "max_tokens": 2}'
+HTTP_REQUESTS = {
+    "get": b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+    "post-length": b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                   b"\r\nAuthorization: Bearer k\r\nContent-Length: %d\r\n\r\n%s"
+                   % (len(HTTP_BODY), HTTP_BODY),
+    "post-chunked": b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                    b"Expect: 100-continue\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n"
+                    b"0\r\nX-Trailer: t\r\n\r\n",
+    "pipelined": b"\r\nGET / HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\nabc"
+                 b"GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n",
+    "conflicting-length": b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    "length-and-chunked": b"POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+                          b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "gzip": b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    "folding": b"GET / HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n",
+    "bare-lf": b"GET / HTTP/1.1\nHost: x\r\n\r\n",
+    "space-colon": b"GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+    "body-too-large": b"POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n",
+    "chunk-too-large": b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffff\r\nab",
+    "bad-chunk": b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    "many-fields": b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(20))
+                   + b"\r\n",
+}
+
+
+def http_framing_inputs(out_dir):
+    for name, raw in HTTP_REQUESTS.items():
+        for step in (0, 1, 7):
+            write(out_dir, "fuzz_http_framing", f"{name}-{step}", bytes([step]) + raw)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -276,6 +310,7 @@ def main():
     rng = random.Random(0)
     chat_template_inputs(out_dir)
     serve_request_inputs(out_dir)
+    http_framing_inputs(out_dir)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

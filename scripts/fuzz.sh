@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 shift || true
 all_targets=(fuzz_safetensors fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer
-             fuzz_chat_template fuzz_serve_request)
+             fuzz_chat_template fuzz_serve_request fuzz_http_framing)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs="${JOBS:-$(nproc)}"
@@ -23,13 +23,16 @@ max_len_of() {
     fuzz_tokenizer) echo 65536 ;;
     fuzz_chat_template) echo 32768 ;;
     fuzz_serve_request) echo 8192 ;;
+    fuzz_http_framing) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }
-# Token dictionary per target: JSON for the file parsers, Jinja for the templates.
+# Token dictionary per target: JSON for the file parsers, Jinja for the templates, HTTP syntax
+# for the request framing.
 dict_of() {
   case "$1" in
     fuzz_chat_template) echo fuzz/dicts/jinja.dict ;;
+    fuzz_http_framing) echo fuzz/dicts/http.dict ;;
     *) echo fuzz/dicts/json.dict ;;
   esac
 }

@@ -147,6 +147,11 @@ int run_make_model(const MakeModelFlags& f) {
   if (f.seed) args.seed = uint64_t(parse_int_strict(*f.seed, "--seed", 0, INT64_MAX));
   const model::CheckpointPlan plan =
       model::plan_preset_checkpoint(*p, layers, q, model::parse_model_dtype(lowercase(f.dtype)));
+  // What a killed make-model left beside DIR goes now, also when --reuse keeps DIR.
+  if (const int stale = remove_stale_temp_siblings(dir))
+    std::fprintf(stderr,
+                 "make-model: removed %d temporary %s of a make-model that no longer runs\n", stale,
+                 stale == 1 ? "copy" : "copies");
   if (f.reuse && reusable(dir, plan.config_json)) {
     std::printf("kept %s: a complete checkpoint of the same model (--reuse)\n", f.out.c_str());
     return 0;

@@ -174,11 +174,32 @@ else
   echo "skip moex serve flags: this moex was built without cpp-httplib (no serve command)"
 fi
 
+echo "== a quantization section that disagrees with the packed tensors"
+# Read as packed (mlx-lm does the same), and said once, naming a tensor and both values.
+variant bits_8 'j["quantization"]["bits"] = 8; j["quantization_config"]["bits"] = 8'
+err=$(timeout 20 "$m" generate -m "$work/bits_8" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null); rc=$?
+check "config bits 8 over 4-bit tensors: runs, one warning naming a tensor, 8 and 4 (rc $rc)" \
+  '[ "$rc" = 0 ] && [ "$(grep -c "warning:.*bits 8.*tensor .*weight. is packed as bits 4" <<<"$err")" = 1 ]'
+err=$(timeout 20 "$m" generate -m "$work/good" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null)
+check "a section that describes the tensors: no warning" '! grep -q "warning:" <<<"$err"'
+
+echo "== figures printed about the run itself"
+# `peak memory` is this process's own peak: an exec from a parent with 512 MiB resident must
+# not carry the parent's high-water mark (getrusage's ru_maxrss does, on Linux).
+err=$(python3 -c 'import os, sys; big = b"x" * (512 << 20); os.execv(sys.argv[1], sys.argv[1:])' \
+  "$m" generate -m "$work/good" --prompt-ids 1,2,3 -n 2 2>&1 >/dev/null)
+peak=$(sed -n 's/^peak memory: \([0-9.]*\) \([KMG]i\{0,1\}B\).*/\1 \2/p' <<<"$err")
+check "generate exec'd from a 512 MiB process prints its own peak memory ($peak)" \
+  '[ -n "$peak" ] && awk -v v="${peak% *}" -v u="${peak#* }" "BEGIN { exit !(u != \"GiB\" && (u != \"MiB\" || v < 256)) }"'
+
 echo "== make-model output is complete or absent"
 # A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG) is a clean error;
 # the same limit with the default SIGXFSZ kills the process mid-write, as Ctrl-C would.
-row "make-model on a full disk" 2 "make-model|File too large" \
+row "make-model on a full disk" 2 "safetensors.*File too large" \
   bash -c 'trap "" XFSZ; ulimit -f 256; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
+  "$m" "$work/full"
+row "make-model on a disk full at config.json says why" 2 "config.json.*File too large" \
+  bash -c 'trap "" XFSZ; ulimit -f 1; exec "$0" make-model --preset tiny-qwen3-moe --out "$1" -q' \
   "$m" "$work/full"
 check "a failed make-model leaves no directory" '[ ! -e "$work/full" ]'
 check "a failed make-model leaves no temporary" '[ -z "$(ls -d "$work"/full.tmp-* 2>/dev/null)" ]'
@@ -190,8 +211,14 @@ out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --re
 check "--reuse rebuilds a truncated checkpoint" 'grep -q "incomplete" <<<"$out" && [ "$(stat -c %s "$work/half/model.safetensors")" = "$(stat -c %s "$work/good/model.safetensors")" ]'
 out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/killed" --reuse 2>&1)
 check "--reuse after a kill builds it and removes the dead temporary" '[ -f "$work/killed/config.json" ] && [ -z "$(ls -d "$work"/killed.tmp-* 2>/dev/null)" ]'
+# A temporary of a make-model that no longer runs goes when make-model starts, also when
+# --reuse keeps the checkpoint; one of a process still running stays.
+bash -c 'exit 0' & dead=$!; wait "$dead"
+mkdir -p "$work/half.tmp-$dead-AbCdEf" "$work/half.tmp-$$-GhIjKl"
 out=$(timeout 60 "$m" make-model --preset tiny-qwen3-moe --out "$work/half" --reuse 2>&1)
 check "--reuse keeps a complete checkpoint" 'grep -q "^kept" <<<"$out"'
+check "--reuse removes a dead make-model's temporary, not a live one's" \
+  '[ ! -e "$work/half.tmp-$dead-AbCdEf" ] && [ -d "$work/half.tmp-$$-GhIjKl" ] && grep -q "removed 1 temporary" <<<"$out"'
 
 echo "$fails failure(s) over $rows table rows and the checks"
 [ "$fails" -eq 0 ]

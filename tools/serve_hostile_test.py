@@ -212,7 +212,8 @@ def shutdown_with_idle_connection(srv):
 
 
 def key_bypass(a, d, work):
-    """--api-key: variations on the header, the key elsewhere, a chunked body: all 401."""
+    """--api-key: variations on the header, the key elsewhere, a chunked body: all 401; a head
+    without the key is answered before its body arrives."""
     srv = Server(a.moex, d, work, "keyed", "--api-key", "s3cret")
     attempts = {
         "no key": "",
@@ -234,6 +235,17 @@ def key_bypass(a, d, work):
             got = read_responses(s)
             s.close()
             check(got and got[0][0] == 401, f"--api-key, {what}: 401 ({got[0][0] if got else None})")
+        # The key is checked when the head is in: a 4 MiB body announced and never sent is
+        # not waited for (it was, up to the 10 s request timeout, before the 401).
+        s = connect(srv.port)
+        t0 = time.time()
+        s.sendall(post_head(extra=f"Content-Length: {4 << 20}\r\n\r\n"))
+        got = read_responses(s, timeout=8)
+        took = time.time() - t0
+        s.close()
+        check(got and got[0][0] == 401 and took < 2.0,
+              f"--api-key, no key, the body not sent: 401 in {took:.2f} s "
+              f"({got[0][0] if got else None})")
         s = connect(srv.port)
         s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n")
         got = read_responses(s)

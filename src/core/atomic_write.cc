@@ -61,7 +61,20 @@ void write_all(int fd, std::string_view data) {
 
 }  // namespace
 
+int remove_stale_temp_siblings(const std::string& path) {
+  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent_of(path), ec)) {
+    if (!is_stale_temp(e.path().filename().string(), prefix)) continue;
+    std::error_code rm;
+    removed += fs::remove_all(e.path(), rm) > 0;
+  }
+  return removed;
+}
+
 void write_file_atomic(const std::string& path, std::string_view data, const std::string& what) {
+  remove_stale_temp_siblings(path);
   std::string tmp = temp_template(path);
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0)
@@ -92,6 +105,24 @@ void write_file_atomic(const std::string& path, std::string_view data, const std
   sync_path(parent_of(path), what + " directory");
 }
 
+void write_file_plain(const std::string& path, std::string_view data, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail(what, " ", path, ": cannot open for writing: ", std::strerror(errno));
+  int err = 0;
+  const char* step = "writing";
+  try {
+    write_all(fd, data);
+  } catch (const std::system_error& e) {
+    err = e.code().value();
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "closing";
+  }
+  if (err != 0)
+    fail(what, " ", path, ": ", step, " ", data.size(), " bytes failed: ", std::strerror(err));
+}
+
 void sync_path(const std::string& path, const std::string& what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(what, " ", path, ": cannot open to fsync: ", std::strerror(errno));
@@ -108,13 +139,7 @@ std::string make_temp_sibling_dir(const std::string& path, const std::string& wh
   fs::create_directories(parent, ec);
   if (ec)
     fail(what, " ", path, ": cannot create the parent directory ", parent, ": ", ec.message());
-  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
-  for (const auto& e : fs::directory_iterator(parent, ec)) {
-    if (is_stale_temp(e.path().filename().string(), prefix)) {
-      std::error_code rm;
-      fs::remove_all(e.path(), rm);
-    }
-  }
+  remove_stale_temp_siblings(path);
   std::string tmp = temp_template(path);
   if (!::mkdtemp(tmp.data()))
     fail(what, " ", path, ": cannot create a temporary directory in ", parent, ": ",

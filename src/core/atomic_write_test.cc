@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -119,6 +121,48 @@ TEST(AtomicWrite, TempSiblingDirIsBesideThePathAndStaleOnesAreRemoved) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Only PATH.tmp-<pid>-* of a process that no longer runs goes: not a live process's, not a
+// malformed or foreign name, not another path's temporaries.
+TEST(AtomicWrite, RemoveStaleTempSiblingsTouchesOnlyDeadWritersTemporaries) {
+  testing::TempDir d;
+  const std::string out = d.file("model");
+  const pid_t dead = dead_pid();
+  const std::string gone[] = {str_cat(out, ".tmp-", dead, "-abcdef"),
+                              str_cat(out, ".tmp-", dead, "-")};
+  const std::string kept[] = {
+      str_cat(out, ".tmp-", ::getpid(), "-ghijkl"),  // this process runs
+      str_cat(out, ".tmp-1-init00"),                 // pid 1 runs (EPERM or not: alive)
+      str_cat(out, ".tmp-", dead),                   // no dash after the pid
+      str_cat(out, ".tmp--", dead, "-x"),            // no pid
+      str_cat(out, ".tmp-0-x"),                      // pid 0: the process group, not a pid
+      str_cat(out, ".tmp-x", dead, "-x"),
+      str_cat(out, ".tmp-999999999999-x"),  // no such pid can exist: not ours
+      str_cat(out, "2.tmp-", dead, "-x"),   // another path's
+      str_cat(out, ".tmp", dead, "-x"),
+      out,
+  };
+  for (const std::string& p : gone) fs::create_directories(p + "/sub");
+  std::ofstream(str_cat(out, ".tmp-", dead, "-file")) << "a temporary file";
+  for (const std::string& p : kept) fs::create_directories(p);
+  EXPECT_EQ(remove_stale_temp_siblings(out), 3);
+  for (const std::string& p : gone) EXPECT_FALSE(fs::exists(p)) << p;
+  EXPECT_FALSE(fs::exists(str_cat(out, ".tmp-", dead, "-file")));
+  for (const std::string& p : kept) EXPECT_TRUE(fs::exists(p)) << p;
+  EXPECT_EQ(remove_stale_temp_siblings(out), 0);
+  EXPECT_EQ(remove_stale_temp_siblings(d.file("missing/model")), 0);  // no parent: nothing
+}
+
+TEST(AtomicWrite, WriteFileAtomicRemovesAKilledWritersTemporary) {
+  testing::TempDir d;
+  const std::string p = d.file("cal.json");
+  const std::string stale = str_cat(p, ".tmp-", dead_pid(), "-Xy12Zq");
+  std::ofstream(stale) << "half a file";
+  write_file_atomic(p, "whole\n", "test file");
+  EXPECT_EQ(slurp(p), "whole\n");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
 TEST(AtomicWrite, CommitDirectoryCreatesAndReplaces) {
   testing::TempDir d;
   const std::string out = d.file("model");
@@ -149,6 +193,32 @@ TEST(AtomicWrite, CommitDirectoryRefusesToReplaceAFile) {
     EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(out), "a file");
+}
+
+// A full disk (/dev/full: every write fails with ENOSPC) is named with the system's reason.
+TEST(AtomicWrite, WriteFilePlainSaysWhyOnAFullDisk) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  testing::TempDir d;
+  const std::string p = d.file("tokenizer.json");
+  fs::create_symlink("/dev/full", p);
+  try {
+    write_file_plain(p, std::string(100000, 'x'), "synthetic tokenizer");
+    FAIL() << "wrote to /dev/full";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("synthetic tokenizer " + p), std::string::npos) << m;
+    EXPECT_NE(m.find(std::strerror(ENOSPC)), std::string::npos) << m;
+  }
+  write_file_plain(d.file("ok.json"), "{}\n", "test file");
+  EXPECT_EQ(slurp(d.file("ok.json")), "{}\n");
+  write_file_plain(d.file("ok.json"), "1", "test file");  // truncates
+  EXPECT_EQ(slurp(d.file("ok.json")), "1");
+  try {
+    write_file_plain(d.file("no/dir/f"), "x", "test file");
+    FAIL() << "wrote into a missing directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::strerror(ENOENT)), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

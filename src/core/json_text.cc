@@ -16,31 +16,30 @@ class StructureCheck final : public nlohmann::json_sax<json> {
   StructureCheck(const std::string& file, const JsonTextRules& rules) : file_(file), rules_(rules) {}
   const std::string& error() const { return error_; }
 
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    if (rules_.reject_duplicate_keys) open_keys_.emplace_back();
-    return enter();
-  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return enter(false); }
   bool key(string_t& k) override {
-    if (!rules_.reject_duplicate_keys || open_keys_.back().insert(k).second) return true;
-    error_ = str_cat(file_, ": duplicate JSON key '", k, "' (at nesting depth ", depth_,
-                     "); expected every key of an object to be unique");
+    Open& o = open_.back();
+    o.key = k;
+    if (!o.check_keys || o.keys.insert(k).second) return true;
+    error_ = str_cat(file_, ": duplicate JSON key '", k, "' in ",
+                     open_.size() == 1 ? std::string("the top-level object") : o.path,
+                     "; expected every key of an object to be unique");
     return false;
   }
   bool end_object() override {
-    if (rules_.reject_duplicate_keys) open_keys_.pop_back();
-    --depth_;
+    open_.pop_back();
     return true;
   }
-  bool start_array(std::size_t) override { return enter(); }
+  bool start_array(std::size_t) override { return enter(true); }
   bool end_array() override {
-    --depth_;
+    open_.pop_back();
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
@@ -49,18 +48,48 @@ class StructureCheck final : public nlohmann::json_sax<json> {
   }
 
  private:
-  bool enter() {
-    if (++depth_ <= rules_.max_depth) return true;
-    error_ = str_cat(file_, ": JSON nesting deeper than ", rules_.max_depth,
-                     " levels; expected a shallow document");
-    return false;
+  // An open object or array. The path (`model`, `added_tokens[2]`) is kept only for objects
+  // whose keys are checked, the ones an error can name.
+  struct Open {
+    bool array = false;
+    bool check_keys = false;
+    size_t next = 0;  // array: the index of the next element
+    std::string key;  // object: the last key read
+    std::string path;
+    std::unordered_set<std::string> keys;
+  };
+
+  // A value starts: in an array, it takes the next index.
+  bool value() {
+    if (!open_.empty() && open_.back().array) ++open_.back().next;
+    return true;
+  }
+
+  bool enter(bool array) {
+    const int depth = int(open_.size()) + 1;
+    if (depth > rules_.max_depth) {
+      error_ = str_cat(file_, ": JSON nesting deeper than ", rules_.max_depth,
+                       " levels; expected a shallow document");
+      return false;
+    }
+    Open o;
+    o.array = array;
+    o.check_keys =
+        !array && rules_.reject_duplicate_keys && depth <= rules_.duplicate_keys_max_depth;
+    if (depth <= rules_.duplicate_keys_max_depth && !open_.empty()) {
+      const Open& up = open_.back();
+      o.path = up.array ? str_cat(up.path, "[", up.next, "]")
+                        : (up.path.empty() ? up.key : str_cat(up.path, ".", up.key));
+    }
+    value();
+    open_.push_back(std::move(o));
+    return true;
   }
 
   const std::string& file_;
   const JsonTextRules& rules_;
   std::string error_;
-  int depth_ = 0;
-  std::vector<std::unordered_set<std::string>> open_keys_;  // one set per open object
+  std::vector<Open> open_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Strict JSON text parsing shared by config.json / index readers (io) and tokenizer.json (tok):
-// a NUL byte, nesting past a bound or (optionally) a repeated key is an error naming the file.
+// a NUL byte, nesting past a bound or (optionally) a repeated key is an error naming the file
+// (and, for a repeated key, the key and the object that holds it).
 #pragma once
 
 #include <string>
@@ -12,6 +13,10 @@ namespace moex {
 struct JsonTextRules {
   int max_depth = 64;                 // containers open at once
   bool reject_duplicate_keys = true;  // nlohmann would silently keep the last one
+  // With reject_duplicate_keys: only objects at this nesting depth or shallower are checked
+  // (1: the top-level object; 2: the objects directly in it). Deeper ones may repeat a key,
+  // the last one kept, as the file's own readers do (a tokenizer's vocab map).
+  int duplicate_keys_max_depth = 1 << 30;
 };
 
 // Checks the structure in a first pass that builds nothing (nlohmann's callback parser does

@@ -6,6 +6,7 @@
 
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "moex_git_commit.h"  // generated at build time by cmake/git_commit.cmake
 
@@ -23,7 +24,35 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
+std::optional<int64_t> parse_vm_hwm_bytes(std::string_view status) {
+  constexpr std::string_view kKey = "VmHWM:";
+  size_t at = 0;
+  while (at < status.size() && status.compare(at, kKey.size(), kKey) != 0) {
+    at = status.find('\n', at);
+    if (at == std::string_view::npos) return std::nullopt;
+    ++at;
+  }
+  if (at >= status.size()) return std::nullopt;
+  std::string_view line = status.substr(at + kKey.size());
+  line = line.substr(0, line.find('\n'));
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] < '0' || line[i] > '9') return std::nullopt;
+  int64_t kib = 0;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    if (kib > (int64_t{1} << 50)) return std::nullopt;  // beyond any memory: not a figure
+    kib = kib * 10 + (line[i] - '0');
+  }
+  // The kernel writes "VmHWM:\t   1234 kB".
+  const size_t unit = line.find_first_not_of(" \t", i);
+  if (unit == std::string_view::npos || line.substr(unit) != "kB") return std::nullopt;
+  return kib * 1024;
+}
+
 int64_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::ostringstream text;
+  text << f.rdbuf();
+  if (const std::optional<int64_t> hwm = parse_vm_hwm_bytes(text.str())) return *hwm;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return int64_t(ru.ru_maxrss) * 1024;

@@ -4,12 +4,20 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace moex {
 
 std::string cpu_model_name();   // from /proc/cpuinfo, "unknown" if absent
-int64_t peak_rss_bytes();       // getrusage ru_maxrss
+// This process's peak resident memory: VmHWM of /proc/self/status, which belongs to the
+// address space and starts afresh at exec. getrusage's ru_maxrss (the fallback where there is
+// no /proc) keeps the high-water mark of the image before exec on Linux, so a run started from
+// a large process would report that process's peak.
+int64_t peak_rss_bytes();
+// The VmHWM line of a /proc/PID/status text in bytes; nullopt when absent or malformed.
+std::optional<int64_t> parse_vm_hwm_bytes(std::string_view proc_status);
 int64_t current_rss_bytes();    // /proc/self/statm
 std::string moex_commit();      // git commit the binary was built from
 std::string utc_date_time();    // "2026-11-29T18:20:58Z"

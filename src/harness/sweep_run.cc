@@ -116,7 +116,8 @@ void drop_torn_tail(int fd, const std::string& path) {
     if (c == '\n') break;
     --end;
   }
-  if (end != size && ::ftruncate(fd, end) != 0) fail(path, ": cannot truncate a torn last line");
+  if (end != size && ::ftruncate(fd, end) != 0)
+    fail(path, ": cannot truncate a torn last line: ", std::strerror(errno));
 }
 
 }  // namespace

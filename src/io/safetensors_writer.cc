@@ -175,11 +175,14 @@ void SafetensorsWriter::finish() {
          " of ", slots_[current_].nbytes, " bytes written); expected every declared byte");
   std::FILE* f = out_;
   out_ = nullptr;
+  // The reason is that of the first step to fail: the flush, else the close.
+  errno = 0;
   const bool ok = std::fflush(f) == 0 && std::ferror(f) == 0;
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) err = errno;
+  if (!ok || err != 0) {
     std::remove(partial_path_.c_str());
-    fail(where, ": closing the file failed (", std::strerror(err), ")");
+    fail(where, ": closing the file failed (", std::strerror(err ? err : EIO), ")");
   }
   std::error_code ec;
   std::filesystem::rename(partial_path_, path_, ec);

@@ -2,6 +2,8 @@
 // finish; an unfinished file never appears under its final name.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -85,6 +87,35 @@ TEST(ShardedWriter, MisuseIsReported) {
   EXPECT_TRUE(fs::exists(tmp.file("ck/model-00002-of-00003.safetensors")));
   EXPECT_FALSE(fs::exists(tmp.file("ck/model-00003-of-00003.safetensors")));
   EXPECT_FALSE(fs::exists(tmp.file("ck/model.safetensors.index.json")));
+}
+
+// A full disk (/dev/full under the name a file is written at: ENOSPC) is named with the
+// system's reason, for a shard and for the index.
+TEST(ShardedWriter, AFullDiskSaysWhy) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::string enospc = std::strerror(ENOSPC);
+  std::vector<uint8_t> buf(64, 3);
+  {
+    TempDir tmp;
+    fs::create_symlink("/dev/full", tmp.file("x.safetensors.partial"));
+    SafetensorsWriter w(tmp.file("x.safetensors"));
+    w.declare({"a", DType::U8, {64}});
+    EXPECT_TRUE(throws_error_with(
+        [&] {
+          w.write("a", buf.data(), buf.size());
+          w.finish();
+        },
+        {"x.safetensors", enospc}));
+  }
+  TempDir tmp;
+  fs::create_directories(tmp.file("ck"));
+  fs::create_symlink("/dev/full", tmp.file("ck/model.safetensors.index.json.partial"));
+  ShardedCheckpointWriter w(tmp.file("ck"), 10);
+  w.declare({"a", DType::U8, {8}});
+  w.declare({"b", DType::U8, {8}});
+  w.write("a", buf.data(), 8);
+  w.write("b", buf.data(), 8);
+  EXPECT_TRUE(throws_error_with([&] { w.finish(); }, {"model.safetensors.index.json", enospc}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "io/safetensors_writer.h"
 
@@ -134,11 +135,7 @@ void ShardedCheckpointWriter::finish() {
     }
     const nlohmann::json doc = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     const std::string tmp = index.string() + ".partial";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << doc.dump(4) << "\n";
-      if (!out.flush()) fail("checkpoint writer '", dir_, "': cannot write '", tmp, "'");
-    }
+    write_file_plain(tmp, doc.dump(4) + "\n", str_cat("checkpoint writer '", dir_, "':"));
     fs::rename(tmp, index, ec);
     if (ec) fail("checkpoint writer '", dir_, "': cannot rename '", tmp, "' (", ec.message(), ")");
   }

@@ -125,6 +125,8 @@ class Checker {
       problem(str_cat("module '", path, "' is marked unquantized (false) in config.json but has .scales"));
       return std::nullopt;
     }
+    if (!m_.quant->overrides().count(path) && !(*q == m_.quant->global()))
+      m_.inferred_quant.push_back({path + ".weight", m_.quant->global(), *q});
     const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode);
     if (!mode) {
       problem(str_cat("module '", path, "': quantization mode '", q->mode, "' is not supported"));
@@ -336,9 +338,26 @@ const io::TensorInfo& ModelCheckpoint::tensor(const std::string& module_path, co
   return weights.require(module_path + "." + part);
 }
 
+std::string inferred_quant_warning(const ModelCheckpoint& m, const std::string& dir) {
+  if (m.inferred_quant.empty()) return "";
+  const auto describe_quant = [](const io::ModuleQuant& q) {
+    return str_cat("bits ", q.bits, ", group_size ", q.group_size, " (", q.mode, ")");
+  };
+  const ModelCheckpoint::InferredQuant& first = m.inferred_quant.front();
+  const size_t more = m.inferred_quant.size() - 1;
+  return str_cat("warning: ", dir, "/config.json: the quantization section says ",
+                 describe_quant(first.config), " but tensor '", first.tensor, "' is packed as ",
+                 describe_quant(first.packed),
+                 more ? str_cat(" (and ", more, " more module", more == 1 ? "" : "s",
+                                " differ from the section)")
+                      : std::string(),
+                 "; read as packed, as mlx-lm does");
+}
+
 ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantConfig> quant,
                                        io::Checkpoint ckpt, const CheckOptions& opt) {
-  ModelCheckpoint m{std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}, {}};
+  ModelCheckpoint m{
+      std::move(cfg), std::move(quant), std::move(ckpt), {}, {}, {}, {}, {}, {}, {}, {}};
   m.modules = module_table(m.config);
   Checker checker(m, opt);
   checker.run();

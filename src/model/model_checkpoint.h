@@ -51,7 +51,21 @@ struct ModelCheckpoint {
   const io::TensorInfo& tensor(const std::string& module_path, const char* part) const;
 
   std::map<std::string, io::ModuleQuant, std::less<>> module_quant_;  // filled by open
+
+  // Modules the quantization section does not name whose packed shapes imply another format
+  // than its global setting: they are read as packed (mlx-lm's infer_quant_config does the
+  // same), which the user should hear about once (inferred_quant_warning).
+  struct InferredQuant {
+    std::string tensor;  // the module's packed weight, e.g. "model.layers.1.mlp.down_proj.weight"
+    io::ModuleQuant config, packed;
+  };
+  std::vector<InferredQuant> inferred_quant;
 };
+
+// One line for stderr when some modules are read with another format than config.json's
+// quantization section gives globally: the first such tensor, the config's value and the
+// packed one, and how many more there are. Empty when there are none. `dir` names the model.
+std::string inferred_quant_warning(const ModelCheckpoint& m, const std::string& dir);
 
 // Parses <dir>/config.json, opens the checkpoint and checks it against the tensor table.
 // Throws moex::Error naming the directory and listing every problem (up to 20), each naming

@@ -44,6 +44,8 @@ TEST(ModelCheckpoint, SyntheticCheckpointPasses) {
   EXPECT_EQ(m.tensors.size(), plan.tensors.size());
   EXPECT_TRUE(m.unknown_tensors.empty());
   EXPECT_TRUE(m.per_expert_layouts.empty());
+  EXPECT_TRUE(m.inferred_quant.empty());  // the section names every module it does not cover
+  EXPECT_EQ(inferred_quant_warning(m, tmp.path()), "");
   EXPECT_EQ(m.module_quant("model.layers.0.mlp.gate"), (io::ModuleQuant{8, 64, "affine"}));
   EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.up_proj"), (io::ModuleQuant{4, 64, "affine"}));
   EXPECT_FALSE(m.module_quant("model.norm").has_value());
@@ -100,6 +102,20 @@ TEST(ModelCheckpoint, UnlistedModulesTakeTheirPackedFormat) {
   EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.up_proj"), (io::ModuleQuant{4, 64, "affine"}));
   EXPECT_EQ(m.module_quant("model.layers.1.mlp.switch_mlp.down_proj"), (io::ModuleQuant{6, 64, "affine"}));
   EXPECT_EQ(m.module_quant("model.layers.1.mlp.gate"), (io::ModuleQuant{8, 64, "affine"}));
+  // Read as packed, but said once: the first module the section's 8 bits misdescribe, with
+  // both values, and how many more there are.
+  ASSERT_FALSE(m.inferred_quant.empty());
+  const auto& first = m.inferred_quant.front();
+  EXPECT_EQ(first.config, (io::ModuleQuant{8, 64, "affine"}));
+  EXPECT_EQ(first.packed.bits, first.tensor.find("down_proj") != std::string::npos ? 6 : 4)
+      << first.tensor;
+  for (const auto& d : m.inferred_quant) EXPECT_EQ(d.tensor.find("mlp.gate."), std::string::npos);
+  const std::string w = inferred_quant_warning(m, tmp.path());
+  for (const std::string& part :
+       {tmp.path() + "/config.json", std::string("says bits 8, group_size 64 (affine)"),
+        "tensor '" + first.tensor + "' is packed as bits " + std::to_string(first.packed.bits),
+        str_cat("and ", m.inferred_quant.size() - 1, " more modules"), std::string("mlx-lm")})
+    EXPECT_NE(w.find(part), std::string::npos) << w << "\nlacks: " << part;
   std::vector<TensorRecord> t = plan.tensors;
   for (TensorRecord& r : t)  // 7-bit packing: nothing supported, so the global 8 bits decide
     if (r.name == "model.layers.1.mlp.switch_mlp.up_proj.weight") r.shape.back() = 256 * 7 / 32;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/sysinfo.h"
@@ -245,13 +246,6 @@ class ModelWriter {
   int64_t done_ = 0, total_ = 0;
 };
 
-void write_text_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail(path, ": cannot open for writing");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) fail(path, ": write failed");
-}
-
 }  // namespace
 
 SynthResult write_synthetic_checkpoint(const CheckpointPlan& plan, const SynthArgs& args) {
@@ -266,7 +260,7 @@ SynthResult write_synthetic_checkpoint(const CheckpointPlan& plan, const SynthAr
     const bool shard = n.rfind("model", 0) == 0 && n.size() > 12 && n.substr(n.size() - 12) == ".safetensors";
     if (shard || n == "model.safetensors.index.json") std::filesystem::remove(e.path(), ec);
   }
-  write_text_file(args.out_dir + "/config.json", plan.config_json.dump(2) + "\n");
+  write_file_plain(args.out_dir + "/config.json", plan.config_json.dump(2) + "\n", "make-model:");
   ModelWriter w(plan, args);
   return w.run();
 }

@@ -2,7 +2,9 @@
 // other bytes; value statistics follow the init rules; the writer's files hold the plan.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "io/checkpoint.h"
@@ -104,6 +106,19 @@ TEST(SynthWeights, InitRules) {
       EXPECT_NEAR(per_layer * std::sqrt(48.0), 0.01, 1e-6) << m.path;
     }
   }
+}
+
+// A full disk while writing config.json (/dev/full: ENOSPC) is named with the system's reason.
+TEST(SynthWeights, AFullDiskSaysWhy) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  testing::TempDir tmp;
+  fs::create_symlink("/dev/full", tmp.file("config.json"));
+  const CheckpointPlan plan =
+      plan_preset_checkpoint(*find_preset("tiny-qwen3-moe"), 0, {}, DType::BF16);
+  SynthArgs a;
+  a.out_dir = tmp.path();
+  testing::expect_error([&] { write_synthetic_checkpoint(plan, a); },
+                        {tmp.file("config.json"), std::strerror(ENOSPC)});
 }
 
 }  // namespace

@@ -1,9 +1,14 @@
 // `moex tune`'s grid, cap derivation and calibration entry (see moe_tune.h).
 #include "moe/moe_tune.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -296,8 +301,11 @@ void check_calibration_writable(const std::string& path) {
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   if (ec) fail("calibration file ", path, ": cannot create its directory: ", ec.message());
   const std::string probe = path + ".tmp";
-  if (!std::ofstream(probe, std::ios::binary | std::ios::app))
-    fail("calibration file ", path, ": cannot write in its directory (tried ", probe, ")");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0)
+    fail("calibration file ", path, ": cannot write in its directory (tried ", probe, ": ",
+         std::strerror(errno), ")");
+  ::close(fd);
   std::filesystem::remove(probe, ec);
 }
 

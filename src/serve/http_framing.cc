@@ -56,6 +56,10 @@ std::string RequestFramer::take_request() { return std::move(request_); }
 bool RequestFramer::advance(std::string_view in) {
   if (phase_ == Phase::kDone || phase_ == Phase::kRefused) return true;
   if (phase_ == Phase::kHead) {
+    // Empty lines before the request line are skipped (RFC 9112 section 2.2) before the end
+    // of the head is looked for: "\r\n\r\n" there would end a head with no request line.
+    while (in.substr(lead_, 2) == kCrlf) lead_ += 2;
+    pos_ = std::max(pos_, lead_);
     const size_t end = in.find("\r\n\r\n", pos_);
     if (end == std::string_view::npos || end + 4 > limits_.max_head_bytes) {
       if (in.size() > limits_.max_head_bytes)
@@ -65,7 +69,7 @@ bool RequestFramer::advance(std::string_view in) {
       pos_ = in.size() < 3 ? 0 : in.size() - 3;
       return false;
     }
-    if (parse_head(in.substr(0, end + 2))) return true;
+    if (parse_head(in.substr(lead_, end + 2 - lead_))) return true;
     body_start_ = pos_ = end + 4;
   }
   if (phase_ == Phase::kLength) {
@@ -85,10 +89,8 @@ bool RequestFramer::advance(std::string_view in) {
   return true;
 }
 
-// `head` ends with the CRLF of its last line. Empty lines before the request line are skipped
-// (RFC 9112 section 2.2).
+// `head` starts with the request line and ends with the CRLF of its last line.
 bool RequestFramer::parse_head(std::string_view head) {
-  while (head.substr(0, 2) == kCrlf) head.remove_prefix(2);
   size_t fields = 0;
   bool first = true;
   while (!head.empty()) {
@@ -161,6 +163,10 @@ bool RequestFramer::field(std::string_view line) {
     have_encoding_ = true;
     return false;
   }
+  if (name == "authorization") {  // kept for httplib too; checked by the caller at once
+    ++authorization_fields_;
+    authorization_ = std::string(value);
+  }
   if (name == "expect" && lower(value) == "100-continue") {
     expect_continue_ = true;  // answered by whoever reads the connection, before the body
     return false;
@@ -189,12 +195,12 @@ bool RequestFramer::chunked(std::string_view in) {
     }
     const size_t eol = in.find(kCrlf, pos_);
     const size_t limit = phase_ == Phase::kTrailer ? limits_.max_field_bytes : kMaxChunkLine;
-    if (eol == std::string_view::npos) {
-      if (in.size() - pos_ > limit)
-        return refuse(phase_ == Phase::kTrailer ? 431 : 400,
-                      str_cat("a chunked body line is longer than ", limit, " bytes"));
-      return false;
-    }
+    // A line past the bound is refused whether its CRLF has come or not, so that the answer
+    // does not depend on how the bytes arrive: without it, once the bound and a CR are passed.
+    if (eol == std::string_view::npos ? in.size() - pos_ > limit + 1 : eol - pos_ > limit)
+      return refuse(phase_ == Phase::kTrailer ? 431 : 400,
+                    str_cat("a chunked body line is longer than ", limit, " bytes"));
+    if (eol == std::string_view::npos) return false;
     const std::string_view line = in.substr(pos_, eol - pos_);
     pos_ = eol + 2;
     if (phase_ == Phase::kTrailer) {  // trailer fields are read and dropped

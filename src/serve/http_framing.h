@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,12 @@ class RequestFramer {
   bool refused() const { return phase_ == Phase::kRefused; }
   // The head asked for "Expect: 100-continue" (the interim answer is the caller's to send).
   bool expects_continue() const { return expect_continue_; }
+  // Once the head is complete: the value of its Authorization field (trimmed), nullopt when
+  // there is none or more than one (two credentials are no credential).
+  std::optional<std::string_view> authorization() const {
+    if (authorization_fields_ != 1) return std::nullopt;
+    return std::string_view(authorization_);
+  }
 
   // Refused: the status (400, 413, 431, 501) and what was wrong.
   int status() const { return status_; }
@@ -51,8 +58,11 @@ class RequestFramer {
   FramingLimits limits_;
   Phase phase_ = Phase::kHead;
   size_t pos_ = 0;  // kHead: where the search for the blank line resumes; else the next byte
+  size_t lead_ = 0;  // kHead: the empty lines before the request line
   size_t body_start_ = 0, content_length_ = 0, chunk_left_ = 0, trailer_fields_ = 0;
   bool have_length_ = false, have_encoding_ = false, expect_continue_ = false;
+  size_t authorization_fields_ = 0;
+  std::string authorization_;  // the last Authorization field's value
   std::string encoding_;  // Transfer-Encoding, lower case, its fields joined with ','
   std::string head_;      // rewritten: request line and the fields kept, each with CRLF
   std::string body_;      // chunked: decoded so far

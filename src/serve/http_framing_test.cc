@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moex::serve {
@@ -69,6 +71,27 @@ TEST(RequestFramer, DecodesAChunkedBodyIntoAContentLength) {
   }
 }
 
+// Empty lines before the request line are skipped, however many and however they arrive;
+// "\r\n\r\n" there used to end a head that had no request line.
+TEST(RequestFramer, EmptyLinesBeforeTheRequestLineAreSkipped) {
+  for (const std::string lead : {"\r\n", "\r\n\r\n", "\r\n\r\n\r\n"}) {
+    const std::string raw = lead + "GET /health HTTP/1.1\r\n\r\n";
+    for (size_t step : {0, 1, 2, 3}) {
+      const Framed f = frame(raw, step);
+      ASSERT_TRUE(f.done) << step;
+      EXPECT_EQ(f.status, 0) << f.message;
+      EXPECT_EQ(f.request, "GET /health HTTP/1.1\r\nContent-Length: 0\r\n\r\n") << step;
+      EXPECT_EQ(f.consumed, raw.size());
+    }
+  }
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(f.advance("\r\n\r\n\r\n"));  // still waiting for a request line
+  EXPECT_FALSE(f.head_complete());
+  // Not forever: the empty lines count against the head's bound.
+  EXPECT_TRUE(f.advance("\r\n\r\n\r\n" + std::string(2000, '\r') + "\n"));
+  EXPECT_EQ(f.status(), 431);
+}
+
 TEST(RequestFramer, ARequestWithoutABodyGetsContentLengthZero) {
   const Framed f = frame("\r\nGET /health HTTP/1.1\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(f.status, 0) << f.message;
@@ -113,6 +136,13 @@ TEST(RequestFramer, RefusesWhatIsAmbiguousOrTooLarge) {
       {kPost + "Bad Name: 1\r\n\r\n", 400, "malformed header field"},
       {kPost + "Content-Length : 1\r\n\r\nx", 400, "malformed header field"},
       {kPost + "X: a\rb\r\n\r\n", 400, "bare CR"},
+      // Lines of a chunked body past their bound, refused whether their CRLF has come or not
+      // (at once, a complete line used to be taken whatever its length).
+      {kPost + "Transfer-Encoding: chunked\r\n\r\n5;" + std::string(1100, 'e') +
+           "\r\nhello\r\n0\r\n\r\n",
+       400, "longer than 1024"},
+      {kPost + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: " + std::string(300, 't') + "\r\n\r\n",
+       431, "longer than 200"},
   };
   for (const Case& c : cases) {
     for (size_t step : {0, 3}) {
@@ -130,6 +160,36 @@ TEST(RequestFramer, OneMillionHeaderLinesAreRefusedAfterTheBound) {
   RequestFramer f(small_limits());
   EXPECT_TRUE(f.advance(raw));  // refused at 1024 bytes, not kept reading
   EXPECT_EQ(f.status(), 431);
+}
+
+// The Authorization field is known as soon as the head is (before any of the body), and only
+// a single one counts; it stays in the request for httplib.
+TEST(RequestFramer, AuthorizationIsKnownWithTheHead) {
+  struct Case {
+    std::string fields;
+    std::optional<std::string> want;
+  };
+  const Case cases[] = {
+      {"Authorization: Bearer k\r\n", "Bearer k"},
+      {"authorization:   Bearer k  \r\n", "Bearer k"},  // any case, trimmed
+      {"", std::nullopt},
+      {"Authorization: Bearer x\r\nAuthorization: Bearer k\r\n", std::nullopt},
+      {"X-Authorization: Bearer k\r\n", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    RequestFramer f(small_limits());
+    const std::string head = "POST / HTTP/1.1\r\n" + c.fields + "Content-Length: 50\r\n\r\n";
+    EXPECT_FALSE(f.advance(head));  // the body is still to come
+    ASSERT_TRUE(f.head_complete());
+    const std::optional<std::string_view> got = f.authorization();
+    EXPECT_EQ(got ? std::optional<std::string>(std::string(*got)) : std::nullopt, c.want)
+        << c.fields;
+  }
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(f.advance("GET / HTTP/1.1\r\nAuthorization: Bearer k"));
+  EXPECT_FALSE(f.authorization());  // not before the head is whole
+  ASSERT_TRUE(f.advance("GET / HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n"));
+  EXPECT_NE(f.take_request().find("Authorization: Bearer k\r\n"), std::string::npos);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -23,6 +25,8 @@ const char* reason(int status) {
   switch (status) {
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 408:
       return "Request Timeout";
     case 413:
@@ -36,6 +40,13 @@ const char* reason(int status) {
     default:
       return "Error";
   }
+}
+
+// Equal strings in time that does not depend on where they differ (an API key).
+bool same_secret(std::string_view a, std::string_view b) {
+  size_t diff = a.size() ^ b.size();
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) diff |= uint8_t(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 }  // namespace
@@ -123,7 +134,7 @@ void Intake::close_conn(std::list<Conn>::iterator it) {
 void Intake::refuse(Conn& c, int status, const std::string& message) {
   const std::string body = error_body_(status, message);
   const std::string response = str_cat(
-      "HTTP/1.1 ", status, " ", reason(status),
+      "HTTP/1.1 ", status, " ", reason(status), status == 401 ? "\r\nWWW-Authenticate: Bearer" : "",
       "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ", body.size(),
       "\r\n\r\n", body);
   (void)!send(c.fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -135,7 +146,16 @@ void Intake::refuse(Conn& c, int status, const std::string& message) {
 }
 
 void Intake::frame(Conn& c) {
-  if (!c.framer.advance(c.buf)) {
+  const bool done = c.framer.advance(c.buf);
+  if (done && c.framer.refused()) return refuse(c, c.framer.status(), c.framer.message());
+  // The key is checked once the head is in, before any of the body is waited for.
+  if (c.framer.head_complete() && !limits_.authorization.empty()) {
+    const std::optional<std::string_view> given = c.framer.authorization();
+    if (!given || !same_secret(*given, limits_.authorization))
+      return refuse(c, 401,
+                    "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
+  }
+  if (!done) {
     if (c.framer.head_complete() && c.framer.expects_continue() && !c.continue_sent) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       (void)!send(c.fd, kContinue.data(), kContinue.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -143,7 +163,6 @@ void Intake::frame(Conn& c) {
     }
     return;
   }
-  if (c.framer.refused()) return refuse(c, c.framer.status(), c.framer.message());
   IntakeRequest r;
   r.fd = c.fd;
   r.request = c.framer.take_request();

@@ -29,6 +29,10 @@ struct IntakeLimits {
   // Request bytes held at once, unfinished ones here and whole ones waiting for or in a
   // handler: past it, bodies are read no further until there is room.
   size_t max_buffered_bytes = size_t{64} << 20;
+  // Not empty: the Authorization value every request must carry ("Bearer KEY"). It is checked
+  // as soon as the head is in, so a request without it is answered 401 before its body is
+  // read (and the connection closed, as after any refusal here).
+  std::string authorization;
 };
 
 // A complete request for a handler; the connection goes back with Intake::finish.

@@ -151,5 +151,43 @@ TEST(Intake, ARefusalIsAnsweredBeforeTheClose) {
   close(c);
 }
 
+// With a key required, a head without it is answered 401 at once: the body is never waited
+// for (before, the request was read whole and the handler refused it), nothing is handed on.
+TEST(Intake, AMissingKeyIs401AsSoonAsTheHeadIsIn) {
+  IntakeLimits limits = short_limits();
+  limits.request_timeout = milliseconds(3000);  // a body waited for would take this long
+  limits.authorization = "Bearer k";
+  Rig rig(limits);
+  const std::string heads[] = {
+      "POST / HTTP/1.1\r\nContent-Length: 90\r\n\r\n",
+      "POST / HTTP/1.1\r\nAuthorization: Bearer j\r\nContent-Length: 90\r\n\r\n",
+      "POST / HTTP/1.1\r\nAuthorization: Bearer kk\r\nContent-Length: 90\r\n\r\n",
+      "POST / HTTP/1.1\r\nAuthorization: Bearer j\r\nAuthorization: Bearer k\r\n"
+      "Content-Length: 90\r\n\r\n",
+      "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 90\r\n\r\n",
+  };
+  for (const std::string& head : heads) {
+    const int c = rig.connect();
+    const auto t0 = std::chrono::steady_clock::now();
+    send_all(c, head);  // and no body
+    const std::string answer = read_to_close(c);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 401 Unauthorized\r\n", 0), 0u) << head << answer;
+    EXPECT_NE(answer.find("WWW-Authenticate: Bearer\r\n"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("Authorization: Bearer KEY"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find("100 Continue"), std::string::npos) << answer;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(1500)) << head;
+    close(c);
+  }
+  EXPECT_TRUE(rig.got.empty());
+  const int c = rig.connect();  // the key: the body is read and the request handed on
+  send_all(c, "POST / HTTP/1.1\r\nAuthorization: Bearer k\r\nContent-Length: 3\r\n\r\n");
+  EXPECT_FALSE(rig.wait_for(1, milliseconds(100)));
+  send_all(c, "abc");
+  ASSERT_TRUE(rig.wait_for(1));
+  EXPECT_NE(rig.got[0].request.find("Authorization: Bearer k\r\n"), std::string::npos);
+  rig.intake.finish(std::move(rig.got[0]), false);
+  close(c);
+}
+
 }  // namespace
 }  // namespace moex::serve

@@ -99,6 +99,9 @@ void HttpServer::Impl::start_handlers() {
   handlers = std::make_unique<httplib::ThreadPool>(size_t(std::max(1, opt.threads)));
   IntakeLimits limits = opt.intake;
   limits.framing.max_body_bytes = opt.max_body_bytes;
+  // The intake answers 401 as soon as a head without the key is in (the pre-routing handler
+  // below checks again, as httplib sees the request).
+  if (!opt.api_key.empty()) limits.authorization = "Bearer " + opt.api_key;
   // Every handler's connection counts: room for each and as many waiting for their turn.
   limits.max_connections = std::max(limits.max_connections, 2 * size_t(std::max(1, opt.threads)));
   intake = std::make_unique<Intake>(

@@ -17,13 +17,17 @@ std::string single_char_field(const Json& obj, const char* key, const std::strin
   return s;
 }
 
-Json parse_json_text(std::string_view text, const std::string& file) {
-  // Depth only: what walks the result recursively has no stack of its own.
-  return parse_json_text_strict(text, file, {kMaxJsonDepth, false});
+Json parse_json_text(std::string_view text, const std::string& file, int unique_key_depth) {
+  // The depth bound: what walks the result recursively has no stack of its own.
+  JsonTextRules rules;
+  rules.max_depth = kMaxJsonDepth;
+  rules.reject_duplicate_keys = unique_key_depth > 0;
+  rules.duplicate_keys_max_depth = unique_key_depth;
+  return parse_json_text_strict(text, file, rules);
 }
 
-Json read_json_file(const std::string& path, int64_t max_bytes) {
-  return parse_json_text(read_small_file(path, max_bytes, "JSON file"), path);
+Json read_json_file(const std::string& path, int64_t max_bytes, int unique_key_depth) {
+  return parse_json_text(read_small_file(path, max_bytes, "JSON file"), path, unique_key_depth);
 }
 
 void check_sequence_depth(int depth, const std::string& where) {

@@ -106,13 +106,21 @@ inline constexpr int kMaxJsonDepth = 64;
 // this is an error naming the field (real tokenizers nest one or two levels).
 inline constexpr int kMaxSequenceDepth = 16;
 
+// tokenizer.json's objects at this depth or shallower may not repeat a key: the top level
+// and the components in it (model, normalizer, pre_tokenizer, post_processor, decoder). A
+// second "model" would silently replace the first (nlohmann keeps the last). Deeper objects
+// are maps such as model.vocab, read with the last of a repeated key.
+inline constexpr int kTokenizerUniqueKeyDepth = 2;
+
 // Parses `text` (the contents of `file`, named in messages); Error on a syntax error, a NUL
-// byte (nlohmann would stop there and ignore the rest) or nesting deeper than kMaxJsonDepth.
-Json parse_json_text(std::string_view text, const std::string& file);
+// byte (nlohmann would stop there and ignore the rest), nesting deeper than kMaxJsonDepth or,
+// in an object at depth `unique_key_depth` or less (0: none), a repeated key.
+Json parse_json_text(std::string_view text, const std::string& file, int unique_key_depth = 0);
 
 // Reads (core/file_read.h: regular files only, at most max_bytes) and parses a JSON file;
 // a missing or special file, an oversize one or a syntax error names the file.
-Json read_json_file(const std::string& path, int64_t max_bytes = kMaxTokenizerConfigBytes);
+Json read_json_file(const std::string& path, int64_t max_bytes = kMaxTokenizerConfigBytes,
+                    int unique_key_depth = 0);
 
 // `where` at Sequence nesting `depth` (0 for the top component): Error when a Sequence there
 // would nest deeper than kMaxSequenceDepth.

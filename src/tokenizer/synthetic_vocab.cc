@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
 
@@ -45,9 +46,7 @@ std::string special_name(int i) {
 }
 
 void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  if (!out) fail(p.string(), ": cannot write file");
+  write_file_plain(p.string(), text, "synthetic tokenizer file");
 }
 
 constexpr const char* kSplitPattern =

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -48,6 +50,22 @@ TEST(SyntheticVocab, DeterministicAndValidated) {
   args.vocab_size = 1000;
   args.num_special_tokens = 0;
   EXPECT_THROW(write_synthetic_tokenizer(a.string(), args), moex::Error);
+}
+
+// A full disk (/dev/full: ENOSPC) is named with the file and the system's reason (it used to
+// say "cannot write file" alone).
+TEST(SyntheticVocab, AFullDiskSaysWhy) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const auto dir = tok_test::temp_dir("full");
+  std::filesystem::create_symlink("/dev/full", dir / "tokenizer.json");
+  try {
+    write_synthetic_tokenizer(dir.string(), 3000);
+    FAIL() << "wrote to /dev/full";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find((dir / "tokenizer.json").string()), std::string::npos) << m;
+    EXPECT_NE(m.find(std::strerror(ENOSPC)), std::string::npos) << m;
+  }
 }
 
 }  // namespace

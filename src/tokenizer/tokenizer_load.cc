@@ -99,7 +99,8 @@ Tokenizer Tokenizer::load(const std::string& dir_or_file) {
   if (path_kind(file) == PathKind::kDirectory) file /= "tokenizer.json";
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   if (path_kind(file) == PathKind::kMissing) fail(file.string(), ": tokenizer file not found");
-  const Json j = tok::read_json_file(file.string(), tok::kMaxTokenizerJsonBytes);
+  const Json j = tok::read_json_file(file.string(), tok::kMaxTokenizerJsonBytes,
+                                     tok::kTokenizerUniqueKeyDepth);
   const std::string where = file.string() + ": ";
   tok::require_object(j, file.string());
 

@@ -67,6 +67,28 @@ TEST(TokenizerLoad, MalformedFilesNameTheField) {
   EXPECT_NE(load_error("/nonexistent/dir").find("tokenizer file not found"), std::string::npos);
 }
 
+// A key repeated in the top-level object or in a component is refused, naming the key: a
+// second "model" used to replace the first silently (an empty vocabulary encoded every prompt
+// to no tokens). Repeated keys deeper down (a vocab map) keep the last, as before.
+TEST(TokenizerLoad, RepeatedKeysAtTheTopAndInComponentsRefused) {
+  const std::string empty_model = R"(, "model": {"type": "BPE", "vocab": {}, "merges": []})";
+  std::string two_models = sp_json();
+  two_models.insert(two_models.size() - 1, empty_model);
+  expect_error("dupmodel", two_models,
+               "tokenizer.json: duplicate JSON key 'model' in the top-level object");
+  expect_error("dupdecoder", sp_json("", R"(, "decoder": null, "decoder": {"type": "Fuse"})"),
+               "duplicate JSON key 'decoder' in the top-level object");
+  expect_error("duptype", sp_json(R"( "type": "BPE",)"), "duplicate JSON key 'type' in model;");
+  expect_error("dupnorm", sp_json("", R"(, "normalizer": {"type": "NFC", "type": "NFKC"})"),
+               "duplicate JSON key 'type' in normalizer;");
+  // Deeper objects may repeat a key: the last one is read.
+  std::string dup_vocab = sp_json();
+  const std::string entry = R"("ab": 15})";
+  dup_vocab.replace(dup_vocab.find(entry), entry.size(), R"("ab": 3, "ab": 15})");
+  EXPECT_EQ(load_error(write_tokenizer("dupvocab", dup_vocab)), "");
+  EXPECT_EQ(Tokenizer::load(write_tokenizer("dupvocab2", dup_vocab)).token_to_id("ab"), 15);
+}
+
 // Ids may leave up to kMaxVocabIdGap unused ids (the table stays bounded); one more fails.
 TEST(TokenizerLoad, VocabIdGapBoundIsExact) {
   const int64_t last_ok = 1 + tok::BpeModel::kMaxVocabIdGap - 1;

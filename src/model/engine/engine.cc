@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "core/huge_pages.h"
@@ -88,6 +89,10 @@ std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions
   CheckOptions check;
   check.allow_per_expert_layout = true;
   ModelCheckpoint mc = open_model_checkpoint(dir, check);
+  // Said once per load (by the first rank of an expert-parallel run).
+  const std::string note = inferred_quant_warning(mc, dir);
+  if (!note.empty() && (!opt.collective || opt.collective->rank() == 0))
+    std::fprintf(stderr, "moex: %s\n", note.c_str());
   return std::unique_ptr<Engine>(new Engine(dir, std::move(mc), opt));
 }
 
