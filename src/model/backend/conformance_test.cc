@@ -29,30 +29,40 @@ namespace {
 using kernels::testing::IsaLevel;
 
 // n floats between two runs of canaries, NaN-poisoned (a value left unwritten is not finite).
+// Floats throughout; bit patterns go in and out by memcpy.
 class Guarded {
  public:
-  explicit Guarded(int64_t n) : n_(n), bits_(size_t(n + 2 * kCanary), kPoison) {
+  explicit Guarded(int64_t n) : n_(n), v_(size_t(n + 2 * kCanary), as_float(kPoison)) {
     for (int64_t i = 0; i < kCanary; ++i)
-      bits_[size_t(i)] = bits_[size_t(n + kCanary + i)] = kCanaryBits;
+      v_[size_t(i)] = v_[size_t(n + kCanary + i)] = as_float(kCanaryBits);
   }
-  float* data() { return reinterpret_cast<float*>(bits_.data() + kCanary); }
+  float* data() { return v_.data() + kCanary; }
   bool canaries_intact() const {
     for (int64_t i = 0; i < kCanary; ++i)
-      if (bits_[size_t(i)] != kCanaryBits || bits_[size_t(n_ + kCanary + i)] != kCanaryBits)
+      if (bits(v_[size_t(i)]) != kCanaryBits || bits(v_[size_t(n_ + kCanary + i)]) != kCanaryBits)
         return false;
     return true;
   }
-  void append_to(std::vector<float>& v) const {
-    const float* p = reinterpret_cast<const float*>(bits_.data() + kCanary);
-    v.insert(v.end(), p, p + n_);
+  void append_to(std::vector<float>& out) const {
+    out.insert(out.end(), v_.begin() + kCanary, v_.begin() + kCanary + n_);
   }
 
  private:
   static constexpr int64_t kCanary = 16;
   static constexpr uint32_t kCanaryBits = 0x7fc0beefu;  // a NaN payload no op writes
   static constexpr uint32_t kPoison = 0xffffffffu;      // NaN
+  static float as_float(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  static uint32_t bits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
   int64_t n_;
-  std::vector<uint32_t> bits_;
+  std::vector<float> v_;
 };
 
 struct Outputs {
