@@ -1,7 +1,10 @@
-// Conformance cases of the elementwise ops: swiglu, gated_activation (every kind),
-// gated_rms_norm (both gate orders) and causal_conv_silu. Bound: the activation kernels' own
+// Conformance cases of the elementwise ops: the residual stream's (stream_ops), swiglu,
+// gated_activation (every kind), gated_rms_norm (both gate orders) and causal_conv_silu.
+// Bound: bit equality for the stream ops; for the others the activation kernels' own
 // (kernels_test_util.h activation_error_bound), propagated through what follows it.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -142,9 +145,62 @@ void add_conv(std::vector<Case>& cases, int64_t steps, int64_t channels, int64_t
   cases.push_back(std::move(c));
 }
 
+// The residual stream's ops (ops/stream_ops.h): compiled once for every ISA, so bit-equal.
+// In-place ops start from a copy of their input in the output buffer.
+void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
+  const int64_t n = 1037;
+  auto x = std::make_shared<std::vector<float>>(uniform(n, seed, -30.f, 30.f));
+  auto y = std::make_shared<std::vector<float>>(uniform(n, seed + 1, -6.f, 6.f));
+  auto add = [&](std::string id, std::vector<int64_t> parts,
+                 std::function<void(const ModelBackend&, float* const*)> run) {
+    Case c;
+    c.id = std::move(id);
+    int64_t total = 0;
+    for (int64_t p : parts) total += p;
+    c.parts = std::move(parts);
+    c.run = std::move(run);
+    c.bound = shared_code(total);
+    c.rule = "bit-equal: ops/stream_ops.cc is compiled once for every ISA";
+    cases.push_back(std::move(c));
+  };
+  auto from_x = [x](float* out) { std::copy(x->begin(), x->end(), out); };
+  for (float scale : {1.f, 0.5f})
+    add("add_scaled/scale=" + std::to_string(scale).substr(0, 3) + "/n=1037", {n},
+        [=](const ModelBackend& b, float* const* o) {
+          from_x(o[0]);
+          b.add_scaled(o[0], y->data(), n, scale);
+        });
+  add("scale/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) {
+    from_x(o[0]);
+    b.scale(o[0], n, 0.37f);
+  });
+  add("sigmoid_gate/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) {
+    from_x(o[0]);
+    b.sigmoid_gate(o[0], y->data(), n);
+  });
+  const struct { float divisor, cap; } softcaps[] = {{2.5f, 30.f}, {1.f, 15.f}, {8.f, 0.f}};
+  for (const auto& sc : softcaps)
+    add("divide_and_softcap/divisor=" + std::to_string(int(sc.divisor * 10)) +
+            "e-1,cap=" + std::to_string(int(sc.cap)) + "/n=1037",
+        {n}, [=](const ModelBackend& b, float* const* o) {
+          from_x(o[0]);
+          b.divide_and_softcap(o[0], n, sc.divisor, sc.cap);
+        });
+  add("query_temperature/f32/rows=5,width=48,pos0=8190", {5 * 48},
+      [=](const ModelBackend& b, float* const* o) {
+        std::copy_n(x->begin(), 5 * 48, o[0]);
+        b.query_temperature({.q = o[0], .rows = 5, .width = 48, .pos0 = 8190,
+                             .floor_scale = 8192.f, .attn_scale = 0.1f});
+      });
+  add("split_halves/f32/rows=7,half=16", {7 * 16, 7 * 16},
+      [=](const ModelBackend& b, float* const* o) { b.split_halves(x->data(), o[0], o[1], 7, 16); });
+  add("copy/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) { b.copy(o[0], x->data(), n); });
+}
+
 }  // namespace
 
 void add_elementwise_cases(std::vector<Case>& cases) {
+  add_stream_cases(cases, 1500);
   add_activation(cases, Activation::kSwiGLU, true, 1, 1000);
   add_activation(cases, Activation::kSwiGLU, true, 1037, 1010);
   uint64_t seed = 1020;

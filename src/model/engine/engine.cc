@@ -2,6 +2,7 @@
 // and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
 // norm -> head, for the last row only.
 #include "model/engine/engine.h"
+#include "model/engine/decode_op_bytes.h"
 #include "model/engine/expert_parallel.h"
 #include "model/weight_bytes.h"
 
@@ -122,9 +123,11 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   }
   // Every op runs on the chosen backend; its MoE backend's capability is a policy input.
   be_ = &model_backend(opt.backend);
-  policy_.backend = &be_->moe();
-  policy_.settings = opt.fused;
-  policy_.calibration = opt.calibration;
+  moe::MoePolicy policy;
+  policy.backend = &be_->moe();
+  policy.settings = opt.fused;
+  policy.calibration = opt.calibration;
+  policy_ = std::make_unique<PolicyControl>(std::move(policy));
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
   if (collective_) {  // copied layouts copy (and read) only this rank's experts
@@ -187,61 +190,23 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     }
     ++moe_index;
     moe_[size_t(i)] =
-        std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_, std::move(ep));
+        std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_->policy(),
+                                 std::move(ep));
   }
   own_ = new_sequence();
-  user_settings_ = policy_.settings;
-  layer_shapes_.resize(size_t(cfg_.num_layers));
-  bool any_moe = false;
+  PolicyControl::Layers moe_layers;
+  moe_layers.shapes.resize(size_t(cfg_.num_layers));
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     if (!moe_[size_t(i)]) continue;
     const kernels::MoeExpertsView& ex = w_.layers[size_t(i)].moe.experts;
-    layer_shapes_[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
-    any_moe = true;
+    moe_layers.shapes[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
+    moe_layers.ffn.push_back(moe_[size_t(i)].get());
   }
-  // Measure when nothing trustworthy decides (moe::plan_online_measurement). CPU only: there
-  // the two paths give the same bits, so measuring changes no output.
-  measure_plan_ = moe::plan_online_measurement(
-      {policy_.settings, policy_.calibration, policy_.backend->kind(), opt.measure_policy,
-       collective_ != nullptr, any_moe},
-      moex_commit());
-  if (measure_plan_.measure) measure_ = std::make_unique<moe::OnlineMeasurement>(opt.measure_time);
+  policy_->attach(std::move(moe_layers), opt.measure_policy, collective_ != nullptr,
+                  opt.measure_time);
   logits_.resize(size_t(cfg_.vocab));
 
-  auto bytes = [](const ops::Linear& l) { return l.w.valid() ? l.w.weight_bytes() : int64_t{0}; };
-  auto stack_bytes = [](const kernels::QuantWeightsView& v) {  // MLA's per-head matrices
-    return v.experts * v.n * v.format().row_bytes_with_scales(v.k);
-  };
-  auto op = [&](DecodeOp o) -> int64_t& { return op_bytes_[size_t(o)]; };
-  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
-    const LayerPlan& plan = cfg_.layers[size_t(i)];
-    const LayerWeights& lw = w_.layers[size_t(i)];
-    if (plan.mixer == MixerKind::kAttention)
-      op(DecodeOp::kAttentionProjections) +=
-          bytes(lw.attn.q) + bytes(lw.attn.k) + bytes(lw.attn.v) + bytes(lw.attn.o);
-    else if (plan.mixer == MixerKind::kShortConv)
-      op(DecodeOp::kShortConv) += bytes(lw.conv.in_proj) + bytes(lw.conv.out_proj);
-    else if (plan.mixer == MixerKind::kMla)
-      op(DecodeOp::kAttentionProjections) +=
-          bytes(lw.mla.q) + bytes(lw.mla.q_a) + bytes(lw.mla.q_b) + bytes(lw.mla.kv_a) +
-          bytes(lw.mla.o) + stack_bytes(lw.mla.embed_q) + stack_bytes(lw.mla.unembed_out);
-    else if (plan.mixer == MixerKind::kGatedDeltaNet)
-      for (const ops::Linear* l : {&lw.gdn.qkvz, &lw.gdn.ba, &lw.gdn.qkv, &lw.gdn.z, &lw.gdn.b,
-                                   &lw.gdn.a, &lw.gdn.out_proj})
-        op(DecodeOp::kLinearAttention) += bytes(*l);
-    else if (plan.mixer == MixerKind::kMamba2)
-      op(DecodeOp::kStateSpace) += bytes(lw.mamba.in_proj) + bytes(lw.mamba.out_proj);
-    if (plan.ffn == FfnKind::kDense)
-      op(DecodeOp::kDenseMlp) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
-    else if (plan.ffn == FfnKind::kMoe)
-      op(DecodeOp::kMoe) += bytes(lw.moe.router) + bytes(lw.moe.shared_gate);
-    // Gemma-4's dense MLP beside the experts runs inside the MoE op's clock (ffn_layer).
-    if (plan.ffn == FfnKind::kMoe && plan.parallel_dense_dff > 0)
-      op(DecodeOp::kMoe) += bytes(lw.dense.gate) + bytes(lw.dense.up) + bytes(lw.dense.down);
-  }
-  op(DecodeOp::kMoe) += weight_bytes_.routed_experts + weight_bytes_.shared_experts;
-  op(DecodeOp::kLmHead) = weight_bytes_.lm_head;
-  op(DecodeOp::kEmbedding) = weight_bytes_.embedding_row;
+  op_bytes_ = engine::decode_op_weight_bytes(cfg_, w_, weight_bytes_);
 }
 
 Engine::~Engine() = default;
@@ -259,60 +224,15 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
 }
 
 void Engine::set_fused_settings(const moe::FusedSettings& settings) {
-  user_settings_ = settings;
-  if (settings.mode != moe::FusedMode::kAuto || settings.max_dff) measure_.reset();
-  apply_settings(settings);
+  policy_->set_user_settings(settings);
 }
 
-void Engine::apply_settings(const moe::FusedSettings& s) {
-  policy_.settings = s;
-  for (auto& m : moe_)
-    if (m) m->set_policy(policy_);
+bool Engine::conclude_policy_measurement() { return policy_->conclude(); }
+bool Engine::measuring_policy() const { return policy_->measuring(); }
+const std::vector<std::string>& Engine::policy_measurement_report() const {
+  return policy_->report();
 }
-
-// While recording, every MoE layer runs the step's path (mode on/off from the measurement).
-void Engine::start_measurement_step() {
-  moe::FusedSettings s = user_settings_;
-  if (measure_->recording()) {
-    s.mode = measure_->path_for_step() == moe::Path::kFused ? moe::FusedMode::kOn
-                                                             : moe::FusedMode::kOff;
-    s.mode_source = moe::SettingSource::kMeasurement;
-  }
-  if (s.mode != policy_.settings.mode || s.mode_source != policy_.settings.mode_source)
-    apply_settings(s);
-}
-
-bool Engine::conclude_policy_measurement() {
-  if (!measure_ || !measure_->conclude()) return false;
-  finish_measurement();
-  return true;
-}
-
-void Engine::finish_measurement() {
-  const moe::Backend kind = policy_.backend->kind();
-  const moe::HostCap cap = measure_->host_cap(kind);
-  measure_report_ = measure_->report();
-  const std::string date = utc_date_time();
-  policy_.calibration = moe::CalibratedCap{
-      cap.cap, str_cat("measured on this host at ", date, ", ", cap.text), moex_commit(), true};
-  std::string saved;
-  const std::string path = moe::default_calibration_path();
-  const moe::CalibrationKey key = policy_.backend->calibration_key();
-  moe::TuneHost host{key.backend, key.hardware, key.threads, key.isa, key.precision,
-                     moex_commit(), date};
-  try {
-    if (path.empty()) fail("neither MOEX_CALIBRATION, XDG_CACHE_HOME nor HOME is set");
-    moe::save_tune_entry(path, moe::make_tune_entry(host, cap, moe::calibration_points(measure_->points())));
-    saved = "saved to " + path;
-  } catch (const Error& e) {
-    saved = str_cat("not saved (", e.what(), ")");
-  }
-  measure_report_.push_back(str_cat("cap ", cap.cap, " for ", key.hardware, ", ", key.threads,
-                                    " threads, ", key.isa, ", ", key.precision, " precision; ",
-                                    saved));
-  measure_.reset();
-  apply_settings(user_settings_);
-}
+const std::string& Engine::policy_measurement_plan() const { return policy_->plan().why; }
 
 void Engine::ensure_rows(int64_t n) {
   if (n <= rows_) return;
@@ -372,10 +292,10 @@ void Engine::ffn_layer(int64_t layer, int64_t n) {
     moe_out = branch_.data();
   }
   MoeFfn& moe = *moe_[size_t(layer)];
-  const bool timed = measure_ && n == 1 && measure_->recording();
+  const bool timed = policy_->timing(n);
   const double t0 = timed ? now_seconds() : 0;
   moe.forward(moe.input_is_raw() ? h_.data() : xn_.data(), n, moe_out, counters_, moe_scratch_);
-  if (timed) measure_->record(layer_shapes_[size_t(layer)], now_seconds() - t0);
+  if (timed) policy_->record(layer, now_seconds() - t0);
   if (moe_out != mix_.data()) be_->add_scaled(mix_.data(), moe_out, n * cfg_.hidden, 1.f);
 }
 
@@ -393,7 +313,7 @@ void Engine::check_tokens(const int32_t* tokens, int64_t n) const {
 // A single-token step is what the online measurement times; `profiled`: the step's clock
 // added to the profile.
 void Engine::begin_step(int64_t n) {
-  if (measure_ && n == 1) start_measurement_step();
+  policy_->begin_step(n);
 }
 
 void Engine::end_step(int64_t n, bool profiled) {
@@ -409,7 +329,7 @@ void Engine::end_step(int64_t n, bool profiled) {
     if (total > 0) ep_stats_.step_imbalance.push_back(double(most) * double(run.size()) / double(total));
     std::fill(run.begin(), run.end(), 0);
   }
-  if (measure_ && n == 1 && measure_->end_step()) finish_measurement();
+  policy_->end_step(n);
 }
 
 const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {

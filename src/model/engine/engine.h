@@ -22,6 +22,7 @@
 #include "model/engine/mla.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
+#include "model/engine/policy_control.h"
 #include "model/engine/sequence.h"
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
@@ -130,13 +131,13 @@ class Engine {
   void set_fused_settings(const moe::FusedSettings& settings);
   // The online measurement: true while its decode steps run; its outcome, one line per shape
   // and one for the cap and where it was saved (empty when none ran or it is not done).
-  bool measuring_policy() const { return measure_ != nullptr; }
+  bool measuring_policy() const;
   // Ends a measurement past its minimum window now (moe::OnlineMeasurement::conclude):
   // applies and saves what it found. Returns false, changing nothing, otherwise.
   bool conclude_policy_measurement();
-  const std::vector<std::string>& policy_measurement_report() const { return measure_report_; }
+  const std::vector<std::string>& policy_measurement_report() const;
   // Why the engine measures the policy or not, as decided at open (one line).
-  const std::string& policy_measurement_plan() const { return measure_plan_.why; }
+  const std::string& policy_measurement_plan() const;
   int64_t position() const { return own_->position(); }
   int64_t context() const { return context_; }
   int64_t prefill_chunk() const { return prefill_chunk_; }
@@ -212,9 +213,6 @@ class Engine {
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);
   void add_residual(int64_t n);
   void scale_logits(float* logits, int64_t rows) const;
-  void apply_settings(const moe::FusedSettings& s);  // to every MoE layer
-  void start_measurement_step();
-  void finish_measurement();
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void norm_if(const NormWeights& w, float* x, int64_t rows) const;
   void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
@@ -222,7 +220,7 @@ class Engine {
 
   std::string dir_;
   const ModelBackend* be_ = nullptr;  // every op of the forward pass
-  moe::MoePolicy policy_;
+  std::unique_ptr<PolicyControl> policy_;  // the MoE layers' policy and its measurement
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into
   model::WeightBytes weight_bytes_;  // of the checkpoint (model/weight_bytes.h)
@@ -237,11 +235,6 @@ class Engine {
   std::vector<std::unique_ptr<Mixer>> mixers_;  // per layer; null where the layer has none
   std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
   moe::PathCounters counters_;
-  moe::FusedSettings user_settings_;               // what the options / set_fused_settings say
-  std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring
-  std::vector<moe::MeasureShape> layer_shapes_;      // per layer (MoE layers only)
-  std::vector<std::string> measure_report_;
-  moe::MeasurePlan measure_plan_;
   std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
   std::vector<SequenceRows> segments_;  // of the chunk run_rows runs
   int64_t context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
