@@ -1,7 +1,8 @@
 // `moex make-model`: writes a synthetic MLX-format checkpoint of a preset (config.json,
 // safetensors shards <= 5 GB + index, synthetic tokenizer), deterministic for a seed, into a
 // temporary sibling renamed into place when complete; `--reuse` keeps a complete one; and
-// `--list-presets`.
+// `--list-presets` (a table, or with `--json` the list the tests read their families from).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "core/strict_parse.h"
 #include "core/sysinfo.h"
 #include "model/checkpoint_plan.h"
+#include "model/family_registry.h"
 #include "model/presets.h"
 #include "model/synth_weights.h"
 #include "model/weight_bytes.h"
@@ -33,6 +35,7 @@ struct MakeModelFlags {
   std::string dtype = "bf16";
   std::string out;
   bool list = false;
+  bool json = false;
   bool quiet = false;
   bool reuse = false;
 };
@@ -100,6 +103,31 @@ model::SynthResult write_atomically(const model::CheckpointPlan& plan, model::Sy
   }
 }
 
+// One JSON object per preset: its shape, its family (registry name) and `family_test`, true for
+// the tiny preset that stands for its family in the tests run over every family
+// (arch/families.def).
+int list_presets_json() {
+  const auto& tests = model::tiny_family_presets();
+  nlohmann::json out = nlohmann::json::array();
+  for (const model::ModelPreset& p : model::all_presets()) {
+    const model::Family* f = model::find_family(p.model_type);
+    out.push_back({{"name", p.name},
+                   {"model_type", p.model_type},
+                   {"family", f ? f->name() : ""},
+                   {"tiny", p.tiny},
+                   {"family_test", std::find(tests.begin(), tests.end(), p.name) != tests.end()},
+                   {"hidden", p.hidden},
+                   {"moe_dff", p.moe_dff},
+                   {"experts", p.experts},
+                   {"top_k", p.top_k},
+                   {"shared_dff", p.shared_dff},
+                   {"layers", p.layers},
+                   {"description", p.description}});
+  }
+  std::printf("%s\n", out.dump(1).c_str());
+  return 0;
+}
+
 int list_presets() {
   std::printf("%-20s %-10s %6s %6s %9s %5s %7s %5s %s\n", "preset", "type", "hidden", "Dff",
               "experts", "top", "shared", "lay", "description");
@@ -113,7 +141,8 @@ int list_presets() {
 }
 
 int run_make_model(const MakeModelFlags& f) {
-  if (f.list) return list_presets();
+  if (f.json && !f.list) fail("make-model: --json goes with --list-presets");
+  if (f.list) return f.json ? list_presets_json() : list_presets();
   if (!f.preset) fail("make-model: --preset is required (see --list-presets)");
   if (f.out.empty()) fail("make-model: --out is required");
   const model::ModelPreset* p = model::find_preset(lowercase(*f.preset));
@@ -189,6 +218,9 @@ MOEX_REGISTER_COMMAND(make_model, "make-model",
                         sub.add_option("--preset", f->preset, "preset name (see --list-presets)")
                             ->check(given);
                         sub.add_flag("--list-presets", f->list, "list the presets and exit");
+                        sub.add_flag("--json", f->json,
+                                     "with --list-presets: a JSON array, each preset's shape, "
+                                     "family and whether it is its family's test preset");
                         sub.add_option("--layers", f->layers,
                                        "number of layers (default: the preset's)")
                             ->type_name("INT");

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # Expert parallelism end to end (docs/expert_parallel.md): `mpirun -np R moex generate
 # --expert-parallel` against the single-process run of the same checkpoint.
-#  - parity: tiny checkpoints of six families (plain routing; shared expert with expert
-#    groups and a dense first layer; Llama-4's input-scaling top-1 with a shared expert;
-#    Gemma-4's dense branch and expert output norm; gpt-oss's biases; Qwen3-Next's linear
-#    attention and gated shared expert), 2 and 3 ranks (3 splits
+#  - parity: tiny checkpoints of nine families (FAMILIES below: plain routing; shared expert
+#    with expert groups and a dense first layer; Llama-4's input-scaling top-1 with a shared
+#    expert; Gemma-4's dense branch and expert output norm; gpt-oss's biases; Qwen3-Next's and
+#    Qwen3.5-MoE's linear attention and gated shared expert; Nemotron-H's relu2 experts beside
+#    Mamba-2 blocks; DeepSeek-V3's latent attention), 2 and 3 ranks (3 splits
 #    8 experts 3/3/2), fused on and off, and a placement file with interleaved owners: the
 #    ranks exchange their experts' outputs and each combines them as one process does, so
 #    the greedy tokens and every step's logits equal the single run's bit for bit;
@@ -34,6 +35,10 @@ import numpy as np
 
 PROMPT = "3,14,15,92,65,35,89,79,32,38,46,26,43"
 STEPS = 24
+# A chosen subset of the families (arch/families.def), not all of them: expert parallelism
+# splits only the routed experts and exchanges their outputs and the shared expert's term, so
+# one family per distinct MoE block and per kind of mixer beside it covers it (the features
+# named above). A family that brings a new kind of either joins this list.
 FAMILIES = ["tiny-qwen3-moe", "tiny-glm4-moe", "tiny-llama4", "tiny-gemma4", "tiny-gpt-oss",
             "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h",
             "tiny-deepseek-v3"]

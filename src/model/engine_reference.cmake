@@ -16,12 +16,17 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 # on the tiny families, src/kernels/README.md, so the 1e-3 gate holds for either); the checks
 # below with a 1e-5 gate test formats and layouts to the exactness of f32 arithmetic, so they
 # name the exact tier (--precision exact) whatever the default.
+# The loops below start from every family's tiny preset (MOEX_FAMILY_TINY_PRESETS, read from
+# arch/families.def by families.cmake), so a new family joins them all; each names the families
+# it leaves out and why, and the variant presets it adds.
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
-foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
-               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-gemma4
-               tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h tiny-deepseek-v3
-               tiny-deepseek-v3-q-proj)
+# Not tiny-bailing-moe: mlx-lm's norm_head sanitize would zero make-model's quantized head, so
+# its test below keeps the head float. Plus the variants OLMoE with expert biases and
+# DeepSeek-V3 without q LoRA.
+set(parity_presets ${MOEX_FAMILY_TINY_PRESETS})
+list(REMOVE_ITEM parity_presets tiny-bailing-moe)
+list(APPEND parity_presets tiny-olmoe-bias tiny-deepseek-v3-q-proj)
+foreach(preset IN LISTS parity_presets)
   add_test(NAME engine_parity_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
@@ -63,10 +68,9 @@ endforeach()
 # written in f32 with no quantization (make-model --bits 0), and mlx-lm's own unquantized
 # conversion (`mlx_lm convert --dtype D`, no -q) in bf16 and f16. Measured worst logits nRMS
 # 5.5e-7..2.0e-6 (f32 products summed in f32 on both sides), so the gate is 1e-5, not 1e-3.
-foreach(preset tiny-qwen3-moe tiny-mixtral tiny-olmoe tiny-olmoe-bias tiny-qwen2-moe tiny-phimoe
-               tiny-llama4 tiny-lfm2-moe tiny-gpt-oss tiny-glm4-moe tiny-minimax
-               tiny-dots1 tiny-granitemoe tiny-ernie4-5-moe tiny-hunyuan tiny-bailing-moe
-               tiny-gemma4 tiny-qwen3-next tiny-qwen3-5-moe tiny-nemotron-h tiny-deepseek-v3)
+# Every family, plus OLMoE with expert biases.
+set(parity_presets ${MOEX_FAMILY_TINY_PRESETS} tiny-olmoe-bias)
+foreach(preset IN LISTS parity_presets)
   add_test(NAME engine_parity_${preset}_float
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
@@ -89,9 +93,13 @@ foreach(case qwen3-moe:bfloat16 olmoe-bias:float16 qwen2-moe:bfloat16)
 endforeach()
 # Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128). Not
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
-# dependencies the reference venv does not install.
-foreach(family qwen3-moe qwen2-moe lfm2-moe olmoe phimoe llama4 glm4-moe dots1 granitemoe
-               ernie4-5-moe hunyuan gemma4 qwen3-next qwen3-5-moe nemotron-h deepseek-v3)
+# dependencies the reference venv does not install. Not bailing-moe: its g128 conversion needs
+# norm_head false (engine_parity_tiny-bailing-moe_mlx_convert_g128 below). Not gpt-oss and
+# minimax: their mlx_lm conversions are checked at mxfp4 above, and no g128 case was added.
+set(parity_presets ${MOEX_FAMILY_TINY_PRESETS})
+list(REMOVE_ITEM parity_presets tiny-mixtral tiny-bailing-moe tiny-gpt-oss tiny-minimax)
+foreach(preset IN LISTS parity_presets)
+  string(REGEX REPLACE "^tiny-" "" family ${preset})
   add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
@@ -106,10 +114,13 @@ endforeach()
 # experts.gate_up_proj [E, 2*Dff, H], gate rows first; LFM2's conv weights [H, 1, L]), two
 # shards with an index; moex stacks (and for Llama-4 transposes) the experts at load. (An
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
-# stacks no bias tensors, and by moex with a message.)
-foreach(family qwen3-moe mixtral olmoe phimoe qwen2-moe llama4 lfm2-moe glm4-moe minimax
-               dots1 ernie4-5-moe hunyuan bailing-moe granitemoe gemma4 gemma4-wrapped
-               qwen3-next nemotron-h deepseek-v3)
+# stacks no bias tensors, and by moex with a message.) Not gpt-oss: its Hugging Face layout is
+# openai's original one (engine_parity_tiny-gpt-oss_original_layout below). Not qwen3-5-moe:
+# moex reads only mlx-lm's converted layout of it (docs/families.md). Plus the Gemma-4 wrapper.
+set(parity_presets ${MOEX_FAMILY_TINY_PRESETS} tiny-gemma4-wrapped)
+list(REMOVE_ITEM parity_presets tiny-gpt-oss tiny-qwen3-5-moe)
+foreach(preset IN LISTS parity_presets)
+  string(REGEX REPLACE "^tiny-" "" family ${preset})
   add_test(NAME engine_parity_tiny-${family}_hf_layout
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
             ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout

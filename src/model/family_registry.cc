@@ -1,5 +1,5 @@
-// The family registry: the explicit list in arch/families.def, lookup by model_type, and the
-// config.json entry points (parse / load / preset config).
+// The family registry: the explicit list in arch/families.def (with each family's tiny test
+// preset), lookup by model_type, and the config.json entry points (parse / load / preset config).
 #include "model/family_registry.h"
 
 #include <filesystem>
@@ -11,13 +11,22 @@
 
 namespace moex::model {
 
-#define MOEX_FAMILY(ident) const Family& family_##ident();
+#define MOEX_FAMILY(ident, tiny_preset) const Family& family_##ident();
 #include "model/arch/families.def"
 #undef MOEX_FAMILY
 
 const std::vector<const Family*>& all_families() {
   static const std::vector<const Family*> list = {
-#define MOEX_FAMILY(ident) &family_##ident(),
+#define MOEX_FAMILY(ident, tiny_preset) &family_##ident(),
+#include "model/arch/families.def"
+#undef MOEX_FAMILY
+  };
+  return list;
+}
+
+const std::vector<const char*>& tiny_family_presets() {
+  static const std::vector<const char*> list = {
+#define MOEX_FAMILY(ident, tiny_preset) tiny_preset,
 #include "model/arch/families.def"
 #undef MOEX_FAMILY
   };

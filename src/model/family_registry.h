@@ -2,7 +2,7 @@
 // into a ModelConfig and writes the config.json of a synthetic preset. Adding a family is one
 // new file plus one MOEX_FAMILY line in arch/families.def (an explicit list, so that a static
 // moex_model archive cannot drop a family's object file the way it drops unreferenced
-// self-registering statics).
+// self-registering statics; the line also names the family's tiny test preset).
 #pragma once
 
 #include <string>
@@ -50,6 +50,9 @@ class Family {
 };
 
 const std::vector<const Family*>& all_families();
+// The tiny preset that stands for each family in the tests run over every family, parallel to
+// all_families() (arch/families.def names it beside the family): "tiny-qwen3-moe", ...
+const std::vector<const char*>& tiny_family_presets();
 // nullptr if no family reads this model_type.
 const Family* find_family(std::string_view model_type);
 // As find_family, but throws moex::Error naming `file` and listing the supported model_types.
@@ -67,7 +70,7 @@ nlohmann::json preset_config_json(const ModelPreset& p, int64_t num_layers = 0);
 }  // namespace moex::model
 
 // In an arch/<family>.cc: MOEX_DEFINE_FAMILY(qwen3_moe, Qwen3MoeFamily) defines the accessor
-// family_qwen3_moe() that arch/families.def lists with MOEX_FAMILY(qwen3_moe).
+// family_qwen3_moe() that arch/families.def lists with MOEX_FAMILY(qwen3_moe, "tiny-qwen3-moe").
 #define MOEX_DEFINE_FAMILY(ident, Class)                  \
   namespace moex::model {                                 \
   const Family& family_##ident() {                        \

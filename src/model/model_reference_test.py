@@ -5,6 +5,7 @@ finite, token-dependent logits, routes tokens across experts like a trained mode
 (docs/background.md §5), and its tokenizer loads in transformers with the config's eos id.
 
 usage: model_reference_test.py --moex BIN --work DIR [--preset NAME ...] [--report]
+(default: every family's tiny preset, as `moex make-model --list-presets --json` lists them)
 """
 import argparse
 import json
@@ -14,11 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-TINY = ["tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe", "tiny-phimoe",
-        "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss", "tiny-glm4-moe",
-        "tiny-minimax", "tiny-dots1", "tiny-granitemoe", "tiny-ernie4-5-moe", "tiny-hunyuan", "tiny-bailing-moe",
-        "tiny-gemma4", "tiny-qwen3-next", "tiny-qwen3-5-moe", "tiny-nemotron-h",
-        "tiny-deepseek-v3"]
 # transformers maps mixtral to its Mistral backend, whose probe imports tiktoken; the flag
 # skips that probe (the tokenizer is a plain tokenizers BPE either way).
 TOKENIZER_CONFIG = {"fix_mistral_regex": False}
@@ -159,6 +155,13 @@ def check(moex, work, preset, report):
     return errors
 
 
+def family_presets(moex):
+    """The tiny preset of every registered family (src/model/arch/families.def), from the binary."""
+    out = subprocess.run([moex, "make-model", "--list-presets", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return [p["name"] for p in json.loads(out) if p["family_test"]]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--moex", required=True)
@@ -167,7 +170,10 @@ def main():
     ap.add_argument("--report", action="store_true")
     a = ap.parse_args()
     failed = False
-    for p in a.preset or TINY:
+    presets = a.preset or family_presets(a.moex)
+    if not presets:
+        sys.exit("model_reference_test: the binary lists no family presets")
+    for p in presets:
         errs = check(a.moex, a.work, p, a.report)
         print(f"{p}: {'ok' if not errs else 'FAILED'}")
         for e in errs:

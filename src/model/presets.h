@@ -11,7 +11,7 @@ namespace moex::model {
 
 struct ModelPreset {
   std::string name;        // "qwen3-30b-a3b", "tiny-qwen3-moe", ...
-  std::string model_type;  // config.json model_type: qwen3_moe, mixtral, olmoe, qwen2_moe, phimoe, llama4_text, lfm2_moe, gpt_oss
+  std::string model_type;  // config.json model_type, one a family of arch/families.def reads
   int64_t hidden = 0;
   int64_t moe_dff = 0;         // expert intermediate size (Dff)
   int64_t experts = 0;

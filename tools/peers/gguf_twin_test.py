@@ -25,10 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gguf_twin import permute_rope_rows, twin  # noqa: E402
 from mlx_checkpoint import Checkpoint  # noqa: E402
-from twin_families import Unsupported  # noqa: E402
+from twin_families import FAMILIES, Unsupported  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
-PRESETS = ["tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe"]
 PROMPT = [1, 2, 3]
 STEPS = 8
 failures = []
@@ -267,6 +266,16 @@ def compare_engines(args, ckpt_dir, gguf_path, label, strict):
             "rel_rms_centered": rel_centered.tolist(), "rel_rms": rel.tolist()}
 
 
+def writer_presets(moex):
+    """The tiny test preset of every family the writer supports (twin_families.FAMILIES), as the
+    binary's registry names them (`make-model --list-presets --json`); not qwen3_moe's, whose
+    dense first layer main() checks apart."""
+    out = subprocess.run([moex, "make-model", "--list-presets", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return [p["name"] for p in json.loads(out)
+            if p["family_test"] and p["family"] in FAMILIES and p["family"] != "qwen3_moe"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--moex", required=True)
@@ -292,7 +301,10 @@ def main():
         check("mlp_only_layers" in str(e), f"tiny-qwen3-moe refused: {e}")
     fixtures = [("tiny-qwen3-moe-allmoe", work / "tiny-qwen3-moe-allmoe")]
     without_dense_layers(qwen3, fixtures[0][1])
-    fixtures += [(p, make(p)) for p in PRESETS]
+    presets = writer_presets(args.moex)
+    check(len(presets) == len(FAMILIES) - 1,
+          f"a tiny preset for every writer family but qwen3_moe: {presets}")
+    fixtures += [(p, make(p)) for p in presets]
     report = []
     for label, ckpt_dir in fixtures:
         check_against_mlx(Checkpoint(ckpt_dir), label)

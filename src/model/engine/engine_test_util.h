@@ -12,6 +12,7 @@
 
 #include "model/checkpoint_plan.h"
 #include "model/engine/engine.h"
+#include "model/family_registry.h"
 #include "model/presets.h"
 #include "model/synth_weights.h"
 #include "moe/dispatch_policy.h"
@@ -36,21 +37,9 @@ inline void write_config(const std::string& dir, const nlohmann::json& j) {
   std::ofstream(dir + "/config.json") << j.dump(1);
 }
 
-// Every tiny family (one per model family), which the engine tests run on, as a gtest parameter list.
-inline auto tiny_families() {
-  return ::testing::Values("tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe", "tiny-qwen2-moe",
-                           "tiny-phimoe", "tiny-llama4", "tiny-lfm2-moe", "tiny-gpt-oss",
-                           "tiny-glm4-moe", "tiny-minimax", "tiny-dots1",
-                           "tiny-granitemoe",
-                           "tiny-ernie4-5-moe",
-                           "tiny-hunyuan",
-                           "tiny-bailing-moe",
-                           "tiny-gemma4",
-                           "tiny-qwen3-next",
-                           "tiny-qwen3-5-moe",
-                           "tiny-nemotron-h",
-                           "tiny-deepseek-v3");
-}
+// Every model family's tiny preset (arch/families.def), which the engine tests run on, as a
+// gtest parameter list.
+inline auto tiny_families() { return ::testing::ValuesIn(tiny_family_presets()); }
 
 // write_tiny_preset, with tiny-llama4's attention chunk cut to 4 tokens so that the chunked
 // attention's boundaries fall inside short prompts.
