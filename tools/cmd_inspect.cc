@@ -52,7 +52,7 @@ void print_architecture(const model::ModelConfig& c) {
   if (c.num_moe_layers() > 0)
     std::printf("  moe: %lld experts, top-%lld, Dff %lld, router %s%s, shared expert %s\n",
                 (long long)c.moe.num_experts, (long long)c.moe.top_k, (long long)c.moe.expert_dff,
-                model::router_kind_name(c.moe.router), c.moe.use_expert_bias ? " + expert_bias" : "",
+                moe::router_summary(c.moe.router).c_str(), c.moe.use_expert_bias ? " + expert_bias" : "",
                 c.moe.shared_dff > 0 ? str_cat(c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "").c_str()
                                      : "none");
   const int64_t fixed = model::recurrent_state_bytes(c);

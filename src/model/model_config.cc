@@ -65,23 +65,6 @@ const char* expert_activation_name(ExpertActivation a) {
   return "?";
 }
 
-const char* router_kind_name(RouterKind k) {
-  switch (k) {
-    case RouterKind::kSoftmaxTopkRenorm: return "softmax_topk_renorm";
-    case RouterKind::kSoftmaxTopkNoRenorm: return "softmax_topk_norenorm";
-    case RouterKind::kTopkSoftmax: return "topk_softmax";
-    case RouterKind::kSigmoidBiasRenorm: return "sigmoid_bias_renorm";
-    case RouterKind::kSigmoidGroupLimited: return "sigmoid_group_limited";
-    case RouterKind::kProbTopkRenormFloor: return "prob_topk_renorm_floor";
-    case RouterKind::kScoreBiasGroupTopk: return "score_bias_group_topk";
-    case RouterKind::kSigmoidBiasNorm: return "sigmoid_bias_norm";
-    case RouterKind::kLlama4Top1Sigmoid: return "llama4_top1_sigmoid";
-    case RouterKind::kSparseMixer: return "sparsemixer";
-    case RouterKind::kTopkSoftmaxExpertScale: return "topk_softmax_expert_scale";
-  }
-  return "?";
-}
-
 const char* mixer_kind_name(MixerKind k) {
   switch (k) {
     case MixerKind::kAttention: return "attention";
@@ -356,7 +339,7 @@ std::string describe_layer(const ModelConfig& c, int64_t layer) {
   } else {
     if (l.parallel_dense_dff > 0) s += str_cat(" + dense ", l.parallel_dense_dff);
     s += str_cat(join, "moe ", c.moe.num_experts, "x", l.ffn_dff, " top-", c.moe.top_k, " ",
-                 router_kind_name(c.moe.router),
+                 moe::router_summary(c.moe.router),
                  c.moe.activation != ExpertActivation::kSwiGLU
                      ? str_cat(" ", expert_activation_name(c.moe.activation))
                      : std::string());

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "moe/router.h"
+
 namespace moex::model {
 
 // Upper bounds on every size field of a config (docs/config_limits.md gives the real models'
@@ -73,33 +75,6 @@ struct RopeParams {
   double input_scale = 1.0;
 };
 
-// Router kinds (the moe library implements each). l = router logits [E].
-enum class RouterKind {
-  kSoftmaxTopkRenorm,    // p = softmax(l); top-k of p; scores = p_k / sum_k p_k (Qwen3, OLMoE
-                         // with norm_topk_prob)
-  kSoftmaxTopkNoRenorm,  // p = softmax(l); top-k of p; scores = p_k (Qwen1.5-MoE, OLMoE)
-  kTopkSoftmax,          // top-k of l; scores = softmax over the k selected logits (Mixtral)
-  kSigmoidBiasRenorm,    // s = sigmoid(l); select top-k of s + expert_bias (f32); scores = s_k,
-                         // divided by (sum_k s_k + 1e-6) if renormalize, then * routed_scale
-                         // (LFM2-MoE)
-  kLlama4Top1Sigmoid,    // top-k (k=1) of l; the expert INPUT is x * sigmoid(l_k); score 1
-  kSigmoidBiasNorm,      // s = sigmoid(l); top-k of s + expert_bias; scores = s_k /
-                         // (sum_k s_k + 1e-20) (MiniMax-M2)
-  kSigmoidGroupLimited,  // s = sigmoid(l); groups of experts ranked by the sum of their two best
-                         // s + expert_bias, the n_group - topk_group worst zeroed; top-k of the
-                         // rest; scores = s_k / sum_k s_k (norm_topk_prob, k > 1), then
-                         // * routed_scale (GLM-4.5, mlx-lm group_expert_select)
-  kScoreBiasGroupTopk,   // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; selection on
-                         // s + expert_bias (optional), group-limited as above, ties to the HIGHER
-                         // index; scores s_k / (sum + 1e-20) (norm_topk_prob, k > 1), then always
-                         // * routed_scale (Ling, mlx-lm bailing_moe)
-  kProbTopkRenormFloor,  // s = softmax(l), or sigmoid(l) when moe.gate_sigmoid; top-k of s; scores
-                         // = s_k / max(sum_k s_k, 1e-12) (ERNIE-4.5)
-  kSparseMixer,          // Phi-MoE (mlx-lm sparsemixer, jitter_eps): k rounds of masked softmax
-  kTopkSoftmaxExpertScale  // top-k of l (ties to the higher index); scores = softmax over the k
-                           // selected logits * per_expert_scale[id] (Gemma-4; the router input
-                           // is RMSNorm(residual) with weight router.scale * hidden^-0.5)
-};
 
 // The gated activation of the routed experts (kernels::Activation's gated kinds).
 enum class ExpertActivation {
@@ -235,19 +210,14 @@ struct MoeParams {
   int64_t num_experts = 0;
   int64_t top_k = 0;
   int64_t expert_dff = 0;
-  RouterKind router = RouterKind::kSoftmaxTopkRenorm;
-  // Which expert wins a tie at the top-k boundary, as the family's mlx-lm file selects:
-  // argpartition(v, kth=-k)[-k:] keeps the higher index (Qwen3-MoE, LFM2-MoE),
-  // argpartition(-v, kth=k-1)[:k] the lower one (the others).
-  bool topk_ties_to_higher_index = false;
-  bool renormalize = true;            // kSigmoidBiasRenorm: norm_topk_prob
-  bool use_expert_bias = false;       // LFM2
-  double routed_scaling_factor = 1.0; // LFM2, GLM-4.5
-  int64_t n_group = 1, topk_group = 1;  // kSigmoidGroupLimited
-  double renorm_eps = 0.0;  // kSigmoidGroupLimited: added to the top-k sum (Nemotron-H 1e-20)
+  // The routing rule, filled by the family's arch file (moe/router.h has the rules and each
+  // family's constructor). Its expert_bias and expert_scale come from tensors: the engine
+  // fills them when it binds the weights (use_expert_bias, router_expert_scale say whether the
+  // family has them).
+  moe::RouterConfig router;
+  bool use_expert_bias = false;       // a selection bias tensor (LFM2, GLM-4.5, MiniMax, ...)
+  bool router_expert_scale = false;   // a per-expert score scale tensor (Gemma-4)
   bool router_unquantized = false;      // GLM-4.5: the router is a bare weight, never quantized
-  double jitter_eps = 0.0;            // Phi-MoE sparsemixer
-  bool gate_sigmoid = false;          // kProbTopkRenormFloor: sigmoid instead of softmax
   bool expert_linear_bias = false;    // OLMoE mlp_bias: switch_mlp.*.bias [E, out]
   bool router_bias = false;           // gpt-oss: the router Linear has a bias [E]
   ExpertActivation activation = ExpertActivation::kSwiGLU;
@@ -339,7 +309,6 @@ struct ModelConfig {
 const char* norm_kind_name(NormKind k);
 const char* qk_norm_kind_name(QkNormKind k);
 const char* rope_kind_name(RopeKind k);
-const char* router_kind_name(RouterKind k);  // "softmax_topk_renorm", ...
 const char* expert_activation_name(ExpertActivation a);  // "swiglu", "swiglu_oai"
 const char* mixer_kind_name(MixerKind k);
 const char* ffn_kind_name(FfnKind k);

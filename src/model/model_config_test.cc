@@ -44,7 +44,9 @@ TEST(ModelConfig, Qwen3MoeRealConfig) {
   EXPECT_EQ(c.moe.num_experts, 128);
   EXPECT_EQ(c.moe.top_k, 8);
   EXPECT_EQ(c.moe.expert_dff, 768);
-  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkRenorm);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+  EXPECT_TRUE(c.moe.router.renormalize);
+  EXPECT_EQ(c.moe.router.ties, moe::TopKTies::kHigherIndexWins);
   EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
   EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);
   EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{151645});
@@ -69,7 +71,8 @@ TEST(ModelConfig, Qwen3MoeSparseStepAndMlpOnlyLayers) {
                                          FfnKind::kDense, FfnKind::kDense, FfnKind::kMoe}));
   EXPECT_EQ(c.layers[0].ffn_dff, 6144);
   EXPECT_EQ(c.layers[0].names.dense_down, "model.layers.0.mlp.down_proj");
-  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkNoRenorm);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+  EXPECT_FALSE(c.moe.router.renormalize);
 }
 
 TEST(ModelConfig, MixtralRealConfig) {
@@ -81,7 +84,8 @@ TEST(ModelConfig, MixtralRealConfig) {
     "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
     "tie_word_embeddings": false, "vocab_size": 32000})"), "m/config.json");
   EXPECT_EQ(c.head_dim, 128);
-  EXPECT_EQ(c.moe.router, RouterKind::kTopkSoftmax);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kTopKSoftmax);
+  EXPECT_EQ(c.moe.router.ties, moe::TopKTies::kLowerIndexWins);
   EXPECT_EQ(c.moe.expert_dff, 14336);
   EXPECT_EQ(c.layers[0].names.experts_up, "model.layers.0.block_sparse_moe.switch_mlp.up_proj");
   EXPECT_EQ(c.layers[0].names.hf_expert_gate, "model.layers.0.block_sparse_moe.experts.{e}.w1");
@@ -100,7 +104,9 @@ TEST(ModelConfig, OlmoeRealConfig) {
     "rope_scaling": null, "rope_theta": 10000.0, "tie_word_embeddings": false,
     "vocab_size": 50304})"), "o/config.json");
   EXPECT_EQ(c.qk_norm, QkNormKind::kFullWidth);
-  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkNoRenorm);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+  EXPECT_FALSE(c.moe.router.renormalize);
+  EXPECT_EQ(c.moe.router.ties, moe::TopKTies::kLowerIndexWins);
   EXPECT_EQ(c.bos_token_id, -1);
   EXPECT_FALSE(c.tie_word_embeddings);
 }
@@ -116,7 +122,7 @@ TEST(ModelConfig, PhimoeLongRopeAndLayerNorm) {
   EXPECT_EQ(c.rope.long_factor.size(), 64u);
   EXPECT_EQ(c.rope.original_max_position, 4096);
   EXPECT_DOUBLE_EQ(c.rope.input_scale, 1.243163121016122);  // long_mscale, as mlx-lm uses it
-  EXPECT_EQ(c.moe.router, RouterKind::kSparseMixer);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSparseMixer);
   // A factor list of the wrong length names the field.
   j["rope_scaling"]["long_factor"] = json::array({1.0, 2.0});
   expect_error([&] { parse_model_config(j, "phi/config.json"); },
@@ -129,7 +135,7 @@ TEST(ModelConfig, Llama4TextConfigLayerPlan) {
   EXPECT_EQ(c.num_layers, 48);
   EXPECT_EQ(c.rope.kind, RopeKind::kLlama3);
   EXPECT_TRUE(c.rope.traditional);
-  EXPECT_EQ(c.moe.router, RouterKind::kLlama4Top1Sigmoid);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSigmoidTop1ScalesInput);
   EXPECT_EQ(c.moe.shared_dff, 8192);
   for (int64_t i = 0; i < 8; ++i) {
     const bool nope = (i + 1) % 4 == 0;
@@ -156,7 +162,8 @@ TEST(ModelConfig, Lfm2HybridLayerPlan) {
   EXPECT_EQ(c.layers[2].names.o, "model.layers.2.self_attn.out_proj");
   EXPECT_EQ(c.layers[3].names.conv, "model.layers.3.conv.conv");
   EXPECT_EQ(c.layers[3].names.expert_bias, "model.layers.3.feed_forward.expert_bias");
-  EXPECT_EQ(c.moe.router, RouterKind::kSigmoidBiasRenorm);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSigmoidBiasTopK);
+  EXPECT_EQ(c.moe.router.ties, moe::TopKTies::kHigherIndexWins);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.final_norm_name, "model.embedding_norm");
 }
@@ -176,9 +183,9 @@ TEST(ModelConfig, DeepseekV3LatentAttentionPlan) {
   EXPECT_EQ(c.layers[3].names.expert_bias, "model.layers.3.mlp.gate.e_score_correction_bias");
   EXPECT_EQ(c.layers[3].names.shared_gate, "model.layers.3.mlp.shared_experts.gate_proj");
   EXPECT_TRUE(c.layers[3].names.q.empty());
-  EXPECT_EQ(c.moe.router, RouterKind::kSigmoidGroupLimited);
-  EXPECT_EQ(c.moe.n_group, 8);
-  EXPECT_EQ(c.moe.topk_group, 4);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSigmoidBiasTopK);
+  EXPECT_EQ(c.moe.router.n_group, 8);
+  EXPECT_EQ(c.moe.router.topk_group, 4);
   EXPECT_EQ(c.moe.shared_dff, 2048);
   EXPECT_EQ(c.rope.kind, RopeKind::kYarn);
   EXPECT_TRUE(c.rope.traditional);
@@ -230,7 +237,8 @@ TEST(ModelConfig, Qwen3NextHybridLayerPlan) {
   EXPECT_EQ(c.layers[0].names.gdn_a_log, "model.layers.0.linear_attn.A_log");
   EXPECT_EQ(c.gdn.conv_dim(), 2 * 16 * 128 + 32 * 128);
   EXPECT_EQ(c.rope.dims, 64);  // 256 * 0.25
-  EXPECT_EQ(c.moe.router, RouterKind::kSoftmaxTopkRenorm);
+  EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+  EXPECT_TRUE(c.moe.router.renormalize);
   EXPECT_TRUE(c.moe.shared_expert_gated);
   EXPECT_EQ(c.layers[0].names.shared_expert_gate, "model.layers.0.mlp.shared_expert_gate");
   EXPECT_NE(describe_layer(c, 0).find("gated_deltanet(16x128 k, 32x128 v, conv L=4)"),
@@ -487,7 +495,9 @@ TEST(ModelConfig, NemotronHReadsItsPattern) {
   // 64 x 64 x 128 SSM) floats.
   EXPECT_EQ(kv_cache_bytes_per_token(c), 6 * 2 * 2 * 128 * 4);
   EXPECT_EQ(recurrent_state_bytes(c), int64_t{23} * (3 * 6144 + 64 * 64 * 128) * 4);
-  EXPECT_EQ(describe_layer(c, 1), "L1: moe 128x1856 top-6 sigmoid_group_limited relu2 + shared 3712 relu2");
+  EXPECT_EQ(describe_layer(c, 1),
+            "L1: moe 128x1856 top-6 sigmoid_bias_topk renorm scale 2.5 ties-low relu2 + shared "
+            "3712 relu2");
   json j = nano;
   j.erase("hybrid_override_pattern");
   j["layers_block_type"] = json::array({"mamba", "moe", "attention", "mlp"});

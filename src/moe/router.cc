@@ -98,6 +98,18 @@ void RouterConfig::validate() const {
     fail("router: router_jitter_noise = ", jitter_eps, "; expected a finite value >= 0");
 }
 
+std::string router_summary(const RouterConfig& c) {
+  std::string s = routing_rule_name(c.rule);
+  if (c.softmax_scores) s += " softmax-scored";
+  if (c.renormalize) s += " renorm";
+  if (c.renorm_floor > 0) s += " floor";
+  if (c.n_group > 1) s += str_cat(" groups ", c.n_group, "/", c.topk_group);
+  if (c.routed_scaling != 1.f) s += str_cat(" scale ", c.routed_scaling);
+  if (c.rule == RoutingRule::kSparseMixer) s += str_cat(" jitter ", c.jitter_eps);
+  s += c.ties == TopKTies::kHigherIndexWins ? " ties-high" : " ties-low";
+  return s;
+}
+
 RouterConfig qwen3_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob) {
   RouterConfig c = base(RoutingRule::kSoftmaxTopK, TopKTies::kHigherIndexWins, experts, top_k);
   c.renormalize = norm_topk_prob;

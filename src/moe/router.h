@@ -67,7 +67,13 @@ struct RouterConfig {
   bool scores_scale_output() const { return rule != RoutingRule::kSigmoidTop1ScalesInput; }
 };
 
-// Family presets, each as the mlx-lm model file of that name defines its router.
+// One line naming the rule and what sets it apart, e.g. "softmax_topk renorm ties-high" or
+// "sigmoid_bias_topk renorm groups 8/4 scale 2.5" (inspect, describe_layer).
+std::string router_summary(const RouterConfig& c);
+
+// Family presets, each as the mlx-lm model file of that name defines its router. The arch
+// files of src/model call them with an empty bias or scale; the engine fills those from the
+// checkpoint's tensors.
 RouterConfig qwen3_moe_router(int64_t experts, int64_t top_k, bool norm_topk_prob);
 RouterConfig olmoe_router(int64_t experts, int64_t top_k, bool norm_topk_prob);
 RouterConfig qwen2_moe_router(int64_t experts, int64_t top_k);

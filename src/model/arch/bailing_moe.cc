@@ -59,25 +59,24 @@ class BailingMoeFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kScoreBiasGroupTopk;
     const std::string score =
         io::has_field(j, "score_function") ? io::get_string(j, "score_function", f) : "softmax";
     if (score != "softmax" && score != "sigmoid")
       fail(f, ": field 'score_function' is \"", score, "\"; expected \"softmax\" or \"sigmoid\"");
-    c.moe.gate_sigmoid = score == "sigmoid";
-    c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
+    const bool renorm = io::get_bool(j, "norm_topk_prob", f);
     // mlx-lm multiplies by routed_scaling_factor whatever moe_router_enable_routed_scaling says.
-    c.moe.routed_scaling_factor =
+    const double scaling =
         io::has_field(j, "routed_scaling_factor") ? io::get_double(j, "routed_scaling_factor", f)
                                                   : 1.0;
-    if (!std::isfinite(c.moe.routed_scaling_factor))
-      fail(f, ": field 'routed_scaling_factor' must be finite");
+    if (!std::isfinite(scaling)) fail(f, ": field 'routed_scaling_factor' must be finite");
     c.moe.use_expert_bias = io::get_bool_or(j, "moe_router_enable_expert_bias", false, f);
-    c.moe.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
+    const int64_t n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
     // topk_group (mlx-lm default 4) only matters with groups.
-    c.moe.topk_group = c.moe.n_group > 1 ? arch::get_size_or(j, "topk_group", 4,
-                                                             limits::kMaxExperts, f)
-                                         : 1;
+    const int64_t topk_group =
+        n_group > 1 ? arch::get_size_or(j, "topk_group", 4, limits::kMaxExperts, f) : 1;
+    // The selection bias is a tensor, bound with the weights.
+    c.moe.router = moe::bailing_moe_router(c.moe.num_experts, c.moe.top_k, score != "sigmoid",
+                                           renorm, float(scaling), {}, n_group, topk_group);
     arch::check_expert_groups(c, f, "num_experts");
     const int64_t shared = arch::get_size(j, "num_shared_experts", 64, f, 0);
     // mlx-lm: (moe_shared_expert_intermediate_size or moe_intermediate_size), so 0 or null

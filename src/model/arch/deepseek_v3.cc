@@ -85,8 +85,8 @@ class DeepseekV3Family final : public Family {
       c.moe.num_experts = arch::get_size(j, "n_routed_experts", limits::kMaxExperts, f);
       c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
       c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-      c.moe.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
-      c.moe.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
+      c.moe.router.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
+      c.moe.router.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
       arch::set_noaux_tc_routing(c, j, f);
       if (present(j, "n_shared_experts"))
         c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;

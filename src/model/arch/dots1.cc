@@ -40,8 +40,8 @@ class Dots1Family final : public Family {
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     // The real config writes n_group / topk_group as null; mlx-lm's defaults are 1 and 1.
-    c.moe.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
-    c.moe.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
+    c.moe.router.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
+    c.moe.router.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
     arch::set_noaux_tc_routing(c, j, f);
     // mlx-lm builds the shared experts unconditionally from n_shared_experts (an integer).
     c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;

@@ -67,12 +67,11 @@ class Ernie45MoeFamily final : public Family {
     c.moe.top_k = arch::get_size_or(j, "moe_k", 1, limits::kMaxExperts, f);
     const int64_t moe_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f, 0);
     c.moe.expert_dff = moe_dff > 0 ? moe_dff : c.dense_dff;  // mlx-lm: 0 means intermediate_size
-    c.moe.router = RouterKind::kProbTopkRenormFloor;
     const std::string act =
         io::has_field(j, "moe_gate_act") ? io::get_string(j, "moe_gate_act", f) : "softmax";
     if (act != "softmax" && act != "sigmoid")
       fail(f, ": field 'moe_gate_act' is \"", act, "\"; expected \"softmax\" or \"sigmoid\"");
-    c.moe.gate_sigmoid = act == "sigmoid";
+    c.moe.router = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, act == "sigmoid");
     const int64_t shared = arch::get_size(j, "moe_num_shared_experts", 64, f, 0);
     c.moe.shared_dff = shared * c.moe.expert_dff;
     const int64_t start = get_layer_index(j, "moe_layer_start_index", false, 0, f);

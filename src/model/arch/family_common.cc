@@ -201,23 +201,27 @@ bool drops_tied_lm_head(const ModelConfig& c, std::string_view tensor) {
 
 void check_expert_groups(const ModelConfig& c, const std::string& f, const char* experts_field) {
   const MoeParams& m = c.moe;
-  if (m.num_experts % m.n_group != 0 || m.topk_group > m.n_group ||
-      (m.n_group > 1 && m.num_experts / m.n_group < 2))
-    fail(f, ": n_group = ", m.n_group, " and topk_group = ", m.topk_group, " must split ",
+  const int64_t n_group = m.router.n_group, topk_group = m.router.topk_group;
+  if (n_group < 1 || m.num_experts % n_group != 0 || topk_group > n_group ||
+      (n_group > 1 && m.num_experts / n_group < 2))
+    fail(f, ": n_group = ", n_group, " and topk_group = ", topk_group, " must split ",
          experts_field, " = ", m.num_experts,
          " into equal groups of at least 2 with topk_group <= n_group");
-  if (m.top_k > m.topk_group * (m.num_experts / m.n_group))
+  if (m.top_k > topk_group * (m.num_experts / n_group))
     fail(f, ": num_experts_per_tok = ", m.top_k, " exceeds the experts of the topk_group",
          " groups kept");
 }
 
 void set_noaux_tc_routing(ModelConfig& c, const json& cfg, const std::string& f) {
   check_expert_groups(c, f, "n_routed_experts");
-  c.moe.routed_scaling_factor = io::get_double(cfg, "routed_scaling_factor", f);
-  if (!std::isfinite(c.moe.routed_scaling_factor))
-    fail(f, ": field 'routed_scaling_factor' must be finite");
-  c.moe.renormalize = io::get_bool(cfg, "norm_topk_prob", f);
-  c.moe.router = RouterKind::kSigmoidGroupLimited;
+  const double scaling = io::get_double(cfg, "routed_scaling_factor", f);
+  if (!std::isfinite(scaling)) fail(f, ": field 'routed_scaling_factor' must be finite");
+  // The caller set n_group and topk_group; the correction bias is a tensor, bound with the
+  // weights.
+  const moe::RouterConfig groups = c.moe.router;
+  c.moe.router = moe::group_limited_sigmoid_router(
+      c.moe.num_experts, c.moe.top_k, io::get_bool(cfg, "norm_topk_prob", f), float(scaling), {},
+      groups.n_group, groups.topk_group);
   c.moe.use_expert_bias = true;
   c.moe.router_unquantized = true;
 }

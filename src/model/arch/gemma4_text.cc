@@ -189,8 +189,9 @@ class Gemma4TextFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "top_k_experts", c.moe.num_experts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kTopkSoftmaxExpertScale;
-    c.moe.topk_ties_to_higher_index = true;
+    // The per-expert scale is a tensor, bound with the weights (router_expert_scale).
+    c.moe.router = moe::topk_softmax_expert_scale_router(c.moe.num_experts, c.moe.top_k, {});
+    c.moe.router_expert_scale = true;
     c.moe.activation = ExpertActivation::kGeGLU;
     c.dense_activation = ExpertActivation::kGeGLU;
     c.embedding_scale = std::sqrt(double(c.hidden));

@@ -55,8 +55,8 @@ class Glm4MoeFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "n_routed_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-    c.moe.n_group = arch::get_size(j, "n_group", limits::kMaxExperts, f);
-    c.moe.topk_group = arch::get_size(j, "topk_group", limits::kMaxExperts, f);
+    c.moe.router.n_group = arch::get_size(j, "n_group", limits::kMaxExperts, f);
+    c.moe.router.topk_group = arch::get_size(j, "topk_group", limits::kMaxExperts, f);
     arch::set_noaux_tc_routing(c, j, f);
     const bool shared = io::has_field(j, "n_shared_experts") && !j["n_shared_experts"].is_null();
     if (shared)

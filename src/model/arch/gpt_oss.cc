@@ -41,8 +41,9 @@ class GptOssFamily final : public Family {
     c.moe.num_experts = arch::get_size_or(j, "num_local_experts", 128, limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size_or(j, "num_experts_per_tok", 4, limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size_or(j, "intermediate_size", 2880, limits::kMaxDff, f);
-    c.moe.router = RouterKind::kTopkSoftmax;
-    c.moe.topk_ties_to_higher_index = true;
+    // Top-k of the logits (ties to the higher index), softmax over the k selected.
+    c.moe.router = moe::mixtral_router(c.moe.num_experts, c.moe.top_k);
+    c.moe.router.ties = moe::TopKTies::kHigherIndexWins;
     c.moe.router_bias = true;
     c.moe.expert_linear_bias = true;
     c.moe.activation = ExpertActivation::kSwiGLUOai;

@@ -47,8 +47,10 @@ class GraniteMoeFamily final : public Family {
     c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     c.moe.num_experts = arch::get_size(j, "num_local_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
-    c.moe.router = RouterKind::kTopkSoftmax;
-    c.moe.topk_ties_to_higher_index = true;  // argpartition(logits, kth=-k)[..., -k:]
+    // Mixtral's top-k then softmax, but argpartition(logits, kth=-k)[..., -k:]: ties to the
+    // higher index.
+    c.moe.router = moe::mixtral_router(c.moe.num_experts, c.moe.top_k);
+    c.moe.router.ties = moe::TopKTies::kHigherIndexWins;
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", true, f);
     arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {

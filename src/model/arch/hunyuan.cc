@@ -84,8 +84,8 @@ class HunyuanFamily final : public Family {
                                !j["moe_intermediate_size"].is_null()
                            ? get_uniform(j, "moe_intermediate_size", 1, limits::kMaxDff, L, f)
                            : intermediate;
-    c.moe.router = RouterKind::kSoftmaxTopkNoRenorm;
-    c.moe.renormalize = false;
+    // Softmax top-k without renormalization, ties to the lower index: Qwen1.5-MoE's router.
+    c.moe.router = moe::qwen2_moe_router(c.moe.num_experts, c.moe.top_k);
     if (io::get_bool(j, "use_mixed_mlp_moe", f)) {
       const int64_t shared = get_uniform(j, "num_shared_expert", 0, 64, L, f);
       c.moe.shared_dff = shared * intermediate;

@@ -39,11 +39,12 @@ class Lfm2MoeFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kSigmoidBiasRenorm;
-    c.moe.topk_ties_to_higher_index = true;  // mlx-lm lfm2_moe: argpartition(scores, kth=-k)
-    c.moe.renormalize = io::get_bool(j, "norm_topk_prob", f);
+    // mlx-lm lfm2_moe: sigmoid + expert_bias for the selection, argpartition(scores, kth=-k);
+    // the bias itself is a tensor, bound with the weights.
+    c.moe.router = moe::lfm2_moe_router(
+        c.moe.num_experts, c.moe.top_k, io::get_bool(j, "norm_topk_prob", f),
+        float(io::get_double_or(j, "routed_scaling_factor", 1.0, f)), {});
     c.moe.use_expert_bias = io::get_bool(j, "use_expert_bias", f);
-    c.moe.routed_scaling_factor = io::get_double_or(j, "routed_scaling_factor", 1.0, f);
     const int64_t dense_layers = arch::get_size(j, "num_dense_layers", limits::kMaxLayers, f, 0);
     std::vector<int64_t> attn;
     if (io::has_field(j, "full_attn_idxs")) {

@@ -54,7 +54,7 @@ class Llama4Family final : public Family {
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     if (c.moe.top_k != 1) fail(f, ": field 'num_experts_per_tok' must be 1 for llama4, got ", c.moe.top_k);
     c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kLlama4Top1Sigmoid;
+    c.moe.router = moe::llama4_router(c.moe.num_experts, c.moe.top_k);
     c.moe.shared_dff = c.moe.expert_dff;
     c.moe.shared_expert_input_scaled = true;
     const int64_t step = arch::get_size(j, "interleave_moe_layer_step", limits::kMaxLayers, f);

@@ -45,7 +45,7 @@ class MinimaxFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_local_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kSigmoidBiasNorm;
+    c.moe.router = moe::minimax_router(c.moe.num_experts, c.moe.top_k, {});
     c.moe.use_expert_bias = true;
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
     arch::set_llama_model_names(c, j, f);

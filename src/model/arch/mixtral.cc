@@ -35,7 +35,7 @@ class MixtralFamily final : public Family {
     c.moe.num_experts = arch::get_size_or(j, "num_local_experts", 8, limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size_or(j, "num_experts_per_tok", 2, limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size_or(j, "intermediate_size", 14336, limits::kMaxDff, f);
-    c.moe.router = RouterKind::kTopkSoftmax;
+    c.moe.router = moe::mixtral_router(c.moe.num_experts, c.moe.top_k);
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
     arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {

@@ -92,13 +92,16 @@ void parse_moe(const json& j, const std::string& f, ModelConfig& c) {
   m.num_experts = arch::get_size(j, "n_routed_experts", limits::kMaxExperts, f);
   m.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
   m.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-  m.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
-  m.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
+  m.router.n_group = arch::get_size_or(j, "n_group", 1, limits::kMaxExperts, f);
+  m.router.topk_group = arch::get_size_or(j, "topk_group", 1, limits::kMaxExperts, f);
   arch::check_expert_groups(c, f, "n_routed_experts");
-  m.routed_scaling_factor = io::get_double(j, "routed_scaling_factor", f);
-  m.renormalize = io::get_bool_or(j, "norm_topk_prob", false, f);  // None: not normalized
-  m.renorm_eps = 1e-20;
-  m.router = RouterKind::kSigmoidGroupLimited;
+  // DeepSeek's group-limited sigmoid router with an eps in the renormalization (sum + 1e-20);
+  // norm_topk_prob None: not normalized. The correction bias is bound with the weights.
+  m.router = moe::group_limited_sigmoid_router(
+      m.num_experts, m.top_k, io::get_bool_or(j, "norm_topk_prob", false, f),
+      float(io::get_double(j, "routed_scaling_factor", f)), {}, m.router.n_group,
+      m.router.topk_group);
+  m.router.renorm_eps = float(1e-20);
   m.use_expert_bias = true;
   m.router_unquantized = true;  // MoEGate holds a bare weight, never an nn.Linear
   m.activation = ExpertActivation::kReLU2;

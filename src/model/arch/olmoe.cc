@@ -36,9 +36,8 @@ class OlmoeFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
-    c.moe.renormalize = io::get_bool_or(j, "norm_topk_prob", false, f);
-    c.moe.router =
-        c.moe.renormalize ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
+    c.moe.router = moe::olmoe_router(c.moe.num_experts, c.moe.top_k,
+                                     io::get_bool_or(j, "norm_topk_prob", false, f));
     c.moe.expert_linear_bias = io::get_bool_or(j, "mlp_bias", false, f);
     // mlx-lm's default is tied; real OLMoE configs say false.
     c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", true, f);

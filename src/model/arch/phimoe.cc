@@ -43,8 +43,9 @@ class PhimoeFamily final : public Family {
     c.moe.num_experts = arch::get_size_or(j, "num_local_experts", 16, limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size_or(j, "num_experts_per_tok", 2, limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size_or(j, "intermediate_size", 6400, limits::kMaxDff, f);
-    c.moe.router = RouterKind::kSparseMixer;
-    c.moe.jitter_eps = io::get_double_or(j, "router_jitter_noise", 0.01, f);
+    c.moe.router = moe::phimoe_router(
+        c.moe.num_experts, c.moe.top_k,
+        float(io::get_double_or(j, "router_jitter_noise", 0.01, f)));
     c.tie_word_embeddings = false;
     c.lm_head_bias = true;
     arch::set_llama_model_names(c, j, f);

@@ -40,8 +40,7 @@ class Qwen2MoeFamily final : public Family {
     c.moe.num_experts = arch::get_size(j, "num_experts", limits::kMaxExperts, f);
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
-    c.moe.router = RouterKind::kSoftmaxTopkNoRenorm;
-    c.moe.renormalize = false;
+    c.moe.router = moe::qwen2_moe_router(c.moe.num_experts, c.moe.top_k);
     c.moe.shared_dff = arch::get_size(j, "shared_expert_intermediate_size", limits::kMaxDff, f);
     c.moe.shared_expert_gated = true;
     c.tie_word_embeddings = false;

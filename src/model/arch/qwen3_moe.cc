@@ -36,9 +36,8 @@ class Qwen3MoeFamily final : public Family {
     c.moe.top_k = arch::get_size(j, "num_experts_per_tok", limits::kMaxExperts, f);
     c.moe.expert_dff = arch::get_size(j, "moe_intermediate_size", limits::kMaxDff, f);
     const bool renorm = io::get_bool(j, "norm_topk_prob", f);
-    c.moe.router = renorm ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
-    c.moe.renormalize = renorm;
-    c.moe.topk_ties_to_higher_index = true;  // mlx-lm qwen3_moe: argpartition(gates, kth=-k)
+    // mlx-lm qwen3_moe: softmax, argpartition(gates, kth=-k), norm_topk_prob.
+    c.moe.router = moe::qwen3_moe_router(c.moe.num_experts, c.moe.top_k, renorm);
     const int64_t step = arch::get_size(j, "decoder_sparse_step", limits::kMaxLayers, f);
     const std::vector<int64_t> mlp_only =
         io::has_field(j, "mlp_only_layers") ? io::get_int_array(j, "mlp_only_layers", f)

@@ -68,9 +68,8 @@ int64_t parse_hybrid(const json& j, const std::string& f, const json& rope, Mode
   }
   c.moe.shared_expert_gated = true;
   const bool renorm = io::get_bool_or(j, "norm_topk_prob", false, f);
-  c.moe.router = renorm ? RouterKind::kSoftmaxTopkRenorm : RouterKind::kSoftmaxTopkNoRenorm;
-  c.moe.renormalize = renorm;
-  c.moe.topk_ties_to_higher_index = true;  // argpartition(gates, kth=-k)[..., -k:]
+  // Qwen3-MoE's router: softmax, argpartition(gates, kth=-k)[..., -k:], norm_topk_prob.
+  c.moe.router = moe::qwen3_moe_router(c.moe.num_experts, c.moe.top_k, renorm);
   c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
   return interval;
 }

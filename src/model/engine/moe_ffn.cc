@@ -10,56 +10,20 @@
 namespace moex::model::engine {
 
 moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
-  // Everything family-specific is in ModelConfig::moe, filled by the family's arch file.
-  moe::RouterConfig r;
+  // The family's arch file filled the rule (ModelConfig::moe.router); the tensors it names
+  // (a selection bias, a per-expert scale) come from the checkpoint.
+  moe::RouterConfig r = c.moe.router;
   r.num_experts = c.moe.num_experts;
   r.top_k = c.moe.top_k;
-  r.ties = c.moe.topk_ties_to_higher_index ? moe::TopKTies::kHigherIndexWins
-                                           : moe::TopKTies::kLowerIndexWins;
-  switch (c.moe.router) {
-    case RouterKind::kSoftmaxTopkRenorm:
-    case RouterKind::kSoftmaxTopkNoRenorm:
-      r.rule = moe::RoutingRule::kSoftmaxTopK;
-      r.renormalize = c.moe.router == RouterKind::kSoftmaxTopkRenorm;
-      return r;
-    case RouterKind::kTopkSoftmax: r.rule = moe::RoutingRule::kTopKSoftmax; return r;
-    case RouterKind::kSparseMixer:
-      r.rule = moe::RoutingRule::kSparseMixer;
-      r.jitter_eps = float(c.moe.jitter_eps);
-      return r;
-    case RouterKind::kSigmoidBiasRenorm:
-      r.rule = moe::RoutingRule::kSigmoidBiasTopK;
-      r.renormalize = c.moe.renormalize;
-      r.routed_scaling = float(c.moe.routed_scaling_factor);
-      r.expert_bias = w.expert_bias;
-      return r;
-    case RouterKind::kSigmoidBiasNorm:
-      r = moe::minimax_router(c.moe.num_experts, c.moe.top_k, w.expert_bias);
-      return r;
-    case RouterKind::kSigmoidGroupLimited:
-      r = moe::group_limited_sigmoid_router(
-          c.moe.num_experts, c.moe.top_k, c.moe.renormalize, float(c.moe.routed_scaling_factor),
-          w.expert_bias, c.moe.n_group, c.moe.topk_group);
-      r.renorm_eps = float(c.moe.renorm_eps);  // Nemotron-H: sum + 1e-20
-      return r;
-    case RouterKind::kScoreBiasGroupTopk:
-      r = moe::bailing_moe_router(c.moe.num_experts, c.moe.top_k, !c.moe.gate_sigmoid,
-                                  c.moe.renormalize, float(c.moe.routed_scaling_factor),
-                                  w.expert_bias, c.moe.n_group, c.moe.topk_group);
-      return r;
-    case RouterKind::kProbTopkRenormFloor:
-      r = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, c.moe.gate_sigmoid);
-      return r;
-    case RouterKind::kLlama4Top1Sigmoid: r.rule = moe::RoutingRule::kSigmoidTop1ScalesInput; return r;
-    case RouterKind::kTopkSoftmaxExpertScale:
-      if (int64_t(w.expert_scale.size()) != c.moe.num_experts)
-        fail(c.source, ": router ", router_kind_name(c.moe.router), " needs a per-expert scale of ",
-             c.moe.num_experts, " entries, got ", w.expert_scale.size());
-      return moe::topk_softmax_expert_scale_router(c.moe.num_experts, c.moe.top_k, w.expert_scale);
+  r.expert_bias = w.expert_bias;
+  if (c.moe.router_expert_scale) {
+    if (int64_t(w.expert_scale.size()) != c.moe.num_experts)
+      fail(c.source, ": router ", moe::router_summary(r), " needs a per-expert scale of ",
+           c.moe.num_experts, " entries, got ", w.expert_scale.size());
+    r.expert_scale = w.expert_scale;
   }
-  fail(c.source, ": router ", router_kind_name(c.moe.router), " has no routing rule in the moe library");
+  return r;
 }
-
 
 MoeFfn::MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w,
                int64_t layer, const moe::MoePolicy& policy, std::optional<ExpertParallelLayer> ep)
