@@ -168,14 +168,18 @@ def main():
         check(r.choices[0].message.content == "It is 21 C in Paris."
               and r.usage.prompt_tokens > 30, f"tool result turn answered ({r.usage})")
         rendered = work / "turn.txt"
-        (work / "turn.json").write_text(json.dumps(turn))
+        # What the server hands the template: content "" beside calls, arguments an object.
+        shown = json.loads(json.dumps(turn))
+        shown[1]["content"] = ""
+        shown[1]["tool_calls"][0]["function"]["arguments"] = {"city": "Paris"}
+        (work / "turn.json").write_text(json.dumps(shown))
         (work / "tools.json").write_text(json.dumps(TOOLS))
         out = run([a.moex, "chat-template", "-m", d, "--messages", work / "turn.json", "--tools",
                    work / "tools.json", "--add-generation-prompt"]).stdout
         rendered.write_text(out)
         check("<tool_response>\n21 C\n</tool_response>" in out
               and '{"name": "get_weather", "arguments": {"city": "Paris"}}' in out
-              and '"name": "get_weather"' in out.split("</tools>")[0],
+              and '{"type": "function", "function": {"name": "get_weather"' in out,
               "the template shows the tools, the call and its result")
 
         # 10: tool_choice none: no parsing of calls, thinking still split.

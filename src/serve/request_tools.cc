@@ -92,6 +92,7 @@ void normalize_tool_message(ojson& m, const std::string& name) {
   if (m["role"] != "assistant")
     bad_request(field, str_cat("'", field, "' is only taken in assistant messages"));
   if (!calls->is_array()) bad_request(field, str_cat("'", field, "' must be an array"));
+
   for (size_t i = 0; i < calls->size(); ++i) {
     const std::string c = str_cat(field, "[", i, "]");
     ojson& call = (*calls)[i];
@@ -116,6 +117,9 @@ void normalize_tool_message(ojson& m, const std::string& name) {
                   str_cat("'", c, ".function.arguments' must be a string or an object"));
     }
   }
+  // OpenAI's clients send content null beside calls; templates read it as text (llama.cpp
+  // renders it as ""). Last: inserting a key moves the others (`calls` would dangle).
+  if (const auto c = m.find("content"); c == m.end() || c->is_null()) m["content"] = "";
 }
 
 ojson template_tools(const ToolFields& f) {

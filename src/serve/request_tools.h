@@ -26,7 +26,8 @@ void parse_parallel_tool_calls(ToolFields& f, const std::string& key,
                                const nlohmann::ordered_json& v);
 
 // A message's tool fields checked, and assistant tool_calls' `arguments` (a JSON string in
-// OpenAI's API) parsed into objects, as templates iterate over them (vLLM does the same).
+// OpenAI's API) parsed into objects, as templates iterate over them (vLLM does the same); a
+// null content beside tool_calls becomes "".
 void normalize_tool_message(nlohmann::ordered_json& message, const std::string& name);
 
 // What the template gets as `tools` (null when none are offered).
