@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/template_files.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/sysinfo.h"
@@ -17,6 +18,8 @@
 #include "moe/calibration.h"
 #include "moe/dispatch_policy.h"
 #include "moe/online_measure.h"
+#include "generate/reasoning.h"
+#include "generate/tool_calls.h"
 #include "quant/format.h"
 #include "tools/command.h"
 
@@ -74,6 +77,18 @@ void print_architecture(const model::ModelConfig& c) {
   std::string eos;
   for (int64_t e : c.eos_token_ids) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
   std::printf("  eos token ids: [%s]\n", eos.c_str());
+}
+
+// The chat template and how `serve` reads answers written with it (docs/serve.md).
+void print_chat_template(const std::string& dir) {
+  try {
+    const chat::ChatTemplateSource t = chat::load_chat_template(dir, /*with_tools=*/true);
+    std::printf("chat template: %s; tool-call parser %s, reasoning %s\n", t.origin.c_str(),
+                generate::tool_call_format_name(generate::detect_tool_call_format(t.source)),
+                generate::reasoning_format_name(generate::detect_reasoning_format(t.source)));
+  } catch (const Error& e) {
+    std::printf("chat template: none (%s)\n", e.what());
+  }
 }
 
 // One line per run of consecutive MoE layers with the same shape and storage.
@@ -151,6 +166,7 @@ int run_inspect(const InspectFlags& f) {
   std::printf("checkpoint: %s (%zu files, %zu tensors)\n", f.dir.c_str(), m.weights.files().size(),
               m.weights.size());
   print_architecture(m.config);
+  print_chat_template(f.dir);
   std::printf("layer plan:\n");
   for (int64_t i = 0; i < m.config.num_layers; ++i)
     std::printf("  %s\n", model::describe_layer(m.config, i).c_str());

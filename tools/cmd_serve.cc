@@ -22,6 +22,7 @@
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
+#include "chat/template_files.h"
 #include "serve/chat_prompt.h"
 #include "serve/http_server.h"
 #include "serve/request.h"
@@ -40,7 +41,7 @@ namespace eng = moex::model::engine;
 struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
-      fused, max_dff, backend;
+      fused, max_dff, backend, reasoning_format, test_replies;
   ExpertParallelFlags expert_parallel;
   bool verbose = false;
 };
@@ -155,6 +156,30 @@ int run_serve(const ServeFlags& f) {
   const std::optional<serve::ChatPrompt> chat =
       load_chat_prompt(f.model, tok, &served.chat_refusal);
   if (chat) served.chat = &*chat;
+  if (f.reasoning_format) {
+    if (*f.reasoning_format != "none" && *f.reasoning_format != "deepseek")
+      fail("--reasoning-format: expected none or deepseek, got '", *f.reasoning_format, "'");
+    served.reasoning_split = *f.reasoning_format == "deepseek";
+  }
+  if (f.test_replies) {  // hidden: end-to-end tests of the output parsers
+    const nlohmann::ordered_json j =
+        chat::read_json_file_ordered(*f.test_replies, "--test-replies");
+    if (!j.is_array() || j.empty()) fail("--test-replies: expected a non-empty JSON array of texts");
+    served.test_replies = std::make_shared<serve::TestReplies>();
+    for (const auto& r : j) {
+      if (!r.is_string()) fail("--test-replies: expected a non-empty JSON array of texts");
+      served.test_replies->replies.push_back(tok.encode(r.get<std::string>(), false));
+    }
+    std::fprintf(stderr, "moex serve: TEST HOOK: answers replaced by the %zu replies of %s\n",
+                 j.size(), f.test_replies->c_str());
+  }
+  if (chat)  // what reads the answers (docs/serve.md, "Tool calls and reasoning")
+    std::fprintf(stderr, "moex serve: tool-call parser %s, reasoning %s%s\n",
+                 generate::tool_call_format_name(chat->tool_call_format()),
+                 generate::reasoning_format_name(chat->reasoning_format()),
+                 served.reasoning_split || chat->reasoning_format() == generate::ReasoningFormat::kNone
+                     ? ""
+                     : " (--reasoning-format none: left in the content)");
   const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
@@ -240,6 +265,12 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
+  sub.add_option("--reasoning-format", f->reasoning_format,
+                 "deepseek (default): thinking in reasoning_content; none: left in the content")
+      ->type_name("FORMAT");
+  sub.add_option("--test-replies", f->test_replies, "test hook: answers' ids replaced")
+      ->type_name("FILE")
+      ->group("");  // hidden
   sub.add_flag("-v,--verbose", f->verbose, "print a line per request and the setup");
   add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_serve(*f); };

@@ -1,6 +1,6 @@
 // Output parsers: what reads the generated text as it is decoded and decides what the client
-// sees. A chain of them (stop strings now; the hook for tool-call and reasoning parsers) sits
-// after the detokenizer in every front end that streams text.
+// sees. A chain of them (stop strings, reasoning, tool calls) sits after the detokenizer in
+// every front end that streams text; each emits typed events (content, reasoning, tool calls).
 #pragma once
 
 #include <memory>
@@ -10,25 +10,52 @@
 
 namespace moex::generate {
 
+// One piece of parsed output. A tool call is kToolCallBegin (text: the function's name), then
+// kToolCallArguments pieces (their concatenation is the arguments' JSON text), then
+// kToolCallEnd; calls do not nest or interleave.
+struct OutputEvent {
+  enum class Kind { kContent, kReasoning, kToolCallBegin, kToolCallArguments, kToolCallEnd };
+  Kind kind = Kind::kContent;
+  std::string text;
+  bool operator==(const OutputEvent&) const = default;
+};
+using OutputEvents = std::vector<OutputEvent>;
+
+// Appends text of `kind`, merged into the last event when it has the same kind ("" is dropped).
+void append_text(OutputEvents& out, OutputEvent::Kind kind, std::string_view text);
+// The content text of `events`, joined.
+std::string content_of(const OutputEvents& events);
+
 class OutputParser {
  public:
   virtual ~OutputParser() = default;
-  // Takes decoded text (whole UTF-8 characters) and returns the text that is now final for
-  // the client; it may hold text back until it knows. Once stopped(), returns "".
-  virtual std::string push(std::string_view text) = 0;
-  // At the end of generation: the text still held back.
-  virtual std::string flush() = 0;
-  // The parser ended the output (a stop string matched): what follows is not wanted.
+  // Takes content text (whole UTF-8 characters) and appends the events that are now final; it
+  // may hold text back until it knows what it is. Once stopped(), appends nothing.
+  virtual void push(std::string_view text, OutputEvents& out) = 0;
+  // At the end of generation: what is still held back, as events.
+  virtual void flush(OutputEvents& out) = 0;
+  // The parser ended the output (a stop string matched, the one allowed tool call closed):
+  // what follows is not wanted.
   virtual bool stopped() const = 0;
   virtual const char* name() const = 0;
 };
 
-// Parsers in order: each one's output is the next one's input.
+// A parser that only holds back or cuts text (stop strings): content in, content out.
+class TextOutputParser : public OutputParser {
+ public:
+  virtual std::string push(std::string_view text) = 0;
+  virtual std::string flush() = 0;
+  void push(std::string_view text, OutputEvents& out) final;
+  void flush(OutputEvents& out) final;
+};
+
+// Parsers in order: each one reads the content events of the one before; the other events
+// pass through unchanged, in order.
 class OutputParserChain {
  public:
   void add(std::unique_ptr<OutputParser> p) { parsers_.push_back(std::move(p)); }
-  std::string push(std::string_view text);
-  std::string flush();
+  OutputEvents push(std::string_view text);
+  OutputEvents flush();
   bool stopped() const;
   bool empty() const { return parsers_.empty(); }
 

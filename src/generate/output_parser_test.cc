@@ -16,8 +16,11 @@ namespace {
 
 // Holds text until a newline, then releases whole lines (a parser that waits to decide, as a
 // tool-call parser does).
-class WholeLines final : public OutputParser {
+class WholeLines final : public TextOutputParser {
  public:
+  using TextOutputParser::flush;
+  using TextOutputParser::push;
+
   std::string push(std::string_view text) override {
     held_ += text;
     const size_t nl = held_.rfind('\n');
@@ -38,28 +41,28 @@ TEST(OutputParserChain, EachParserReadsTheOutputOfTheOneBefore) {
   OutputParserChain chain;
   chain.add(std::make_unique<WholeLines>());
   chain.add(std::make_unique<StopStrings>(std::vector<std::string>{"END"}));
-  EXPECT_EQ(chain.push("ab"), "");          // held by WholeLines
-  EXPECT_EQ(chain.push("c\nde"), "abc\n");  // a line, then StopStrings passes it
+  EXPECT_EQ(content_of(chain.push("ab")), "");          // held by WholeLines
+  EXPECT_EQ(content_of(chain.push("c\nde")), "abc\n");  // a line, then StopStrings passes it
   EXPECT_FALSE(chain.stopped());
-  EXPECT_EQ(chain.push("EN"), "");
-  EXPECT_EQ(chain.flush(), "deEN");  // WholeLines' rest through StopStrings, then its own
+  EXPECT_EQ(content_of(chain.push("EN")), "");
+  EXPECT_EQ(content_of(chain.flush()), "deEN");  // WholeLines' rest through StopStrings, then its own
 }
 
 TEST(OutputParserChain, AStoppedParserStopsTheChain) {
   OutputParserChain chain;
   chain.add(std::make_unique<StopStrings>(std::vector<std::string>{"x"}));
   chain.add(std::make_unique<WholeLines>());
-  EXPECT_EQ(chain.push("a\nbxc\n"), "a\n");
+  EXPECT_EQ(content_of(chain.push("a\nbxc\n")), "a\n");
   EXPECT_TRUE(chain.stopped());
-  EXPECT_EQ(chain.push("more\n"), "");
-  EXPECT_EQ(chain.flush(), "b");  // WholeLines held "b" (the text before the stop string)
+  EXPECT_EQ(content_of(chain.push("more\n")), "");
+  EXPECT_EQ(content_of(chain.flush()), "b");  // WholeLines held "b" (the text before the stop string)
 }
 
 TEST(OutputParserChain, AnEmptyChainPassesTextThrough) {
   OutputParserChain chain;
   EXPECT_TRUE(chain.empty());
-  EXPECT_EQ(chain.push("abc"), "abc");
-  EXPECT_EQ(chain.flush(), "");
+  EXPECT_EQ(content_of(chain.push("abc")), "abc");
+  EXPECT_EQ(content_of(chain.flush()), "");
   EXPECT_FALSE(chain.stopped());
 }
 

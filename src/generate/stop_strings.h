@@ -11,9 +11,11 @@
 
 namespace moex::generate {
 
-class StopStrings final : public OutputParser {
+class StopStrings final : public TextOutputParser {
  public:
   explicit StopStrings(std::vector<std::string> stops);  // empty strings are dropped
+  using TextOutputParser::flush;
+  using TextOutputParser::push;
 
   // Adds `text` (whole UTF-8 characters) and returns what is now safe to emit. After a match
   // (stopped() true) it returns the text before the match once, then only "".

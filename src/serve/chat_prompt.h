@@ -1,15 +1,19 @@
 // A checkpoint's chat template and tokenizer together: a conversation becomes the prompt's
 // token ids as transformers' apply_chat_template(..., add_generation_prompt=True,
 // tokenize=True) and mlx-lm give them (the rendered text encoded without special tokens).
+// The template also says how answers are written: the tool-call and reasoning formats.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "chat/template.h"
 #include "chat/template_files.h"
+#include "generate/reasoning.h"
+#include "generate/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moex::serve {
@@ -17,26 +21,40 @@ namespace moex::serve {
 class ChatPrompt {
  public:
   // moex::Error naming DIR when it has no chat template, or the template file when it does
-  // not parse.
+  // not parse. A `tool_use` template beside the default one is loaded too, for requests with
+  // tools (transformers' choice).
   ChatPrompt(const std::string& dir, Tokenizer tokenizer);
 
   // The prompt text of `messages` ([{role, content}, ...]) ending in the assistant's header.
   // `extra`: more template variables (an API request's chat_template_kwargs, such as
   // enable_thinking), as apply_chat_template's keyword arguments.
   // `options`: cancellation polled during the render (chat::RenderOptions).
+  // `tools`: null (None), or OpenAI's tool list passed to the template as `tools`.
   std::string render(const nlohmann::ordered_json& messages,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
-                     const chat::RenderOptions& options = {}) const;
+                     const chat::RenderOptions& options = {},
+                     const nlohmann::ordered_json& tools = nullptr) const;
   std::vector<int32_t> ids(const nlohmann::ordered_json& messages,
                            const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
                            const chat::RenderOptions& options = {}) const;
+  // Rendered text to prompt ids (no special tokens added: the template wrote them).
+  std::vector<int32_t> encode(const std::string& text) const;
   const std::string& origin() const { return template_.origin(); }
 
+  // How the template writes tool calls and reasoning (from its source, the tool_use one's
+  // when there is one).
+  generate::ToolCallFormat tool_call_format() const { return tool_format_; }
+  generate::ReasoningFormat reasoning_format() const { return reasoning_; }
+
  private:
-  ChatPrompt(const chat::ChatTemplateSource& src, Tokenizer tokenizer);
+  ChatPrompt(const chat::ChatTemplateSource& src, const chat::ChatTemplateSource& tools_src,
+             Tokenizer tokenizer);
   chat::Template template_;
+  std::optional<chat::Template> tools_template_;  // a separate tool_use template
   nlohmann::ordered_json special_tokens_;
   Tokenizer tokenizer_;
+  generate::ToolCallFormat tool_format_ = generate::ToolCallFormat::kNone;
+  generate::ReasoningFormat reasoning_ = generate::ReasoningFormat::kNone;
 };
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content);

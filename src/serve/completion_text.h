@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "serve/scheduler.h"
+#include "generate/chat_output.h"
 #include "generate/output_parser.h"
+#include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moex::serve {
@@ -29,18 +30,24 @@ struct LogprobEntry {             // a generated token with its alternatives
 
 class CompletionText {
  public:
-  CompletionText(const Tokenizer& tokenizer, std::vector<std::string> stops, bool logprobs);
+  // `chat` (may be null): the reasoning and tool-call parsers of a chat answer, after the stop
+  // strings; the special tokens their markers are written with are then decoded, the others
+  // still skipped.
+  CompletionText(const Tokenizer& tokenizer, std::vector<std::string> stops, bool logprobs,
+                 const generate::ChatOutputOptions* chat = nullptr);
   // Appends a parser after the stop strings (a tool-call or reasoning parser).
   void add_parser(std::unique_ptr<generate::OutputParser> p) { parsers_.add(std::move(p)); }
 
   struct Delta {
-    std::string text;                    // new text to emit (whole UTF-8 characters)
+    std::string text;                    // new content to emit (whole UTF-8 characters)
+    generate::OutputEvents events;       // everything parsed now, content included, in order
     std::vector<LogprobEntry> logprobs;  // the tokens consumed now (when asked for)
   };
   // Consumes generated tokens in order. Once a stop string has matched, further tokens are
   // ignored (they were generated before the cancellation took effect).
   Delta add(const std::vector<GeneratedToken>& tokens);
-  // The end of generation: the text the detokenizer and the stop matcher still hold.
+  // The end of generation (also after a stop): the text the detokenizer and the parsers still
+  // hold. Call it once.
   Delta finish();
 
   bool stopped() const { return parsers_.stopped(); }  // a parser ended the output
@@ -49,6 +56,8 @@ class CompletionText {
 
  private:
   LogprobToken alternative(int32_t id, float logprob) const;
+  void take(generate::OutputEvents events, Delta& d) const;
+  bool skipped(int32_t id) const;  // a special token no parser reads
 
   const Tokenizer& tok_;
   StreamDecoder decoder_;
@@ -56,6 +65,7 @@ class CompletionText {
   bool logprobs_;
   int64_t tokens_ = 0;
   int64_t decoded_chars_ = 0;  // characters the decoder has produced
+  std::vector<std::string> keep_special_;  // special tokens' texts the parsers read
 };
 
 // Code points of valid UTF-8 text.

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "serve/api_error.h"
+#include "serve/chat_answer.h"
 #include "serve/completion_text.h"
 #include "serve/http_connection.h"
 #include "serve/response.h"
@@ -45,10 +46,12 @@ class Run {
         request_(std::move(request)),
         stream_(std::move(stream)),
         watch_(watch),
-        text_(*ctx.model.tokenizer, request_.stop, request_.generation.logprobs),
+        text_(*ctx.model.tokenizer, request_.stop, request_.generation.logprobs,
+              request_.chat_output ? &*request_.chat_output : nullptr),
         meta_(new_response_meta(request_.api,
                                 request_.model.empty() ? ctx.model.name : request_.model)) {
     meta_.tokens_as_ids = request_.tokens_as_ids;
+    if (ctx.model.test_replies) reply_ = &ctx.model.test_replies->take();
   }
   ~Run() {
     if (outcome_.kind == Outcome::kRunning) stream_->cancel();
@@ -67,9 +70,13 @@ class Run {
     RequestStream::Event ev;
     if (!stream_->next(ev, wait)) return d;
     if (ev.cached_tokens > 0) cached_tokens_ = ev.cached_tokens;
+    if (reply_) replace_with_reply(ev);
     d = text_.add(ev.tokens);
     if (text_.stopped()) {  // a stop string: what the scheduler still makes is not wanted
       stream_->cancel();
+      CompletionText::Delta rest = text_.finish();
+      d.text += rest.text;
+      for (auto& e : rest.events) d.events.push_back(std::move(e));
       end("stop");
       return d;
     }
@@ -81,6 +88,7 @@ class Run {
       case Finish::kContext: {
         CompletionText::Delta rest = text_.finish();
         d.text += rest.text;
+        for (auto& e : rest.events) d.events.push_back(std::move(e));
         if (text_.stopped()) {
           end("stop");  // a stop string in the text held back until the end
         } else {
@@ -113,6 +121,21 @@ class Run {
   }
 
  private:
+  // The test hook: the model's ids replaced by the reply's; the reply's end is the model's stop.
+  void replace_with_reply(RequestStream::Event& ev) {
+    std::vector<GeneratedToken> out;
+    for (GeneratedToken t : ev.tokens) {
+      if (replied_ >= reply_->size()) break;
+      t.id = (*reply_)[replied_++];
+      out.push_back(std::move(t));
+    }
+    ev.tokens = std::move(out);
+    if (replied_ >= reply_->size() && ev.finish == Finish::kNone) {
+      stream_->cancel();
+      ev.finish = Finish::kStop;
+    }
+  }
+
   void end(const char* reason) {
     outcome_.kind = Outcome::kDone;
     outcome_.finish_reason = reason;
@@ -146,6 +169,8 @@ class Run {
   ResponseMeta meta_;
   Outcome outcome_;
   int64_t cached_tokens_ = 0;
+  const std::vector<int32_t>* reply_ = nullptr;  // the test hook's reply (ServedModel)
+  size_t replied_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
@@ -157,9 +182,11 @@ void append(std::vector<LogprobEntry>& to, std::vector<LogprobEntry>& from) {
 void respond_whole(Run& run, httplib::Response& res) {
   std::string text;
   std::vector<LogprobEntry> logprobs;
+  ChatAnswer answer;
   while (run.running()) {
     CompletionText::Delta d = run.step(kPollInterval);
     text += d.text;
+    answer.add(d.events);
     append(logprobs, d.logprobs);
   }
   const Outcome& o = run.outcome();
@@ -171,10 +198,14 @@ void respond_whole(Run& run, httplib::Response& res) {
     return;
   }
   const bool lp = run.request().generation.logprobs;
+  const bool chat = run.request().api == Api::kChat;
+  const ojson message = answer.message();
   res.status = 200;
-  res.set_content(json_text(completion_response(run.meta(), text, o.finish_reason,
-                                                lp ? &logprobs : nullptr, run.usage())),
-                  "application/json");
+  res.set_content(
+      json_text(completion_response(
+          run.meta(), text, chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason,
+          lp ? &logprobs : nullptr, run.usage(), chat ? &message : nullptr)),
+      "application/json");
 }
 
 // The streaming side: httplib calls pump() until it returns false (abort) or sink.done().
@@ -182,6 +213,7 @@ struct EventStream {
   std::unique_ptr<Run> run;
   bool started = false;
   std::vector<LogprobEntry> pending;  // logprobs of tokens whose text is still held back
+  ChatAnswer answer;                  // chat: what was sent, for the finish reason
 
   bool pump(httplib::DataSink& sink) {
     const ApiRequest& r = run->request();
@@ -200,10 +232,19 @@ struct EventStream {
     }
     CompletionText::Delta d = run->step(kPollInterval);
     append(pending, d.logprobs);
-    if (!d.text.empty() || (!run->running() && !pending.empty())) {
+    if (chat) {
+      std::vector<ojson> deltas = answer.add(d.events);
+      if (deltas.empty() && !run->running() && !pending.empty())
+        deltas.push_back({{"content", ""}});  // the held-back tokens' logprobs
+      for (const ojson& delta : deltas) {  // logprobs go with the first chunk of the step
+        const std::vector<LogprobEntry>* l = lp ? &pending : nullptr;
+        const ojson chunk = chat_chunk(m, delta, "", l, r.include_usage);
+        pending.clear();
+        if (!write(sse_event(chunk))) return false;
+      }
+    } else if (!d.text.empty() || (!run->running() && !pending.empty())) {
       const std::vector<LogprobEntry>* l = lp ? &pending : nullptr;
-      const ojson chunk = chat ? chat_chunk(m, {{"content", d.text}}, "", l, r.include_usage)
-                               : completion_chunk(m, d.text, "", l, r.include_usage);
+      const ojson chunk = completion_chunk(m, d.text, "", l, r.include_usage);
       pending.clear();
       if (!write(sse_event(chunk))) return false;
     }
@@ -222,7 +263,8 @@ struct EventStream {
       return true;
     }
     const ojson last =
-        chat ? chat_chunk(m, ojson::object(), o.finish_reason, nullptr, r.include_usage)
+        chat ? chat_chunk(m, ojson::object(), chat_finish_reason(answer, o.finish_reason), nullptr,
+                          r.include_usage)
              : completion_chunk(m, "", o.finish_reason, nullptr, r.include_usage);
     if (!write(sse_event(last))) return false;
     if (r.include_usage && !write(sse_event(usage_chunk(m, run->usage())))) return false;
@@ -251,6 +293,7 @@ void handle_completion(const CompletionContext& ctx, Api api, const httplib::Req
     set_error(res, e.status(), e.type(), e.param(), e.what());
     return;
   }
+  if (ctx.model.test_replies) request.generation.params.ignore_eos = true;  // the reply decides
   Scheduler::Submitted s;
   try {
     s = ctx.scheduler.submit(request.generation);

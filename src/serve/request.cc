@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "serve/api_error.h"
+#include "serve/request_tools.h"
 
 namespace moex::serve {
 namespace {
@@ -130,6 +131,7 @@ ojson parse_messages(const ojson& v) {
       bad_request(name + ".role", str_cat("'", name, ".role' is empty"));
     const auto content = m.find("content");
     if (content != m.end()) *content = message_content(*content, name + ".content");
+    normalize_tool_message(m, name);
     out.push_back(std::move(m));
   }
   return out;
@@ -213,6 +215,7 @@ struct Parser {
   bool prompt_given = false, messages_given = false, logprobs = false, seed_given = false;
   std::optional<int64_t> top_logprobs, max_tokens, max_completion_tokens, min_tokens;
   model::SamplingFieldsGiven given;
+  ToolFields tools;  // request_tools.h
 
   void finish();
 };
@@ -223,12 +226,12 @@ void require_noop(const std::string& key, const ojson& v) {
   auto bad = [&](const char* why) { unsupported(key, why); };
   if (key == "n" || key == "best_of") {
     if (integer(v, key, 1, INT32_MAX) != 1) bad("one choice per request (only 1)");
-  } else if (key == "tools" || key == "functions") {
+  } else if (key == "functions") {
     if (!v.is_array()) wrong_type(key, v, "an array");
-    if (!v.empty()) bad("tool calls are not parsed from the output (only [])");
-  } else if (key == "tool_choice" || key == "function_call") {
+    if (!v.empty()) bad("the deprecated functions are not taken (send them as 'tools')");
+  } else if (key == "function_call") {
     if (!v.is_string() || (v != "none" && v != "auto"))
-      bad("no tools are available (only \"none\" or \"auto\")");
+      bad("the deprecated function_call is not taken (send 'tool_choice')");
   } else if (key == "response_format") {
     if (!v.is_object()) wrong_type(key, v, "an object");
     const auto t = v.find("type");
@@ -356,11 +359,18 @@ const Field kFields[] = {
      [](Parser& p, const std::string& k, const ojson& v) {
        p.out.generation.params.logits.logit_bias = parse_logit_bias(v, k, p.served.vocab);
      }},
+    // Tool calls (request_tools.h).
+    {"tools", kChatOnly,
+     [](Parser& p, const std::string& k, const ojson& v) { parse_tools(p.tools, k, v); }},
+    {"tool_choice", kChatOnly,
+     [](Parser& p, const std::string& k, const ojson& v) { parse_tool_choice(p.tools, k, v); }},
+    {"parallel_tool_calls", kChatOnly,
+     [](Parser& p, const std::string& k, const ojson& v) {
+       parse_parallel_tool_calls(p.tools, k, v);
+     }},
     // Not implemented: only the value that changes nothing.
     {"n", kBoth, noop},
-    {"tools", kChatOnly, noop},
     {"functions", kChatOnly, noop},
-    {"tool_choice", kChatOnly, noop},
     {"function_call", kChatOnly, noop},
     {"response_format", kChatOnly, noop},
     {"best_of", kCompletionOnly, noop},
@@ -371,8 +381,6 @@ const Field kFields[] = {
     {"service_tier", kBoth,
      [](Parser&, const std::string& k, const ojson& v) { (void)string(v, k); }},
     {"store", kBoth, [](Parser&, const std::string& k, const ojson& v) { (void)boolean(v, k); }},
-    {"parallel_tool_calls", kChatOnly,
-     [](Parser&, const std::string& k, const ojson& v) { (void)boolean(v, k); }},
     {"metadata", kBoth,
      [](Parser&, const std::string& k, const ojson& v) {
        if (!v.is_object()) wrong_type(k, v, "an object");
@@ -400,12 +408,16 @@ void Parser::finish() {
                                   ? "the model has no chat template: use /v1/completions"
                                   : str_cat("the model's chat template cannot be used (",
                                             served.chat_refusal, "): use /v1/completions"));
+    std::string text;
     try {
-      g.prompt = served.chat->ids(messages, template_kwargs, {.cancelled = cancelled});
+      text = served.chat->render(messages, template_kwargs, {.cancelled = cancelled},
+                                 template_tools(tools));
     } catch (const Error& e) {  // the template refused the conversation (raise_exception, ...)
       const char* field = template_kwargs.empty() ? "messages" : "chat_template_kwargs";
       bad_request(field, str_cat("the chat template cannot render '", field, "': ", e.what()));
     }
+    g.prompt = served.chat->encode(text);
+    out.chat_output = chat_output_options(tools, *served.chat, text, served.reasoning_split);
     if (top_logprobs && !logprobs)
       bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   } else if (!prompt_given) {

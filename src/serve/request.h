@@ -3,12 +3,16 @@
 // Every refusal is an ApiError (HTTP 400) naming the field; docs/serve.md lists the fields.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "generate/chat_output.h"
 #include "model/generation_config.h"
 #include "serve/chat_prompt.h"
 #include "serve/scheduler.h"
@@ -17,6 +21,15 @@
 namespace moex::serve {
 
 enum class Api { kChat, kCompletion };
+
+// A test hook (serve --test-replies FILE): the ids each answer's tokens are replaced with,
+// request k taking replies[k % n], so that end-to-end tests drive the output parsers and the
+// response shapes with a random-weight model. The model still runs; its ids are discarded.
+struct TestReplies {
+  std::vector<std::vector<int32_t>> replies;  // at least one
+  std::atomic<size_t> next{0};
+  const std::vector<int32_t>& take() { return replies[next++ % replies.size()]; }
+};
 
 // What parsing needs to know about the served model.
 struct ServedModel {
@@ -27,6 +40,10 @@ struct ServedModel {
   model::GenerationConfig generation;    // sampling defaults (with do_sample: true)
   int64_t context = 0;                   // positions one sequence holds
   int64_t vocab = 0;
+  // serve's --reasoning-format: true (deepseek, the default) splits thinking into
+  // reasoning_content, false (none) leaves it in the content.
+  bool reasoning_split = true;
+  std::shared_ptr<TestReplies> test_replies;  // null but in tests
 };
 
 inline constexpr int kMaxStopStrings = 4;      // as OpenAI
@@ -42,6 +59,8 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   // logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids extension)
   bool tokens_as_ids = false;
+  // Chat: how the answer is parsed (reasoning, tool calls); absent for completions.
+  std::optional<generate::ChatOutputOptions> chat_output;
 };
 
 // Parses a request body. Throws ApiError: malformed JSON, a body that is not an object, an

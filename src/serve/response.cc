@@ -98,11 +98,14 @@ ojson completion_logprobs(const std::vector<LogprobEntry>& entries, bool tokens_
 
 ojson completion_response(const ResponseMeta& m, const std::string& text,
                           const std::string& finish_reason,
-                          const std::vector<LogprobEntry>* logprobs, const Usage& usage) {
+                          const std::vector<LogprobEntry>* logprobs, const Usage& usage,
+                          const ojson* message) {
   const bool chat = m.api == Api::kChat;
   ojson r = base(m, chat ? "chat.completion" : "text_completion");
   ojson choice = {{"index", 0}};
-  if (chat)
+  if (chat && message != nullptr)
+    choice["message"] = *message;
+  else if (chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
   else
     choice["text"] = text;

@@ -33,10 +33,12 @@ struct Usage {
 };
 ojson usage_json(const Usage& u);
 
-// The whole response of a non-streaming request. `logprobs` null: not asked for.
+// The whole response of a non-streaming request. `logprobs` null: not asked for. `message`
+// (chat; may be null): the message object (ChatAnswer::message), else one with `text`.
 ojson completion_response(const ResponseMeta& m, const std::string& text,
                           const std::string& finish_reason,
-                          const std::vector<LogprobEntry>* logprobs, const Usage& usage);
+                          const std::vector<LogprobEntry>* logprobs, const Usage& usage,
+                          const ojson* message = nullptr);
 
 // One streamed chunk. Chat: `delta` is {"role": "assistant", "content": ""} first, then
 // {"content": text}, then {} with the finish reason. Completions: the text.
