@@ -28,7 +28,7 @@ std::optional<std::string> lowercase_opt(const std::optional<std::string>& s);
 
 // The help of --precision, shared by every command that runs the CPU kernels.
 inline constexpr const char* kPrecisionHelp =
-    "activation precision of the AVX-512 kernels: fast, standard (default) or exact; "
+    "activation precision of the AVX-512 kernels: fast, standard or exact (default); "
     "overrides MOEX_PRECISION (src/kernels/README.md, precision tiers)";
 // The help of --weights (io/safetensors.h, WeightResidency).
 inline constexpr const char* kWeightsHelp =
