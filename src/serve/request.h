@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/generation_config.h"
+#include "generate/grammar.h"
 #include "serve/chat_prompt.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +28,9 @@ struct ServedModel {
   model::GenerationConfig generation;    // sampling defaults (with do_sample: true)
   int64_t context = 0;                   // positions one sequence holds
   int64_t vocab = 0;
+  // Structured output's grammar engine over this vocabulary (null: the build has none, and
+  // response_format other than text is refused saying so).
+  const generate::GrammarEngine* grammar = nullptr;
 };
 
 inline constexpr int kMaxStopStrings = 4;      // as OpenAI
