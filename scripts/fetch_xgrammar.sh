@@ -16,7 +16,10 @@ pip="${MOEX_PIP:-.venv/bin/pip}"
 dest=.cache/xgrammar
 top="$dest/xgrammar-$XGRAMMAR_VERSION"
 stamp="$top/.moex-fetched"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$XGRAMMAR_SHA256" ]]; then
+# Fixes applied to the sources, each saying why (scripts/patches/xgrammar-$XGRAMMAR_VERSION-*).
+patches=(scripts/patches/xgrammar-$XGRAMMAR_VERSION-*.patch)
+stamp_text() { echo "$XGRAMMAR_SHA256 $(cat "${patches[@]}" | sha256sum | cut -c1-16)"; }
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$(stamp_text)" ]]; then
   echo "$PWD/$top"
   exit 0
 fi
@@ -41,6 +44,9 @@ tar -xzf "$sdist" -C "$dest" "$p/cpp" "$p/include" "$p/LICENSE" "$p/NOTICE" \
   "$p/3rdparty/dlpack/include" "$p/3rdparty/dlpack/LICENSE" \
   "$p/3rdparty/picojson/picojson.h"
 rm -rf "$top/cpp/tvm_ffi"
-echo "$XGRAMMAR_SHA256" > "$stamp"
+for p in "${patches[@]}"; do
+  patch -s -p1 -d "$top" < "$p" || { say "$p does not apply"; exit 5; }
+done
+stamp_text > "$stamp"
 say "xgrammar $XGRAMMAR_VERSION C++ core in $top"
 echo "$PWD/$top"

@@ -21,7 +21,8 @@ namespace {
 const std::vector<std::string> kVocab = {
     "",   "<eos>", "{",  "}",  "\"", ":",   ",",    "a",     "b",  "n",   "y",     "e",
     "s",  "no",    "yes", "1", "2",  "-",   "0",    ".",     "[",  "]",   "true",  "false",
-    " ",  "\"n\"", "ab", "\\", "null", "\"a", "x",  "\"}", "t",  "r",   "u",    "f",     "l"};
+    " ",  "\"n\"", "ab", "\\", "null", "\"a", "x",  "\"}", "t",  "r",   "u",    "f",     "l",
+    "\x05", "a\x07"};
 constexpr TokenId kStop = 1;
 
 GrammarEngine& engine() {
@@ -58,6 +59,21 @@ TEST(Grammar, ChoiceAllowsThePrefixesOfTheChoicesThenOnlyTheStopId) {
   p->accept(id_of("e"));
   p->accept(id_of("s"));
   EXPECT_EQ(allowed(*p), (std::set<TokenId>{kStop}));
+}
+
+// JSON strings hold no raw control characters (RFC 8259: they must be escaped).
+TEST(Grammar, ControlCharactersAreNotAllowedInJsonStrings) {
+  for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "maxLength": 8})"}) {
+    auto p = engine().compile(spec(GrammarKind::kJsonSchema, schema))->processor();
+    p->accept(id_of("\""));
+    const std::set<TokenId> next = allowed(*p);
+    EXPECT_TRUE(next.count(id_of("a"))) << schema;
+    EXPECT_FALSE(next.count(id_of("\x05")) || next.count(id_of("a\x07"))) << schema;
+  }
+  auto p = engine().compile(spec(GrammarKind::kJsonObject, ""))->processor();
+  p->accept(id_of("{"));
+  p->accept(id_of("\""));
+  EXPECT_FALSE(allowed(*p).count(id_of("\x05")));
 }
 
 TEST(Grammar, AcceptOfATokenTheMaskRemovedThrows) {
