@@ -4,7 +4,8 @@ random-weight checkpoint (its unconstrained output is gibberish, so the grammar 
 the work): every output of a suite of JSON schemas (nested objects, arrays, enums, anyOf,
 numbers with bounds, strings with patterns, required and optional properties) parses and
 validates with `jsonschema`, sampled at temperature 1 over several seeds, whole and
-streamed; json_object gives an object; guided_choice and guided_regex match; hostile schemas
+streamed; json_object gives an object; guided_choice, guided_regex and an EBNF grammar
+(grammar / guided_grammar) match; hostile schemas
 (recursive, huge, deep, invalid) are a 400 naming the field within a time bound.
 With --engine OFF (a build without xgrammar) it checks the 400 that says so instead.
 
@@ -137,11 +138,19 @@ def suite(srv, tok):
     outs = [chat(client, s, extra_body={"guided_choice": choices}).choices[0].message.content
             for s in SEEDS]
     check(all(o in choices for o in outs), f"guided_choice: each output one of them ({outs})")
+    o = chat(client, 0, extra_body={"guided_choice": ["naïve ☃"]}).choices[0].message.content
+    check(o == "naïve ☃", f"guided_choice of one non-ASCII string gives it ({o!r})")
     pattern = r"[A-Z][a-z]{1,5}-[0-9]{3}"
     outs = [client.completions.create(model="model", prompt="id:", max_tokens=40, seed=s,
                                       temperature=1.0, extra_body={"guided_regex": pattern})
             .choices[0].text for s in SEEDS]
     check(all(re.fullmatch(pattern, o) for o in outs), f"guided_regex on completions ({outs})")
+    # An EBNF (GBNF-style) grammar: llama-server's `grammar` and vLLM's `guided_grammar`.
+    gbnf = 'root ::= "{\\"ok\\": " ("true" | "false") ", \\"n\\": " [1-9] [0-9]? "}"'
+    outs = [chat(client, s, extra_body={key: gbnf}).choices[0].message.content
+            for s, key in zip(SEEDS, ["grammar", "guided_grammar"] * len(SEEDS))]
+    check(all(re.fullmatch(r'\{"ok": (true|false), "n": [1-9][0-9]?\}', o) for o in outs),
+          f"grammar / guided_grammar (EBNF) ({outs[:3]})")
 
 
 def hostile(srv):

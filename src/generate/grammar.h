@@ -13,11 +13,12 @@
 
 namespace moex::generate {
 
-enum class GrammarKind { kJsonObject, kJsonSchema, kRegex, kChoice };
+enum class GrammarKind { kJsonObject, kJsonSchema, kRegex, kChoice, kEbnf };
 
 struct GrammarSpec {
   GrammarKind kind = GrammarKind::kJsonObject;
-  std::string text;                  // kJsonSchema: the schema's JSON text; kRegex: the pattern
+  std::string text;  // kJsonSchema: the schema's JSON text; kRegex: the pattern; kEbnf: the
+                     // grammar (GBNF-style EBNF, its start rule `root`)
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
 };
 

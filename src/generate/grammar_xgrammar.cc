@@ -140,6 +140,8 @@ std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) c
             vocab());
       case GrammarKind::kRegex:
         return std::make_shared<XgGrammar>(c.CompileRegex(spec.text), vocab());
+      case GrammarKind::kEbnf:
+        return std::make_shared<XgGrammar>(c.CompileGrammar(spec.text, "root"), vocab());
       case GrammarKind::kChoice: {
         if (spec.choices.empty()) fail("no choices");
         std::string ebnf = "root ::= ";

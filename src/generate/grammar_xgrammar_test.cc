@@ -88,6 +88,16 @@ TEST(Grammar, RegexNeedsOneCharacterBeforeTheStopId) {
   EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("a"), id_of("b"), id_of("ab"), kStop}));
 }
 
+TEST(Grammar, EbnfGrammarFromItsRootRule) {
+  auto p = engine().compile(spec(GrammarKind::kEbnf, R"(root ::= ("ab" | "x") "1"+)"))->processor();
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("a"), id_of("ab"), id_of("x")}));
+  p->accept(id_of("x"));
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("1")}));
+  p->accept(id_of("1"));
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("1"), kStop}));
+  EXPECT_THROW(engine().compile(spec(GrammarKind::kEbnf, "root ::= undefined_rule")), Error);
+}
+
 TEST(Grammar, JsonObjectStartsWithABrace) {
   auto p = engine().compile(spec(GrammarKind::kJsonObject, ""))->processor();
   EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("{")}));

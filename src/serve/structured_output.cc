@@ -166,6 +166,15 @@ GrammarField parse_guided_choice(const ojson& v) {
   return g;
 }
 
+GrammarField parse_grammar(const std::string& k, const ojson& v) {
+  if (!v.is_string()) refuse(k, "must be a string (an EBNF grammar with a rule 'root')");
+  const std::string& g = v.get_ref<const std::string&>();
+  if (g.empty()) refuse(k, "must not be empty");
+  if (g.size() > kMaxGrammarBytes)
+    refuse(k, str_cat("is ", g.size(), " bytes; at most ", kMaxGrammarBytes, " are taken"));
+  return {k, {generate::GrammarKind::kEbnf, g, {}}};
+}
+
 std::shared_ptr<const generate::Grammar> compile_grammar(const GrammarField& g,
                                                          const generate::GrammarEngine* engine) {
   if (engine == nullptr)

@@ -22,6 +22,7 @@ inline constexpr int kMaxSchemaDepth = 24;            // nested JSON objects/arr
 inline constexpr int64_t kMaxSchemaRepeat = 1024;     // minItems, maxLength, ... values
 inline constexpr size_t kMaxSchemaNodes = 20000;      // subschemas visited, through $refs
 inline constexpr size_t kMaxRegexBytes = 4096;        // guided_regex and each pattern
+inline constexpr size_t kMaxGrammarBytes = 16 * 1024;  // guided_grammar / grammar
 inline constexpr size_t kMaxChoices = 256, kMaxChoiceBytes = 1024;
 
 struct GrammarField {
@@ -34,6 +35,8 @@ std::optional<GrammarField> parse_response_format(const nlohmann::ordered_json& 
 GrammarField parse_guided_json(const nlohmann::ordered_json& v);
 GrammarField parse_guided_regex(const nlohmann::ordered_json& v);
 GrammarField parse_guided_choice(const nlohmann::ordered_json& v);
+// vLLM's guided_grammar and llama-server's grammar: EBNF text (GBNF syntax), start rule root.
+GrammarField parse_grammar(const std::string& field, const nlohmann::ordered_json& v);
 
 // Throws ApiError naming `field` when the schema passes a bound above, holds a $ref that is
 // not local ("#...") or does not resolve, or refers to itself (directly or through others).

@@ -73,6 +73,9 @@ TEST(StructuredOutput, BadShapesNameTheField) {
   EXPECT_EQ(refused(m, R"("guided_choice": [])"), "guided_choice");
   EXPECT_EQ(refused(m, R"("guided_choice": ["a", 2])"), "guided_choice[1]");
   EXPECT_EQ(refused(m, R"("guided_json": "{not json")"), "guided_json");
+  EXPECT_EQ(refused(m, R"("grammar": 5)"), "grammar");
+  EXPECT_EQ(refused(m, "\"guided_grammar\": \"" + std::string(20000, 'x') + "\""),
+            "guided_grammar");
   EXPECT_EQ(refused(m, R"("guided_regex": "a", "guided_choice": ["a"])"), "guided_choice");
 }
 
@@ -136,6 +139,11 @@ TEST(StructuredOutput, ASchemaCompilesOntoTheRequest) {
   EXPECT_EQ(refused(m, R"("guided_regex": "(a")", &msg), "guided_regex");
   EXPECT_NE(msg.find("cannot be compiled"), std::string::npos) << msg;
   EXPECT_EQ(refused(m, R"("guided_regex": "a", "ignore_eos": true)"), "ignore_eos");
+  EXPECT_NE(parse_request(Api::kCompletion, R"({"prompt": "hi", "grammar": "root ::= [a-z]+"})",
+                          m.served)
+                .generation.grammar,
+            nullptr);
+  EXPECT_EQ(refused(m, R"("guided_grammar": "root ::= nowhere")"), "guided_grammar");
 }
 
 }  // namespace
