@@ -2,10 +2,12 @@
 // processor of a JSON schema (the one tools/bench_structured.py sends) stepped greedily over
 // random logits of the model's vocabulary size, restarted whenever the grammar completes.
 // Prints the vocabulary setup and compile times and microseconds per token of apply+accept.
-//   grammar_mask_bench MODEL_DIR [TOKENS]
+//   grammar_mask_bench MODEL_DIR [TOKENS [GRAMMAR]]   (GRAMMAR: a regex, an EBNF grammar or a JSON
+//   schema: also time compiling it, for sizing the bounds of src/serve/structured_output.h)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -90,6 +92,16 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     const auto g = engine.compile({generate::GrammarKind::kJsonSchema, kSchema, {}});
     const double compile = seconds_since(t0);
+    if (argc > 3) {
+      t0 = Clock::now();
+      const std::string text = argv[3];
+      const auto kind = text[0] == '{'                            ? generate::GrammarKind::kJsonSchema
+                        : text.find("::=") != std::string::npos ? generate::GrammarKind::kEbnf
+                                                                : generate::GrammarKind::kRegex;
+      engine.compile({kind, text, {}});
+      std::printf("{\"grammar_bytes\": %zu, \"kind\": %d, \"compile_s\": %.3f}\n", text.size(),
+                  int(kind), seconds_since(t0));
+    }
     const MaskCost m = mask_cost(*g, cfg.vocab, stop, tokens);
     std::printf("{\"vocab\": %lld, \"engine\": \"%s\", \"vocab_setup_s\": %.3f, "
                 "\"schema_compile_s\": %.3f, \"tokens\": %d, \"documents\": %d, "

@@ -182,6 +182,19 @@ def hostile(srv):
                   f"{(e.body or {}).get('message', '')[:90]}")
 
 
+    # Regexes and grammars whose compile time grows fast with their size: refused by size.
+    for field, text in (("guided_regex", "(a|b|c|d)*" * 60),
+                        ("grammar", "root ::= " + " ".join(['("a" | "b")*'] * 100))):
+        t0 = time.time()
+        try:
+            chat(client, 0, extra_body={field: text})
+            check(False, f"a {len(text)}-byte {field} of stars: refused")
+        except openai.BadRequestError as e:
+            param = (e.body or {}).get("param")
+            check(param == field and time.time() - t0 < 5, f"a {len(text)}-byte {field} of "
+                  f"stars: 400 naming {param} in {time.time() - t0:.2f} s")
+
+
 def no_engine(srv):
     try:
         chat(srv.client(), 0, response_format={"type": "json_object"})

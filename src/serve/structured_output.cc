@@ -31,7 +31,7 @@ const char* const kRepeatKeys[] = {"minItems", "maxItems", "minLength", "maxLeng
 struct SchemaWalk {
   const nlohmann::json& root;
   const std::string& field;
-  size_t nodes = 0;
+  size_t nodes = 0, pattern_bytes = 0;
   std::vector<std::string> refs;  // the $refs being expanded, outermost first
 
   void visit(const nlohmann::json& v, int depth) {
@@ -52,9 +52,13 @@ struct SchemaWalk {
                               " is taken"));
     }
     const auto pattern = v.find("pattern");
-    if (pattern != v.end() && pattern->is_string() &&
-        pattern->get_ref<const std::string&>().size() > kMaxRegexBytes)
-      refuse(field, str_cat("has a pattern of more than ", kMaxRegexBytes, " bytes"));
+    if (pattern != v.end() && pattern->is_string()) {
+      const size_t n = pattern->get_ref<const std::string&>().size();
+      if (n > kMaxRegexBytes)
+        refuse(field, str_cat("has a pattern of more than ", kMaxRegexBytes, " bytes"));
+      if ((pattern_bytes += n) > kMaxPatternBytes)
+        refuse(field, str_cat("has more than ", kMaxPatternBytes, " bytes of patterns in all"));
+    }
     const auto ref = v.find("$ref");
     if (ref != v.end()) follow(*ref, depth);
     for (const auto& [key, x] : v.items())
@@ -88,7 +92,7 @@ struct SchemaWalk {
 }  // namespace
 
 void check_schema(const nlohmann::json& schema, const std::string& field) {
-  SchemaWalk w{schema, field, 0, {}};
+  SchemaWalk w{schema, field, 0, 0, {}};
   w.visit(schema, 0);
 }
 

@@ -21,8 +21,14 @@ inline constexpr size_t kMaxSchemaBytes = 32 * 1024;  // the schema's JSON text
 inline constexpr int kMaxSchemaDepth = 24;            // nested JSON objects/arrays in it
 inline constexpr int64_t kMaxSchemaRepeat = 1024;     // minItems, maxLength, ... values
 inline constexpr size_t kMaxSchemaNodes = 20000;      // subschemas visited, through $refs
-inline constexpr size_t kMaxRegexBytes = 4096;        // guided_regex and each pattern
-inline constexpr size_t kMaxGrammarBytes = 16 * 1024;  // guided_grammar / grammar
+// Regular expressions and EBNF compile in time that grows faster than their size: 50
+// consecutive `(a|b|c|d)*` took 0.85 s as a 500-byte regex and 0.93 s as a 1.2 KiB grammar,
+// 80 of them 2.8 s as a 2 KiB grammar, 200 20 s as a regex, on a 151,936-token vocabulary
+// (bench/grammar_mask_bench, 2026-12-03; docs/serve.md). A 29.5 KB schema of 150 objects
+// without patterns took 0.17 s.
+inline constexpr size_t kMaxRegexBytes = 512;         // guided_regex and each pattern
+inline constexpr size_t kMaxPatternBytes = 1024;      // all patterns of one schema together
+inline constexpr size_t kMaxGrammarBytes = 1024;      // guided_grammar / grammar
 inline constexpr size_t kMaxChoices = 256, kMaxChoiceBytes = 1024;
 
 struct GrammarField {

@@ -74,8 +74,9 @@ TEST(StructuredOutput, BadShapesNameTheField) {
   EXPECT_EQ(refused(m, R"("guided_choice": ["a", 2])"), "guided_choice[1]");
   EXPECT_EQ(refused(m, R"("guided_json": "{not json")"), "guided_json");
   EXPECT_EQ(refused(m, R"("grammar": 5)"), "grammar");
-  EXPECT_EQ(refused(m, "\"guided_grammar\": \"" + std::string(20000, 'x') + "\""),
+  EXPECT_EQ(refused(m, "\"guided_grammar\": \"" + std::string(2000, 'x') + "\""),
             "guided_grammar");
+  EXPECT_EQ(refused(m, "\"guided_regex\": \"" + std::string(600, 'x') + "\""), "guided_regex");
   EXPECT_EQ(refused(m, R"("guided_regex": "a", "guided_choice": ["a"])"), "guided_choice");
 }
 
@@ -119,6 +120,12 @@ TEST(StructuredOutput, HostileSchemasAreRefusedBeforeCompiling) {
                     &msg),
             js);
   EXPECT_NE(msg.find("bytes of JSON"), std::string::npos) << msg;
+  const std::string pat = R"({"type": "string", "pattern": ")" + std::string(400, 'a') + "\"}";
+  EXPECT_EQ(refused(m, schema(R"({"type": "array", "prefixItems": [)" + pat + ", " + pat + ", " +
+                              pat + "]}"),
+                    &msg),
+            js);
+  EXPECT_NE(msg.find("patterns in all"), std::string::npos) << msg;
 }
 
 TEST(StructuredOutput, ASchemaCompilesOntoTheRequest) {
