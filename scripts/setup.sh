@@ -38,7 +38,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating the Python venv for reference tests (.venv)"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib, openai, langchain_openai" 2>/dev/null; then
+if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib, openai, langchain_openai, jsonschema" 2>/dev/null; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements-reference.txt
 fi
@@ -63,4 +63,7 @@ if [ ! -d "$corpus" ]; then
   mv "$tmp/llama_cpp_python-$corpus_version/vendor/llama.cpp/models/templates" "$corpus"
   rm -rf "$tmp"
 fi
+# xgrammar's C++ core (structured output): pinned sdist, sha256-checked, into .cache; CMake
+# builds it when it is there (cmake/xgrammar.cmake), and `serve` refuses json output without it.
+scripts/fetch_xgrammar.sh >/dev/null
 echo "setup: done"

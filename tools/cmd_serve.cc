@@ -27,6 +27,7 @@
 #include "serve/http_server.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
+#include "serve/structured_output.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/util_expert_parallel.h"
@@ -181,6 +182,12 @@ int run_serve(const ServeFlags& f) {
                      ? ""
                      : " (--reasoning-format none: left in the content)");
   const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
+  // Structured output: the vocabulary given to the grammar engine, when the build has one.
+  std::optional<generate::GrammarEngine> grammar;
+  if (generate::GrammarEngine::available()) {
+    grammar.emplace(serve::grammar_vocabulary(tok, cfg.vocab), stop_ids);
+    served.grammar = &*grammar;
+  }
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   require_mapped_weights(ep);

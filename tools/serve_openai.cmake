@@ -21,3 +21,15 @@ add_test(NAME serve_tools_test
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_tools
           --templates ${MOEX_CHAT_TEMPLATE_CORPUS})
 set_tests_properties(serve_tools_test PROPERTIES LABELS reference TIMEOUT 300)
+# Structured output (response_format, guided_*) with the openai client and jsonschema; in a
+# build without xgrammar it checks the 400 that says so.
+if(MOEX_HAVE_XGRAMMAR)
+  set(_moex_grammar_engine ON)
+else()
+  set(_moex_grammar_engine OFF)
+endif()
+add_test(NAME serve_structured_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_structured_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_structured
+          --engine ${_moex_grammar_engine})
+set_tests_properties(serve_structured_test PROPERTIES LABELS reference TIMEOUT 300)

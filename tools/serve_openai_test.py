@@ -392,9 +392,9 @@ def body(a, d, work, tok, srv, strip_stop):
          lambda: chat(model="m", messages=messages, logit_bias={"1000000": 1}), "logit_bias"),
         ("frequency_penalty 3", lambda: chat(model="m", messages=messages,
                                              frequency_penalty=3), "frequency_penalty"),
-        ("response_format json", lambda: chat(model="m", messages=messages,
-                                              response_format={"type": "json_object"}),
-         "response_format"),
+        ("response_format xml", lambda: chat(model="m", messages=messages,
+                                             response_format={"type": "xml"}),
+         "response_format.type"),
         ("tools", lambda: chat(model="m", messages=messages, tools=[
             {"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
         ("an unknown field", lambda: chat(model="m", messages=messages,

@@ -59,6 +59,7 @@ Step Generator::next(const float* logits) {
     s.end = StepEnd::kStop;
     return s;
   }
+  for (auto& p : chain_) p->accept(s.token);
   history_.add_output(s.token);
   if (history_.output_tokens() >= params_.max_tokens) s.end = StepEnd::kLength;
   return s;

@@ -46,7 +46,8 @@ class Generator {
             std::span<const TokenId> prompt);
   static void validate(const GenerationParams& params, int64_t vocab);
 
-  // Adds a processor run after the built-in ones (a constrained-decoding mask, say).
+  // Adds a processor run after the built-in ones (a constrained-decoding mask, say); every
+  // processor's accept() sees each output token.
   void add_processor(std::unique_ptr<LogitsProcessor> p);
   // One step from logits[vocab] (not modified). Throws moex::Error when the processed logits
   // hold NaN or +inf, or when every token was removed.

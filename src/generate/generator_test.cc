@@ -136,6 +136,38 @@ TEST(Generator, AnAddedProcessorRunsAfterTheBuiltIns) {
   }
 }
 
+// A stateful processor: allows one token, then the next one up (a matcher that advances on
+// accept), and records what it was given.
+class Ladder final : public LogitsProcessor {
+ public:
+  explicit Ladder(std::vector<TokenId>* seen) : seen_(seen) {}
+  void apply(std::span<float> logits, const TokenHistory&) override {
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (TokenId(i) != next_) logits[i] = -kInf;
+  }
+  void accept(TokenId t) override {
+    seen_->push_back(t);
+    next_ = t + 1;
+  }
+  const char* name() const override { return "ladder"; }
+
+ private:
+  std::vector<TokenId>* seen_;
+  TokenId next_ = 0;
+};
+
+TEST(Generator, AcceptSeesEveryOutputTokenButNotTheStopId) {
+  std::vector<TokenId> seen;
+  Generator g(greedy(10), /*stop_ids=*/{3}, 5, {});
+  g.add_processor(std::make_unique<Ladder>(&seen));
+  std::vector<StepEnd> ends;
+  // Greedy would take token 4 every time; the ladder forces 0, 1, 2, then the stop id 3.
+  EXPECT_EQ(steps(g, {0.f, 0.f, 0.f, 0.f, 9.f}, 4, &ends), (std::vector<TokenId>{0, 1, 2, 3}));
+  EXPECT_EQ(ends.back(), StepEnd::kStop);
+  EXPECT_EQ(seen, (std::vector<TokenId>{0, 1, 2}));
+  EXPECT_EQ(g.generated(), 3);
+}
+
 TEST(Generator, BadArgumentsAreRefusedNamingTheField) {
   auto message = [](GenerationParams p) -> std::string {
     try {

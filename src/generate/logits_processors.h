@@ -39,6 +39,10 @@ class LogitsProcessor {
  public:
   virtual ~LogitsProcessor() = default;
   virtual void apply(std::span<float> logits, const TokenHistory& history) = 0;
+  // Called by Generator with the token drawn from the processed logits, when it is output
+  // (not for a stop id that ends the request): a stateful processor (a grammar matcher)
+  // advances here. Throws moex::Error when the token cannot be taken.
+  virtual void accept(TokenId token) {}
   virtual const char* name() const = 0;
 };
 

@@ -12,6 +12,7 @@
 #include "core/json_text.h"
 #include "serve/api_error.h"
 #include "serve/request_tools.h"
+#include "serve/structured_output.h"
 
 namespace moex::serve {
 namespace {
@@ -216,8 +217,10 @@ struct Parser {
   std::optional<int64_t> top_logprobs, max_tokens, max_completion_tokens, min_tokens;
   model::SamplingFieldsGiven given;
   ToolFields tools;  // request_tools.h
+  std::optional<GrammarField> grammar;  // structured output (response_format, guided_*)
 
   void finish();
+  void finish_grammar();
 };
 
 // Fields a client may send that this server does not implement: accepted only with the value
@@ -232,11 +235,6 @@ void require_noop(const std::string& key, const ojson& v) {
   } else if (key == "function_call") {
     if (!v.is_string() || (v != "none" && v != "auto"))
       bad("the deprecated function_call is not taken (send 'tool_choice')");
-  } else if (key == "response_format") {
-    if (!v.is_object()) wrong_type(key, v, "an object");
-    const auto t = v.find("type");
-    if (v.size() != 1 || t == v.end() || *t != "text")
-      bad("constrained output is not implemented (only {\"type\": \"text\"})");
   } else if (key == "echo") {
     if (boolean(v, key)) bad("the prompt is not echoed (only false)");
   } else if (key == "suffix") {
@@ -253,6 +251,14 @@ struct Field {
 };
 
 void noop(Parser&, const std::string& key, const ojson& v) { require_noop(key, v); }
+
+// Structured output (serve/structured_output.h): one grammar per request.
+void set_grammar(Parser& p, std::optional<GrammarField> g) {
+  if (g && p.grammar)
+    bad_request(g->field, str_cat("'", g->field, "' and '", p.grammar->field,
+                                  "' both constrain the output; send one"));
+  if (g) p.grammar = std::move(g);
+}
 
 // The fields each API takes (docs/serve.md has the same table for users).
 const Field kFields[] = {
@@ -372,7 +378,19 @@ const Field kFields[] = {
     {"n", kBoth, noop},
     {"functions", kChatOnly, noop},
     {"function_call", kChatOnly, noop},
-    {"response_format", kChatOnly, noop},
+    // Structured output: compiled in finish_grammar().
+    {"response_format", kBoth,
+     [](Parser& p, const std::string&, const ojson& v) { set_grammar(p, parse_response_format(v)); }},
+    {"guided_json", kBoth,
+     [](Parser& p, const std::string&, const ojson& v) { set_grammar(p, parse_guided_json(v)); }},
+    {"guided_regex", kBoth,
+     [](Parser& p, const std::string&, const ojson& v) { set_grammar(p, parse_guided_regex(v)); }},
+    {"guided_choice", kBoth,
+     [](Parser& p, const std::string&, const ojson& v) { set_grammar(p, parse_guided_choice(v)); }},
+    {"guided_grammar", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) { set_grammar(p, parse_grammar(k, v)); }},
+    {"grammar", kBoth,
+     [](Parser& p, const std::string& k, const ojson& v) { set_grammar(p, parse_grammar(k, v)); }},
     {"best_of", kCompletionOnly, noop},
     {"echo", kCompletionOnly, noop},
     {"suffix", kCompletionOnly, noop},
@@ -440,6 +458,16 @@ void Parser::finish() {
   g.params.min_tokens = min_tokens.value_or(0);
   model::apply_sampling_defaults(served.generation, given, g.params.sampling);
   if (!seed_given) g.params.sampling.seed = random_seed();
+  finish_grammar();
+}
+
+// Compiled last, once every other field is known good (compiling costs the most).
+void Parser::finish_grammar() {
+  if (!grammar) return;
+  if (out.generation.params.ignore_eos)
+    bad_request("ignore_eos", str_cat("'ignore_eos' cannot be used with '", grammar->field,
+                                      "': the output ends where the grammar does"));
+  out.generation.grammar = compile_grammar(*grammar, served.grammar);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "generate/chat_output.h"
 #include "model/generation_config.h"
+#include "generate/grammar.h"
 #include "serve/chat_prompt.h"
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +45,9 @@ struct ServedModel {
   // reasoning_content, false (none) leaves it in the content.
   bool reasoning_split = true;
   std::shared_ptr<TestReplies> test_replies;  // null but in tests
+  // Structured output's grammar engine over this vocabulary (null: the build has none, and
+  // response_format other than text is refused saying so).
+  const generate::GrammarEngine* grammar = nullptr;
 };
 
 inline constexpr int kMaxStopStrings = 4;      // as OpenAI

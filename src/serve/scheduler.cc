@@ -148,6 +148,7 @@ void Scheduler::admit_locked() {
     s.request = std::move(p.request);
     s.stream = std::move(p.stream);
     s.gen.emplace(s.request.params, opt_.stop_ids, engine_.vocab(), s.request.prompt);
+    if (s.request.grammar) s.gen->add_processor(s.request.grammar->processor());
     s.prefilled = keep;
     s.admitted = admissions_++;
     s.stream->set_prompt(int64_t(s.request.prompt.size()), keep);

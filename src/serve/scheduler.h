@@ -21,8 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "model/engine/engine.h"
 #include "generate/generator.h"
+#include "generate/grammar.h"
+#include "model/engine/engine.h"
 
 namespace moex::serve {
 
@@ -36,6 +37,9 @@ struct GenerationRequest {
   // top_logprobs (0..kMaxTopLogprobs) most likely alternatives.
   bool logprobs = false;
   int top_logprobs = 0;
+  // Structured output: the compiled grammar whose mask the request's Generator applies after
+  // the built-in processors (null: unconstrained). serve/structured_output.h makes it.
+  std::shared_ptr<const generate::Grammar> grammar;
 };
 inline constexpr int kMaxTopLogprobs = 20;
 
