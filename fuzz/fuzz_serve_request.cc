@@ -2,7 +2,7 @@
 // for both endpoints, then stop strings on streamed text. Input: body [NUL text], the text cut
 // into pieces at each 0x02 byte. A refusal must be an ApiError (HTTP 400); what is accepted
 // must be runnable (a non-empty prompt that fits the context, ids in the vocabulary, bounded
-// stop strings, sampler values in range). StopMatcher must release exactly the text before
+// stop strings, sampler values in range). StopStrings must release exactly the text before
 // the earliest stop string, however the text is cut.
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,9 @@
 #include "serve/api_error.h"
 #include "serve/chat_prompt.h"
 #include "serve/request.h"
-#include "serve/stop_matcher.h"
+#include "core/error.h"
+#include "generate/generator.h"
+#include "generate/stop_strings.h"
 #include "tokenizer/synthetic_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -56,10 +58,15 @@ void check_accepted(const ApiRequest& r) {
   if (g.prompt.empty() || int64_t(g.prompt.size()) >= kContext) fail("prompt size");
   for (int32_t id : g.prompt)
     if (id < 0 || id >= kVocab) fail("prompt id outside the vocabulary");
-  if (g.max_tokens < 1) fail("max_tokens < 1");
+  if (g.params.max_tokens < 1) fail("max_tokens < 1");
+  try {  // accepted generation parameters are ones a Generator takes (bias ids, penalty ranges)
+    moex::generate::Generator::validate(g.params, kVocab);
+  } catch (const moex::Error& e) {
+    fail(std::string("accepted parameters the Generator refuses: ") + e.what());
+  }
   if (g.top_logprobs < 0 || g.top_logprobs > moex::serve::kMaxTopLogprobs) fail("top_logprobs");
   if (!g.logprobs && g.top_logprobs != 0) fail("top_logprobs without logprobs");
-  const auto& s = g.sampling;
+  const auto& s = g.params.sampling;
   if (!std::isfinite(s.temperature) || s.temperature < 0) fail("temperature");
   if (!(s.top_p > 0 && s.top_p <= 1)) fail("top_p");
   if (!(s.min_p >= 0 && s.min_p <= 1)) fail("min_p");
@@ -81,7 +88,7 @@ void check_stop_matcher(const std::vector<std::string>& stops, std::string_view 
   for (const std::string& p : pieces) full += p;
   size_t first = std::string::npos;
   for (const std::string& s : stops) first = std::min(first, full.find(s));
-  moex::serve::StopMatcher m(stops);
+  moex::generate::StopStrings m(stops);
   std::string out;
   for (const std::string& p : pieces) {
     out += m.push(p);
@@ -89,8 +96,8 @@ void check_stop_matcher(const std::vector<std::string>& stops, std::string_view 
   }
   out += m.flush();
   const std::string want = first == std::string::npos ? full : full.substr(0, first);
-  if (out != want) fail("StopMatcher released other text than what precedes the first match");
-  if (m.stopped() != (first != std::string::npos)) fail("StopMatcher stopped() disagrees");
+  if (out != want) fail("StopStrings released other text than what precedes the first match");
+  if (m.stopped() != (first != std::string::npos)) fail("StopStrings stopped() disagrees");
 }
 
 }  // namespace

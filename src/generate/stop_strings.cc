@@ -1,4 +1,4 @@
-// StopStrings (see stop_matcher.h): every match starts in the held text, since all text
+// StopStrings (see stop_strings.h): every match starts in the held text, since all text
 // before it was released only when no stop string could begin there.
 #include "generate/stop_strings.h"
 
