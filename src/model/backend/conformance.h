@@ -5,12 +5,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "core/isa.h"
 #include "model/backend/model_backend.h"
+#include "model/ops/test_util.h"
 
 namespace moex::model::conformance {
 
@@ -41,14 +41,8 @@ void add_elementwise_cases(std::vector<Case>& cases);
 void add_mixer_cases(std::vector<Case>& cases);
 void add_moe_cases(std::vector<Case>& cases);
 
-// Deterministic inputs: uniform in [lo, hi).
-inline std::vector<float> uniform(int64_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(g);
-  return v;
-}
+// Deterministic inputs, uniform in [lo, hi): the ops tests' generator.
+using ops::optest::random_vec;
 
 // f32 unit roundoff.
 inline constexpr double kU = 0x1p-24;

@@ -39,11 +39,11 @@ struct AttnSpec {
 
 void add_attention(std::vector<Case>& cases, const AttnSpec& s, uint64_t seed) {
   const int64_t hd = s.head_dim, kvh = s.kv_heads, pos0 = s.len - s.rows;
-  auto k = std::make_shared<std::vector<float>>(uniform(s.len * kvh * hd, seed));
-  auto v = std::make_shared<std::vector<float>>(uniform(s.len * kvh * hd, seed + 1));
+  auto k = std::make_shared<std::vector<float>>(random_vec(s.len * kvh * hd, seed));
+  auto v = std::make_shared<std::vector<float>>(random_vec(s.len * kvh * hd, seed + 1));
   auto q =
-      std::make_shared<std::vector<float>>(uniform(s.rows * s.heads * hd, seed + 2, -2.f, 2.f));
-  auto sinks = std::make_shared<std::vector<float>>(uniform(s.heads, seed + 3));
+      std::make_shared<std::vector<float>>(random_vec(s.rows * s.heads * hd, seed + 2, -2.f, 2.f));
+  auto sinks = std::make_shared<std::vector<float>>(random_vec(s.heads, seed + 3));
   const float scale = 1.f / std::sqrt(float(hd));
   Case c;
   c.id = "attention/f32/heads=" + std::to_string(s.heads) + ",kv=" + std::to_string(kvh) +
@@ -104,8 +104,8 @@ void add_attention(std::vector<Case>& cases, const AttnSpec& s, uint64_t seed) {
 void add_mla(std::vector<Case>& cases, int64_t heads, int64_t latent, int64_t rope, int64_t len,
              int64_t rows, uint64_t seed) {
   const int64_t d = latent + rope, pos0 = len - rows;
-  auto cache_rows = std::make_shared<std::vector<float>>(uniform(len * d, seed));
-  auto q = std::make_shared<std::vector<float>>(uniform(rows * heads * d, seed + 1, -2.f, 2.f));
+  auto cache_rows = std::make_shared<std::vector<float>>(random_vec(len * d, seed));
+  auto q = std::make_shared<std::vector<float>>(random_vec(rows * heads * d, seed + 1, -2.f, 2.f));
   const float scale = 1.f / std::sqrt(float(d));
   Case c;
   c.id = "mla_attention/f32/heads=" + std::to_string(heads) + ",latent=" + std::to_string(latent) +
@@ -147,7 +147,7 @@ void add_mla(std::vector<Case>& cases, int64_t heads, int64_t latent, int64_t ro
 void add_rope(std::vector<Case>& cases, const std::string& name, const ops::RopeSpec& spec,
               int64_t rows, int64_t heads, int64_t hd, int64_t pos0, uint64_t seed) {
   auto rope = std::make_shared<ops::Rope>(spec);
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * heads * hd, seed));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * heads * hd, seed));
   Case c;
   c.id = "rope/" + name + "/rows=" + std::to_string(rows) + ",heads=" + std::to_string(heads) +
          ",dim=" + std::to_string(hd) + ",rotated=" + std::to_string(spec.dims) +
@@ -164,9 +164,9 @@ void add_rope(std::vector<Case>& cases, const std::string& name, const ops::Rope
 
 void add_norm(std::vector<Case>& cases, bool layer, int64_t rows, int64_t dim, bool weighted,
               uint64_t seed) {
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * dim, seed, -3.f, 3.f));
-  auto w = std::make_shared<std::vector<float>>(uniform(dim, seed + 1));
-  auto bias = std::make_shared<std::vector<float>>(uniform(dim, seed + 2));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * dim, seed, -3.f, 3.f));
+  auto w = std::make_shared<std::vector<float>>(random_vec(dim, seed + 1));
+  auto bias = std::make_shared<std::vector<float>>(random_vec(dim, seed + 2));
   Case c;
   c.id = std::string(layer ? "layer_norm" : "rms_norm") + "/f32/rows=" + std::to_string(rows) +
          ",dim=" + std::to_string(dim) + (weighted ? ",weight" : "");

@@ -19,8 +19,8 @@ using kernels::testing::activation_error_bound;
 
 void add_activation(std::vector<Case>& cases, Activation act, bool via_swiglu, int64_t n,
                     uint64_t seed) {
-  auto g = std::make_shared<std::vector<float>>(uniform(n, seed, -9.f, 9.f));
-  auto u = std::make_shared<std::vector<float>>(uniform(n, seed + 1, -9.f, 9.f));
+  auto g = std::make_shared<std::vector<float>>(random_vec(n, seed, -9.f, 9.f));
+  auto u = std::make_shared<std::vector<float>>(random_vec(n, seed + 1, -9.f, 9.f));
   Case c;
   c.id = std::string(via_swiglu ? "swiglu" : "gated_activation") + "/" +
          kernels::activation_name(act) + "/n=" + std::to_string(n);
@@ -47,9 +47,9 @@ void add_activation(std::vector<Case>& cases, Activation act, bool via_swiglu, i
 
 void add_gated_norm(std::vector<Case>& cases, ops::GateOrder order, int64_t rows, int64_t dim,
                     int64_t groups, uint64_t seed) {
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * dim, seed, -3.f, 3.f));
-  auto gate = std::make_shared<std::vector<float>>(uniform(rows * dim, seed + 1, -6.f, 6.f));
-  auto w = std::make_shared<std::vector<float>>(uniform(dim, seed + 2));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * dim, seed, -3.f, 3.f));
+  auto gate = std::make_shared<std::vector<float>>(random_vec(rows * dim, seed + 1, -6.f, 6.f));
+  auto w = std::make_shared<std::vector<float>>(random_vec(dim, seed + 2));
   const bool norm_first = order == ops::GateOrder::kNormThenGate;
   const float eps = 1e-6f;
   Case c;
@@ -112,9 +112,9 @@ void add_gated_norm(std::vector<Case>& cases, ops::GateOrder order, int64_t rows
 
 void add_conv(std::vector<Case>& cases, int64_t steps, int64_t channels, int64_t taps, bool bias,
               uint64_t seed) {
-  auto x = std::make_shared<std::vector<float>>(uniform((taps - 1 + steps) * channels, seed));
-  auto w = std::make_shared<std::vector<float>>(uniform(taps * channels, seed + 1));
-  auto bs = std::make_shared<std::vector<float>>(uniform(channels, seed + 2));
+  auto x = std::make_shared<std::vector<float>>(random_vec((taps - 1 + steps) * channels, seed));
+  auto w = std::make_shared<std::vector<float>>(random_vec(taps * channels, seed + 1));
+  auto bs = std::make_shared<std::vector<float>>(random_vec(channels, seed + 2));
   Case c;
   c.id = "causal_conv_silu/f32/steps=" + std::to_string(steps) +
          ",channels=" + std::to_string(channels) + ",taps=" + std::to_string(taps) +
@@ -149,8 +149,8 @@ void add_conv(std::vector<Case>& cases, int64_t steps, int64_t channels, int64_t
 // In-place ops start from a copy of their input in the output buffer.
 void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
   const int64_t n = 1037;
-  auto x = std::make_shared<std::vector<float>>(uniform(n, seed, -30.f, 30.f));
-  auto y = std::make_shared<std::vector<float>>(uniform(n, seed + 1, -6.f, 6.f));
+  auto x = std::make_shared<std::vector<float>>(random_vec(n, seed, -30.f, 30.f));
+  auto y = std::make_shared<std::vector<float>>(random_vec(n, seed + 1, -6.f, 6.f));
   auto add = [&](std::string id, std::vector<int64_t> parts,
                  std::function<void(const ModelBackend&, float* const*)> run) {
     Case c;

@@ -46,7 +46,7 @@ std::shared_ptr<OwnedLinear> make_linear(const quant::Format& f, int64_t n, int6
                                          uint64_t seed) {
   auto o = std::make_shared<OwnedLinear>();
   o->q = kernels::testing::make_random_quant(1, n, k, f, seed);
-  if (bias) o->bias = uniform(n, seed + 7, -0.5f, 0.5f);
+  if (bias) o->bias = random_vec(n, seed + 7, -0.5f, 0.5f);
   o->lin = {ops::quantized_matrix(matrix_of(o->q.view, 0)),
             bias ? ops::FloatVec(o->bias.data(), DType::F32, n) : ops::FloatVec(), "w"};
   return o;
@@ -72,7 +72,7 @@ void linear_bound(Isa isa, const OwnedLinear& l, const float* x, int64_t rows,
 void add_linear(std::vector<Case>& cases, const quant::Format& f, int64_t rows, int64_t k,
                 int64_t n, bool bias, uint64_t seed) {
   auto l = make_linear(f, n, k, bias, seed);
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * k, seed + 1));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * k, seed + 1));
   Case c;
   c.id = "linear/" + format_id(f) + "/rows=" + std::to_string(rows) + ",in=" + std::to_string(k) +
          ",out=" + std::to_string(n) + (bias ? ",bias" : "");
@@ -99,7 +99,7 @@ void add_same_input(std::vector<Case>& cases, int64_t rows) {
   const int64_t ns[] = {72, 24, 40};
   auto ls = std::make_shared<std::vector<std::shared_ptr<OwnedLinear>>>();
   for (int i = 0; i < 3; ++i) ls->push_back(make_linear(fs[i], ns[i], k, i == 2, 300 + i));
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * k, 310));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * k, 310));
   Case c;
   c.id = "linear_same_input/affine4g64+mxfp4+affine6g32,bias/rows=" + std::to_string(rows) +
          ",in=256,out=72+24+40";
@@ -129,7 +129,7 @@ void add_same_input(std::vector<Case>& cases, int64_t rows) {
 void add_multi_linear(std::vector<Case>& cases, const quant::Format& f, int64_t rows) {
   const int64_t groups = 3, n = 24, k = f.group_size > 0 ? 2 * f.group_size : 40;
   auto q = std::make_shared<RandomQuant>(kernels::testing::make_random_quant(groups, n, k, f, 400));
-  auto x = std::make_shared<std::vector<float>>(uniform(rows * groups * k, 401));
+  auto x = std::make_shared<std::vector<float>>(random_vec(rows * groups * k, 401));
   Case c;
   c.id = "multi_linear/" + format_id(f) + "/rows=" + std::to_string(rows) +
          ",groups=3,in=" + std::to_string(k) + ",out=24";

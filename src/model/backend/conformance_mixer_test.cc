@@ -23,13 +23,13 @@ void add_gated_delta(std::vector<Case>& cases, const DeltaSpec& s, uint64_t seed
   const int64_t kd = s.k_dim, vd = s.v_dim, hv = s.v_heads, hk = s.k_heads;
   const float qk_scale = 1.f / std::sqrt(float(kd));
   auto q =
-      std::make_shared<std::vector<float>>(uniform(s.steps * hk * kd, seed, -qk_scale, qk_scale));
+      std::make_shared<std::vector<float>>(random_vec(s.steps * hk * kd, seed, -qk_scale, qk_scale));
   auto k = std::make_shared<std::vector<float>>(
-      uniform(s.steps * hk * kd, seed + 1, -qk_scale, qk_scale));
-  auto v = std::make_shared<std::vector<float>>(uniform(s.steps * hv * vd, seed + 2));
-  auto g = std::make_shared<std::vector<float>>(uniform(s.steps * hv, seed + 3, 0.8f, 1.f));
-  auto beta = std::make_shared<std::vector<float>>(uniform(s.steps * hv, seed + 4, 0.f, 1.f));
-  auto state = std::make_shared<std::vector<float>>(uniform(hv * vd * kd, seed + 5, -0.5f, 0.5f));
+      random_vec(s.steps * hk * kd, seed + 1, -qk_scale, qk_scale));
+  auto v = std::make_shared<std::vector<float>>(random_vec(s.steps * hv * vd, seed + 2));
+  auto g = std::make_shared<std::vector<float>>(random_vec(s.steps * hv, seed + 3, 0.8f, 1.f));
+  auto beta = std::make_shared<std::vector<float>>(random_vec(s.steps * hv, seed + 4, 0.f, 1.f));
+  auto state = std::make_shared<std::vector<float>>(random_vec(hv * vd * kd, seed + 5, -0.5f, 0.5f));
   Case c;
   c.id = "gated_delta/f32/steps=" + std::to_string(s.steps) + ",k_heads=" + std::to_string(hk) +
          ",v_heads=" + std::to_string(hv) + ",k_dim=" + std::to_string(kd) +
@@ -84,13 +84,13 @@ struct ScanSpec {
 
 void add_ssm_scan(std::vector<Case>& cases, const ScanSpec& s, uint64_t seed) {
   const int64_t h_ = s.heads, p_ = s.head_dim, g_ = s.groups, n_ = s.state_dim;
-  auto x = std::make_shared<std::vector<float>>(uniform(s.steps * h_ * p_, seed));
-  auto dt = std::make_shared<std::vector<float>>(uniform(s.steps * h_, seed + 1, 0.01f, 0.5f));
-  auto a = std::make_shared<std::vector<float>>(uniform(h_, seed + 2, -4.f, -0.1f));
-  auto b = std::make_shared<std::vector<float>>(uniform(s.steps * g_ * n_, seed + 3));
-  auto cc = std::make_shared<std::vector<float>>(uniform(s.steps * g_ * n_, seed + 4));
-  auto d = std::make_shared<std::vector<float>>(uniform(h_, seed + 5));
-  auto state = std::make_shared<std::vector<float>>(uniform(h_ * p_ * n_, seed + 6));
+  auto x = std::make_shared<std::vector<float>>(random_vec(s.steps * h_ * p_, seed));
+  auto dt = std::make_shared<std::vector<float>>(random_vec(s.steps * h_, seed + 1, 0.01f, 0.5f));
+  auto a = std::make_shared<std::vector<float>>(random_vec(h_, seed + 2, -4.f, -0.1f));
+  auto b = std::make_shared<std::vector<float>>(random_vec(s.steps * g_ * n_, seed + 3));
+  auto cc = std::make_shared<std::vector<float>>(random_vec(s.steps * g_ * n_, seed + 4));
+  auto d = std::make_shared<std::vector<float>>(random_vec(h_, seed + 5));
+  auto state = std::make_shared<std::vector<float>>(random_vec(h_ * p_ * n_, seed + 6));
   Case c;
   c.id = "ssm_scan/f32/steps=" + std::to_string(s.steps) + ",heads=" + std::to_string(h_) +
          ",head_dim=" + std::to_string(p_) + ",groups=" + std::to_string(g_) +
@@ -148,8 +148,8 @@ void add_moe(std::vector<Case>& cases, bool fused, const kernels::testing::Exper
   auto ex = std::make_shared<kernels::testing::RandomExperts>(
       kernels::testing::make_random_experts(spec, seed));
   const int64_t din = spec.din;
-  auto x = std::make_shared<std::vector<float>>(uniform(tokens * din, seed + 10));
-  auto scores = std::make_shared<std::vector<float>>(uniform(tokens * top_k, seed + 11, 0.f, 1.f));
+  auto x = std::make_shared<std::vector<float>>(random_vec(tokens * din, seed + 10));
+  auto scores = std::make_shared<std::vector<float>>(random_vec(tokens * top_k, seed + 11, 0.f, 1.f));
   auto ids = std::make_shared<std::vector<int32_t>>();
   for (int64_t t = 0; t < tokens; ++t)
     for (int k = 0; k < top_k; ++k)
