@@ -17,7 +17,7 @@ esac
 pkgs=(build-essential cmake ninja-build ccache pkg-config git nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libpcre2-dev libcpp-httplib-dev)
 if [ "$mode" = all ]; then
-  pkgs+=(libbenchmark-dev python3-venv libopenmpi-dev openmpi-bin)
+  pkgs+=(libbenchmark-dev python3-venv libopenmpi-dev openmpi-bin patch)  # patch: fetch_xgrammar.sh
 fi
 missing=()
 for p in "${pkgs[@]}"; do
