@@ -26,12 +26,17 @@ void add_expert_parallel_flags(CLI::App& sub, ExpertParallelFlags* f) {
                  "with --expert-parallel: a JSON file giving each expert's rank (default: each "
                  "layer's experts split evenly in contiguous runs)")
       ->type_name("FILE");
+  sub.add_flag("--verify-checkpoint", f->verify_checkpoint,
+               "with --expert-parallel: the ranks compare every byte of their checkpoint files "
+               "(expert weights included; each rank reads its whole checkpoint once). Without it "
+               "they compare config.json, the tensor list, routers and norms only");
 }
 
 ExpertParallelRun* ExpertParallelRun::start(const ExpertParallelFlags& f,
                                             const std::string& model_dir) {
   if (!f.on) {
     if (f.placement) fail("--placement needs --expert-parallel");
+    if (f.verify_checkpoint) fail("--verify-checkpoint needs --expert-parallel");
     if (dist::launched_by_mpirun())
       std::fprintf(stderr, "moex: note: started by mpirun without --expert-parallel: every "
                            "process runs the whole model on its own\n");
@@ -51,12 +56,18 @@ ExpertParallelRun* ExpertParallelRun::start(const ExpertParallelFlags& f,
       f.placement ? dist::ExpertPlacement::from_file(*f.placement, run->ranks(), cfg.num_layers,
                                                      cfg.moe.num_experts)
                   : dist::ExpertPlacement::even(run->ranks(), cfg.num_layers, cfg.moe.num_experts);
+  run->verify_every_byte_ = f.verify_checkpoint;
+  if (!f.verify_checkpoint && run->root() && run->ranks() > 1)
+    std::fprintf(stderr, "moex: note: the ranks' checkpoints are compared by config.json, tensor "
+                         "list, routers and norms, not by their expert weights; "
+                         "--verify-checkpoint compares every byte\n");
   return run;
 }
 
 void ExpertParallelRun::apply(model::engine::EngineOptions& options) {
   options.collective = world_.get();
   options.placement = &placement_;
+  options.verify_every_byte = verify_every_byte_;
 }
 
 void ExpertParallelRun::quiet_other_ranks() {

@@ -19,6 +19,7 @@ namespace moex::tools {
 struct ExpertParallelFlags {
   bool on = false;
   std::optional<std::string> placement;
+  bool verify_checkpoint = false;  // compare every checkpoint byte between the ranks
 };
 void add_expert_parallel_flags(CLI::App& sub, ExpertParallelFlags* f);
 
@@ -45,6 +46,7 @@ class ExpertParallelRun {
   ExpertParallelRun() = default;
   std::unique_ptr<dist::Collective> world_;
   dist::ExpertPlacement placement_;
+  bool verify_every_byte_ = false;
 };
 
 // main's error path: with a run active, prints "moex: error: [rank R] WHAT" where the user

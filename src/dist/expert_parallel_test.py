@@ -185,8 +185,35 @@ def hf_layout_reads(a, big, failures):
           f"process's {one / 1e6:.0f} MB (it copies only its own experts)", failures)
 
 
+def flip_one_expert_byte(src, dst):
+    """A copy of checkpoint `src` whose one byte, in the middle of the last routed-expert
+    tensor (switch_mlp), is inverted; every other byte and file is the same."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    for name in sorted(os.listdir(dst)):
+        if not name.endswith(".safetensors"):
+            continue
+        path = os.path.join(dst, name)
+        with open(path, "r+b") as f:
+            (n,) = np.frombuffer(f.read(8), np.uint64)
+            header = json.loads(f.read(int(n)))
+            experts = [k for k in header if "switch_mlp" in k and k.endswith(".weight")]
+            if not experts:
+                continue
+            begin, end = header[sorted(experts)[-1]]["data_offsets"]
+            at = 8 + int(n) + (begin + end) // 2
+            f.seek(at)
+            b = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([b ^ 0xFF]))
+            return dst
+    raise RuntimeError(f"{src}: no switch_mlp weight to change")
+
+
 def errors(a, failures):
     model = os.path.join(a.work, "tiny-qwen3-moe")
+    subprocess.run([a.moex, "make-model", "--preset", "tiny-qwen3-moe", "--out", model, "--reuse",
+                    "-q"], check=True)
     bad = os.path.join(a.work, "bad_placement.json")
     with open(bad, "w") as f:
         json.dump({"experts": [0, 1, 2, 0, 1, 0, 1, 0]}, f)
@@ -209,9 +236,10 @@ def errors(a, failures):
                        ["--expert-parallel"], capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, "--expert-parallel without mpirun: one rank, runs", failures)
     # Different command lines per rank (MPMD): rank 1 gets a missing, then another checkpoint.
-    def two_ranks(model1, args_tail, timeout=60):
+    def two_ranks(model1, args_tail, timeout=60, both=()):
         cmd = [a.mpiexec, "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-        one = ["generate", "--prompt-ids", "3,14,15", "-n", "4", "--threads", "1", "--expert-parallel"]
+        one = ["generate", "--prompt-ids", "3,14,15", "-n", "4", "--threads", "1", "--expert-parallel",
+               *both]
         cmd += ["-np", "1", a.moex] + one + ["-m", model] + [":", "-np", "1", a.moex] + one + ["-m", model1]
         return subprocess.run(cmd + args_tail, capture_output=True, text=True, timeout=timeout)
     missing = os.path.join(a.work, "no-such-model")
@@ -225,6 +253,22 @@ def errors(a, failures):
     r = two_ranks(other, [])
     check(r.returncode != 0 and "checkpoint of rank 1 differs from rank 0's" in r.stderr,
           "ranks opening different checkpoints of one shape: refused, naming rank 1", failures)
+    # The same checkpoint but for one byte of an expert weight: the default comparison does not
+    # read expert bytes and says so; --verify-checkpoint compares every byte and refuses it.
+    flipped = flip_one_expert_byte(model, os.path.join(a.work, "tiny-qwen3-moe-flipped"))
+    r = two_ranks(flipped, [])
+    check(r.returncode == 0 and "not by their expert weights" in r.stderr,
+          "one expert byte differs, default check: runs and says expert weights are not compared",
+          failures)
+    r = two_ranks(flipped, [], both=["--verify-checkpoint"])
+    check(r.returncode != 0 and "checkpoint of rank 1 differs from rank 0's (some byte" in r.stderr,
+          "one expert byte differs, --verify-checkpoint: refused, naming rank 1", failures)
+    r = two_ranks(model, [], both=["--verify-checkpoint"])
+    check(r.returncode == 0 and "not by their expert weights" not in r.stderr,
+          "the same checkpoint on both ranks, --verify-checkpoint: runs", failures)
+    r = two_ranks(model, ["--verify-checkpoint"])
+    check(r.returncode != 0 and "--verify-checkpoint on some ranks only (rank 1 not as rank 0)" in r.stderr,
+          "--verify-checkpoint on rank 1 only: refused, naming the flag and rank 1", failures)
     # A rank killed mid-run (SIGKILL, no chance to report): mpirun ends the others.
     big = os.path.join(a.work, "olmoe-1layer")
     cmd = [a.mpiexec, "-np", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
@@ -339,13 +383,15 @@ def main():
     p.add_argument("--moex", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--work", required=True)
+    sections = {"parity": parity, "reads": reads, "serve": serve, "errors": errors}
+    p.add_argument("--only", choices=sorted(sections), action="append",
+                   help="run these sections (default: all)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     failures = []
-    parity(a, failures)
-    reads(a, failures)
-    serve(a, failures)
-    errors(a, failures)
+    for name, section in sections.items():
+        if not a.only or name in a.only:
+            section(a, failures)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

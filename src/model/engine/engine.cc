@@ -138,7 +138,10 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   }
   w_ = bind_model_weights(cfg_, *binder_);
   if (collective_) {
-    check_same_checkpoint(*collective_, checkpoint_fingerprint(config_path, ckpt_, mc.tensors), dir_);
+    check_same_checkpoint(
+        *collective_,
+        checkpoint_fingerprint(config_path, ckpt_, mc.tensors, opt.verify_every_byte), dir_,
+        opt.verify_every_byte);
     ep_stats_.rank = collective_->rank();
     ep_stats_.ranks = collective_->size();
     ep_stats_.experts_run.assign(size_t(ep_stats_.ranks), 0);

@@ -66,6 +66,10 @@ struct EngineOptions {
   // timings would include the collective).
   dist::Collective* collective = nullptr;
   const dist::ExpertPlacement* placement = nullptr;
+  // With a collective: the ranks compare every byte of their checkpoint files, not only
+  // config.json, the tensor list, routers and norms (each rank then reads its whole checkpoint
+  // once at open, which expert parallelism otherwise avoids).
+  bool verify_every_byte = false;
 };
 
 // An expert-parallel run's figures for this rank (Engine::expert_parallel_stats).

@@ -85,18 +85,32 @@ std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
 
 namespace {
 
-// FNV-1a over 8-byte words (then the tail bytes): fast enough for the few MB of routers.
+// FNV-1a over 8-byte words (then the tail bytes). Long runs go through four interleaved
+// lanes (32-byte strides) folded into the running hash, so the multiply chain does not bound
+// the speed when every byte of a checkpoint is hashed.
 struct Fingerprint {
   uint64_t h = 1469598103934665603ull;
+  static constexpr uint64_t kPrime = 1099511628211ull;
   void add(const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     size_t i = 0;
+    if (n >= 4096) {
+      uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+      for (; i + 32 <= n; i += 32) {
+        for (int k = 0; k < 4; ++k) {
+          uint64_t w;
+          std::memcpy(&w, b + i + 8 * k, 8);
+          lane[k] = (lane[k] ^ w) * kPrime;
+        }
+      }
+      for (uint64_t l : lane) h = (h ^ l) * kPrime;
+    }
     for (; i + 8 <= n; i += 8) {
       uint64_t w;
       std::memcpy(&w, b + i, 8);
-      h = (h ^ w) * 1099511628211ull;
+      h = (h ^ w) * kPrime;
     }
-    for (; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    for (; i < n; ++i) h = (h ^ b[i]) * kPrime;
   }
   void add(const std::string& s) { add(s.data(), s.size() + 1); }
   void add(int64_t v) { add(&v, sizeof v); }
@@ -105,7 +119,7 @@ struct Fingerprint {
 }  // namespace
 
 uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
-                                const std::vector<TensorRecord>& tensors) {
+                                const std::vector<TensorRecord>& tensors, bool every_byte) {
   Fingerprint f;
   f.add(read_small_file(config_path, int64_t(64) << 20, "config.json"));
   for (const std::string& name : ckpt.names()) {
@@ -118,24 +132,42 @@ uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkp
   for (const TensorRecord& r : tensors)
     if (r.role == TensorRole::kRouter || r.role == TensorRole::kNorm)
       if (const io::TensorInfo* t = ckpt.find(r.name)) f.add(t->data, t->nbytes);
+  if (every_byte) {
+    for (const auto& file : ckpt.files()) {
+      f.add(file->mapping(), size_t(file->file_size()));
+      f.add(int64_t(file->file_size()));
+    }
+  }
   return f.h;
 }
 
 void check_same_checkpoint(dist::Collective& collective, uint64_t fingerprint,
-                           const std::string& dir) {
-  // Two exact halves of the 64 bits in doubles.
+                           const std::string& dir, bool every_byte) {
+  // Two exact halves of the 64 bits in doubles, and what they cover.
   const std::vector<double> all = collective.gather_to_root(
-      {double(fingerprint >> 32), double(fingerprint & 0xffffffffull)});
-  std::vector<int32_t> differ;
-  for (size_t r = 1; 2 * r + 1 < all.size(); ++r)
-    if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) differ.push_back(int32_t(r));
+      {double(fingerprint >> 32), double(fingerprint & 0xffffffffull), every_byte ? 1.0 : 0.0});
+  // differ[0]: 1 when the ranks disagree on every_byte (then the rest names those ranks).
+  std::vector<int32_t> differ = {0};
+  for (size_t r = 1; 3 * r + 2 < all.size(); ++r)
+    if (all[3 * r + 2] != all[2]) differ.push_back(int32_t(r));
+  if (differ.size() > 1) {
+    differ[0] = 1;
+  } else {
+    for (size_t r = 1; 3 * r + 2 < all.size(); ++r)
+      if (all[3 * r] != all[0] || all[3 * r + 1] != all[1]) differ.push_back(int32_t(r));
+  }
   collective.broadcast_from_root(differ);
-  if (differ.empty()) return;
+  if (differ.size() == 1) return;
   std::string ranks;
-  for (int32_t r : differ) ranks += str_cat(ranks.empty() ? "" : ", ", r);
-  fail("expert parallelism: the checkpoint of rank", differ.size() > 1 ? "s " : " ", ranks,
-       " differs from rank 0's (config.json, the tensor list, or the router and norm weights); "
-       "every rank must open the same checkpoint (this rank opened ", dir, ")");
+  for (size_t i = 1; i < differ.size(); ++i) ranks += str_cat(i == 1 ? "" : ", ", differ[i]);
+  if (differ[0] == 1)
+    fail("expert parallelism: --verify-checkpoint on some ranks only (rank",
+         differ.size() > 2 ? "s " : " ", ranks, " not as rank 0); give it to every rank or to none");
+  fail("expert parallelism: the checkpoint of rank", differ.size() > 2 ? "s " : " ", ranks,
+       " differs from rank 0's (",
+       every_byte ? "some byte of its files"
+                  : "config.json, the tensor list, or the router and norm weights",
+       "); every rank must open the same checkpoint (this rank opened ", dir, ")");
 }
 
 ExpertParallelLayer expert_parallel_layer(const dist::ExpertPlacement& placement,

@@ -32,13 +32,16 @@ std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
 
 // A 64-bit fingerprint of what every rank must hold alike: config.json's text, every tensor's
 // name, dtype, shape and size, and the bytes of the routers and norms (small, and different
-// between two random or two trained checkpoints of one shape).
+// between two random or two trained checkpoints of one shape). With `every_byte`, also every
+// byte of every checkpoint file, in file order: expert weights included, at the cost of
+// reading the whole checkpoint.
 uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
-                                const std::vector<TensorRecord>& tensors);
+                                const std::vector<TensorRecord>& tensors, bool every_byte);
 // Every rank passes its fingerprint; moex::Error on every rank, naming the ranks that differ
-// from rank 0, when they are not all equal.
+// from rank 0, when they are not all equal. `every_byte` says what the fingerprints covered
+// (for the message).
 void check_same_checkpoint(dist::Collective& collective, uint64_t fingerprint,
-                           const std::string& dir);
+                           const std::string& dir, bool every_byte);
 
 // Layer `layer`'s share for this rank: its owned experts, every expert's owner, and whether it
 // runs the shared expert (MoE layer number moe_index modulo the ranks, spreading them).
