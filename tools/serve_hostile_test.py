@@ -136,6 +136,30 @@ def slow_clients(srv):
         s.close()
 
 
+def past_the_connection_cap(srv):
+    """400 idle connections from one client, past the 256-connection cap: each new connection
+    closes the oldest idle one held (or is refused with 503 when none can go), so /health and a
+    completion are still answered while all 400 are held open."""
+    held = []
+    for _ in range(400):
+        try:
+            held.append(connect(srv.port))
+        except OSError:
+            break
+    codes, worst = [], 0.0
+    for _ in range(4):
+        code, took = timed_health(srv.port)
+        codes.append(code)
+        worst = max(worst, took)
+    c = srv.client().completions.create(model="m", prompt=[1, 2], max_tokens=2)
+    check(len(held) == 400 and codes == [200] * 4 and worst < 1.0,
+          f"{len(held)} idle connections past the 256 cap: /health answered 4 times, slowest "
+          f"in {worst:.3f} s ({codes})")
+    check(c.usage.completion_tokens >= 1, "400 idle connections: a completion is answered")
+    for s in held:
+        s.close()
+
+
 def many_keys(srv):
     keys = ", ".join(f'"k{i}": {i}' for i in range(100000))
     body = ('{"prompt": "hi", "max_tokens": 1, "metadata": {' + keys + "}}").encode()
@@ -264,6 +288,7 @@ def main():
         many_keys(srv)
         chunked_over_limit(srv)
         slow_clients(srv)
+        past_the_connection_cap(srv)
         rejected_stream(srv)
         shutdown_with_idle_connection(srv)
     finally:
