@@ -59,18 +59,14 @@ extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace {
 
-// The template part of an input (up to its first NUL) and the rest, NUL included.
-std::pair<std::string_view, std::string_view> template_and_rest(const uint8_t* data, size_t size) {
-  const std::string_view all(reinterpret_cast<const char*>(data), size);
-  const size_t nul = all.find('\0');
-  if (nul == std::string_view::npos) return {all, {}};
-  return {all.substr(0, nul), all.substr(nul)};
+// Copies a mutator's result into libFuzzer's buffer; an empty result leaves the buffer alone.
+size_t emit(const std::string& input, uint8_t* out) {
+  if (!input.empty()) std::memcpy(out, input.data(), input.size());
+  return input.size();
 }
 
-size_t write_input(uint8_t* out, const std::string& tmpl, std::string_view rest) {
-  std::memcpy(out, tmpl.data(), tmpl.size());
-  std::memmove(out + tmpl.size(), rest.data(), rest.size());
-  return tmpl.size() + rest.size();
+std::string_view as_view(const uint8_t* data, size_t size) {
+  return size == 0 ? std::string_view() : std::string_view(reinterpret_cast<const char*>(data), size);
 }
 
 }  // namespace
@@ -78,22 +74,15 @@ size_t write_input(uint8_t* out, const std::string& tmpl, std::string_view rest)
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
                                           unsigned int seed) {
   if (seed % 3 == 0) return LLVMFuzzerMutate(data, size, max_size);
-  const auto [tmpl, rest_view] = template_and_rest(data, size);
-  const std::string rest(rest_view);  // data is rewritten below
-  if (rest.size() >= max_size) return LLVMFuzzerMutate(data, size, max_size);
-  const std::string m = moex::fuzz::mutate_jinja(tmpl, seed / 3, max_size - rest.size());
-  return write_input(data, m, rest);
+  const std::string m = moex::fuzz::mutate_input(as_view(data, size), seed / 3, max_size);
+  if (m.empty()) return LLVMFuzzerMutate(data, size, max_size);
+  return emit(m, data);
 }
 
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
                                             const uint8_t* data2, size_t size2, uint8_t* out,
                                             size_t max_out_size, unsigned int seed) {
-  const auto [t1, rest1] = template_and_rest(data1, size1);
-  const auto [t2, rest2] = template_and_rest(data2, size2);
-  (void)rest2;
-  if (rest1.size() >= max_out_size) return 0;
-  const std::string m = moex::fuzz::cross_jinja(t1, t2, seed, max_out_size - rest1.size());
-  std::memcpy(out, m.data(), m.size());
-  std::memcpy(out + m.size(), rest1.data(), rest1.size());
-  return m.size() + rest1.size();
+  return emit(moex::fuzz::cross_inputs(as_view(data1, size1), as_view(data2, size2), seed,
+                                       max_out_size),
+              out);
 }

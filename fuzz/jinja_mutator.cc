@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <random>
+#include <utility>
 
 namespace moex::fuzz {
 
@@ -308,6 +309,33 @@ std::string cross_jinja(std::string_view a, std::string_view b, uint32_t seed, s
   std::string text = join_jinja(out);
   if (text.size() > max_size) text.resize(max_size);
   return text;
+}
+
+namespace {
+
+// The template part of an input (up to its first NUL) and the rest, NUL included.
+std::pair<std::string_view, std::string_view> template_and_rest(std::string_view input) {
+  const size_t nul = input.find('\0');
+  if (nul == std::string_view::npos) return {input, std::string_view()};
+  return {input.substr(0, nul), input.substr(nul)};
+}
+
+}  // namespace
+
+std::string mutate_input(std::string_view input, uint32_t seed, size_t max_size) {
+  const auto [tmpl, rest] = template_and_rest(input);
+  if (rest.size() > max_size) return std::string();
+  std::string out = mutate_jinja(tmpl, seed, max_size - rest.size());
+  out.append(rest.begin(), rest.end());
+  return out;
+}
+
+std::string cross_inputs(std::string_view a, std::string_view b, uint32_t seed, size_t max_size) {
+  const auto [ta, rest] = template_and_rest(a);
+  if (rest.size() > max_size) return std::string();
+  std::string out = cross_jinja(ta, template_and_rest(b).first, seed, max_size - rest.size());
+  out.append(rest.begin(), rest.end());
+  return out;
 }
 
 }  // namespace moex::fuzz

@@ -30,4 +30,10 @@ std::string mutate_jinja(std::string_view tmpl, uint32_t seed, size_t max_size);
 // The first part of `a` and the last part of `b`, cut at segment boundaries.
 std::string cross_jinja(std::string_view a, std::string_view b, uint32_t seed, size_t max_size);
 
+// A fuzz_chat_template input is `template [NUL context]`. These rework its template part and
+// keep `input`'s (or `a`'s) context bytes as they are; the result is at most `max_size` bytes,
+// and empty when the context alone does not fit. Any input, the empty one included, is valid.
+std::string mutate_input(std::string_view input, uint32_t seed, size_t max_size);
+std::string cross_inputs(std::string_view a, std::string_view b, uint32_t seed, size_t max_size);
+
 }  // namespace moex::fuzz

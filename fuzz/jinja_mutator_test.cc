@@ -56,6 +56,30 @@ TEST(JinjaMutator, OutputsFitTheSizeAndDependOnlyOnTheSeed) {
   EXPECT_GT(distinct.size(), 1000u);
 }
 
+// The fuzz target's input framing: empty inputs (libFuzzer hands these to the custom crossover;
+// copying from their null data was the UBSan finding of CI on 2026-12-04), a context after the
+// NUL kept byte for byte, and a context larger than the room gives an empty result.
+TEST(JinjaMutator, InputsKeepTheirContextAndEmptyInputsAreValid) {
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    EXPECT_LE(cross_inputs(std::string_view(), std::string_view(), seed, 64).size(), 64u);
+    EXPECT_LE(mutate_input(std::string_view(), seed, 64).size(), 64u);
+    EXPECT_LE(cross_inputs(std::string_view(), kChatMl, seed, 4096).size(), 4096u);
+  }
+  const std::string context = std::string(1, '\0') + R"({"messages": []})";
+  const std::string input = kChatMl + context;
+  for (uint32_t seed = 0; seed < 500; ++seed) {
+    const std::string m = mutate_input(input, seed, 8192);
+    ASSERT_LE(m.size(), 8192u);
+    ASSERT_GE(m.size(), context.size());
+    EXPECT_EQ(m.substr(m.size() - context.size()), context) << seed;
+    const std::string x = cross_inputs(input, m, seed, 8192);
+    ASSERT_LE(x.size(), 8192u);
+    EXPECT_EQ(x.substr(x.size() - context.size()), context) << seed;
+  }
+  EXPECT_EQ(mutate_input(input, 1, context.size() - 1), "");
+  EXPECT_EQ(cross_inputs(input, input, 1, context.size() - 1), "");
+}
+
 // Mutations applied in a row (as a fuzzing campaign stacks them) from the ChatML template reach
 // the limits that stop the shapes of issue #32: chains past the parser's expression depth,
 // blocks past the nesting depth, values past the value depth, and runaway work or output.
