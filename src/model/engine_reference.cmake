@@ -321,3 +321,20 @@ foreach(cfg ${MOEX_HF_CONFIGS})
   set_tests_properties(hf_config_parity_${name} PROPERTIES LABELS reference TIMEOUT 300
                        SKIP_RETURN_CODE 77)
 endforeach()
+# Every family at every precision tier on prompts of 8, 512 and 2,048 tokens (engine/reference/
+# tier_matrix.py; its gates and the measured errors are in src/kernels/README.md, "Precision
+# tiers"): exact within 1e-5 of mlx-lm in float32, standard within 4e-3 with the same greedy
+# tokens, fast within 0.5 at the prompt's end. On a host without AVX-512 VNNI every tier runs the
+# float32 kernels, so there every tier is held to the exact gate. Ling's head is stored float
+# (mlx-lm 0.32.2 re-normalizes a quantized one; engine_parity_tiny-bailing-moe above).
+foreach(preset IN LISTS MOEX_FAMILY_TINY_PRESETS)
+  set(tier_extra)
+  if(preset STREQUAL "tiny-bailing-moe")
+    set(tier_extra "--dequantize=^lm_head$")
+  endif()
+  add_test(NAME engine_tiers_${preset}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/tier_matrix.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/tier_models --presets ${preset} ${tier_extra})
+  set_tests_properties(engine_tiers_${preset} PROPERTIES LABELS reference TIMEOUT 600
+                       SKIP_RETURN_CODE 77)
+endforeach()
