@@ -241,7 +241,7 @@ int run_bench_moe(const BenchMoeOptions& o) {
   return 0;
 }
 
-std::function<int()> setup(CLI::App& sub) {
+std::function<int()> setup_bench_moe(CLI::App& sub) {
   auto o = std::make_shared<BenchMoeOptions>();
   const CLI::Validator given = non_empty();  // a flag given an empty value is an error
   sub.add_option("--preset", o->preset, "model preset (real shapes), e.g. qwen3-30b-a3b")
@@ -281,7 +281,7 @@ std::function<int()> setup(CLI::App& sub) {
 
 MOEX_REGISTER_COMMAND(bench_moe, "bench-moe",
                       "time one MoE layer's experts at decode: fused vs gather_qmm fallback",
-                      setup);
+                      setup_bench_moe);
 
 }  // namespace
 }  // namespace moex::tools

@@ -308,7 +308,7 @@ int run(const Flags& f) {
   return 0;
 }
 
-std::function<int()> setup(CLI::App& sub) {
+std::function<int()> setup_bench_serve(CLI::App& sub) {
   auto f = std::make_shared<Flags>();
   sub.add_option("-m,--model", f->model, "model directory")->required();
   sub.add_option("--streams", f->streams, "concurrent streams, a list (default 1,2,4,8)");
@@ -329,6 +329,6 @@ std::function<int()> setup(CLI::App& sub) {
 
 MOEX_REGISTER_COMMAND(bench_serve, "bench-serve",
                       "aggregate tokens/s and latency of the serving scheduler at 1..N streams",
-                      setup);
+                      setup_bench_serve);
 
 }  // namespace moex::tools

@@ -214,7 +214,7 @@ int run_sweep(SweepOptions o) {
   return 0;
 }
 
-std::function<int()> setup(CLI::App& sub) {
+std::function<int()> setup_sweep(CLI::App& sub) {
   auto o = std::make_shared<SweepOptions>();
   sub.add_option("-m,--models", o->models,
                  "checkpoint directories or preset names, comma-separated")
@@ -254,6 +254,6 @@ std::function<int()> setup(CLI::App& sub) {
 }  // namespace
 
 MOEX_REGISTER_COMMAND(sweep, "sweep", "model-level fused vs fallback Dff sweep with crossover and verdict",
-                      setup);
+                      setup_sweep);
 
 }  // namespace moex::tools

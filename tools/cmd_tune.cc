@@ -175,7 +175,7 @@ int run_tune(const TuneOptions& o) {
                      moe::make_tune_entry(host, cap, moe::calibration_points(measured)));
 }
 
-std::function<int()> setup(CLI::App& sub) {
+std::function<int()> setup_tune(CLI::App& sub) {
   auto o = std::make_shared<TuneOptions>();
   sub.add_option("--backend", o->backend, "cpu | cuda")->capture_default_str();
   sub.add_option("--threads", o->threads, "threads, 1-1024 (default: all cores; cpu only)")
@@ -202,7 +202,7 @@ std::function<int()> setup(CLI::App& sub) {
 MOEX_REGISTER_COMMAND(tune, "tune",
                       "calibrate the fused-MoE Dff cap for this host (fused vs fallback per layer "
                       "over a Dff grid) and write the calibration file",
-                      setup);
+                      setup_tune);
 
 }  // namespace
 }  // namespace moex::tools

@@ -16,7 +16,6 @@ namespace moex::io {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
 bool is_regular(const fs::path& p) {
@@ -49,8 +48,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) fail("checkpoint '", dir, "': not a directory");
   const fs::path root(dir);
 
-  if (is_regular(root / kIndexName)) {
-    const std::string index_path = (root / kIndexName).string();
+  if (is_regular(root / kSafetensorsIndexName)) {
+    const std::string index_path = (root / kSafetensorsIndexName).string();
     const nlohmann::json index = read_json_file(index_path);
     const nlohmann::json& map = get_object(index, "weight_map", index_path);
     std::map<std::string, std::vector<std::string>> tensors_of;  // file -> tensors mapped to it
@@ -86,7 +85,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     if (e.path().extension() == ".safetensors" && is_regular(e.path())) files.push_back(e.path().string());
   if (ec) fail("checkpoint '", dir, "': cannot list the directory (", ec.message(), ")");
   if (files.empty())
-    fail("checkpoint '", dir, "': no ", kIndexName, ", ", kSingleName, " or *.safetensors file found");
+    fail("checkpoint '", dir, "': no ", kSafetensorsIndexName, ", ", kSingleName, " or *.safetensors file found");
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) ck.add_file(SafetensorsFile::open(f), "checkpoint '" + dir + "'");
   return ck;

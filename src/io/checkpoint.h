@@ -14,6 +14,9 @@
 
 namespace moex::io {
 
+// The shard index's file name (mlx-lm and the Hugging Face hub write and read this name).
+inline constexpr const char* kSafetensorsIndexName = "model.safetensors.index.json";
+
 class Checkpoint {
  public:
   // Picks, in this order: the shards listed in model.safetensors.index.json (every file in

@@ -8,6 +8,7 @@
 
 #include "core/atomic_write.h"
 #include "core/error.h"
+#include "io/checkpoint.h"
 #include "io/safetensors_writer.h"
 
 namespace moex::io {
@@ -15,7 +16,6 @@ namespace moex::io {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kIndexName = "model.safetensors.index.json";
 
 std::string shard_name(size_t i, size_t n) {
   char buf[64];
@@ -122,7 +122,7 @@ void ShardedCheckpointWriter::finish() {
     fail("checkpoint writer '", dir_, "': finish() before shard ", current_shard_ + 2, " was written");
   current_.reset();
 
-  const fs::path index = fs::path(dir_) / kIndexName;
+  const fs::path index = fs::path(dir_) / kSafetensorsIndexName;
   std::error_code ec;
   if (shards_.size() == 1) {
     fs::remove(index, ec);  // a stale index would hide the new single file from readers

@@ -25,7 +25,7 @@ void qdot_rows_float16_scalar(const QdotRowsArgs& a) {
     dot_rows_as<DType::F16>(a);
 }
 
-constexpr QdotKernel kTable[] = {
+constexpr QdotKernel kFloatScalarTable[] = {
     {"qdot_rows_float16_scalar", Isa::kScalar, 16, 0, prepared_bytes_f32_copy,
      prepare_f32_copy, qdot_rows_float16_scalar, false, quant::Mode::kFloat},
     {"qdot_rows_float32_scalar", Isa::kScalar, 32, 0, prepared_bytes_f32_copy,
@@ -34,8 +34,8 @@ constexpr QdotKernel kTable[] = {
 }  // namespace
 
 const QdotKernel* qdot_float_kernels_scalar(int* count) {
-  *count = int(sizeof(kTable) / sizeof(kTable[0]));
-  return kTable;
+  *count = int(sizeof(kFloatScalarTable) / sizeof(kFloatScalarTable[0]));
+  return kFloatScalarTable;
 }
 
 }  // namespace moex::kernels

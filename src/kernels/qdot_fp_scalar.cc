@@ -37,7 +37,7 @@ void qdot_rows_fp_scalar(const QdotRowsArgs& a) {
     "qdot_rows_" NAME "_scalar", Isa::kScalar, quant::fp_mode_bits(M), 0,              \
         prepared_bytes_f32_copy, prepare_f32_copy, qdot_rows_fp_scalar<M>, false, M      \
   }
-constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp4, "mxfp4"),
+constexpr QdotKernel kFpScalarTable[] = {MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp4, "mxfp4"),
                                  MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp8, "mxfp8"),
                                  MOEX_QDOT_FP_SCALAR(quant::Mode::kNvfp4, "nvfp4")};
 #undef MOEX_QDOT_FP_SCALAR
@@ -45,8 +45,8 @@ constexpr QdotKernel kTable[] = {MOEX_QDOT_FP_SCALAR(quant::Mode::kMxfp4, "mxfp4
 }  // namespace
 
 const QdotKernel* qdot_fp_kernels_scalar(int* count) {
-  *count = int(sizeof(kTable) / sizeof(kTable[0]));
-  return kTable;
+  *count = int(sizeof(kFpScalarTable) / sizeof(kFpScalarTable[0]));
+  return kFpScalarTable;
 }
 
 }  // namespace moex::kernels

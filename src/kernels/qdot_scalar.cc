@@ -44,15 +44,15 @@ void qdot_rows_scalar(const QdotRowsArgs& a) {
     "qdot_rows_q" #B "_scalar", Isa::kScalar, B, 0, prepared_bytes_f32_copy, prepare_f32_copy, \
         qdot_rows_scalar<B>                                                                    \
   }
-constexpr QdotKernel kTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCALAR(3), MOEX_QDOT_SCALAR(4),
+constexpr QdotKernel kAffineScalarTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCALAR(3), MOEX_QDOT_SCALAR(4),
                                  MOEX_QDOT_SCALAR(5), MOEX_QDOT_SCALAR(6), MOEX_QDOT_SCALAR(8)};
 #undef MOEX_QDOT_SCALAR
 
 }  // namespace
 
 const QdotKernel* qdot_kernels_scalar(int* count) {
-  *count = int(sizeof(kTable) / sizeof(kTable[0]));
-  return kTable;
+  *count = int(sizeof(kAffineScalarTable) / sizeof(kAffineScalarTable[0]));
+  return kAffineScalarTable;
 }
 
 }  // namespace moex::kernels

@@ -40,12 +40,12 @@ void ssm_rows(float* s, int64_t rows, const float* b, const float* c, float deca
   for (int64_t r = 0; r < rows; ++r) y[r] = Row(s + r * n, b, c, decay, bx[r], n);
 }
 
-constexpr RecurrentRowOps kScalar{"recurrent_rows_f32__scalar",
+constexpr RecurrentRowOps kRecurrentRowsScalar{"recurrent_rows_f32__scalar",
                                   delta_rule_rows<delta_rule_row_scalar>, ssm_rows<ssm_row_scalar>};
-constexpr RecurrentRowOps kAvx2{"recurrent_rows_f32__avx2",
+constexpr RecurrentRowOps kRecurrentRowsAvx2{"recurrent_rows_f32__avx2",
                                 delta_rule_rows<delta_rule_row_f32__avx2>,
                                 ssm_rows<ssm_row_f32__avx2>};
-constexpr RecurrentRowOps kAvx512{"recurrent_rows_f32__avx512", delta_rule_rows_f32__avx512,
+constexpr RecurrentRowOps kRecurrentRowsAvx512{"recurrent_rows_f32__avx512", delta_rule_rows_f32__avx512,
                                   ssm_rows_f32__avx512};
 
 }  // namespace
@@ -53,13 +53,13 @@ constexpr RecurrentRowOps kAvx512{"recurrent_rows_f32__avx512", delta_rule_rows_
 const RecurrentRowOps& recurrent_row_ops(Isa isa) {
   switch (isa) {
     case Isa::kAvx512:
-      return kAvx512;
+      return kRecurrentRowsAvx512;
     case Isa::kAvx2:
-      return kAvx2;
+      return kRecurrentRowsAvx2;
     case Isa::kScalar:
       break;
   }
-  return kScalar;
+  return kRecurrentRowsScalar;
 }
 
 }  // namespace moex::kernels

@@ -16,22 +16,22 @@ void axpy_scalar(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-constexpr VectorF32Ops kScalar{"vector_f32_scalar", dot_scalar, axpy_scalar};
-constexpr VectorF32Ops kAvx2{"vector_f32__avx2", dot_f32__avx2, axpy_f32__avx2};
-constexpr VectorF32Ops kAvx512{"vector_f32__avx512", dot_f32__avx512, axpy_f32__avx512};
+constexpr VectorF32Ops kVectorF32Scalar{"vector_f32_scalar", dot_scalar, axpy_scalar};
+constexpr VectorF32Ops kVectorF32Avx2{"vector_f32__avx2", dot_f32__avx2, axpy_f32__avx2};
+constexpr VectorF32Ops kVectorF32Avx512{"vector_f32__avx512", dot_f32__avx512, axpy_f32__avx512};
 
 }  // namespace
 
 const VectorF32Ops& vector_f32_ops(Isa isa) {
   switch (isa) {
     case Isa::kAvx512:
-      return kAvx512;
+      return kVectorF32Avx512;
     case Isa::kAvx2:
-      return kAvx2;
+      return kVectorF32Avx2;
     case Isa::kScalar:
       break;
   }
-  return kScalar;
+  return kVectorF32Scalar;
 }
 
 }  // namespace moex::kernels

@@ -9,12 +9,6 @@ namespace moex::tok {
 
 namespace {
 
-bool is_white_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
-}
-
 // Word characters for single_word: letters/digits/underscore. Non-ASCII characters count as
 // word characters unless they are white space (an approximation of Unicode alphanumeric).
 bool is_word_char(char32_t c) {

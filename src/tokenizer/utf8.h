@@ -37,4 +37,12 @@ std::string utf8_lossy(std::string_view s);
 // truncated-but-possibly-valid sequence (at most 3 bytes) as incomplete.
 size_t utf8_complete_prefix(std::string_view s);
 
+// Unicode White_Space (the characters Rust's char::is_whitespace and the tokenizers' whitespace
+// rules take), used by the normalizers and the added tokens' lstrip / rstrip / single_word.
+inline bool is_white_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
+}
+
 }  // namespace moex::tok
