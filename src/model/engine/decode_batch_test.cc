@@ -35,7 +35,7 @@ int32_t argmax(const float* logits, int64_t n) {
   return int32_t(best);
 }
 
-bool bit_equal(const float* a, const float* b, int64_t n) {
+bool bit_equal_n(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, size_t(n) * sizeof(float)) == 0;
 }
 
@@ -97,7 +97,7 @@ TEST_P(DecodeBatch, EachRowEqualsItsSequenceDecodedAlone) {
         const int q = who[r];
         const size_t i = done[size_t(q)]++;
         EXPECT_EQ(tokens[r], alone_tokens[size_t(q)][i]);
-        EXPECT_TRUE(bit_equal(l + r * V, alone[size_t(q)][i].data(), V))
+        EXPECT_TRUE(bit_equal_n(l + r * V, alone[size_t(q)][i].data(), V))
             << GetParam() << " --fused " << fused << " step " << s << " sequence " << q
             << " in a batch of " << rows.size();
         next[size_t(q)] = argmax(l + r * V, V);

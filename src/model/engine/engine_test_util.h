@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ inline std::string write_tiny_preset(const std::string& preset, const std::strin
   args.out_dir = out_dir;
   write_synthetic_checkpoint(plan_preset_checkpoint(*p, num_layers, SynthQuant{}, dtype), args);
   return args.out_dir;
+}
+
+// Two logits vectors equal bit for bit (same length, same bytes).
+inline bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 inline nlohmann::json read_config(const std::string& dir) {

@@ -38,10 +38,6 @@ std::vector<std::vector<float>> run_with_chunk(const std::string& dir, int64_t c
   return out;
 }
 
-bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 class PrefillChunk : public ::testing::TestWithParam<const char*> {};
 
 // Chunks of 2..16 tokens against one batch of 37: every op computes each row on its own
@@ -54,7 +50,7 @@ TEST_P(PrefillChunk, ChunkedPrefillEqualsOneBatchBitForBit) {
     for (int64_t chunk : {2, 5, 16}) {
       const auto chunked = run_with_chunk(dir, chunk, fused, 37);
       for (size_t s = 0; s < whole.size(); ++s)
-        EXPECT_TRUE(bit_equal(chunked[s], whole[s]))
+        EXPECT_TRUE(test::bit_equal(chunked[s], whole[s]))
             << GetParam() << " --fused " << fused << " chunk " << chunk << " step " << s;
     }
   }

@@ -41,10 +41,6 @@ TEST(Session, CommonAndReusablePrefixTable) {
   }
 }
 
-bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 Ids ids_of(int64_t n, int64_t seed, int64_t vocab) {
   Ids ids;
   for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((i * 37 + seed * 101 + 11) % vocab));
@@ -96,7 +92,7 @@ TEST_P(SessionReuse, TruncatedPrefillEqualsFreshPrefillBitForBit) {
       std::vector<std::vector<float>> got{logits_of(p.logits, *e)};
       for (int32_t t : {5, 9}) got.push_back(logits_of(s.decode(t), *e));
       for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_TRUE(bit_equal(got[i], want[i]))
+        EXPECT_TRUE(test::bit_equal(got[i], want[i]))
             << GetParam() << " --fused " << fused << " |C| " << c_len << " step " << i;
     }
   }
@@ -115,7 +111,7 @@ TEST(Session, SamePromptRunsOnlyTheLastToken) {
   const EngineSession::Prefill again = s.prefill(p);
   EXPECT_EQ(again.reused, 8);
   EXPECT_EQ(again.prefilled, 1);
-  EXPECT_TRUE(bit_equal(logits_of(again.logits, *e), first));
+  EXPECT_TRUE(test::bit_equal(logits_of(again.logits, *e), first));
 }
 
 TEST(EngineTruncate, BoundsAndShortConv) {
