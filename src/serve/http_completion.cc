@@ -277,9 +277,9 @@ struct EventStream {
 }  // namespace
 
 void set_error(httplib::Response& res, int status, const std::string& type,
-               const std::string& param, const std::string& message) {
+               const std::string& param, const std::string& message, const std::string& code) {
   res.status = status;
-  res.set_content(json_text(error_json(message, type, param)), "application/json");
+  res.set_content(json_text(error_json(message, type, param, code)), "application/json");
 }
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
@@ -290,7 +290,7 @@ void handle_completion(const CompletionContext& ctx, Api api, const httplib::Req
   try {
     request = parse_request(api, req.body, ctx.model, [&watch] { return watch.closed(); });
   } catch (const ApiError& e) {
-    set_error(res, e.status(), e.type(), e.param(), e.what());
+    set_error(res, e.status(), e.type(), e.param(), e.what(), e.code());
     return;
   }
   if (ctx.model.test_replies) request.generation.params.ignore_eos = true;  // the reply decides

@@ -19,8 +19,9 @@ struct CompletionContext {
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
                        httplib::Response& res);
 
-// Sets `res` to an OpenAI error object with `status`.
+// Sets `res` to an OpenAI error object with `status` (`code` "": null).
 void set_error(httplib::Response& res, int status, const std::string& type,
-               const std::string& param, const std::string& message);
+               const std::string& param, const std::string& message,
+               const std::string& code = "");
 
 }  // namespace moex::serve
