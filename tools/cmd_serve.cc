@@ -44,6 +44,7 @@ struct ServeFlags {
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
       fused, max_dff, backend, reasoning_format, test_replies;
   ExpertParallelFlags expert_parallel;
+  bool health_needs_key = false;
   bool verbose = false;
 };
 
@@ -143,6 +144,8 @@ int run_serve(const ServeFlags& f) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
   }
+  if (f.health_needs_key && !f.api_key) fail("--health-needs-key: there is no --api-key to need");
+  http.health_needs_key = f.health_needs_key;
   const std::string name = model_name(f);
 
   const model::ModelConfig cfg = model::load_model_config(f.model);
@@ -259,8 +262,12 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "KV cache capacity per request in tokens, prompt and completion (default: "
                  "max_position_embeddings, at most 4096)")
       ->type_name("INT");
-  sub.add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' on every endpoint")
+  sub.add_option("--api-key", f->api_key,
+                 "require 'Authorization: Bearer KEY' on every endpoint but /health")
       ->type_name("KEY");
+  sub.add_flag("--health-needs-key", f->health_needs_key,
+               "with --api-key: /health needs the key too (default: it answers without, for "
+               "load balancers' probes)");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")

@@ -488,8 +488,13 @@ def secured(a, d, work):
     try:
         expect_status("no API key", lambda: srv.client("wrong").models.list(), 401)
         status, headers, raw = srv.http("GET", "/health")
+        check(status == 200 and json.loads(raw)["status"] == "ok",
+              f"--api-key: /health answers without the key, for load balancers ({status})")
+        status, headers, raw = srv.http("GET", "/v1/models")
         check(status == 401 and json.loads(raw)["error"]["type"] == "authentication_error",
-              "--api-key: /health without the key is 401 with an error object")
+              "--api-key: /v1/models without the key is 401 with an error object")
+        status, _, _ = srv.http("POST", "/health", {})
+        check(status == 401, f"--api-key: POST /health still needs the key ({status})")
         status, _, _ = srv.http("GET", "/v1/nope", headers={"Authorization": "Bearer s3cret"})
         check(status == 404, "--api-key: the right key reaches routing (404 for a bad path)")
         models = srv.client("s3cret").models.list().data
@@ -501,6 +506,16 @@ def secured(a, d, work):
     finally:
         rc = srv.stop(signal.SIGINT)
     check(rc == 0, f"SIGINT: exit code 0 (got {rc})")
+    srv = Server(a.moex, d, work, "health_key", "--api-key", "s3cret", "--health-needs-key")
+    try:
+        status, _, raw = srv.http("GET", "/health")
+        check(status == 401 and json.loads(raw)["error"]["type"] == "authentication_error",
+              f"--health-needs-key: /health without the key is 401 ({status})")
+        status, _, raw = srv.http("GET", "/health", headers={"Authorization": "Bearer s3cret"})
+        check(status == 200 and json.loads(raw)["status"] == "ok",
+              f"--health-needs-key: /health with the key is 200 ({status})")
+    finally:
+        srv.stop()
 
 
 def raw_request(port, body):

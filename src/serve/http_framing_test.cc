@@ -192,5 +192,27 @@ TEST(RequestFramer, AuthorizationIsKnownWithTheHead) {
   EXPECT_NE(f.take_request().find("Authorization: Bearer k\r\n"), std::string::npos);
 }
 
+// The request line's method and target are known with the head (who needs a key depends on
+// them); a line without them leaves them empty for httplib to refuse.
+TEST(RequestFramer, MethodAndTargetAreKnownWithTheHead) {
+  struct Case {
+    std::string line, method, target;
+  };
+  const Case cases[] = {
+      {"GET /health HTTP/1.1", "GET", "/health"},
+      {"POST /v1/completions?x=1 HTTP/1.1", "POST", "/v1/completions?x=1"},
+      {"OPTIONS * HTTP/1.1", "OPTIONS", "*"},
+      {"GET /health", "GET", "/health"},
+      {"GET", "", ""},
+  };
+  for (const Case& c : cases) {
+    RequestFramer f(small_limits());
+    EXPECT_FALSE(f.advance(c.line + "\r\nContent-Length: 5\r\n\r\n")) << c.line;
+    ASSERT_TRUE(f.head_complete()) << c.line;
+    EXPECT_EQ(f.method(), c.method) << c.line;
+    EXPECT_EQ(f.target(), c.target) << c.line;
+  }
+}
+
 }  // namespace
 }  // namespace moex::serve

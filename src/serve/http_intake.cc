@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "serve/http_access.h"
 
 namespace moex::serve {
 namespace {
@@ -149,7 +150,9 @@ void Intake::frame(Conn& c) {
   const bool done = c.framer.advance(c.buf);
   if (done && c.framer.refused()) return refuse(c, c.framer.status(), c.framer.message());
   // The key is checked once the head is in, before any of the body is waited for.
-  if (c.framer.head_complete() && !limits_.authorization.empty()) {
+  if (c.framer.head_complete() && !limits_.authorization.empty() &&
+      !(limits_.open_without_key &&
+        limits_.open_without_key(c.framer.method(), target_path(c.framer.target())))) {
     const std::optional<std::string_view> given = c.framer.authorization();
     if (!given || !same_secret(*given, limits_.authorization))
       return refuse(c, 401,

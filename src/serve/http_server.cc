@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "serve/http_access.h"
 #include "serve/http_completion.h"
 #include "serve/http_front.h"
 #include "serve/http_intake.h"
@@ -69,7 +70,11 @@ int64_t unix_now() {
 
 struct HttpServer::Impl {
   Impl(Scheduler& s, const ServedModel& m, HttpOptions o)
-      : scheduler(s), model(m), opt(std::move(o)), completions{s, m, opt.verbose} {}
+      : scheduler(s),
+        model(m),
+        opt(std::move(o)),
+        access({.api_key = opt.api_key, .health_needs_key = opt.health_needs_key}),
+        completions{s, m, opt.verbose} {}
   ~Impl() { stop_handlers(); }
 
   void routes();
@@ -84,6 +89,7 @@ struct HttpServer::Impl {
   Scheduler& scheduler;
   const ServedModel& model;
   HttpOptions opt;
+  Access access;
   CompletionContext completions;
   int64_t started = unix_now();
   FrontServer http;
@@ -102,6 +108,9 @@ void HttpServer::Impl::start_handlers() {
   // The intake answers 401 as soon as a head without the key is in (the pre-routing handler
   // below checks again, as httplib sees the request).
   if (!opt.api_key.empty()) limits.authorization = "Bearer " + opt.api_key;
+  limits.open_without_key = [this](std::string_view method, std::string_view path) {
+    return !access.needs_key(method, path);
+  };
   // Every handler's connection counts: room for each and as many waiting for their turn.
   limits.max_connections = std::max(limits.max_connections, 2 * size_t(std::max(1, opt.threads)));
   intake = std::make_unique<Intake>(
@@ -144,7 +153,8 @@ void HttpServer::Impl::routes() {
   http.set_keep_alive_max_count(kMaxRequestsPerConnection);
   http.set_payload_max_length(opt.max_body_bytes);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt.api_key.empty() || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    if (!access.needs_key(req.method, req.path) || authorized(req))
+      return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     set_error(res, 401, "authentication_error", "",
               "a valid API key is needed: send the header 'Authorization: Bearer KEY'");

@@ -1,6 +1,6 @@
 // The HTTP front end of `moex serve`: OpenAI's /v1/chat/completions, /v1/completions and
 // /v1/models, plus /health, on cpp-httplib, feeding one Scheduler. Optional bearer-key
-// authentication on every endpoint, bounded requests (body, header fields, time, connections),
+// authentication (every endpoint but /health, serve/http_access.h), bounded requests (body, header fields, time, connections),
 // JSON error objects throughout.
 #pragma once
 
@@ -20,6 +20,7 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                               // 0: a free port, chosen at bind()
   std::string api_key;                           // "": no authentication
+  bool health_needs_key = false;                 // with api_key: /health needs it too
   size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
   int threads = 8;                               // requests answered at once (a thread each)
   int parallel = 1;                              // the scheduler's slots, for /health
