@@ -24,6 +24,7 @@
 #include "model/generation_config.h"
 #include "chat/template_files.h"
 #include "serve/chat_prompt.h"
+#include "serve/http_access.h"
 #include "serve/http_server.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
@@ -45,6 +46,7 @@ struct ServeFlags {
       fused, max_dff, backend, reasoning_format, test_replies;
   ExpertParallelFlags expert_parallel;
   bool health_needs_key = false;
+  std::vector<std::string> cors_origins;
   bool verbose = false;
 };
 
@@ -146,6 +148,12 @@ int run_serve(const ServeFlags& f) {
   }
   if (f.health_needs_key && !f.api_key) fail("--health-needs-key: there is no --api-key to need");
   http.health_needs_key = f.health_needs_key;
+  http.cors_origins = f.cors_origins;
+  {  // the origins are checked before the model loads
+    serve::AccessOptions check;
+    check.cors_origins = http.cors_origins;
+    (void)serve::Access(check);
+  }
   const std::string name = model_name(f);
 
   const model::ModelConfig cfg = model::load_model_config(f.model);
@@ -268,6 +276,10 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--health-needs-key", f->health_needs_key,
                "with --api-key: /health needs the key too (default: it answers without, for "
                "load balancers' probes)");
+  sub.add_option("--cors-origin", f->cors_origins,
+                 "answer browsers' CORS requests from ORIGIN (scheme://host[:port]; repeatable; "
+                 "*: any origin); default: no CORS")
+      ->type_name("ORIGIN");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")

@@ -173,6 +173,7 @@ bool RequestFramer::field(std::string_view line) {
     ++authorization_fields_;
     authorization_ = std::string(value);
   }
+  if (name == "origin") origin_ = std::string(value);
   if (name == "expect" && lower(value) == "100-continue") {
     expect_continue_ = true;  // answered by whoever reads the connection, before the body
     return false;

@@ -37,6 +37,10 @@ struct IntakeLimits {
   // With `authorization`: the requests that need no key, by the method and path (the target
   // less its query) of the request line (serve/http_access.h). Empty: every request needs it.
   std::function<bool(std::string_view method, std::string_view path)> open_without_key;
+  // Header lines ("Name: value\r\n" each) added to a refusal answered here, given the
+  // request's Origin field ("" when none or the head is not whole): the CORS fields, so that
+  // a browser lets its page read the error. Empty: none.
+  std::function<std::string(std::string_view origin)> refusal_fields;
 };
 
 // A complete request for a handler; the connection goes back with Intake::finish.

@@ -73,7 +73,9 @@ struct HttpServer::Impl {
       : scheduler(s),
         model(m),
         opt(std::move(o)),
-        access({.api_key = opt.api_key, .health_needs_key = opt.health_needs_key}),
+        access({.api_key = opt.api_key,
+                .health_needs_key = opt.health_needs_key,
+                .cors_origins = opt.cors_origins}),
         completions{s, m, opt.verbose} {}
   ~Impl() { stop_handlers(); }
 
@@ -81,6 +83,7 @@ struct HttpServer::Impl {
   void start_handlers();
   void answer(IntakeRequest r);
   void stop_handlers();
+  void preflight(const httplib::Request& req, httplib::Response& res) const;
   bool authorized(const httplib::Request& req) const {
     const std::string want = "Bearer " + opt.api_key;
     return same_key(req.get_header_value("Authorization"), want);
@@ -110,6 +113,9 @@ void HttpServer::Impl::start_handlers() {
   if (!opt.api_key.empty()) limits.authorization = "Bearer " + opt.api_key;
   limits.open_without_key = [this](std::string_view method, std::string_view path) {
     return !access.needs_key(method, path);
+  };
+  limits.refusal_fields = [this](std::string_view origin) {
+    return header_lines(access.cors_fields(origin));
   };
   // Every handler's connection counts: room for each and as many waiting for their turn.
   limits.max_connections = std::max(limits.max_connections, 2 * size_t(std::max(1, opt.threads)));
@@ -147,18 +153,47 @@ void HttpServer::Impl::stop_handlers() {
   intake.reset();
 }
 
+// CORS on: OPTIONS is a browser's preflight, answered for any path without the key.
+void HttpServer::Impl::preflight(const httplib::Request& req, httplib::Response& res) const {
+  const std::string origin = req.get_header_value("Origin");
+  if (origin.empty()) {  // not a browser's: what the server takes
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, OPTIONS");
+    return;
+  }
+  if (!access.origin_allowed(origin)) {
+    set_error(res, 403, "permission_error", "",
+              str_cat("the origin '", origin, "' is not allowed (--cors-origin)"));
+    return;
+  }
+  res.status = 204;
+  for (const auto& [name, value] :
+       access.preflight_fields(origin, req.get_header_value("Access-Control-Request-Headers")))
+    res.set_header(name, value);
+}
+
 void HttpServer::Impl::routes() {
   start_handlers();
   http.set_keep_alive_timeout(std::max<time_t>(1, opt.intake.idle_timeout.count() / 1000));
   http.set_keep_alive_max_count(kMaxRequestsPerConnection);
   http.set_payload_max_length(opt.max_body_bytes);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (access.cors() && req.method == "OPTIONS") {
+      preflight(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!access.needs_key(req.method, req.path) || authorized(req))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     set_error(res, 401, "authentication_error", "",
               "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
     return httplib::Server::HandlerResponse::Handled;
+  });
+  // Every other answer (errors and streams included) gets the CORS fields of its origin.
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (access.cors() && req.method == "OPTIONS") return;  // the preflight set its own
+    for (const auto& [name, value] : access.cors_fields(req.get_header_value("Origin")))
+      res.set_header(name, value);
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(completions, Api::kChat, req, res);
