@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/strict_parse.h"
+#include "core/sysinfo.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
@@ -26,6 +28,7 @@
 #include "serve/chat_prompt.h"
 #include "serve/http_access.h"
 #include "serve/http_server.h"
+#include "serve/parallel_default.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 #include "serve/structured_output.h"
@@ -138,8 +141,9 @@ int run_serve(const ServeFlags& f) {
     http.host = *f.host;
   }
   if (f.port) http.port = int(parse_int_strict(*f.port, "--port", 0, 65535));
-  const int parallel =
-      f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 1;
+  // 0: chosen once the model is open (the KV cache's size is known then).
+  int parallel =
+      f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 0;
   const int64_t context =
       f.ctx_size ? parse_int_strict(*f.ctx_size, "--ctx-size", 2, INT32_MAX) : 0;
   if (f.api_key) {
@@ -214,6 +218,13 @@ int run_serve(const ServeFlags& f) {
   }
   if (ep) engine->lead_followers();
   served.context = engine->context();
+  if (parallel == 0) {  // what the threads and the memory for KV caches allow (docs/serve.md)
+    const serve::ParallelChoice choice =
+        serve::default_parallel(num_threads(), mem_available_bytes(), engine->kv_cache_bytes());
+    parallel = choice.slots;
+    std::fprintf(stderr, "moex serve: --parallel %d (default: %s)\n", parallel,
+                 choice.reason.c_str());
+  }
   serve::Scheduler scheduler(
       *engine, {.parallel = parallel, .queue_limit = kQueueLimit, .stop_ids = stop_ids});
   http.parallel = parallel;
@@ -264,7 +275,8 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--port", f->port, "TCP port (default 8080; 0: a free one, printed)")
       ->type_name("INT");
   sub.add_option("--parallel", f->parallel,
-                 "requests decoded together, 1-256 (default 1); more wait in a queue of 64")
+                 "requests decoded together, 1-256 (default: min(4, 2 x threads, what half "
+                 "the available memory holds in KV caches), printed); more wait in a queue of 64")
       ->type_name("INT");
   sub.add_option("--ctx-size", f->ctx_size,
                  "KV cache capacity per request in tokens, prompt and completion (default: "

@@ -582,7 +582,8 @@ def queue_full(srv):
 
 
 def long_requests(a, d, work):
-    srv = Server(a.moex, long_model(d, work), work, "long", "--ctx-size", str(LONG_CONTEXT))
+    srv = Server(a.moex, long_model(d, work), work, "long", "--ctx-size", str(LONG_CONTEXT),
+                 "--parallel", "1")
     disconnects(srv)
     queue_full(srv)
     got = []

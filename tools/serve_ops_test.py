@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """End-to-end test of what operating `moex serve` needs, on the tiny checkpoint of
 serve_openai_test.py: CORS (--cors-origin: preflights and real requests from allowed and other
-origins, none without the flag).
+origins, none without the flag); the default --parallel (printed with its reason, what /health
+says).
 
 usage: serve_ops_test.py --moex BIN --work DIR
 """
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +83,20 @@ def no_cors(srv):
           f"no --cors-origin: a request with an Origin gets no CORS fields ({h})")
 
 
+def default_parallel(srv):
+    """Without --parallel: min(4, 2 x threads, memory), printed at start; /health agrees."""
+    lines = [l for l in srv.log.read_text().splitlines() if l.startswith("moex serve: --parallel ")]
+    m = re.fullmatch(r"moex serve: --parallel (\d+) \(default: min\(4, 2 x (\d+) threads, "
+                     r"[\d.]+ [KMG]iB available / 2 / [\d.]+ [KMG]iB of KV cache per slot = "
+                     r"(\d+)\)\)", lines[0]) if len(lines) == 1 else None
+    check(m is not None, f"the default --parallel is printed with its reason ({lines})")
+    if m:
+        n, threads, fit = (int(g) for g in m.groups())
+        slots = srv.health()["slots_total"]
+        check(threads == len(os.sched_getaffinity(0)) and n == max(1, min(4, 2 * threads, fit))
+              and slots == n, f"--parallel {n} = min(4, 2 x {threads}, {fit}); /health: {slots}")
+
+
 def main():
     a, work, d = setup()
     r = subprocess.run([a.moex, "serve", "-m", d, "--cors-origin", "app.example/"],
@@ -89,6 +106,7 @@ def main():
     srv = Server(a.moex, d, work, "plain")
     try:
         no_cors(srv)
+        default_parallel(srv)
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
