@@ -265,7 +265,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<ServeFlags>();
   sub.footer(
       "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
-      "GET /health (README.md, docs/serve.md).");
+      "GET /health, GET /metrics (README.md, docs/serve.md).");
   sub.add_option("-m,--model", f->model,
                  "model directory (config.json, safetensors, "
                  "tokenizer.json; a chat template for /v1/chat/completions)")
@@ -310,7 +310,9 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--test-replies", f->test_replies, "test hook: answers' ids replaced")
       ->type_name("FILE")
       ->group("");  // hidden
-  sub.add_flag("-v,--verbose", f->verbose, "print a line per request and the setup");
+  sub.add_flag("-v,--verbose", f->verbose,
+               "print the setup and a line per request (id, tokens, time to first token, "
+               "tokens/s, finish reason)");
   add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_serve(*f); };
 };

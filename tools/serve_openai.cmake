@@ -14,7 +14,7 @@ add_test(NAME serve_hostile_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_hostile_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_hostile)
 set_tests_properties(serve_hostile_test PROPERTIES LABELS reference TIMEOUT 180)
-# What operating the server needs (issue #33): CORS.
+# What operating the server needs (issue #33): CORS, the default --parallel, /metrics.
 add_test(NAME serve_ops_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_ops_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_ops)

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 
@@ -13,7 +14,8 @@ namespace moex::serve {
 struct CompletionContext {
   Scheduler& scheduler;
   const ServedModel& model;
-  bool verbose = false;
+  bool verbose = false;          // a line per request on stderr
+  Metrics* metrics = nullptr;    // null: nothing counted
 };
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,

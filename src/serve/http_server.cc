@@ -21,6 +21,7 @@
 #include "serve/http_completion.h"
 #include "serve/http_front.h"
 #include "serve/http_intake.h"
+#include "serve/metrics.h"
 #include "serve/response.h"
 
 namespace moex::serve {
@@ -76,7 +77,7 @@ struct HttpServer::Impl {
         access({.api_key = opt.api_key,
                 .health_needs_key = opt.health_needs_key,
                 .cors_origins = opt.cors_origins}),
-        completions{s, m, opt.verbose} {}
+        completions{s, m, opt.verbose, &metrics} {}
   ~Impl() { stop_handlers(); }
 
   void routes();
@@ -93,6 +94,7 @@ struct HttpServer::Impl {
   const ServedModel& model;
   HttpOptions opt;
   Access access;
+  Metrics metrics;
   CompletionContext completions;
   int64_t started = unix_now();
   FrontServer http;
@@ -221,6 +223,15 @@ void HttpServer::Impl::routes() {
                      {"requests_cancelled", s.cancelled},
                      {"requests_rejected", s.rejected}};
     res.set_content(json_text(j), "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const SchedulerStats s = scheduler.stats();
+    res.set_content(metrics.exposition({.slots_total = opt.parallel,
+                                        .slots_busy = s.active,
+                                        .queued = s.queued,
+                                        .rejected = s.rejected,
+                                        .cached_tokens = s.cached_tokens}),
+                    kMetricsContentType);
   });
   // What httplib answers itself (no route: 404; body too large: 413) gets an error object too.
   // httplib reads a form-encoded body (curl -d without a Content-Type) as form fields, which
