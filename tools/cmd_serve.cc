@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/template_files.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/strict_parse.h"
@@ -24,7 +25,6 @@
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
-#include "chat/template_files.h"
 #include "serve/chat_prompt.h"
 #include "serve/http_access.h"
 #include "serve/http_server.h"
@@ -190,13 +190,14 @@ int run_serve(const ServeFlags& f) {
                  j.size(), f.test_replies->c_str());
   }
   if (chat)  // what reads the answers (docs/serve.md, "Tool calls and reasoning")
-    std::fprintf(stderr, "moex serve: tool-call parser %s, reasoning %s%s%s\n",
-                 generate::tool_call_format_name(chat->tool_call_format()),
-                 generate::reasoning_format_name(chat->reasoning_format()),
-                 served.reasoning_split || chat->reasoning_format() == generate::ReasoningFormat::kNone
-                     ? ""
-                     : " (--reasoning-format none: left in the content)",
-                 chat->developer_as_system() ? ", developer messages as system" : "");
+    std::fprintf(
+        stderr, "moex serve: tool-call parser %s, reasoning %s%s%s\n",
+        generate::tool_call_format_name(chat->tool_call_format()),
+        generate::reasoning_format_name(chat->reasoning_format()),
+        served.reasoning_split || chat->reasoning_format() == generate::ReasoningFormat::kNone
+            ? ""
+            : " (--reasoning-format none: left in the content)",
+        chat->developer_as_system() ? ", developer messages as system" : "");
   const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
   // Structured output: the vocabulary given to the grammar engine, when the build has one.
   std::optional<generate::GrammarEngine> grammar;

@@ -52,7 +52,8 @@ std::string ChatPrompt::render(const nlohmann::ordered_json& messages,
                                const nlohmann::ordered_json& tools) const {
   const bool use_tools_template = tools.is_array() && !tools.empty() && tools_template_;
   chat::ChatTemplateArgs args;
-  args.messages = developer_as_system(use_tools_template) ? developer_to_system(messages) : messages;
+  args.messages =
+      developer_as_system(use_tools_template) ? developer_to_system(messages) : messages;
   args.tools = tools;
   args.add_generation_prompt = true;
   args.special_tokens = special_tokens_;

@@ -58,12 +58,12 @@ TEST(ChatPrompt, TheToolUseTemplateIsJudgedOnItsOwn) {
   std::filesystem::remove(m.dir.file("chat_template.jinja"));
   ojson config = ojson::parse(std::ifstream(m.dir.file("tokenizer_config.json")));
   config["chat_template"] = ojson::array(
-           {{{"name", "default"},
-             {"template", "{%- for x in messages -%}<{{ x.role }}>{{ x.content }}{%- endfor -%}"}},
-            {{"name", "tool_use"},
-             {"template",
-              "{%- for x in messages -%}{%- if x.role == 'developer' -%}DEV{%- endif -%}"
-              "<{{ x.role }}>{{ x.content }}{%- endfor -%}{{ tools | length }}"}}});
+      {{{"name", "default"},
+        {"template", "{%- for x in messages -%}<{{ x.role }}>{{ x.content }}{%- endfor -%}"}},
+       {{"name", "tool_use"},
+        {"template",
+         "{%- for x in messages -%}{%- if x.role == 'developer' -%}DEV{%- endif -%}"
+         "<{{ x.role }}>{{ x.content }}{%- endfor -%}{{ tools | length }}"}}});
   std::ofstream(m.dir.file("tokenizer_config.json")) << config.dump();
   const ChatPrompt chat(m.dir.path(), *m.tokenizer);
   EXPECT_TRUE(chat.developer_as_system(false));

@@ -31,14 +31,16 @@ void check_origin(const std::string& o) {
   const size_t sep = o.find("://");
   const std::string_view scheme = std::string_view(o).substr(0, sep);
   const std::string_view host = sep == std::string::npos ? "" : std::string_view(o).substr(sep + 3);
-  const bool ok = (same_ascii(scheme, "http") || same_ascii(scheme, "https")) && !host.empty() &&
-                  std::all_of(host.begin(), host.end(), [](char c) {
-                    return std::isalnum(uint8_t(c)) || c == '.' || c == '-' || c == ':' ||
-                           c == '[' || c == ']';
-                  });
+  const bool ok =
+      (same_ascii(scheme, "http") || same_ascii(scheme, "https")) && !host.empty() &&
+      std::all_of(host.begin(), host.end(), [](char c) {
+        return std::isalnum(uint8_t(c)) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+      });
   if (!ok)
-    fail("--cors-origin: expected * or an origin such as https://app.example.com:8443 "
-         "(scheme://host[:port], no path or trailing slash), got '", o, "'");
+    fail(
+        "--cors-origin: expected * or an origin such as https://app.example.com:8443 "
+        "(scheme://host[:port], no path or trailing slash), got '",
+        o, "'");
 }
 
 }  // namespace
@@ -62,8 +64,8 @@ bool Access::origin_allowed(std::string_view origin) const {
 
 HeaderFields Access::cors_fields(std::string_view origin) const {
   if (!origin_allowed(origin)) return {};
-  const bool any = std::find(opt_.cors_origins.begin(), opt_.cors_origins.end(), "*") !=
-                   opt_.cors_origins.end();
+  const bool any =
+      std::find(opt_.cors_origins.begin(), opt_.cors_origins.end(), "*") != opt_.cors_origins.end();
   if (any) return {{"Access-Control-Allow-Origin", "*"}};
   // The answer depends on the Origin field: caches must keep one per origin.
   return {{"Access-Control-Allow-Origin", std::string(origin)}, {"Vary", "Origin"}};
@@ -92,9 +94,7 @@ HeaderFields Access::preflight_fields(std::string_view origin, std::string_view 
   return out;
 }
 
-std::string_view target_path(std::string_view target) {
-  return target.substr(0, target.find('?'));
-}
+std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string header_lines(const HeaderFields& fields) {
   std::string out;

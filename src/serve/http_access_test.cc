@@ -67,8 +67,8 @@ TEST(Access, CorsOriginsAreCheckedAtStart) {
                           "ftp://app.example", "https://", "https://a b", "**"}) {
     EXPECT_THROW(access("", false, {bad}), Error) << bad;
   }
-  for (const char* good : {"*", "http://localhost:3000", "https://app.example", "HTTPS://A.b",
-                           "http://[::1]:8080"}) {
+  for (const char* good :
+       {"*", "http://localhost:3000", "https://app.example", "HTTPS://A.b", "http://[::1]:8080"}) {
     EXPECT_NO_THROW(access("", false, {good})) << good;
   }
 }
@@ -80,13 +80,13 @@ TEST(Access, CorsFieldsForAnAllowedOriginOnly) {
 
   const Access listed = access("", false, {"https://app.example", "http://localhost:3000"});
   EXPECT_TRUE(listed.cors());
-  EXPECT_EQ(listed.cors_fields("https://app.example"),
-            (HeaderFields{{"Access-Control-Allow-Origin", "https://app.example"},
-                          {"Vary", "Origin"}}));
+  EXPECT_EQ(
+      listed.cors_fields("https://app.example"),
+      (HeaderFields{{"Access-Control-Allow-Origin", "https://app.example"}, {"Vary", "Origin"}}));
   EXPECT_EQ(listed.cors_fields("http://localhost:3000")[0].second, "http://localhost:3000");
   EXPECT_TRUE(listed.origin_allowed("https://APP.example"));  // hosts: ASCII case aside
-  for (const char* other : {"", "https://app.example.evil", "http://app.example",
-                            "https://app.example:443", "null"})
+  for (const char* other :
+       {"", "https://app.example.evil", "http://app.example", "https://app.example:443", "null"})
     EXPECT_TRUE(listed.cors_fields(other).empty()) << other;
 
   const Access any = access("", false, {"*"});
@@ -107,8 +107,7 @@ TEST(Access, PreflightNamesMethodsAndHeaders) {
       {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Stainless-Lang, x-a"},
       {"Access-Control-Max-Age", "600"}};
   EXPECT_EQ(f, want);
-  EXPECT_EQ(a.preflight_fields("https://app.example", "")[3].second,
-            "Authorization, Content-Type");
+  EXPECT_EQ(a.preflight_fields("https://app.example", "")[3].second, "Authorization, Content-Type");
 }
 
 TEST(Access, HeaderLinesAsInAResponseHead) {

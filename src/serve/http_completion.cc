@@ -216,7 +216,7 @@ class Run {
   int64_t cached_tokens_ = 0;
   const std::vector<int32_t>* reply_ = nullptr;  // the test hook's reply (ServedModel)
   size_t replied_ = 0;
-  Clock::time_point t0_;  // the handler took the request
+  Clock::time_point t0_;                       // the handler took the request
   std::optional<Clock::time_point> first_at_;  // the first token's sampling
   Clock::time_point last_at_;                  // the last token's
   std::string answered_reason_;
@@ -251,9 +251,8 @@ void respond_whole(Run& run, httplib::Response& res) {
   const std::string reason = chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason;
   run.set_finish_reason(reason);
   res.status = 200;
-  res.set_content(json_text(completion_response(run.meta(), text, reason,
-                                                lp ? &logprobs : nullptr, run.usage(),
-                                                chat ? &message : nullptr)),
+  res.set_content(json_text(completion_response(run.meta(), text, reason, lp ? &logprobs : nullptr,
+                                                run.usage(), chat ? &message : nullptr)),
                   "application/json");
 }
 
@@ -311,8 +310,7 @@ struct EventStream {
       sink.done();
       return true;
     }
-    const std::string reason =
-        chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason;
+    const std::string reason = chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason;
     run->set_finish_reason(reason);
     const ojson last = chat ? chat_chunk(m, ojson::object(), reason, nullptr, r.include_usage)
                             : completion_chunk(m, "", reason, nullptr, r.include_usage);

@@ -14,8 +14,8 @@ namespace moex::serve {
 struct CompletionContext {
   Scheduler& scheduler;
   const ServedModel& model;
-  bool verbose = false;          // a line per request on stderr
-  Metrics* metrics = nullptr;    // null: nothing counted
+  bool verbose = false;        // a line per request on stderr
+  Metrics* metrics = nullptr;  // null: nothing counted
 };
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
@@ -23,7 +23,6 @@ void handle_completion(const CompletionContext& ctx, Api api, const httplib::Req
 
 // Sets `res` to an OpenAI error object with `status` (`code` "": null).
 void set_error(httplib::Response& res, int status, const std::string& type,
-               const std::string& param, const std::string& message,
-               const std::string& code = "");
+               const std::string& param, const std::string& message, const std::string& code = "");
 
 }  // namespace moex::serve

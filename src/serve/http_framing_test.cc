@@ -216,14 +216,16 @@ TEST(RequestFramer, MethodAndTargetAreKnownWithTheHead) {
 
 TEST(RequestFramer, OriginIsKnownWithTheHead) {
   RequestFramer f(small_limits());
-  EXPECT_FALSE(f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
-                         "Content-Length: 5\r\n\r\n"));
+  EXPECT_FALSE(
+      f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
+                "Content-Length: 5\r\n\r\n"));
   EXPECT_EQ(f.origin(), "https://app.example");
   RequestFramer none(small_limits());
   EXPECT_TRUE(none.advance("GET / HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(none.origin(), "");
-  EXPECT_TRUE(f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
-                        "Content-Length: 5\r\n\r\nabcde"));  // kept for httplib
+  EXPECT_TRUE(
+      f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
+                "Content-Length: 5\r\n\r\nabcde"));  // kept for httplib
   EXPECT_NE(f.take_request().find("Origin:  https://app.example \r\n"), std::string::npos);
 }
 

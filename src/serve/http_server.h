@@ -1,8 +1,8 @@
 // The HTTP front end of `moex serve`: OpenAI's /v1/chat/completions, /v1/completions and
-// /v1/models, plus /health and /metrics (Prometheus), on cpp-httplib, feeding one Scheduler. Optional bearer-key
-// authentication (every endpoint but /health, serve/http_access.h), CORS for the origins
-// given, bounded requests (body, header fields, time, connections),
-// JSON error objects throughout.
+// /v1/models, plus /health and /metrics (Prometheus), on cpp-httplib, feeding one Scheduler.
+// Optional bearer-key authentication (every endpoint but /health, serve/http_access.h), CORS for
+// the origins given, bounded requests (body, header fields, time, connections), JSON error objects
+// throughout.
 #pragma once
 
 #include <cstddef>

@@ -23,15 +23,17 @@ TEST(Histogram, BucketsAreCumulativeAndAtOrBelowTheirBound) {
             "x_bucket{le=\"+Inf\"} 4\n"
             "x_sum 2.4375\n"
             "x_count 4\n");
-  EXPECT_EQ(Histogram({1}).lines("y"), "y_bucket{le=\"1\"} 0\ny_bucket{le=\"+Inf\"} 0\ny_sum 0\n"
-                                       "y_count 0\n");
+  EXPECT_EQ(Histogram({1}).lines("y"),
+            "y_bucket{le=\"1\"} 0\ny_bucket{le=\"+Inf\"} 0\ny_sum 0\n"
+            "y_count 0\n");
 }
 
 TEST(Metrics, AStartedServerListsEverySeriesAtZero) {
   const std::string t = Metrics().exposition({4, 0, 0, 0, 0});  // 4 slots
   for (const char* r : {"stop", "length", "tool_calls", "cancelled", "error"})
     EXPECT_TRUE(has_line(t, std::string("moex_requests_total{finish_reason=\"") + r + "\"} 0"))
-        << r << "\n" << t;
+        << r << "\n"
+        << t;
   EXPECT_TRUE(has_line(t, "# TYPE moex_requests_total counter")) << t;
   EXPECT_TRUE(has_line(t, "# TYPE moex_time_to_first_token_seconds histogram")) << t;
   EXPECT_TRUE(has_line(t, "moex_time_to_first_token_seconds_count 0")) << t;
@@ -58,11 +60,11 @@ TEST(Metrics, RequestsTokensAndTimesAreCounted) {
   m.first_token(0.2);
   m.inter_token(0.02);
   m.inter_token(0.03);
-  m.request_done({.finish_reason = "length", .prompt_tokens = 7, .completion_tokens = 3,
-                  .seconds = 0.3});
+  m.request_done(
+      {.finish_reason = "length", .prompt_tokens = 7, .completion_tokens = 3, .seconds = 0.3});
   m.first_token(0.4);
-  m.request_done({.finish_reason = "tool_calls", .prompt_tokens = 5, .completion_tokens = 1,
-                  .seconds = 0.45});
+  m.request_done(
+      {.finish_reason = "tool_calls", .prompt_tokens = 5, .completion_tokens = 1, .seconds = 0.45});
   m.request_done(
       {.finish_reason = "cancelled", .prompt_tokens = 2, .completion_tokens = 0, .seconds = 3});
   const std::string t = m.exposition(

@@ -27,8 +27,8 @@ TEST(DefaultParallel, TheSmallestTermWins) {
   };
   for (const Case& c : cases) {
     const ParallelChoice p = default_parallel(c.threads, c.available, c.kv);
-    EXPECT_EQ(p.slots, c.want) << c.threads << " threads, " << c.available << " available, "
-                               << c.kv << " KV: " << p.reason;
+    EXPECT_EQ(p.slots, c.want) << c.threads << " threads, " << c.available << " available, " << c.kv
+                               << " KV: " << p.reason;
   }
 }
 
