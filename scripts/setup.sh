@@ -38,7 +38,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating the Python venv for reference tests (.venv)"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib, openai, langchain_openai, jsonschema" 2>/dev/null; then
+if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transformers, jinja2, matplotlib, openai, langchain_openai, jsonschema, prometheus_client" 2>/dev/null; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements-reference.txt
 fi

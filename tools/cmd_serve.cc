@@ -16,15 +16,19 @@
 #include <thread>
 #include <vector>
 
+#include "chat/template_files.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/strict_parse.h"
+#include "core/sysinfo.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
-#include "chat/template_files.h"
 #include "serve/chat_prompt.h"
+#include "serve/http_access.h"
 #include "serve/http_server.h"
+#include "serve/parallel_default.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 #include "serve/structured_output.h"
@@ -44,6 +48,8 @@ struct ServeFlags {
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
       fused, max_dff, backend, reasoning_format, test_replies;
   ExpertParallelFlags expert_parallel;
+  bool health_needs_key = false;
+  std::vector<std::string> cors_origins;
   bool verbose = false;
 };
 
@@ -135,13 +141,22 @@ int run_serve(const ServeFlags& f) {
     http.host = *f.host;
   }
   if (f.port) http.port = int(parse_int_strict(*f.port, "--port", 0, 65535));
-  const int parallel =
-      f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 1;
+  // 0: chosen once the model is open (the KV cache's size is known then).
+  int parallel =
+      f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 0;
   const int64_t context =
       f.ctx_size ? parse_int_strict(*f.ctx_size, "--ctx-size", 2, INT32_MAX) : 0;
   if (f.api_key) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
+  }
+  if (f.health_needs_key && !f.api_key) fail("--health-needs-key: there is no --api-key to need");
+  http.health_needs_key = f.health_needs_key;
+  http.cors_origins = f.cors_origins;
+  {  // the origins are checked before the model loads
+    serve::AccessOptions check;
+    check.cors_origins = http.cors_origins;
+    (void)serve::Access(check);
   }
   const std::string name = model_name(f);
 
@@ -175,12 +190,14 @@ int run_serve(const ServeFlags& f) {
                  j.size(), f.test_replies->c_str());
   }
   if (chat)  // what reads the answers (docs/serve.md, "Tool calls and reasoning")
-    std::fprintf(stderr, "moex serve: tool-call parser %s, reasoning %s%s\n",
-                 generate::tool_call_format_name(chat->tool_call_format()),
-                 generate::reasoning_format_name(chat->reasoning_format()),
-                 served.reasoning_split || chat->reasoning_format() == generate::ReasoningFormat::kNone
-                     ? ""
-                     : " (--reasoning-format none: left in the content)");
+    std::fprintf(
+        stderr, "moex serve: tool-call parser %s, reasoning %s%s%s\n",
+        generate::tool_call_format_name(chat->tool_call_format()),
+        generate::reasoning_format_name(chat->reasoning_format()),
+        served.reasoning_split || chat->reasoning_format() == generate::ReasoningFormat::kNone
+            ? ""
+            : " (--reasoning-format none: left in the content)",
+        chat->developer_as_system() ? ", developer messages as system" : "");
   const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
   // Structured output: the vocabulary given to the grammar engine, when the build has one.
   std::optional<generate::GrammarEngine> grammar;
@@ -202,6 +219,13 @@ int run_serve(const ServeFlags& f) {
   }
   if (ep) engine->lead_followers();
   served.context = engine->context();
+  if (parallel == 0) {  // what the threads and the memory for KV caches allow (docs/serve.md)
+    const serve::ParallelChoice choice =
+        serve::default_parallel(num_threads(), mem_available_bytes(), engine->kv_cache_bytes());
+    parallel = choice.slots;
+    std::fprintf(stderr, "moex serve: --parallel %d (default: %s)\n", parallel,
+                 choice.reason.c_str());
+  }
   serve::Scheduler scheduler(
       *engine, {.parallel = parallel, .queue_limit = kQueueLimit, .stop_ids = stop_ids});
   http.parallel = parallel;
@@ -242,7 +266,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<ServeFlags>();
   sub.footer(
       "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
-      "GET /health (README.md, docs/serve.md).");
+      "GET /health, GET /metrics (README.md, docs/serve.md).");
   sub.add_option("-m,--model", f->model,
                  "model directory (config.json, safetensors, "
                  "tokenizer.json; a chat template for /v1/chat/completions)")
@@ -252,14 +276,23 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--port", f->port, "TCP port (default 8080; 0: a free one, printed)")
       ->type_name("INT");
   sub.add_option("--parallel", f->parallel,
-                 "requests decoded together, 1-256 (default 1); more wait in a queue of 64")
+                 "requests decoded together, 1-256 (default: min(4, 2 x threads, what half "
+                 "the available memory holds in KV caches), printed); more wait in a queue of 64")
       ->type_name("INT");
   sub.add_option("--ctx-size", f->ctx_size,
                  "KV cache capacity per request in tokens, prompt and completion (default: "
                  "max_position_embeddings, at most 4096)")
       ->type_name("INT");
-  sub.add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' on every endpoint")
+  sub.add_option("--api-key", f->api_key,
+                 "require 'Authorization: Bearer KEY' on every endpoint but /health")
       ->type_name("KEY");
+  sub.add_flag("--health-needs-key", f->health_needs_key,
+               "with --api-key: /health needs the key too (default: it answers without, for "
+               "load balancers' probes)");
+  sub.add_option("--cors-origin", f->cors_origins,
+                 "answer browsers' CORS requests from ORIGIN (scheme://host[:port]; repeatable; "
+                 "*: any origin); default: no CORS")
+      ->type_name("ORIGIN");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")
@@ -278,7 +311,9 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--test-replies", f->test_replies, "test hook: answers' ids replaced")
       ->type_name("FILE")
       ->group("");  // hidden
-  sub.add_flag("-v,--verbose", f->verbose, "print a line per request and the setup");
+  sub.add_flag("-v,--verbose", f->verbose,
+               "print the setup and a line per request (id, tokens, time to first token, "
+               "tokens/s, finish reason)");
   add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_serve(*f); };
 };

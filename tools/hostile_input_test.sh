@@ -167,6 +167,10 @@ if "$m" serve --help >/dev/null 2>&1; then
   row "serve --api-key ''" 2 "--api-key" "${sv[@]}" --api-key ""
   row "serve --alias ''" 2 "--alias" "${sv[@]}" --alias ""
   row "serve --threads 0" 2 "--threads" "${sv[@]}" --threads 0
+  row "serve --cors-origin with a path" 2 "--cors-origin.*https://a.example/x" "${sv[@]}" \
+    --cors-origin https://a.example/x
+  row "serve --health-needs-key without --api-key" 2 "--health-needs-key" "${sv[@]}" \
+    --health-needs-key
   row "serve --host on no local address" 2 "cannot listen on 203.0.113.7" "${sv[@]}" --host 203.0.113.7
   no_tok="$work/no_tok"; cp -r "$work/good" "$no_tok"; rm "$no_tok/tokenizer.json"
   row "serve without tokenizer.json" 2 "no_tok.*tokenizer.json" "$m" serve -m "$no_tok" --port 0

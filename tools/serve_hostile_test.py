@@ -254,7 +254,8 @@ def key_bypass(a, d, work):
         for what, fields in attempts.items():
             s = connect(srv.port)
             body = b"5\r\nhello\r\n0\r\n\r\n" if "chunked" in fields else b""
-            s.sendall(f"GET /health?api_key=s3cret HTTP/1.1\r\nHost: x\r\n{fields}\r\n".encode()
+            # /v1/models: /health answers without the key (load balancers probe it)
+            s.sendall(f"GET /v1/models?api_key=s3cret HTTP/1.1\r\nHost: x\r\n{fields}\r\n".encode()
                       + body)
             got = read_responses(s)
             s.close()
@@ -271,7 +272,7 @@ def key_bypass(a, d, work):
               f"--api-key, no key, the body not sent: 401 in {took:.2f} s "
               f"({got[0][0] if got else None})")
         s = connect(srv.port)
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n")
+        s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n")
         got = read_responses(s)
         s.close()
         check(got and got[0][0] == 200, "--api-key, the right key: 200")

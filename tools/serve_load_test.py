@@ -81,7 +81,9 @@ def send(client, spec):
 
 def main():
     a, work, d = setup()
-    srv = Server(a.moex, d, work, "load", "--parallel", str(SLOTS), "--ctx-size", "256")
+    # The context holds the longest prompt (about 180 tokens) and an abandoned stream's 180
+    # tokens: a prompt and max_tokens beyond it are refused (context_length_exceeded).
+    srv = Server(a.moex, d, work, "load", "--parallel", str(SLOTS), "--ctx-size", "512")
     try:
         client = srv.client()
         specs = [request_spec(i) for i in range(REQUESTS)]

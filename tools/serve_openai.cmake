@@ -14,6 +14,11 @@ add_test(NAME serve_hostile_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_hostile_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_hostile)
 set_tests_properties(serve_hostile_test PROPERTIES LABELS reference TIMEOUT 180)
+# What operating the server needs (issue #33): CORS, the default --parallel, /metrics.
+add_test(NAME serve_ops_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_ops_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_ops)
+set_tests_properties(serve_ops_test PROPERTIES LABELS reference TIMEOUT 300)
 # Tool calls and reasoning with the openai client (and LangChain when installed) on Qwen3's
 # template from the corpus; the answers' ids come from the --test-replies hook.
 add_test(NAME serve_tools_test

@@ -152,13 +152,19 @@ def processors(a, d, work, client, ids, plain_ids, strip_stop):
           "logit_bias -100 bans the greedy token")
 
 
-def expect_status(what, fn, status, param=None):
+def expect_status(what, fn, status, param=None, code=None):
+    """`fn` fails with `status`, naming `param` when given, with error code `code` (None:
+    the error object's code is null)."""
     try:
         fn()
     except openai.APIStatusError as e:
-        ok = e.status_code == status and (param is None or e.param == param)
+        got_code = getattr(e, "code", None)
+        ok = (e.status_code == status and (param is None or e.param == param) and
+              got_code == code)
         return check(ok, f"{what}: {status}" + (f" naming '{param}'" if param else "") +
-                     f" (got {e.status_code}, param {e.param!r}: {e.message[:120]})")
+                     (f" code {code}" if code else "") +
+                     f" (got {e.status_code}, param {e.param!r}, code {got_code!r}: "
+                     f"{e.message[:120]})")
     return check(False, f"{what}: {status} expected, the request succeeded")
 
 
@@ -406,12 +412,19 @@ def body(a, d, work, tok, srv, strip_stop):
         ("completion prompt id outside the vocabulary",
          lambda: client.completions.create(model="m", prompt=[1, 10 ** 6]), "prompt[1]"),
         ("a prompt longer than the context",
-         lambda: client.completions.create(model="m", prompt=[5] * 5000), "prompt"),
+         lambda: client.completions.create(model="m", prompt=[5] * 5000), "prompt",
+         "context_length_exceeded"),
+        ("prompt and max_tokens beyond the context",
+         lambda: chat(model="m", messages=messages, max_tokens=5000), "messages",
+         "context_length_exceeded"),
+        ("prompt and max_tokens beyond the context, streamed",
+         lambda: client.completions.create(model="m", prompt=ids, max_tokens=5000, stream=True),
+         "prompt", "context_length_exceeded"),
         ("completion echo", lambda: client.completions.create(model="m", prompt=ids, echo=True),
          "echo"),
     ]
-    for what, fn, param in cases:
-        expect_status(what, fn, 400, param)
+    for what, fn, param, *code in cases:
+        expect_status(what, fn, 400, param, *code)
     ok_harmless = client.chat.completions.create(
         model="m", messages=messages, max_tokens=2, temperature=0, user="u", n=1,
         frequency_penalty=0, presence_penalty=0, logit_bias={})
@@ -475,8 +488,13 @@ def secured(a, d, work):
     try:
         expect_status("no API key", lambda: srv.client("wrong").models.list(), 401)
         status, headers, raw = srv.http("GET", "/health")
+        check(status == 200 and json.loads(raw)["status"] == "ok",
+              f"--api-key: /health answers without the key, for load balancers ({status})")
+        status, headers, raw = srv.http("GET", "/v1/models")
         check(status == 401 and json.loads(raw)["error"]["type"] == "authentication_error",
-              "--api-key: /health without the key is 401 with an error object")
+              "--api-key: /v1/models without the key is 401 with an error object")
+        status, _, _ = srv.http("POST", "/health", {})
+        check(status == 401, f"--api-key: POST /health still needs the key ({status})")
         status, _, _ = srv.http("GET", "/v1/nope", headers={"Authorization": "Bearer s3cret"})
         check(status == 404, "--api-key: the right key reaches routing (404 for a bad path)")
         models = srv.client("s3cret").models.list().data
@@ -488,6 +506,16 @@ def secured(a, d, work):
     finally:
         rc = srv.stop(signal.SIGINT)
     check(rc == 0, f"SIGINT: exit code 0 (got {rc})")
+    srv = Server(a.moex, d, work, "health_key", "--api-key", "s3cret", "--health-needs-key")
+    try:
+        status, _, raw = srv.http("GET", "/health")
+        check(status == 401 and json.loads(raw)["error"]["type"] == "authentication_error",
+              f"--health-needs-key: /health without the key is 401 ({status})")
+        status, _, raw = srv.http("GET", "/health", headers={"Authorization": "Bearer s3cret"})
+        check(status == 200 and json.loads(raw)["status"] == "ok",
+              f"--health-needs-key: /health with the key is 200 ({status})")
+    finally:
+        srv.stop()
 
 
 def raw_request(port, body):
@@ -554,7 +582,8 @@ def queue_full(srv):
 
 
 def long_requests(a, d, work):
-    srv = Server(a.moex, long_model(d, work), work, "long", "--ctx-size", str(LONG_CONTEXT))
+    srv = Server(a.moex, long_model(d, work), work, "long", "--ctx-size", str(LONG_CONTEXT),
+                 "--parallel", "1")
     disconnects(srv)
     queue_full(srv)
     got = []

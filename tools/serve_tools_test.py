@@ -8,7 +8,8 @@ hidden test hook `--test-replies FILE`: the model decodes as usual, but the ids 
 are replaced by the tokenization of a canned reply (request k gets reply k). Everything after
 the model is real: incremental detokenization, the <think> and Hermes parsers, the response
 and stream shapes, finish reasons, the client libraries' parsing. The request side (tools,
-tool_choice, a tool result turn through the template, 400s) is real with no hook.
+tool_choice, a tool result turn through the template, 400s, a developer message rendered as a
+system one) is real with no hook.
 
 usage: serve_tools_test.py --moex BIN --work DIR --templates CORPUS_DIR
 """
@@ -230,6 +231,18 @@ def main():
                   and msg.tool_calls[0]["args"] == {"city": "Paris"}
                   and msg.tool_calls[0]["id"].startswith("call_"),
                   f"LangChain bind_tools: the call parsed ({msg.tool_calls})")
+
+        # OpenAI's developer role: Qwen3's template names no such role and drops the message;
+        # the server renders it as a system message (the replies taken here are not read).
+        check("developer messages as system" in log, "serve says developer messages go as system")
+
+        def prompt_tokens(first):
+            msgs = ([{"role": first, "content": "Answer in French."}] if first else []) + user
+            return client.chat.completions.create(model="m", messages=msgs,
+                                                  max_tokens=1).usage.prompt_tokens
+        dev, system, none = prompt_tokens("developer"), prompt_tokens("system"), prompt_tokens(None)
+        check(dev == system > none, f"a developer message is rendered as a system one "
+              f"(prompt tokens: developer {dev}, system {system}, neither {none})")
     finally:
         rc = srv.stop()
     check(rc == 0, "SIGTERM exits 0")

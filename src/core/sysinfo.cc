@@ -24,8 +24,10 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-std::optional<int64_t> parse_vm_hwm_bytes(std::string_view status) {
-  constexpr std::string_view kKey = "VmHWM:";
+namespace {
+
+// The line "KEY   1234 kB" of a /proc text (status, meminfo) in bytes.
+std::optional<int64_t> parse_kib_line(std::string_view status, std::string_view kKey) {
   size_t at = 0;
   while (at < status.size() && status.compare(at, kKey.size(), kKey) != 0) {
     at = status.find('\n', at);
@@ -42,10 +44,27 @@ std::optional<int64_t> parse_vm_hwm_bytes(std::string_view status) {
     if (kib > (int64_t{1} << 50)) return std::nullopt;  // beyond any memory: not a figure
     kib = kib * 10 + (line[i] - '0');
   }
-  // The kernel writes "VmHWM:\t   1234 kB".
+  // The kernel writes "VmHWM:\t   1234 kB", "MemAvailable:   1234 kB".
   const size_t unit = line.find_first_not_of(" \t", i);
   if (unit == std::string_view::npos || line.substr(unit) != "kB") return std::nullopt;
   return kib * 1024;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_vm_hwm_bytes(std::string_view status) {
+  return parse_kib_line(status, "VmHWM:");
+}
+
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo) {
+  return parse_kib_line(meminfo, "MemAvailable:");
+}
+
+int64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_mem_available_bytes(text.str()).value_or(0);
 }
 
 int64_t peak_rss_bytes() {

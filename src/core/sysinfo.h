@@ -19,6 +19,11 @@ int64_t peak_rss_bytes();
 // The VmHWM line of a /proc/PID/status text in bytes; nullopt when absent or malformed.
 std::optional<int64_t> parse_vm_hwm_bytes(std::string_view proc_status);
 int64_t current_rss_bytes();    // /proc/self/statm
+// Memory the kernel estimates can be allocated without swapping (MemAvailable of
+// /proc/meminfo, page cache it can drop included), in bytes; 0 when unknown.
+int64_t mem_available_bytes();
+// The MemAvailable line of a /proc/meminfo text in bytes; nullopt when absent or malformed.
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo);
 std::string moex_commit();      // git commit the binary was built from
 std::string utc_date_time();    // "2026-11-29T18:20:58Z"
 

@@ -1,5 +1,5 @@
-// parse_vm_hwm_bytes over a table of /proc/self/status texts; peak_rss_bytes at least the
-// resident memory of the moment.
+// parse_vm_hwm_bytes over a table of /proc/self/status texts, parse_mem_available_bytes over
+// /proc/meminfo ones; peak_rss_bytes at least the resident memory of the moment.
 #include "core/sysinfo.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +36,17 @@ TEST(SysInfo, ParseVmHwmTable) {
       {"VmHWM:\t99999999999999999999999 kB\n", std::nullopt},  // overflow
   };
   for (const Case& c : cases) EXPECT_EQ(parse_vm_hwm_bytes(c.text), c.want) << c.text;
+}
+
+TEST(SysInfo, ParseMemAvailableTable) {
+  const std::string real =
+      "MemTotal:       24592472 kB\nMemFree:         1201564 kB\n"
+      "MemAvailable:   17023896 kB\nBuffers:          310124 kB\n";
+  EXPECT_EQ(parse_mem_available_bytes(real), int64_t{17023896} * 1024);
+  EXPECT_EQ(parse_mem_available_bytes("MemTotal:  5 kB\nMemFree:  1 kB\n"), std::nullopt);
+  EXPECT_EQ(parse_mem_available_bytes("MemAvailable:  5 MB\n"), std::nullopt);
+  EXPECT_EQ(parse_mem_available_bytes(""), std::nullopt);
+  EXPECT_GT(mem_available_bytes(), 0);  // this host has a /proc/meminfo
 }
 
 // (That it starts afresh at exec is checked by tools/hostile_input_test.sh, which runs

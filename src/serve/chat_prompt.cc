@@ -11,6 +11,23 @@ chat::Template parse_template(const chat::ChatTemplateSource& src) {
   return chat::Template::parse(src.source, src.origin);
 }
 
+// A template that never names the role cannot render it (Qwen3's drops such messages).
+bool knows_developer(const std::string& source) {
+  return source.find("developer") != std::string::npos;
+}
+
+// `messages` with every "developer" role replaced by "system".
+nlohmann::ordered_json developer_to_system(const nlohmann::ordered_json& messages) {
+  nlohmann::ordered_json out = messages;
+  if (!out.is_array()) return out;
+  for (auto& m : out) {
+    if (!m.is_object()) continue;
+    const auto role = m.find("role");
+    if (role != m.end() && role->is_string() && *role == "developer") *role = "system";
+  }
+  return out;
+}
+
 }  // namespace
 
 ChatPrompt::ChatPrompt(const std::string& dir, Tokenizer tokenizer)
@@ -25,19 +42,22 @@ ChatPrompt::ChatPrompt(const chat::ChatTemplateSource& src,
   if (tools_src.origin != src.origin) tools_template_ = parse_template(tools_src);
   tool_format_ = generate::detect_tool_call_format(tools_src.source);
   reasoning_ = generate::detect_reasoning_format(src.source);
+  developer_as_system_ = !knows_developer(src.source);
+  tools_developer_as_system_ = !knows_developer(tools_src.source);
 }
 
 std::string ChatPrompt::render(const nlohmann::ordered_json& messages,
                                const nlohmann::ordered_json& extra,
                                const chat::RenderOptions& options,
                                const nlohmann::ordered_json& tools) const {
+  const bool use_tools_template = tools.is_array() && !tools.empty() && tools_template_;
   chat::ChatTemplateArgs args;
-  args.messages = messages;
+  args.messages =
+      developer_as_system(use_tools_template) ? developer_to_system(messages) : messages;
   args.tools = tools;
   args.add_generation_prompt = true;
   args.special_tokens = special_tokens_;
   args.extra = extra;
-  const bool use_tools_template = tools.is_array() && !tools.empty() && tools_template_;
   return chat::apply_chat_template(use_tools_template ? *tools_template_ : template_, args,
                                    options);
 }

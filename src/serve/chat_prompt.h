@@ -2,6 +2,7 @@
 // token ids as transformers' apply_chat_template(..., add_generation_prompt=True,
 // tokenize=True) and mlx-lm give them (the rendered text encoded without special tokens).
 // The template also says how answers are written: the tool-call and reasoning formats.
+// OpenAI's `developer` messages reach a template that never names that role as `system` ones.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,8 @@ class ChatPrompt {
   // enable_thinking), as apply_chat_template's keyword arguments.
   // `options`: cancellation polled during the render (chat::RenderOptions).
   // `tools`: null (None), or OpenAI's tool list passed to the template as `tools`.
+  // Messages with role "developer" are given the role "system" when the template used has no
+  // "developer" in its source (developer_as_system()).
   std::string render(const nlohmann::ordered_json& messages,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
                      const chat::RenderOptions& options = {},
@@ -45,6 +48,12 @@ class ChatPrompt {
   // when there is one).
   generate::ToolCallFormat tool_call_format() const { return tool_format_; }
   generate::ReasoningFormat reasoning_format() const { return reasoning_; }
+  // True when the template (the tool_use one for `tools`) never mentions "developer": OpenAI's
+  // developer role, which such a template drops or refuses, is rendered as "system" (as
+  // llama-server does). Templates that know it (gpt-oss's harmony) get it as it is.
+  bool developer_as_system(bool tools = false) const {
+    return tools && tools_template_ ? tools_developer_as_system_ : developer_as_system_;
+  }
 
  private:
   ChatPrompt(const chat::ChatTemplateSource& src, const chat::ChatTemplateSource& tools_src,
@@ -55,6 +64,7 @@ class ChatPrompt {
   Tokenizer tokenizer_;
   generate::ToolCallFormat tool_format_ = generate::ToolCallFormat::kNone;
   generate::ReasoningFormat reasoning_ = generate::ReasoningFormat::kNone;
+  bool developer_as_system_ = false, tools_developer_as_system_ = false;
 };
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content);

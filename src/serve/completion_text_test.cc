@@ -17,7 +17,7 @@ using testing::TestModel;
 // Byte tokens of the synthetic vocabulary: id == byte.
 std::vector<GeneratedToken> bytes(const std::string& s) {
   std::vector<GeneratedToken> out;
-  for (unsigned char c : s) out.push_back({int32_t(c), -0.5f, {}});
+  for (unsigned char c : s) out.push_back({int32_t(c), -0.5f, {}, {}});
   return out;
 }
 
@@ -74,8 +74,8 @@ TEST(CompletionText, SpecialTokensAreSkippedInTextButNamedInLogprobs) {
   const int32_t im_end = *m.tokenizer->token_to_id("<|im_end|>");
   CompletionText c(*m.tokenizer, {}, true);
   std::vector<GeneratedToken> toks = bytes("ab");
-  toks.push_back({im_end, -1.0f, {{im_end, -1.0f}, {'q', -2.0f}}});
-  toks.push_back({'c', -0.25f, {}});
+  toks.push_back({im_end, -1.0f, {{im_end, -1.0f}, {'q', -2.0f}}, {}});
+  toks.push_back({'c', -0.25f, {}, {}});
   const CompletionText::Delta d = c.add(toks);
   EXPECT_EQ(d.text + c.finish().text, "abc");
   ASSERT_EQ(d.logprobs.size(), 4u);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,16 +33,16 @@ struct Outcome {
   std::string type, message;  // kFailed
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // One submitted request followed to its outcome. Destroying it before the outcome cancels
 // the request (the client has gone, or httplib dropped the response).
 class Run {
  public:
   Run(const CompletionContext& ctx, ApiRequest request, std::shared_ptr<RequestStream> stream,
-      ConnectionWatch watch)
+      ConnectionWatch watch, Clock::time_point arrived)
       : ctx_(ctx),
         request_(std::move(request)),
         stream_(std::move(stream)),
@@ -52,9 +53,20 @@ class Run {
                                 request_.model.empty() ? ctx.model.name : request_.model)) {
     meta_.tokens_as_ids = request_.tokens_as_ids;
     if (ctx.model.test_replies) reply_ = &ctx.model.test_replies->take();
+    t0_ = arrived;
   }
+  // Counted and logged here, once the response is written (or dropped).
   ~Run() {
-    if (outcome_.kind == Outcome::kRunning) stream_->cancel();
+    if (outcome_.kind == Outcome::kRunning) {  // httplib dropped the response: the client left
+      stream_->cancel();
+      outcome_.kind = Outcome::kFailed;
+      outcome_.status = kClientClosed;
+      outcome_.message = "the client closed the connection";
+    }
+    try {
+      report();
+    } catch (...) {  // counting and logging must not end the handler
+    }
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -71,6 +83,7 @@ class Run {
     if (!stream_->next(ev, wait)) return d;
     if (ev.cached_tokens > 0) cached_tokens_ = ev.cached_tokens;
     if (reply_) replace_with_reply(ev);
+    time_tokens(ev.tokens);
     d = text_.add(ev.tokens);
     if (text_.stopped()) {  // a stop string: what the scheduler still makes is not wanted
       stream_->cancel();
@@ -112,6 +125,8 @@ class Run {
     fail(kClientClosed, "", "the client closed the connection");
   }
 
+  // The finish reason the response gave (tool_calls for a chat answer with calls).
+  void set_finish_reason(std::string reason) { answered_reason_ = std::move(reason); }
   bool running() const { return outcome_.kind == Outcome::kRunning; }
   const Outcome& outcome() const { return outcome_; }
   const ApiRequest& request() const { return request_; }
@@ -136,29 +151,59 @@ class Run {
     }
   }
 
+  // Time to first token and between tokens, from when each was sampled.
+  void time_tokens(const std::vector<GeneratedToken>& tokens) {
+    for (const GeneratedToken& t : tokens) {
+      if (!first_at_) {
+        first_at_ = t.at;
+        if (ctx_.metrics) ctx_.metrics->first_token(seconds(t.at - t0_));
+      } else if (ctx_.metrics) {
+        ctx_.metrics->inter_token(seconds(t.at - last_at_));
+      }
+      last_at_ = t.at;
+    }
+  }
   void end(const char* reason) {
     outcome_.kind = Outcome::kDone;
     outcome_.finish_reason = reason;
-    log();
   }
   void fail(int status, const char* type, std::string message) {
     outcome_.kind = Outcome::kFailed;
     outcome_.status = status;
     outcome_.type = type;
     outcome_.message = std::move(message);
-    log();
   }
-  void log() const {
-    if (!ctx_.verbose) return;
+  // The request's outcome into the metrics and, with -v, one line: id, tokens, time to first
+  // token, decode rate (tokens after the first over the time since it), duration, finish.
+  void report() const {
     const Usage u = usage();
+    const double total = seconds(Clock::now() - t0_);
+    const std::string reason =
+        outcome_.kind != Outcome::kDone
+            ? (outcome_.status == kClientClosed || outcome_.status == 503 ? "cancelled" : "error")
+        : answered_reason_.empty() ? outcome_.finish_reason
+                                   : answered_reason_;
+    if (ctx_.metrics)
+      ctx_.metrics->request_done({.finish_reason = reason,
+                                  .prompt_tokens = u.prompt_tokens,
+                                  .completion_tokens = u.completion_tokens,
+                                  .seconds = total});
+    if (!ctx_.verbose) return;
+    char ttft[32] = "-", rate[32] = "-";
+    if (first_at_) {
+      std::snprintf(ttft, sizeof ttft, "%.3f s", seconds(*first_at_ - t0_));
+      const double span = seconds(last_at_ - *first_at_);
+      if (u.completion_tokens > 1 && span > 0)
+        std::snprintf(rate, sizeof rate, "%.1f", double(u.completion_tokens - 1) / span);
+    }
     std::fprintf(stderr,
-                 "moex serve: %s %s: prompt %lld tokens (%lld cached), %lld generated, "
-                 "%.3f s, %s\n",
+                 "moex serve: %s %s: prompt %lld tokens (%lld cached), %lld generated, TTFT %s, "
+                 "%s tok/s, %.3f s, %s%s%s\n",
                  meta_.id.c_str(), request_.stream ? "streamed" : "whole",
                  (long long)u.prompt_tokens, (long long)u.cached_tokens,
-                 (long long)u.completion_tokens, seconds_since(t0_),
-                 outcome_.kind == Outcome::kDone ? outcome_.finish_reason.c_str()
-                                                 : outcome_.message.c_str());
+                 (long long)u.completion_tokens, ttft, rate, total, reason.c_str(),
+                 outcome_.kind == Outcome::kDone ? "" : ": ",
+                 outcome_.kind == Outcome::kDone ? "" : outcome_.message.c_str());
   }
 
   const CompletionContext& ctx_;
@@ -171,7 +216,10 @@ class Run {
   int64_t cached_tokens_ = 0;
   const std::vector<int32_t>* reply_ = nullptr;  // the test hook's reply (ServedModel)
   size_t replied_ = 0;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  Clock::time_point t0_;                       // the handler took the request
+  std::optional<Clock::time_point> first_at_;  // the first token's sampling
+  Clock::time_point last_at_;                  // the last token's
+  std::string answered_reason_;
 };
 
 void append(std::vector<LogprobEntry>& to, std::vector<LogprobEntry>& from) {
@@ -200,12 +248,12 @@ void respond_whole(Run& run, httplib::Response& res) {
   const bool lp = run.request().generation.logprobs;
   const bool chat = run.request().api == Api::kChat;
   const ojson message = answer.message();
+  const std::string reason = chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason;
+  run.set_finish_reason(reason);
   res.status = 200;
-  res.set_content(
-      json_text(completion_response(
-          run.meta(), text, chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason,
-          lp ? &logprobs : nullptr, run.usage(), chat ? &message : nullptr)),
-      "application/json");
+  res.set_content(json_text(completion_response(run.meta(), text, reason, lp ? &logprobs : nullptr,
+                                                run.usage(), chat ? &message : nullptr)),
+                  "application/json");
 }
 
 // The streaming side: httplib calls pump() until it returns false (abort) or sink.done().
@@ -262,10 +310,10 @@ struct EventStream {
       sink.done();
       return true;
     }
-    const ojson last =
-        chat ? chat_chunk(m, ojson::object(), chat_finish_reason(answer, o.finish_reason), nullptr,
-                          r.include_usage)
-             : completion_chunk(m, "", o.finish_reason, nullptr, r.include_usage);
+    const std::string reason = chat ? chat_finish_reason(answer, o.finish_reason) : o.finish_reason;
+    run->set_finish_reason(reason);
+    const ojson last = chat ? chat_chunk(m, ojson::object(), reason, nullptr, r.include_usage)
+                            : completion_chunk(m, "", reason, nullptr, r.include_usage);
     if (!write(sse_event(last))) return false;
     if (r.include_usage && !write(sse_event(usage_chunk(m, run->usage())))) return false;
     if (!write(std::string(kSseDone))) return false;
@@ -277,20 +325,21 @@ struct EventStream {
 }  // namespace
 
 void set_error(httplib::Response& res, int status, const std::string& type,
-               const std::string& param, const std::string& message) {
+               const std::string& param, const std::string& message, const std::string& code) {
   res.status = status;
-  res.set_content(json_text(error_json(message, type, param)), "application/json");
+  res.set_content(json_text(error_json(message, type, param, code)), "application/json");
 }
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
                        httplib::Response& res) {
+  const Clock::time_point arrived = Clock::now();
   // Found before the chat template renders, so that a client gone away stops the render.
   const ConnectionWatch watch(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   ApiRequest request;
   try {
     request = parse_request(api, req.body, ctx.model, [&watch] { return watch.closed(); });
   } catch (const ApiError& e) {
-    set_error(res, e.status(), e.type(), e.param(), e.what());
+    set_error(res, e.status(), e.type(), e.param(), e.what(), e.code());
     return;
   }
   if (ctx.model.test_replies) request.generation.params.ignore_eos = true;  // the reply decides
@@ -307,7 +356,7 @@ void handle_completion(const CompletionContext& ctx, Api api, const httplib::Req
               s.refusal.empty() ? std::string("the server cannot take the request") : s.refusal);
     return;
   }
-  auto run = std::make_unique<Run>(ctx, std::move(request), std::move(s.stream), watch);
+  auto run = std::make_unique<Run>(ctx, std::move(request), std::move(s.stream), watch, arrived);
   if (!run->request().stream) {
     respond_whole(*run, res);
     return;

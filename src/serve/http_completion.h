@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 
@@ -13,14 +14,15 @@ namespace moex::serve {
 struct CompletionContext {
   Scheduler& scheduler;
   const ServedModel& model;
-  bool verbose = false;
+  bool verbose = false;        // a line per request on stderr
+  Metrics* metrics = nullptr;  // null: nothing counted
 };
 
 void handle_completion(const CompletionContext& ctx, Api api, const httplib::Request& req,
                        httplib::Response& res);
 
-// Sets `res` to an OpenAI error object with `status`.
+// Sets `res` to an OpenAI error object with `status` (`code` "": null).
 void set_error(httplib::Response& res, int status, const std::string& type,
-               const std::string& param, const std::string& message);
+               const std::string& param, const std::string& message, const std::string& code = "");
 
 }  // namespace moex::serve

@@ -102,6 +102,12 @@ bool RequestFramer::parse_head(std::string_view head) {
     if (first) {
       if (line.empty()) return refuse(400, "the request line is empty");
       head_ = str_cat(line, kCrlf);
+      const size_t sp = line.find(' ');
+      if (sp != std::string_view::npos) {
+        method_ = std::string(line.substr(0, sp));
+        const std::string_view rest = line.substr(sp + 1);
+        target_ = std::string(rest.substr(0, rest.find(' ')));
+      }
       first = false;
       continue;
     }
@@ -167,6 +173,7 @@ bool RequestFramer::field(std::string_view line) {
     ++authorization_fields_;
     authorization_ = std::string(value);
   }
+  if (name == "origin") origin_ = std::string(value);
   if (name == "expect" && lower(value) == "100-continue") {
     expect_continue_ = true;  // answered by whoever reads the connection, before the body
     return false;

@@ -37,6 +37,12 @@ class RequestFramer {
     if (authorization_fields_ != 1) return std::nullopt;
     return std::string_view(authorization_);
   }
+  // Once the head is complete: the request line's method and target ("" when the line has
+  // fewer parts; httplib judges the line).
+  std::string_view method() const { return method_; }
+  std::string_view target() const { return target_; }
+  // Once the head is complete: its (last) Origin field, "" when none (CORS answers need it).
+  std::string_view origin() const { return origin_; }
 
   // Refused: the status (400, 413, 431, 501) and what was wrong.
   int status() const { return status_; }
@@ -63,6 +69,7 @@ class RequestFramer {
   bool have_length_ = false, have_encoding_ = false, expect_continue_ = false;
   size_t authorization_fields_ = 0;
   std::string authorization_;  // the last Authorization field's value
+  std::string method_, target_, origin_;
   std::string encoding_;  // Transfer-Encoding, lower case, its fields joined with ','
   std::string head_;      // rewritten: request line and the fields kept, each with CRLF
   std::string body_;      // chunked: decoded so far

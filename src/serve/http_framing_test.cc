@@ -192,5 +192,42 @@ TEST(RequestFramer, AuthorizationIsKnownWithTheHead) {
   EXPECT_NE(f.take_request().find("Authorization: Bearer k\r\n"), std::string::npos);
 }
 
+// The request line's method and target are known with the head (who needs a key depends on
+// them); a line without them leaves them empty for httplib to refuse.
+TEST(RequestFramer, MethodAndTargetAreKnownWithTheHead) {
+  struct Case {
+    std::string line, method, target;
+  };
+  const Case cases[] = {
+      {"GET /health HTTP/1.1", "GET", "/health"},
+      {"POST /v1/completions?x=1 HTTP/1.1", "POST", "/v1/completions?x=1"},
+      {"OPTIONS * HTTP/1.1", "OPTIONS", "*"},
+      {"GET /health", "GET", "/health"},
+      {"GET", "", ""},
+  };
+  for (const Case& c : cases) {
+    RequestFramer f(small_limits());
+    EXPECT_FALSE(f.advance(c.line + "\r\nContent-Length: 5\r\n\r\n")) << c.line;
+    ASSERT_TRUE(f.head_complete()) << c.line;
+    EXPECT_EQ(f.method(), c.method) << c.line;
+    EXPECT_EQ(f.target(), c.target) << c.line;
+  }
+}
+
+TEST(RequestFramer, OriginIsKnownWithTheHead) {
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(
+      f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
+                "Content-Length: 5\r\n\r\n"));
+  EXPECT_EQ(f.origin(), "https://app.example");
+  RequestFramer none(small_limits());
+  EXPECT_TRUE(none.advance("GET / HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(none.origin(), "");
+  EXPECT_TRUE(
+      f.advance("GET / HTTP/1.1\r\nOrigin:  https://app.example \r\n"
+                "Content-Length: 5\r\n\r\nabcde"));  // kept for httplib
+  EXPECT_NE(f.take_request().find("Origin:  https://app.example \r\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace moex::serve

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "serve/http_access.h"
 
 namespace moex::serve {
 namespace {
@@ -133,10 +134,14 @@ void Intake::close_conn(std::list<Conn>::iterator it) {
 // until it closes or `linger` passes (closing at once could reset the answer away).
 void Intake::refuse(Conn& c, int status, const std::string& message) {
   const std::string body = error_body_(status, message);
+  const std::string fields =
+      limits_.refusal_fields
+          ? limits_.refusal_fields(c.framer.head_complete() ? c.framer.origin() : "")
+          : "";
   const std::string response = str_cat(
       "HTTP/1.1 ", status, " ", reason(status), status == 401 ? "\r\nWWW-Authenticate: Bearer" : "",
       "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ", body.size(),
-      "\r\n\r\n", body);
+      "\r\n", fields, "\r\n", body);
   (void)!send(c.fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   shutdown(c.fd, SHUT_WR);
   buffered_ -= c.buf.size();
@@ -149,7 +154,9 @@ void Intake::frame(Conn& c) {
   const bool done = c.framer.advance(c.buf);
   if (done && c.framer.refused()) return refuse(c, c.framer.status(), c.framer.message());
   // The key is checked once the head is in, before any of the body is waited for.
-  if (c.framer.head_complete() && !limits_.authorization.empty()) {
+  if (c.framer.head_complete() && !limits_.authorization.empty() &&
+      !(limits_.open_without_key &&
+        limits_.open_without_key(c.framer.method(), target_path(c.framer.target())))) {
     const std::optional<std::string_view> given = c.framer.authorization();
     if (!given || !same_secret(*given, limits_.authorization))
       return refuse(c, 401,

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct IntakeLimits {
   // as soon as the head is in, so a request without it is answered 401 before its body is
   // read (and the connection closed, as after any refusal here).
   std::string authorization;
+  // With `authorization`: the requests that need no key, by the method and path (the target
+  // less its query) of the request line (serve/http_access.h). Empty: every request needs it.
+  std::function<bool(std::string_view method, std::string_view path)> open_without_key;
+  // Header lines ("Name: value\r\n" each) added to a refusal answered here, given the
+  // request's Origin field ("" when none or the head is not whole): the CORS fields, so that
+  // a browser lets its page read the error. Empty: none.
+  std::function<std::string(std::string_view origin)> refusal_fields;
 };
 
 // A complete request for a handler; the connection goes back with Intake::finish.

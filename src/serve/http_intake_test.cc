@@ -189,5 +189,58 @@ TEST(Intake, AMissingKeyIs401AsSoonAsTheHeadIsIn) {
   close(c);
 }
 
+// GET /health (the load balancers' probe) is handed on without the key when the policy says
+// so; anything else is still refused at the head.
+TEST(Intake, ARequestTheKeyIsNotNeededForIsHandedOnWithoutIt) {
+  IntakeLimits limits = short_limits();
+  limits.authorization = "Bearer k";
+  limits.open_without_key = [](std::string_view method, std::string_view path) {
+    return method == "GET" && path == "/health";
+  };
+  Rig rig(limits);
+  for (const std::string target : {"/health", "/health?full=1"}) {
+    const int c = rig.connect();
+    send_all(c, "GET " + target + " HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(rig.wait_for(1)) << target;
+    EXPECT_EQ(rig.got[0].request.rfind("GET " + target + " ", 0), 0u) << rig.got[0].request;
+    rig.intake.finish(std::move(rig.got[0]), false);
+    rig.got.clear();
+    close(c);
+  }
+  for (const std::string line : {"POST /health", "GET /healthz", "GET /v1/models"}) {
+    const int c = rig.connect();
+    send_all(c, line + " HTTP/1.1\r\n\r\n");
+    const std::string answer = read_to_close(c);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 401 ", 0), 0u) << line << ": " << answer;
+    close(c);
+  }
+  EXPECT_TRUE(rig.got.empty());
+}
+
+// A refusal carries the fields the policy gives for the request's Origin (CORS, so that a
+// browser's page can read the 401).
+TEST(Intake, ARefusalCarriesTheFieldsForItsOrigin) {
+  IntakeLimits limits = short_limits();
+  limits.authorization = "Bearer k";
+  limits.refusal_fields = [](std::string_view origin) {
+    return origin == "https://app.example" ? std::string("X-Origin-Ok: yes\r\n") : std::string();
+  };
+  Rig rig(limits);
+  int c = rig.connect();
+  send_all(c, "GET /v1/models HTTP/1.1\r\nOrigin: https://app.example\r\n\r\n");
+  std::string answer = read_to_close(c);
+  close(c);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 401 ", 0), 0u) << answer;
+  const size_t blank = answer.find("\r\n\r\n");
+  EXPECT_NE(answer.find("\r\nX-Origin-Ok: yes\r\n"), std::string::npos) << answer;
+  EXPECT_LT(answer.find("X-Origin-Ok"), blank) << answer;  // a field of the head
+  c = rig.connect();
+  send_all(c, "GET /v1/models HTTP/1.1\r\nOrigin: https://other.example\r\n\r\n");
+  answer = read_to_close(c);
+  close(c);
+  EXPECT_EQ(answer.find("X-Origin-Ok"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\r\n\r\n"), std::string::npos) << answer;
+}
+
 }  // namespace
 }  // namespace moex::serve

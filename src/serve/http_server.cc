@@ -17,9 +17,11 @@
 #include <thread>
 
 #include "core/error.h"
+#include "serve/http_access.h"
 #include "serve/http_completion.h"
 #include "serve/http_front.h"
 #include "serve/http_intake.h"
+#include "serve/metrics.h"
 #include "serve/response.h"
 
 namespace moex::serve {
@@ -69,13 +71,20 @@ int64_t unix_now() {
 
 struct HttpServer::Impl {
   Impl(Scheduler& s, const ServedModel& m, HttpOptions o)
-      : scheduler(s), model(m), opt(std::move(o)), completions{s, m, opt.verbose} {}
+      : scheduler(s),
+        model(m),
+        opt(std::move(o)),
+        access({.api_key = opt.api_key,
+                .health_needs_key = opt.health_needs_key,
+                .cors_origins = opt.cors_origins}),
+        completions{s, m, opt.verbose, &metrics} {}
   ~Impl() { stop_handlers(); }
 
   void routes();
   void start_handlers();
   void answer(IntakeRequest r);
   void stop_handlers();
+  void preflight(const httplib::Request& req, httplib::Response& res) const;
   bool authorized(const httplib::Request& req) const {
     const std::string want = "Bearer " + opt.api_key;
     return same_key(req.get_header_value("Authorization"), want);
@@ -84,6 +93,8 @@ struct HttpServer::Impl {
   Scheduler& scheduler;
   const ServedModel& model;
   HttpOptions opt;
+  Access access;
+  Metrics metrics;
   CompletionContext completions;
   int64_t started = unix_now();
   FrontServer http;
@@ -102,6 +113,12 @@ void HttpServer::Impl::start_handlers() {
   // The intake answers 401 as soon as a head without the key is in (the pre-routing handler
   // below checks again, as httplib sees the request).
   if (!opt.api_key.empty()) limits.authorization = "Bearer " + opt.api_key;
+  limits.open_without_key = [this](std::string_view method, std::string_view path) {
+    return !access.needs_key(method, path);
+  };
+  limits.refusal_fields = [this](std::string_view origin) {
+    return header_lines(access.cors_fields(origin));
+  };
   // Every handler's connection counts: room for each and as many waiting for their turn.
   limits.max_connections = std::max(limits.max_connections, 2 * size_t(std::max(1, opt.threads)));
   intake = std::make_unique<Intake>(
@@ -138,17 +155,47 @@ void HttpServer::Impl::stop_handlers() {
   intake.reset();
 }
 
+// CORS on: OPTIONS is a browser's preflight, answered for any path without the key.
+void HttpServer::Impl::preflight(const httplib::Request& req, httplib::Response& res) const {
+  const std::string origin = req.get_header_value("Origin");
+  if (origin.empty()) {  // not a browser's: what the server takes
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, OPTIONS");
+    return;
+  }
+  if (!access.origin_allowed(origin)) {
+    set_error(res, 403, "permission_error", "",
+              str_cat("the origin '", origin, "' is not allowed (--cors-origin)"));
+    return;
+  }
+  res.status = 204;
+  for (const auto& [name, value] :
+       access.preflight_fields(origin, req.get_header_value("Access-Control-Request-Headers")))
+    res.set_header(name, value);
+}
+
 void HttpServer::Impl::routes() {
   start_handlers();
   http.set_keep_alive_timeout(std::max<time_t>(1, opt.intake.idle_timeout.count() / 1000));
   http.set_keep_alive_max_count(kMaxRequestsPerConnection);
   http.set_payload_max_length(opt.max_body_bytes);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt.api_key.empty() || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    if (access.cors() && req.method == "OPTIONS") {
+      preflight(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!access.needs_key(req.method, req.path) || authorized(req))
+      return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     set_error(res, 401, "authentication_error", "",
               "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
     return httplib::Server::HandlerResponse::Handled;
+  });
+  // Every other answer (errors and streams included) gets the CORS fields of its origin.
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (access.cors() && req.method == "OPTIONS") return;  // the preflight set its own
+    for (const auto& [name, value] : access.cors_fields(req.get_header_value("Origin")))
+      res.set_header(name, value);
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(completions, Api::kChat, req, res);
@@ -176,6 +223,15 @@ void HttpServer::Impl::routes() {
                      {"requests_cancelled", s.cancelled},
                      {"requests_rejected", s.rejected}};
     res.set_content(json_text(j), "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const SchedulerStats s = scheduler.stats();
+    res.set_content(metrics.exposition({.slots_total = opt.parallel,
+                                        .slots_busy = s.active,
+                                        .queued = s.queued,
+                                        .rejected = s.rejected,
+                                        .cached_tokens = s.cached_tokens}),
+                    kMetricsContentType);
   });
   // What httplib answers itself (no route: 404; body too large: 413) gets an error object too.
   // httplib reads a form-encoded body (curl -d without a Content-Type) as form fields, which

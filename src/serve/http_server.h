@@ -1,12 +1,14 @@
 // The HTTP front end of `moex serve`: OpenAI's /v1/chat/completions, /v1/completions and
-// /v1/models, plus /health, on cpp-httplib, feeding one Scheduler. Optional bearer-key
-// authentication on every endpoint, bounded requests (body, header fields, time, connections),
-// JSON error objects throughout.
+// /v1/models, plus /health and /metrics (Prometheus), on cpp-httplib, feeding one Scheduler.
+// Optional bearer-key authentication (every endpoint but /health, serve/http_access.h), CORS for
+// the origins given, bounded requests (body, header fields, time, connections), JSON error objects
+// throughout.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "serve/http_intake.h"
 #include "serve/request.h"
@@ -20,6 +22,8 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                               // 0: a free port, chosen at bind()
   std::string api_key;                           // "": no authentication
+  bool health_needs_key = false;                 // with api_key: /health needs it too
+  std::vector<std::string> cors_origins;         // "*" or origins; empty: no CORS
   size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
   int threads = 8;                               // requests answered at once (a thread each)
   int parallel = 1;                              // the scheduler's slots, for /health

@@ -444,12 +444,20 @@ void Parser::finish() {
   if (g.prompt.empty()) bad_request(prompt_field, str_cat("'", prompt_field, "' has no tokens"));
   const int64_t n = int64_t(g.prompt.size());
   if (n >= served.context)
-    bad_request(prompt_field, str_cat("the prompt of '", prompt_field, "' has ", n,
-                                      " tokens; this server's context holds ", served.context,
-                                      " (--ctx-size), prompt and completion together"));
+    context_exceeded(prompt_field, str_cat("the prompt of '", prompt_field, "' has ", n,
+                                           " tokens; this server's context holds ", served.context,
+                                           " (--ctx-size), prompt and completion together"));
   g.logprobs = logprobs;
   g.top_logprobs = int(top_logprobs.value_or(0));
   const std::optional<int64_t> limit = max_completion_tokens ? max_completion_tokens : max_tokens;
+  if (limit && *limit > served.context - n)  // as OpenAI and vLLM: refused, not cut short
+    context_exceeded(
+        prompt_field,
+        str_cat("the prompt of '", prompt_field, "' has ", n, " tokens and '",
+                max_completion_tokens ? "max_completion_tokens" : "max_tokens", "' asks for ",
+                *limit, " more; this server's context holds ", served.context,
+                " (--ctx-size), prompt and completion together: ask for at most ",
+                served.context - n, " or send a shorter prompt"));
   out.max_tokens_given = bool(limit);
   g.params.max_tokens = limit ? *limit : served.context - n;
   if (min_tokens && *min_tokens > g.params.max_tokens)

@@ -45,6 +45,7 @@ void RequestStream::push(GeneratedToken t) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_ != Finish::kNone) return;
+    t.at = std::chrono::steady_clock::now();
     pending_.push_back(std::move(t));
   }
   cv_.notify_all();

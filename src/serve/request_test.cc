@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "serve/api_error.h"
+#include "serve/response.h"
 #include "serve/serve_test_util.h"
 
 namespace moex::serve {
@@ -338,6 +339,53 @@ TEST(ParseRequest, APromptThatFillsTheContextIsRefusedOneLessIsTaken) {
                ApiError);
   const ApiRequest r = parse_request(Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7]})", m.served);
   EXPECT_EQ(r.generation.params.max_tokens, 1);
+}
+
+// Prompt and max_tokens beyond the context: OpenAI's error code, the prompt's field named;
+// other refusals carry no code.
+TEST(ParseRequest, ContextOverflowCarriesTheContextLengthCode) {
+  TestModel small(8), large(256);
+  struct Case {
+    const TestModel& m;
+    Api api;
+    std::string body, param, names;  // `names`: a word the message holds
+  };
+  const std::string hi = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  const std::vector<Case> cases = {
+      {small, Api::kCompletion, R"({"prompt": [1,2,3,4,5,6,7,8]})", "prompt", "8 tokens"},
+      {small, Api::kCompletion, R"({"prompt": [1,2,3], "max_tokens": 6})", "prompt",
+       "'max_tokens' asks for 6"},
+      {small, Api::kCompletion, R"({"prompt": [1,2,3], "max_tokens": 1000000})", "prompt",
+       "at most 5"},
+      {small, Api::kChat, hi + R"("max_tokens": 1})", "messages", "context holds 8"},
+      {large, Api::kChat, hi + R"("max_tokens": 1, "max_completion_tokens": 256})", "messages",
+       "'max_completion_tokens' asks for 256"},
+  };
+  for (const Case& c : cases) {
+    try {
+      parse_request(c.api, c.body, c.m.served);
+      ADD_FAILURE() << c.body << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << c.body;
+      EXPECT_EQ(e.type(), "invalid_request_error") << c.body;
+      EXPECT_EQ(e.code(), "context_length_exceeded") << c.body;
+      EXPECT_EQ(e.param(), c.param) << c.body;
+      EXPECT_NE(std::string(e.what()).find(c.names), std::string::npos) << e.what();
+      EXPECT_EQ(error_json(e)["error"]["code"], "context_length_exceeded");
+    }
+  }
+  TestModel& m = small;
+  // Exactly the context is taken.
+  const ApiRequest r =
+      parse_request(Api::kCompletion, R"({"prompt": [1,2,3], "max_tokens": 5})", m.served);
+  EXPECT_EQ(r.generation.params.max_tokens, 5);
+  try {
+    parse_request(Api::kCompletion, R"({"prompt": [1,2,3], "temperature": -1})", m.served);
+    ADD_FAILURE() << "temperature -1 accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), "");
+    EXPECT_TRUE(error_json(e)["error"]["code"].is_null());
+  }
 }
 
 // An object of 30,000 keys (0.5 MB) anywhere in the body is refused naming where it is, in

@@ -150,12 +150,13 @@ ojson usage_chunk(const ResponseMeta& m, const Usage& usage) {
   return r;
 }
 
-ojson error_json(const std::string& message, const std::string& type, const std::string& param) {
+ojson error_json(const std::string& message, const std::string& type, const std::string& param,
+                 const std::string& code) {
   return {{"error",
            {{"message", message},
             {"type", type},
             {"param", param.empty() ? ojson(nullptr) : ojson(param)},
-            {"code", nullptr}}}};
+            {"code", code.empty() ? ojson(nullptr) : ojson(code)}}}};
 }
 
 ojson models_json(const std::string& name, int64_t created) {

@@ -56,8 +56,11 @@ ojson chat_logprobs(const std::vector<LogprobEntry>& entries, bool tokens_as_ids
 ojson completion_logprobs(const std::vector<LogprobEntry>& entries, bool tokens_as_ids);
 
 // {"error": {"message", "type", "param", "code": null}}; param "" is null.
-ojson error_json(const std::string& message, const std::string& type, const std::string& param);
-inline ojson error_json(const ApiError& e) { return error_json(e.what(), e.type(), e.param()); }
+ojson error_json(const std::string& message, const std::string& type, const std::string& param,
+                 const std::string& code = "");
+inline ojson error_json(const ApiError& e) {
+  return error_json(e.what(), e.type(), e.param(), e.code());
+}
 
 // GET /v1/models with the one served model.
 ojson models_json(const std::string& name, int64_t created);

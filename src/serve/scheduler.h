@@ -52,6 +52,7 @@ struct GeneratedToken {
   int32_t id = 0;
   float logprob = 0;               // when the request asked for logprobs
   std::vector<TokenLogprob> top;   // most likely first, top_logprobs entries
+  std::chrono::steady_clock::time_point at;  // when it was sampled (RequestStream::push)
 };
 
 enum class Finish {

@@ -1,5 +1,6 @@
 // Scheduler: requests decoded together give the tokens each gives alone; stop, length and
-// context rules; the prompt cache; cancellation; the queue bound; logprobs; bad requests.
+// context rules; the prompt cache; cancellation; the queue bound; logprobs; bad requests;
+// each token's sampling time.
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,23 @@ GenerationRequest request(std::vector<int32_t> prompt, int64_t max_tokens) {
   r.prompt = std::move(prompt);
   r.params.max_tokens = max_tokens;
   return r;
+}
+
+// Each token carries the time it was handed over, for time to first token and inter-token
+// latency (serve/metrics.h).
+TEST(RequestStream, TokensCarryWhenTheyWereSampled) {
+  RequestStream s;
+  const auto t0 = std::chrono::steady_clock::now();
+  s.push({1, 0, {}, {}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  s.push({2, 0, {}, {}});
+  const auto t1 = std::chrono::steady_clock::now();
+  RequestStream::Event ev;
+  ASSERT_TRUE(s.next(ev, std::chrono::milliseconds(0)));
+  ASSERT_EQ(ev.tokens.size(), 2u);
+  EXPECT_GE(ev.tokens[0].at, t0);
+  EXPECT_GE(ev.tokens[1].at - ev.tokens[0].at, std::chrono::milliseconds(20));
+  EXPECT_LE(ev.tokens[1].at, t1);
 }
 
 class SchedulerFamilies : public ::testing::TestWithParam<const char*> {};
