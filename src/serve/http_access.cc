@@ -1,6 +1,8 @@
 // Access (see http_access.h).
 #include "serve/http_access.h"
 
+#include "serve/http_framing.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -18,12 +20,6 @@ bool same_ascii(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(uint8_t(x)) == std::tolower(uint8_t(y));
          });
-}
-
-// RFC 9110 token characters (a field name).
-bool token_char(char c) {
-  return std::isalnum(uint8_t(c)) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 void check_origin(const std::string& o) {
@@ -83,7 +79,7 @@ HeaderFields Access::preflight_fields(std::string_view origin, std::string_view 
       requested.remove_prefix(std::min(requested.size(), name.size() + 1));
       while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
       while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
-      if (name.empty() || !std::all_of(name.begin(), name.end(), token_char)) continue;
+      if (name.empty() || !std::all_of(name.begin(), name.end(), http_token_char)) continue;
       if (same_ascii(name, "authorization") || same_ascii(name, "content-type")) continue;
       headers += str_cat(", ", name);
     }

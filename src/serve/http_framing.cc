@@ -32,17 +32,16 @@ std::string quote(std::string_view s) {
   return str_cat("'", out, s.size() > kQuoted ? "...'" : "'");
 }
 
-// RFC 9110 token characters (a field name).
-bool token_char(char c) {
-  return std::isalnum(uint8_t(c)) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
+
+bool http_token_char(char c) {
+  return std::isalnum(uint8_t(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 
 bool RequestFramer::refuse(int status, std::string message) {
   phase_ = Phase::kRefused;
@@ -142,7 +141,7 @@ bool RequestFramer::field(std::string_view line) {
     return refuse(400, str_cat("obsolete line folding in the header field ", quote(line)));
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0 ||
-      !std::all_of(line.begin(), line.begin() + long(colon), token_char))
+      !std::all_of(line.begin(), line.begin() + long(colon), http_token_char))
     return refuse(400, str_cat("malformed header field ", quote(line),
                                " (expected 'Name: value', no space before the colon)"));
   const std::string name = lower(line.substr(0, colon));

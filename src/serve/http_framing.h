@@ -79,4 +79,7 @@ class RequestFramer {
   std::string message_;
 };
 
+// RFC 9110 token characters (a header field name, a method).
+bool http_token_char(char c);
+
 }  // namespace moex::serve
