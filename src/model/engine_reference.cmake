@@ -327,6 +327,9 @@ endforeach()
 # tokens, fast within 0.5 at the prompt's end. On a host without AVX-512 VNNI every tier runs the
 # float32 kernels, so there every tier is held to the exact gate. Ling's head is stored float
 # (mlx-lm 0.32.2 re-normalizes a quantized one; engine_parity_tiny-bailing-moe above).
+# The 2,048-token prompts are label `long` (mlx-lm's float32 prefill of them takes ~8 s per
+# family on these CPUs): scripts/test.sh leaves that label out, and .ci/run runs it as a
+# section of its own (docs/benchmark_results/build-ci-2026-12-06.md).
 foreach(preset IN LISTS MOEX_FAMILY_TINY_PRESETS)
   set(tier_extra)
   if(preset STREQUAL "tiny-bailing-moe")
@@ -334,7 +337,14 @@ foreach(preset IN LISTS MOEX_FAMILY_TINY_PRESETS)
   endif()
   add_test(NAME engine_tiers_${preset}
     COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/tier_matrix.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/tier_models --presets ${preset} ${tier_extra})
+            ${CMAKE_CURRENT_BINARY_DIR}/tier_models --presets ${preset} --lengths 8,512
+            ${tier_extra})
+  add_test(NAME engine_tiers_long_${preset}
+    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/tier_matrix.py $<TARGET_FILE:moex>
+            ${CMAKE_CURRENT_BINARY_DIR}/tier_models_long --presets ${preset} --lengths 2048
+            ${tier_extra})
   set_tests_properties(engine_tiers_${preset} PROPERTIES LABELS reference TIMEOUT 600
                        SKIP_RETURN_CODE 77)
+  set_tests_properties(engine_tiers_long_${preset} PROPERTIES LABELS "reference;long"
+                       TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
