@@ -51,9 +51,6 @@ SKIPS = {
     ("dots1", "raw"): "mlx-lm 0.32.2 fails on the real config's n_group / topk_group null "
                       "(group_expert_select: None - None); moex reads null as 1",
     ("dots1", "convert"): "mlx-lm 0.32.2 fails on n_group / topk_group null (see raw)",
-    ("bailing_moe", "convert"): "mlx-lm 0.32.2's sanitize applies norm_head to the packed words of "
-                                "a quantized lm_head on every load, zeroing them (docs/families.md, "
-                                "bailing_moe): mlx-lm is no oracle for a converted norm_head checkpoint",
     ("kimi_k2", "convert"): "transformers 5.25 has no kimi_k2 config class: mlx_lm convert fails "
                             "loading the tokenizer (PreTrainedConfig has no max_position_embeddings)",
 }
@@ -85,9 +82,16 @@ SIZES = {
     "ssm_state_size": 16, "n_groups": 2, "hidden_size_per_layer_input": 0,
 }
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
-TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_k", "moe_topk", "top_k")
+TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_k", "moe_topk", "top_k",
+             "top_k_experts")
 LAYER_KEYS = ("num_hidden_layers",)
 N_EXPERTS, N_LAYERS = 8, 4
+
+
+def shortest_prefix_of_all_kinds(seq):
+    """The length of the shortest prefix of seq holding every value seq holds."""
+    kinds = set(seq)
+    return next(i for i in range(1, len(seq) + 1) if set(seq[:i]) == kinds)
 
 
 def shrink(cfg):
@@ -102,11 +106,14 @@ def shrink(cfg):
         return cfg
     old_layers = cfg["num_hidden_layers"]
     pattern = cfg.get("hybrid_override_pattern")
+    types = cfg.get("layer_types")
     if isinstance(pattern, str):  # Nemotron-H: the shortest prefix holding every block kind
-        kinds = set(pattern)
-        n = next(i for i in range(1, len(pattern) + 1) if set(pattern[:i]) == kinds)
-        new_layers = max(n, 2)
+        new_layers = max(shortest_prefix_of_all_kinds(pattern), 2)
         cfg["hybrid_override_pattern"] = pattern[:new_layers]
+    elif isinstance(types, list) and len(types) == old_layers:
+        # Every layer kind kept (Gemma-4's first full-attention layer is its sixth); the per-layer
+        # lists are cut to the same length below.
+        new_layers = max(min(old_layers, N_LAYERS), shortest_prefix_of_all_kinds(types))
     else:
         new_layers = min(old_layers, N_LAYERS)
     cfg["num_hidden_layers"] = new_layers
