@@ -216,8 +216,52 @@ def write_raw(cfg, out_dir, tokenizer_dir, seed):
                 t[name], group_size=32, bits=4, mode="mxfp4")
         mx.save_safetensors(path, t, metadata={"format": "mlx"})
         parity.to_gpt_oss_original(out_dir)
+    elif cfg["model_type"] == "qwen3_5_moe":
+        to_qwen3_5_moe_hub_layout(out_dir)
     else:
         parity.to_hf_layout(out_dir)
+
+
+def to_qwen3_5_moe_hub_layout(model_dir):
+    """Qwen3.5-MoE as the Hub ships it (transformers' Qwen3_5MoeForConditionalGeneration), the
+    layout mlx-lm's qwen3_5_moe sanitize maps: model.language_model.* and lm_head.*, each layer's
+    experts fused as experts.gate_up_proj [E, 2*Dff, H] (gate rows, then up) and
+    experts.down_proj [E, H, Dff], the Gated DeltaNet conv in PyTorch's [C, 1, K] layout, and
+    multi-token-prediction weights (mtp.*, which mlx-lm drops)."""
+    tensors = parity.take_tensors(model_dir)
+    out = {}
+    for name, t in tensors.items():
+        if ".mlp.switch_mlp." in name:
+            continue  # fused below
+        if name.endswith("linear_attn.conv1d.weight"):
+            t = t.swapaxes(1, 2)
+        for mlx, hub in (("language_model.model.", "model.language_model."),
+                         ("language_model.lm_head.", "lm_head.")):
+            if name.startswith(mlx):
+                name = hub + name[len(mlx):]
+        out[name] = t
+    fused = 0
+    for name in [n for n in tensors if n.endswith(".mlp.switch_mlp.gate_proj.weight")]:
+        base = name[: -len(".switch_mlp.gate_proj.weight")]
+        g, u, d = (tensors[f"{base}.switch_mlp.{p}_proj.weight"] for p in ("gate", "up", "down"))
+        hub = "model.language_model." + base[len("language_model.model."):]
+        out[hub + ".experts.gate_up_proj"] = mx.concatenate([g, u], axis=1)
+        out[hub + ".experts.down_proj"] = d
+        fused += 1
+    h = out["model.language_model.norm.weight"].shape[0]
+    out["mtp.fc.weight"] = mx.zeros((h, 2 * h))
+    out["mtp.norm.weight"] = mx.ones((h,))
+    names = sorted(out)
+    shards = [names[: len(names) // 2], names[len(names) // 2:]]
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        mx.save_safetensors(os.path.join(model_dir, fname), {n: out[n] for n in shard},
+                            metadata={"format": "pt"})
+        weight_map.update({n: fname for n in shard})
+    json.dump({"metadata": {}, "weight_map": weight_map},
+              open(os.path.join(model_dir, "model.safetensors.index.json"), "w"), indent=1)
+    print(f"hf_config_parity: Qwen3.5-MoE Hub layout: {fused} layers of fused experts")
 
 
 def run_part(moex, model_dir, steps, label, tol):
