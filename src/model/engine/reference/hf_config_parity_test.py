@@ -83,6 +83,7 @@ SIZES = {
     "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2,
     "linear_num_value_heads": 4, "mamba_num_heads": 4, "mamba_head_dim": 16,
     "ssm_state_size": 16, "n_groups": 2, "hidden_size_per_layer_input": 0,
+    "sliding_window": 8,  # shorter than the prompt: sliding layers drop keys in prefill and decode
 }
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_k", "moe_topk", "top_k",
