@@ -116,7 +116,9 @@ endforeach()
 # OLMoE with mlp_bias in this layout is refused by mlx-lm 0.32.2 itself, whose sanitize
 # stacks no bias tensors, and by moex with a message.) Not gpt-oss: its Hugging Face layout is
 # openai's original one (engine_parity_tiny-gpt-oss_original_layout below). Not qwen3-5-moe:
-# moex reads only mlx-lm's converted layout of it (docs/families.md). Plus the Gemma-4 wrapper.
+# its Hub layout fuses the experts (experts.gate_up_proj), the only form mlx-lm's sanitize maps,
+# and parity.py writes per-expert tensors; hf_config_parity_qwen3_5_moe writes the Hub layout.
+# Plus the Gemma-4 wrapper.
 set(parity_presets ${MOEX_FAMILY_TINY_PRESETS} tiny-gemma4-wrapped)
 list(REMOVE_ITEM parity_presets tiny-gpt-oss tiny-qwen3-5-moe)
 foreach(preset IN LISTS parity_presets)

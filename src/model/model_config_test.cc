@@ -568,6 +568,36 @@ TEST(ModelConfig, Gemma4RefusesWhatItDoesNotRun) {
   expect_error([&] { parse_model_config(j, "g/config.json"); }, {"full_attention", "yarn"});
 }
 
+// Qwen3.5-MoE's released text_config has no norm_topk_prob: mlx-lm's qwen3_5 TextModelArgs
+// renormalizes the top-k then (default true), where its qwen3_next ModelArgs does not (false).
+// Its Hub checkpoint is read under mlx-lm's sanitized names: model.language_model.* and
+// lm_head.* renamed, fused outputs-first experts, zero-centred norms.
+TEST(ModelConfig, Qwen35MoeAsMlxLmReadsTheReleasedConfig) {
+  json j = preset_config_json(*find_preset("tiny-qwen3-5-moe"));
+  ASSERT_TRUE(j["text_config"].contains("norm_topk_prob"));
+  j["text_config"].erase("norm_topk_prob");
+  const ModelConfig c = parse_model_config(j, "q/config.json");
+  EXPECT_TRUE(c.moe.router.renormalize);
+  EXPECT_TRUE(c.hf_layout_norms_plus_one);
+  EXPECT_EQ(c.layers[1].names.hf_experts_gate_up,
+            "language_model.model.layers.1.mlp.experts.gate_up_proj");
+  EXPECT_EQ(c.layers[1].names.hf_experts_down, "language_model.model.layers.1.mlp.experts.down_proj");
+  EXPECT_EQ(c.layers[1].names.hf_fused, HfFusedExperts::kOutputsFirst);
+  EXPECT_EQ(c.layers[1].names.hf_expert_gate, "");  // no per-expert names (mlx-lm maps none)
+  const Family& fam = family_for("qwen3_5_moe", "q/config.json");
+  EXPECT_EQ(fam.reference_rename(c, "model.language_model.layers.0.linear_attn.conv1d.weight"),
+            "language_model.model.layers.0.linear_attn.conv1d.weight");
+  EXPECT_EQ(fam.reference_rename(c, "lm_head.weight"), "language_model.lm_head.weight");
+  EXPECT_EQ(fam.reference_rename(c, "language_model.lm_head.weight"), "");
+  EXPECT_EQ(fam.reference_rename(c, "mtp.fc.weight"), "");
+  EXPECT_TRUE(fam.reference_drops(c, "mtp.fc.weight"));
+
+  json n = preset_config_json(*find_preset("tiny-qwen3-next"));
+  ASSERT_TRUE(n.contains("norm_topk_prob"));
+  n.erase("norm_topk_prob");
+  EXPECT_FALSE(parse_model_config(n, "n/config.json").moe.router.renormalize);
+}
+
 // The model_types mlx-lm's MODEL_REMAPPING sends to a module moex reads: MiniMax-M2's Hub
 // config (minimax_m2), JoyAI (joyai_llm_flash, deepseek_v3), gemma4_unified (the gemma4
 // wrapper). The config keeps its model_type; the family is the module's.

@@ -30,8 +30,11 @@ int64_t rotated_dims(const json& j, const std::string& f, int64_t head_dim) {
 // What Qwen3-Next and Qwen3.5 read alike from the text config j: decoder dims and norms, the
 // gated attention (per-head q/k norm, partial RoPE from rope: a json with rope_theta,
 // partial_rotary_factor and rope_scaling), the Gated DeltaNet heads, MoE routing and the
-// sigmoid-gated shared expert. Returns full_attention_interval.
-int64_t parse_hybrid(const json& j, const std::string& f, const json& rope, ModelConfig& c) {
+// sigmoid-gated shared expert. norm_topk_default is norm_topk_prob when the field is absent:
+// mlx-lm's qwen3_next ModelArgs says false, qwen3_5's TextModelArgs true (the released
+// Qwen3.5-MoE configs leave the field out). Returns full_attention_interval.
+int64_t parse_hybrid(const json& j, const std::string& f, const json& rope,
+                     bool norm_topk_default, ModelConfig& c) {
   arch::DecoderDefaults dims;
   dims.head_dim = arch::HeadDimRule::kField;
   arch::parse_decoder_dims(j, f, dims, c);
@@ -67,7 +70,7 @@ int64_t parse_hybrid(const json& j, const std::string& f, const json& rope, Mode
         arch::get_size(j, "shared_expert_intermediate_size", limits::kMaxDff, f);
   }
   c.moe.shared_expert_gated = true;
-  const bool renorm = io::get_bool_or(j, "norm_topk_prob", false, f);
+  const bool renorm = io::get_bool_or(j, "norm_topk_prob", norm_topk_default, f);
   // Qwen3-MoE's router: softmax, argpartition(gates, kth=-k)[..., -k:], norm_topk_prob.
   c.moe.router = moe::qwen3_moe_router(c.moe.num_experts, c.moe.top_k, renorm);
   c.tie_word_embeddings = io::get_bool_or(j, "tie_word_embeddings", false, f);
@@ -139,7 +142,7 @@ class Qwen3NextFamily final : public Family {
 
   ModelConfig parse(const json& j, const std::string& f) const override {
     ModelConfig c = arch::begin_config(name(), j, f);
-    const int64_t interval = parse_hybrid(j, f, j, c);
+    const int64_t interval = parse_hybrid(j, f, j, false, c);
     c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     const int64_t step = arch::get_size(j, "decoder_sparse_step", limits::kMaxLayers, f);
     if (!io::has_field(j, "mlp_only_layers"))
@@ -195,8 +198,10 @@ class Qwen3NextFamily final : public Family {
 // vision tower's 3-D positions and leaves text positions plain RoPE). Gated DeltaNet takes
 // separate in_proj_qkv / _z / _b / _a. Every layer is MoE when num_experts > 0 (qwen3_5's
 // DecoderLayer has no mlp_only_layers or decoder_sparse_step), else a dense MLP. Read as
-// mlx-lm's converter writes it; the original Hugging Face names (model.language_model.*,
-// fused experts.gate_up_proj) are not mapped.
+// mlx-lm's converter writes it or in the Hub's layout, as mlx-lm's qwen3_5_moe sanitize maps
+// it: model.language_model.* and lm_head.* renamed under language_model., the experts fused
+// outputs-first (experts.gate_up_proj [E, 2*Dff, H], gate rows first; experts.down_proj
+// [E, H, Dff]), PyTorch's Conv1d layout, and the decoder norms stored zero-centred (1 + w).
 class Qwen35MoeFamily final : public Family {
  public:
   const char* name() const override { return "qwen3_5_moe"; }
@@ -216,7 +221,7 @@ class Qwen35MoeFamily final : public Family {
       rope["partial_rotary_factor"] = io::get_double_or(*rp, "partial_rotary_factor", 0.25, where);
       rope["rope_scaling"] = *rp;
     }
-    const int64_t interval = parse_hybrid(j, f, rope, c);
+    const int64_t interval = parse_hybrid(j, f, rope, true, c);
     const bool moe = c.moe.num_experts > 0;
     if (!moe) c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     c.embed_name = "language_model.model.embed_tokens";
@@ -224,19 +229,40 @@ class Qwen35MoeFamily final : public Family {
     c.lm_head_name = c.tie_word_embeddings ? "" : "language_model.lm_head";
     c.eos_token_ids = arch::parse_eos(io::has_field(j, "eos_token_id") ? j : top, file);
     c.bos_token_id = io::get_int_or(top, "bos_token_id", -1, file);
+    // mlx-lm adds 1 to the norms when the conv weights are in PyTorch's layout, which only the
+    // Hub's checkpoints (fused experts, never stacked) have.
+    c.hf_layout_norms_plus_one = moe;
     for (int64_t i = 0; i < c.num_layers; ++i) {
       LayerPlan l = arch::llama_layer_plan(c, moe ? FfnKind::kMoe : FfnKind::kDense,
                                            moe ? c.moe.expert_dff : c.dense_dff);
       const std::string p = "language_model.model.layers." + std::to_string(i);
       set_mixer(l, p, i, interval, true);
-      if (moe)
+      if (moe) {
         set_moe(l.names, p);
-      else
+        // Fused only: mlx-lm's sanitize maps no per-expert names for Qwen3.5.
+        l.names.hf_expert_gate.clear();
+        l.names.hf_expert_up.clear();
+        l.names.hf_expert_down.clear();
+        l.names.hf_experts_gate_up = p + ".mlp.experts.gate_up_proj";
+        l.names.hf_experts_down = p + ".mlp.experts.down_proj";
+        l.names.hf_fused = HfFusedExperts::kOutputsFirst;
+      } else
         arch::set_dense_mlp_names(l.names, p + ".mlp");
       c.layers.push_back(std::move(l));
     }
     validate_model_config(c);
     return c;
+  }
+
+  // The Hub's names, under the ones mlx-lm's qwen3_5_moe sanitize gives them.
+  std::string reference_rename(const ModelConfig& c, std::string_view t) const override {
+    (void)c;
+    for (const auto& [hub, mlx] : {std::pair<std::string_view, std::string_view>{
+                                       "model.language_model.", "language_model.model."},
+                                   {"lm_head.", "language_model.lm_head."}})
+      if (t.substr(0, hub.size()) == hub)
+        return std::string(mlx) + std::string(t.substr(hub.size()));
+    return {};
   }
 
   // mlx-lm's sanitize drops the vision tower, the multi-token-prediction head (mtp.*), and

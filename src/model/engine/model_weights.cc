@@ -214,8 +214,8 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
   fail("internal: module '", m.path, "' has no slot");
 }
 
-// mlx-lm qwen3_next sanitize: when the checkpoint holds per-expert tensors (its Hugging Face
-// layout), the decoder's RMSNorm weights (not the Gated DeltaNet's gated norm) are stored
+// mlx-lm qwen3_next / qwen3_5 sanitize: when the checkpoint holds per-expert or fused expert
+// tensors (the Hugging Face layout), the decoder's RMSNorm weights (not the Gated DeltaNet's gated norm) are stored
 // zero-centred and read as 1 + w, the sum rounded to the stored dtype as MLX adds in it.
 void add_one_to_norms_of_hf_layout(const ModelConfig& c, const WeightBinder& b, ModelWeights& w) {
   bool hf = false;
