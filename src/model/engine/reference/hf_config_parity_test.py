@@ -255,16 +255,7 @@ def to_qwen3_5_moe_hub_layout(model_dir):
     h = out["model.language_model.norm.weight"].shape[0]
     out["mtp.fc.weight"] = mx.zeros((h, 2 * h))
     out["mtp.norm.weight"] = mx.ones((h,))
-    names = sorted(out)
-    shards = [names[: len(names) // 2], names[len(names) // 2:]]
-    weight_map = {}
-    for i, shard in enumerate(shards):
-        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        mx.save_safetensors(os.path.join(model_dir, fname), {n: out[n] for n in shard},
-                            metadata={"format": "pt"})
-        weight_map.update({n: fname for n in shard})
-    json.dump({"metadata": {}, "weight_map": weight_map},
-              open(os.path.join(model_dir, "model.safetensors.index.json"), "w"), indent=1)
+    parity.write_two_shards(model_dir, out)
     print(f"hf_config_parity: Qwen3.5-MoE Hub layout: {fused} layers of fused experts")
 
 

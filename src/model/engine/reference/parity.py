@@ -201,9 +201,23 @@ def hub_names(model_type, tensors):
         tensors["mtp.layers.0.input_layernorm.weight"] = ones
 
 
+def write_two_shards(model_dir, tensors):
+    """Writes `tensors` as the Hub does: two safetensors shards (names sorted, split in half)
+    and model.safetensors.index.json mapping each name to its shard."""
+    names = sorted(tensors)
+    shards = [names[: len(names) // 2], names[len(names) // 2:]]
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        mx.save_safetensors(os.path.join(model_dir, fname), {n: tensors[n] for n in shard},
+                            metadata={"format": "pt"})
+        weight_map.update({n: fname for n in shard})
+    json.dump({"metadata": {}, "weight_map": weight_map},
+              open(os.path.join(model_dir, "model.safetensors.index.json"), "w"), indent=1)
+
+
 def to_hf_layout(model_dir):
     tensors = take_tensors(model_dir)
-    index = os.path.join(model_dir, "model.safetensors.index.json")
     out, split = {}, 0
     model_type = json.load(open(os.path.join(model_dir, "config.json")))["model_type"]
     hub_names(model_type, tensors)
@@ -261,15 +275,7 @@ def to_hf_layout(model_dir):
     if split == 0:
         print("parity: --hf-layout found no stacked experts to split")
         sys.exit(2)
-    names = sorted(out)
-    shards = [names[: len(names) // 2], names[len(names) // 2:]]
-    weight_map = {}
-    for i, shard in enumerate(shards):
-        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        mx.save_safetensors(os.path.join(model_dir, fname), {n: out[n] for n in shard},
-                            metadata={"format": "pt"})
-        weight_map.update({n: fname for n in shard})
-    json.dump({"metadata": {}, "weight_map": weight_map}, open(index, "w"), indent=1)
+    write_two_shards(model_dir, out)
     print(f"parity: Hugging Face layout: {split} stacked projections split per expert")
 
 
