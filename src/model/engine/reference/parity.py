@@ -362,23 +362,41 @@ def dequantize_modules(model_dir, pattern):
         sys.exit(2)
 
 
-def compare(a, mode, ref, ref_toks):
+def moex_dump_logits(moex, model, prompt_ids, steps, extra=()):
+    """`moex generate` of prompt_ids (text, "3,14,15") and `steps` greedy steps, logits dumped:
+    (logits [steps + 1, vocab], the generated ids, moex's stderr). Exit 2 when moex fails."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "logits.bin")
-        cmd = [a.moex, "generate", "-m", a.model, "--prompt-ids", a.prompt_ids, "-n",
-               str(a.steps + 1), "--fused", mode, "--ignore-eos", "--dump-logits", dump, "-v"]
-        if a.isa:
-            cmd += ["--isa", a.isa]
-        if a.precision:
-            cmd += ["--precision", a.precision]
-        if a.threads:
-            cmd += ["--threads", a.threads]
+        cmd = [moex, "generate", "-m", model, "--prompt-ids", prompt_ids, "-n", str(steps + 1),
+               "--ignore-eos", "--dump-logits", dump, *extra]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            print(f"parity: moex failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+            print(f"{os.path.basename(sys.argv[0])}: moex failed ({r.returncode}): "
+                  f"{' '.join(cmd)}\n{r.stderr}")
             sys.exit(2)
         meta = json.load(open(dump + ".json"))
         got = np.fromfile(dump, dtype=np.float32).reshape(-1, meta["vocab"])
+        return got, meta["generated_ids"], r.stderr
+
+
+def errors_until_divergence(got, toks, ref, ref_toks):
+    """Logits nRMS per step against the reference, up to and including the first step whose
+    greedy token differs (later steps compare different contexts), and whether all agree."""
+    same = toks == ref_toks
+    n = len(ref_toks) if same else 1 + next(i for i, (x, y) in enumerate(zip(toks, ref_toks))
+                                             if x != y)
+    return [nrms(got[s], ref[s]) for s in range(min(n, got.shape[0], ref.shape[0]))], same
+
+
+def compare(a, mode, ref, ref_toks):
+    extra = ["--fused", mode, "-v"]
+    if a.isa:
+        extra += ["--isa", a.isa]
+    if a.precision:
+        extra += ["--precision", a.precision]
+    if a.threads:
+        extra += ["--threads", a.threads]
+    got, toks, stderr = moex_dump_logits(a.moex, a.model, a.prompt_ids, a.steps, extra)
     worst, bad = 0.0, []
     for s in range(ref.shape[0]):
         if s >= got.shape[0]:
@@ -388,7 +406,6 @@ def compare(a, mode, ref, ref_toks):
         worst = max(worst, e)
         if not e < a.tol:
             bad.append(f"step {s}: logits nrms {e:.3e} >= {a.tol}")
-    toks = meta["generated_ids"]
     if toks != ref_toks:
         first = next((i for i, (x, y) in enumerate(zip(toks, ref_toks)) if x != y),
                      min(len(toks), len(ref_toks)))
@@ -396,7 +413,7 @@ def compare(a, mode, ref, ref_toks):
                    f"mlx-lm {ref_toks[first:first + 5]}")
     # The path the mode promises must be the one that ran (decode steps: fused for on,
     # fallback for off).
-    paths = [l.strip() for l in r.stderr.splitlines() if l.startswith("moe paths")]
+    paths = [l.strip() for l in stderr.splitlines() if l.startswith("moe paths")]
     summary = paths[0] if paths else "no MoE path counters"
     if mode == "on" and "routed fused 0 " in summary + " ":
         bad.append("--fused on ran no fused MoE call")

@@ -13,29 +13,16 @@ usage: precision_tiers.py MOEX DIR... [--prompt-ids 3,14,...] [--steps 32] [--ou
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import mlx.core as mx
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity import load_model, mlx_run, nrms  # noqa: E402  (the parity test's reference)
+from parity import (errors_until_divergence, load_model, moex_dump_logits,  # noqa: E402
+                    mlx_run, nrms)  # (the parity test's reference and moex run)
 
 TIERS = ("fast", "standard", "exact")
-
-
-def moex_logits(moex, model, prompt_ids, steps, tier):
-    with tempfile.TemporaryDirectory() as tmp:
-        dump = os.path.join(tmp, "logits.bin")
-        cmd = [moex, "generate", "-m", model, "--prompt-ids", prompt_ids, "-n", str(steps + 1),
-               "--ignore-eos", "--dump-logits", dump, "--precision", tier]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"precision_tiers: moex failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
-        meta = json.load(open(dump + ".json"))
-        return np.fromfile(dump, dtype=np.float32).reshape(-1, meta["vocab"]), meta["generated_ids"]
 
 
 def bf16_logits(model_dir, ids, ref_toks):
@@ -62,12 +49,10 @@ def main():
         ref, ref_toks = mlx_run(model, ids, a.steps, False)
         row = {"model": os.path.basename(model.rstrip("/"))}
         for tier in TIERS:
-            got, toks = moex_logits(a.moex, model, a.prompt_ids, a.steps, tier)
-            same = toks == ref_toks
-            # Steps after the first differing token compare different contexts: stop there.
-            n = ref.shape[0] if same else 1 + next(i for i, (x, y) in enumerate(zip(toks, ref_toks))
-                                                    if x != y)
-            row[tier] = max(nrms(got[s], ref[s]) for s in range(min(n, got.shape[0])))
+            got, toks, _ = moex_dump_logits(a.moex, model, a.prompt_ids, a.steps,
+                                            ["--precision", tier])
+            errs, same = errors_until_divergence(got, toks, ref, ref_toks)
+            row[tier] = max(errs)
             row[tier + "_tokens_identical"] = same
         b = bf16_logits(model, ids, ref_toks)
         row["mlx_bf16"] = max(nrms(b[s], ref[s]) for s in range(ref.shape[0]))

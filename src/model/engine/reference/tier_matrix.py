@@ -26,12 +26,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from parity import dequantize_modules, mlx_run, nrms  # noqa: E402  (parity.py's reference)
+    from parity import (dequantize_modules, errors_until_divergence, moex_dump_logits,  # noqa: E402
+                        mlx_run)  # (parity.py's reference and moex run)
 except ImportError as e:
     print(f"tier_matrix: cannot import mlx-lm: {e}")
     sys.exit(77)
@@ -53,20 +53,8 @@ def host_has_vnni_tiers(moex, model):
     return "cpu kernels: isa avx512" in r.stdout  # moex's AVX-512 path is the VNNI one
 
 
-def moex_logits(moex, model, ids, steps, tier):
-    with tempfile.TemporaryDirectory() as tmp:
-        dump = os.path.join(tmp, "logits.bin")
-        run([moex, "generate", "-m", model, "--prompt-ids", ",".join(map(str, ids)),
-             "-n", str(steps + 1), "--ignore-eos", "--dump-logits", dump, "--precision", tier])
-        meta = json.load(open(dump + ".json"))
-        return np.fromfile(dump, dtype=np.float32).reshape(-1, meta["vocab"]), meta["generated_ids"]
-
-
 def compare(got, toks, ref, ref_toks):
-    same = toks == ref_toks
-    n = len(ref_toks) if same else 1 + next(i for i, (x, y) in enumerate(zip(toks, ref_toks))
-                                             if x != y)
-    errs = [nrms(got[s], ref[s]) for s in range(min(n, got.shape[0], ref.shape[0]))]
+    errs, same = errors_until_divergence(got, toks, ref, ref_toks)
     return {"prompt_end": errs[0], "worst": max(errs), "tokens_identical": same,
             "steps_compared": len(errs)}
 
@@ -125,7 +113,8 @@ def main():
             ref, ref_toks = mlx_run(model, ids, a.steps, True)  # float32 compute
             row = {"preset": preset, "prompt": length}
             for tier in TIERS:
-                got, toks = moex_logits(a.moex, model, ids, a.steps, tier)
+                got, toks, _ = moex_dump_logits(a.moex, model, ",".join(map(str, ids)), a.steps,
+                                                ["--precision", tier])
                 r = compare(got, toks, ref, ref_toks)
                 row[tier] = r
                 gate_tier = tier if tiers_differ else "exact"
