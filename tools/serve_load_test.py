@@ -174,10 +174,7 @@ def main():
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM after the load: exit code 0 (got {rc})")
-    if common.failures:
-        print(f"serve load test: {common.failures} check(s) FAILED")
-        sys.exit(1)
-    print("serve load test: all checks passed")
+    common.finish("serve load test")
 
 
 if __name__ == "__main__":

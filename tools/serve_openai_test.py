@@ -43,6 +43,14 @@ def check(ok, what):
     return ok
 
 
+def finish(name):
+    """Ends a serve test: exit 1 naming the count when a check failed, else say all passed."""
+    if failures:
+        print(f"{name}: {failures} check(s) FAILED")
+        sys.exit(1)
+    print(f"{name}: all checks passed")
+
+
 def run(cmd, **kw):
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=ENV, **kw)
     if r.returncode != 0:
@@ -219,10 +227,7 @@ def main():
     check(rc == 0, f"SIGTERM when idle: exit code 0 (got {rc})")
     secured(a, d, work)
     long_requests(a, d, work)
-    if failures:
-        print(f"serve openai test: {failures} check(s) FAILED")
-        sys.exit(1)
-    print("serve openai test: all checks passed")
+    finish("serve openai test")
 
 
 def body(a, d, work, tok, srv, strip_stop):

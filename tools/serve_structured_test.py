@@ -226,10 +226,7 @@ def main():
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
-    if base.failures:
-        print(f"serve structured test: {base.failures} check(s) FAILED")
-        sys.exit(1)
-    print("serve structured test: all checks passed")
+    base.finish("serve structured test")
 
 
 if __name__ == "__main__":

@@ -75,10 +75,9 @@ HeaderFields Access::preflight_fields(std::string_view origin, std::string_view 
   std::string headers = "Authorization, Content-Type";
   if (requested.size() <= kMaxRequestedHeaders) {
     while (!requested.empty()) {
-      std::string_view name = requested.substr(0, requested.find(','));
-      requested.remove_prefix(std::min(requested.size(), name.size() + 1));
-      while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
-      while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+      const std::string_view item = requested.substr(0, requested.find(','));
+      requested.remove_prefix(std::min(requested.size(), item.size() + 1));
+      const std::string_view name = http_trim(item);
       if (name.empty() || !std::all_of(name.begin(), name.end(), http_token_char)) continue;
       if (same_ascii(name, "authorization") || same_ascii(name, "content-type")) continue;
       headers += str_cat(", ", name);

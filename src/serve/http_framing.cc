@@ -20,12 +20,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::string quote(std::string_view s) {
   std::string out;
   for (char c : s.substr(0, kQuoted)) out += std::isprint(uint8_t(c)) ? c : '?';
@@ -37,6 +31,12 @@ bool all_digits(std::string_view s) {
 }
 
 }  // namespace
+
+std::string_view http_trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 bool http_token_char(char c) {
   return std::isalnum(uint8_t(c)) ||
@@ -145,11 +145,11 @@ bool RequestFramer::field(std::string_view line) {
     return refuse(400, str_cat("malformed header field ", quote(line),
                                " (expected 'Name: value', no space before the colon)"));
   const std::string name = lower(line.substr(0, colon));
-  const std::string_view value = trim(line.substr(colon + 1));
+  const std::string_view value = http_trim(line.substr(colon + 1));
   if (name == "content-length") {
     std::string_view rest = value;  // a list of equal values is allowed (RFC 9110 8.6)
     while (true) {
-      const std::string_view v = trim(rest.substr(0, rest.find(',')));
+      const std::string_view v = http_trim(rest.substr(0, rest.find(',')));
       if (!all_digits(v) || v.size() > 15)
         return refuse(400, str_cat("Content-Length ", quote(value), " is not a byte count"));
       const size_t n = std::stoull(std::string(v));
@@ -219,7 +219,7 @@ bool RequestFramer::chunked(std::string_view in) {
         return refuse(431, str_cat("more than ", limits_.max_fields, " trailer fields"));
       continue;
     }
-    const std::string_view size = trim(line.substr(0, line.find(';')));
+    const std::string_view size = http_trim(line.substr(0, line.find(';')));
     if (size.empty() || size.size() > 15 ||
         !std::all_of(size.begin(), size.end(), [](char c) { return std::isxdigit(uint8_t(c)); }))
       return refuse(400, str_cat("malformed chunk size ", quote(line)));

@@ -81,5 +81,7 @@ class RequestFramer {
 
 // RFC 9110 token characters (a header field name, a method).
 bool http_token_char(char c);
+// s without the optional white space (spaces, tabs) at either end.
+std::string_view http_trim(std::string_view s);
 
 }  // namespace moex::serve
