@@ -87,9 +87,13 @@ TEST(RequestTools, AssistantCallArgumentsAreParsedForTheTemplate) {
 TEST(RequestTools, RefusalsNameTheField) {
   ToolModel m;
   const std::pair<std::string, std::string> cases[] = {
-      {R"("tool_choice": "required")", "tool_choice"},
-      {R"("tool_choice": {"type": "function", "function": {"name": "f"}})", "tool_choice"},
       {R"("tool_choice": "sometimes")", "tool_choice"},
+      {R"("tool_choice": {"type": "function"})", "tool_choice.function"},
+      {R"("tool_choice": {"type": "function", "function": {"name": 1}})",
+       "tool_choice.function.name"},
+      {R"("tool_choice": {"type": "tool", "function": {"name": "f"}})", "tool_choice.type"},
+      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": 1}}])",
+       "tools[0].function.strict"},
       {R"("tools": {})", "tools"},
       {R"("tools": [{"type": "code"}])", "tools[0].type"},
       {R"("tools": [{"type": "function"}])", "tools[0].function"},
@@ -97,8 +101,6 @@ TEST(RequestTools, RefusalsNameTheField) {
       {R"("tools": [{"type": "function", "function": {"name": 3}}])", "tools[0].function.name"},
       {R"("tools": [{"type": "function", "function": {"name": "f", "parameters": []}}])",
        "tools[0].function.parameters"},
-      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": true}}])",
-       "tools[0].function.strict"},
       {R"("parallel_tool_calls": 1)", "parallel_tool_calls"},
   };
   for (const auto& [extra, param] : cases) {
