@@ -168,3 +168,29 @@ TEST(ChatAnswer, MessageAndStreamDeltas) {
 
 }  // namespace
 }  // namespace moex::serve
+
+namespace moex::serve {
+namespace {
+
+// A call streamed and then abandoned (malformed): its deltas went out, its text is content,
+// the message has no such call, the finish reason is not tool_calls, the next index moves on.
+TEST(ChatAnswer, AnAbandonedCallIsContent) {
+  ChatAnswer a;
+  const std::vector<ojson> d = a.add({{Kind::kToolCallBegin, "f"},
+                                      {Kind::kToolCallArguments, "{\"a\": "},
+                                      {Kind::kToolCallAbandon, "<tool_call>{...{\"a\": "},
+                                      {Kind::kContent, "</tool_call>"},
+                                      {Kind::kToolCallBegin, "g"}});
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_EQ(d[2], ojson({{"content", "<tool_call>{...{\"a\": "}}));
+  EXPECT_EQ(d[4]["tool_calls"][0]["index"], 1);
+  ChatAnswer b;
+  b.add({{Kind::kToolCallBegin, "f"}, {Kind::kToolCallAbandon, "<tool_call>x"}});
+  EXPECT_FALSE(b.has_tool_calls());
+  EXPECT_EQ(b.message()["content"], "<tool_call>x");
+  EXPECT_FALSE(b.message().contains("tool_calls"));
+  EXPECT_EQ(chat_finish_reason(b, "stop"), "stop");
+}
+
+}  // namespace
+}  // namespace moex::serve
