@@ -38,3 +38,10 @@ add_test(NAME serve_structured_test
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_structured
           --engine ${_moex_grammar_engine})
 set_tests_properties(serve_structured_test PROPERTIES LABELS reference TIMEOUT 300)
+# Constrained tool calls (tool_choice required / named, strict tools) with the openai client and
+# jsonschema on Qwen3's template; in a build without xgrammar it checks the 400 that says so.
+add_test(NAME serve_toolchoice_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_toolchoice_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_toolchoice
+          --templates ${MOEX_CHAT_TEMPLATE_CORPUS} --engine ${_moex_grammar_engine})
+set_tests_properties(serve_toolchoice_test PROPERTIES LABELS reference TIMEOUT 300)

@@ -13,12 +13,13 @@
 
 namespace moex::generate {
 
-enum class GrammarKind { kJsonObject, kJsonSchema, kRegex, kChoice, kEbnf };
+enum class GrammarKind { kJsonObject, kJsonSchema, kRegex, kChoice, kEbnf, kStructuralTag };
 
 struct GrammarSpec {
   GrammarKind kind = GrammarKind::kJsonObject;
   std::string text;  // kJsonSchema: the schema's JSON text; kRegex: the pattern; kEbnf: the
-                     // grammar (GBNF-style EBNF, its start rule `root`)
+                     // grammar (GBNF-style EBNF, its start rule `root`); kStructuralTag:
+                     // xgrammar's structural tag JSON (tool_call_grammar.h builds it)
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
 };
 

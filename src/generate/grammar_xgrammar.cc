@@ -142,6 +142,8 @@ std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) c
         return std::make_shared<XgGrammar>(c.CompileRegex(spec.text), vocab());
       case GrammarKind::kEbnf:
         return std::make_shared<XgGrammar>(c.CompileGrammar(spec.text, "root"), vocab());
+      case GrammarKind::kStructuralTag:
+        return std::make_shared<XgGrammar>(c.CompileStructuralTag(spec.text), vocab());
       case GrammarKind::kChoice: {
         if (spec.choices.empty()) fail("no choices");
         std::string ebnf = "root ::= ";

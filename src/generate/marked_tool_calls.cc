@@ -1,9 +1,13 @@
 // The tool-call parser for the formats whose calls sit between a begin and an end marker:
 // text outside is content (the end of it held back while it could start the begin marker),
 // a block is held whole until its end marker, then parsed into calls, or given back as
-// content when it is malformed or never closed.
+// content when it is malformed or never closed. Hermes calls written {"name", "arguments"} in
+// that order are read as they come instead: the call begins once its name is known and its
+// arguments go out in pieces as decoded (hermes_stream.h); one that turns out malformed or
+// never closes is abandoned, its text content.
 #include <utility>
 
+#include "generate/hermes_stream.h"
 #include "generate/marker_text.h"
 #include "generate/tool_calls.h"
 
@@ -32,6 +36,11 @@ class MarkedToolCalls final : public OutputParser {
         content(std::string_view(held_).substr(0, at), out);
         held_.erase(0, at + markers_.begin.size());
         inside_ = true;
+        mode_ = format_ == ToolCallFormat::kHermes ? Mode::kHeader : Mode::kWhole;
+      }
+      if (mode_ != Mode::kWhole) {
+        if (!stream(out)) return;  // the call is still open
+        continue;
       }
       const size_t end = held_.find(markers_.end);
       if (end == std::string::npos) return;  // the block is held until it closes
@@ -44,9 +53,13 @@ class MarkedToolCalls final : public OutputParser {
 
   void flush(OutputEvents& out) override {
     if (stopped_) return;
-    // A block never closed (max_tokens, the end of the context) stays text, markers included.
-    content(inside_ ? markers_.begin + held_ : held_, out);
-    held_.clear();
+    if (inside_ && (mode_ == Mode::kArguments || mode_ == Mode::kTail)) {
+      abandon(held_.size(), out);  // begun, never closed (max_tokens, the context's end)
+    } else {
+      // A block never closed stays text, markers included.
+      content(inside_ ? markers_.begin + held_ : held_, out);
+      held_.clear();
+    }
     pending_space_.clear();  // whitespace after the last call is not content
   }
 
@@ -54,6 +67,9 @@ class MarkedToolCalls final : public OutputParser {
   const char* name() const override { return tool_call_format_name(format_); }
 
  private:
+  // How the open block is read: kWhole held to its end marker; the others streamed.
+  enum class Mode { kWhole, kHeader, kArguments, kTail };
+
   // After a call, whitespace is held: dropped between and after calls, content before text.
   void content(std::string_view text, OutputEvents& out) {
     if (calls_ > 0 && all_space(text)) {
@@ -75,13 +91,77 @@ class MarkedToolCalls final : public OutputParser {
     for (ParsedToolCall& c : calls) {
       out.push_back({Kind::kToolCallBegin, std::move(c.name)});
       out.push_back({Kind::kToolCallArguments, std::move(c.arguments)});
-      out.push_back({Kind::kToolCallEnd, {}});
-      ++calls_;
-      if (!options_.parallel) {  // one call asked for: the output ends with it
-        stopped_ = true;
-        return;
+      end_call(out);
+      if (stopped_) return;
+    }
+  }
+
+  void end_call(OutputEvents& out) {
+    out.push_back({Kind::kToolCallEnd, {}});
+    ++calls_;
+    if (!options_.parallel) stopped_ = true;  // one call asked for: the output ends with it
+  }
+
+  // Reads the open Hermes block in held_ on from pos_; true once the block is over (closed,
+  // abandoned, or left to kWhole), with held_ then starting after what it used.
+  bool stream(OutputEvents& out) {
+    if (mode_ == Mode::kHeader) {
+      std::string name;
+      switch (scan_hermes_header(held_, name, args_at_)) {
+        case Scan::kNeedMore: return false;
+        case Scan::kFail: mode_ = Mode::kWhole; return true;
+        case Scan::kDone: break;
+      }
+      pending_space_.clear();
+      out.push_back({Kind::kToolCallBegin, std::move(name)});
+      mode_ = Mode::kArguments;
+      pos_ = sent_ = args_at_;
+      object_ = JsonObjectEnd();
+    }
+    if (mode_ == Mode::kArguments) {
+      for (; pos_ < held_.size(); ++pos_) {
+        const Scan s = object_.feed(held_[pos_]);
+        if (s == Scan::kFail) {  // what was read before it went out, as in any split
+          send_arguments(out);
+          return abandon(pos_, out);
+        }
+        if (s != Scan::kDone) continue;
+        ++pos_;
+        send_arguments(out);
+        const std::string_view args = std::string_view(held_).substr(args_at_, pos_ - args_at_);
+        if (!nlohmann::json::accept(args.begin(), args.end())) return abandon(pos_, out);
+        mode_ = Mode::kTail;
+        break;
+      }
+      if (mode_ == Mode::kArguments) {
+        send_arguments(out);
+        return false;
       }
     }
+    size_t after = 0;
+    switch (scan_hermes_tail(std::string_view(held_).substr(pos_), markers_.end, after)) {
+      case Scan::kNeedMore: return false;
+      case Scan::kFail: return abandon(pos_, out);
+      case Scan::kDone: break;
+    }
+    held_.erase(0, pos_ + after);
+    inside_ = false;
+    end_call(out);
+    return true;
+  }
+
+  void send_arguments(OutputEvents& out) {
+    append_text(out, Kind::kToolCallArguments, std::string_view(held_).substr(sent_, pos_ - sent_));
+    sent_ = pos_;
+  }
+
+  // The open call is malformed: its text up to `upto` (with the begin marker) becomes content;
+  // what follows is read again as text.
+  bool abandon(size_t upto, OutputEvents& out) {
+    out.push_back({Kind::kToolCallAbandon, markers_.begin + held_.substr(0, upto)});
+    held_.erase(0, upto);
+    inside_ = false;
+    return true;
   }
 
   ToolCallFormat format_;
@@ -92,6 +172,9 @@ class MarkedToolCalls final : public OutputParser {
   bool inside_ = false;
   bool stopped_ = false;
   int calls_ = 0;
+  Mode mode_ = Mode::kWhole;
+  size_t args_at_ = 0, pos_ = 0, sent_ = 0;  // streaming: the arguments' start, scan, sent
+  JsonObjectEnd object_;
 };
 
 }  // namespace

@@ -16,7 +16,8 @@ void append_text(OutputEvents& out, OutputEvent::Kind kind, std::string_view tex
 std::string content_of(const OutputEvents& events) {
   std::string s;
   for (const OutputEvent& e : events)
-    if (e.kind == OutputEvent::Kind::kContent) s += e.text;
+    if (e.kind == OutputEvent::Kind::kContent || e.kind == OutputEvent::Kind::kToolCallAbandon)
+      s += e.text;
   return s;
 }
 

@@ -12,9 +12,18 @@ namespace moex::generate {
 
 // One piece of parsed output. A tool call is kToolCallBegin (text: the function's name), then
 // kToolCallArguments pieces (their concatenation is the arguments' JSON text), then
-// kToolCallEnd; calls do not nest or interleave.
+// kToolCallEnd; calls do not nest or interleave. A call whose arguments are streamed while it
+// is open may turn out malformed (or never close): it then ends with kToolCallAbandon instead,
+// whose text (the call's text as written) is content.
 struct OutputEvent {
-  enum class Kind { kContent, kReasoning, kToolCallBegin, kToolCallArguments, kToolCallEnd };
+  enum class Kind {
+    kContent,
+    kReasoning,
+    kToolCallBegin,
+    kToolCallArguments,
+    kToolCallEnd,
+    kToolCallAbandon
+  };
   Kind kind = Kind::kContent;
   std::string text;
   bool operator==(const OutputEvent&) const = default;
@@ -23,7 +32,7 @@ using OutputEvents = std::vector<OutputEvent>;
 
 // Appends text of `kind`, merged into the last event when it has the same kind ("" is dropped).
 void append_text(OutputEvents& out, OutputEvent::Kind kind, std::string_view text);
-// The content text of `events`, joined.
+// The content text of `events` (abandoned calls' text included), joined.
 std::string content_of(const OutputEvents& events);
 
 class OutputParser {

@@ -48,8 +48,8 @@ TEST(ToolCalls, HermesTextThenTwoCalls) {
       "\"arguments\": {\"city\": \"Z\\u00fcrich\"}}\n</tool_call>\n";
   EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), out),
             cat({{content("Let me check.\n")},
-                 call("get_weather", R"({"city":"Paris","days":2})"),
-                 call("get_weather", "{\"city\":\"Z\xC3\xBCrich\"}")}));
+                 call("get_weather", R"({"city": "Paris", "days": 2})"),
+                 call("get_weather", R"({"city": "Z\u00fcrich"})")}));
 }
 
 TEST(ToolCalls, HermesArgumentsAsAStringAndTextAfterACall) {
@@ -61,7 +61,6 @@ TEST(ToolCalls, HermesArgumentsAsAStringAndTextAfterACall) {
 
 TEST(ToolCalls, MalformedOrUnclosedCallsStayContent) {
   for (const std::string out : {
-           std::string("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": </tool_call> ok"),
            std::string("<tool_call>not json</tool_call>"),
            std::string("<tool_call>[1, 2]</tool_call>"),
            std::string("Sure <tool_call>{\"name\": \"f\", \"argu"),  // max_tokens came first
@@ -69,6 +68,48 @@ TEST(ToolCalls, MalformedOrUnclosedCallsStayContent) {
        })
     EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), out), OutputEvents{content(out)})
         << out;
+}
+
+// Hermes arguments go out as they are decoded, the call beginning once its name is known.
+TEST(ToolCalls, HermesArgumentsStreamWhileTheCallIsOpen) {
+  OutputParserChain c = tools_chain(ToolCallFormat::kHermes)();
+  EXPECT_EQ(c.push("Hi <tool_call>\n{\"name\": \"get_"), OutputEvents{content("Hi ")});
+  EXPECT_EQ(c.push("weather\", \"arguments\": {\"city\": \"Pa"),
+            (OutputEvents{{Kind::kToolCallBegin, "get_weather"},
+                          {Kind::kToolCallArguments, "{\"city\": \"Pa"}}));
+  EXPECT_EQ(c.push("ris\"}"), (OutputEvents{{Kind::kToolCallArguments, "ris\"}"}}));
+  EXPECT_EQ(c.push("}\n</tool"), OutputEvents{});
+  EXPECT_EQ(c.push("_call>"), (OutputEvents{{Kind::kToolCallEnd, ""}}));
+  EXPECT_EQ(c.flush(), OutputEvents{});
+}
+
+// A streamed call that turns out malformed is abandoned: its text is content (the rest read
+// again as text); one never closed is abandoned at the end.
+TEST(ToolCalls, HermesStreamedCallsThatGoWrongAreAbandoned) {
+  const std::string head = "<tool_call>{\"name\": \"f\", \"arguments\": ";
+  EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), head + "{\"a\": </tool_call> ok"),
+            (OutputEvents{{Kind::kToolCallBegin, "f"},
+                          {Kind::kToolCallArguments, "{\"a\": "},
+                          {Kind::kToolCallAbandon, head + "{\"a\": "},
+                          content("</tool_call> ok")}));
+  EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), head + "{\"a\": 1}} x"),
+            (OutputEvents{{Kind::kToolCallBegin, "f"},
+                          {Kind::kToolCallArguments, "{\"a\": 1}"},
+                          {Kind::kToolCallAbandon, head + "{\"a\": 1}"},
+                          content("} x")}));
+  EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), head + "{\"a\": [1,"),
+            (OutputEvents{{Kind::kToolCallBegin, "f"},
+                          {Kind::kToolCallArguments, "{\"a\": [1,"},
+                          {Kind::kToolCallAbandon, head + "{\"a\": [1,"}}));
+  EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes), head + "{\"a\": 1,}}</tool_call>"),
+            (OutputEvents{{Kind::kToolCallBegin, "f"},
+                          {Kind::kToolCallArguments, "{\"a\": 1,}"},
+                          {Kind::kToolCallAbandon, head + "{\"a\": 1,}"},
+                          content("}</tool_call>")}));
+  // Other shapes are held to the end marker and parsed whole, as before.
+  EXPECT_EQ(parse_all_splits(tools_chain(ToolCallFormat::kHermes),
+                             "<tool_call>{\"arguments\": {\"b\": 2}, \"name\": \"g\"}</tool_call>"),
+            call("g", R"({"b":2})"));
 }
 
 TEST(ToolCalls, OneCallWhenNotParallel) {

@@ -29,7 +29,7 @@ std::vector<ojson> ChatAnswer::add(const generate::OutputEvents& events) {
         deltas.push_back({{"reasoning_content", e.text}});
         break;
       case Kind::kToolCallBegin:
-        calls_.push_back({new_tool_call_id(), e.text, ""});
+        calls_.push_back({new_tool_call_id(), e.text, "", false});
         deltas.push_back({{"tool_calls", ojson::array({{{"index", index + 1},
                                                          {"id", calls_.back().id},
                                                          {"type", "function"},
@@ -44,6 +44,11 @@ std::vector<ojson> ChatAnswer::add(const generate::OutputEvents& events) {
         break;
       case Kind::kToolCallEnd:
         break;
+      case Kind::kToolCallAbandon:  // the open call was malformed: its text is content
+        if (index >= 0) calls_.back().abandoned = true;
+        content_ += e.text;
+        deltas.push_back({{"content", e.text}});
+        break;
     }
   }
   return deltas;
@@ -51,18 +56,25 @@ std::vector<ojson> ChatAnswer::add(const generate::OutputEvents& events) {
 
 ojson ChatAnswer::message() const {
   ojson m = {{"role", "assistant"}};
-  m["content"] = content_.empty() && !calls_.empty() ? ojson(nullptr) : ojson(content_);
+  m["content"] = content_.empty() && has_tool_calls() ? ojson(nullptr) : ojson(content_);
   if (!reasoning_.empty()) m["reasoning_content"] = reasoning_;
-  if (!calls_.empty()) {
+  if (has_tool_calls()) {
     ojson calls = ojson::array();
     for (const ToolCallOut& c : calls_)
-      calls.push_back({{"id", c.id},
+      if (!c.abandoned)
+        calls.push_back({{"id", c.id},
                        {"type", "function"},
                        {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
     m["tool_calls"] = std::move(calls);
   }
   m["refusal"] = nullptr;
   return m;
+}
+
+bool ChatAnswer::has_tool_calls() const {
+  for (const ToolCallOut& c : calls_)
+    if (!c.abandoned) return true;
+  return false;
 }
 
 std::string chat_finish_reason(const ChatAnswer& a, const std::string& reason) {

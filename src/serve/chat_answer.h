@@ -15,6 +15,9 @@ struct ToolCallOut {
   std::string id;  // "call_" and 24 random hex digits
   std::string name;
   std::string arguments;  // JSON text
+  // Malformed once streamed (kToolCallAbandon): its text became content; left out of the
+  // message, its index not reused in the stream.
+  bool abandoned = false;
 };
 
 class ChatAnswer {
@@ -22,13 +25,14 @@ class ChatAnswer {
   // Takes the events and returns the stream's deltas for them, in order: {"content"},
   // {"reasoning_content"}, and for a call {"tool_calls": [{"index", "id", "type", "function":
   // {"name", "arguments": ""}}]} then {"tool_calls": [{"index", "function": {"arguments"}}]}
-  // per piece (the index stable, counted from 0 over the answer's calls).
+  // per piece (the index stable, counted from 0 over the answer's calls); an abandoned call's
+  // text as {"content"}.
   std::vector<nlohmann::ordered_json> add(const generate::OutputEvents& events);
 
   // The message of a chat.completion: role, content (null when only calls were made),
   // reasoning_content (when any), tool_calls (when any), refusal.
   nlohmann::ordered_json message() const;
-  bool has_tool_calls() const { return !calls_.empty(); }
+  bool has_tool_calls() const;  // calls not abandoned
   const std::string& content() const { return content_; }
   const std::string& reasoning() const { return reasoning_; }
   const std::vector<ToolCallOut>& tool_calls() const { return calls_; }

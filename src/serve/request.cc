@@ -436,6 +436,14 @@ void Parser::finish() {
     }
     g.prompt = served.chat->encode(text);
     out.chat_output = chat_output_options(tools, *served.chat, text, served.reasoning_split);
+    // tool_choice required / named, strict tools: a grammar over the answer's calls.
+    if (std::optional<GrammarField> g =
+            tool_call_grammar(tools, *served.chat, text, served.tokenizer)) {
+      if (grammar)
+        bad_request(g->field, str_cat("'", g->field, "' and '", grammar->field,
+                                      "' both constrain the output; send one"));
+      grammar = std::move(g);
+    }
     if (top_logprobs && !logprobs)
       bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   } else if (!prompt_given) {

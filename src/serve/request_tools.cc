@@ -2,6 +2,8 @@
 #include "serve/request_tools.h"
 
 #include "core/error.h"
+#include "generate/reasoning.h"
+#include "generate/tool_call_grammar.h"
 #include "serve/api_error.h"
 #include "serve/chat_prompt.h"
 
@@ -9,14 +11,6 @@ namespace moex::serve {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// The answer of tool_choice "required", a named function or strict: true until constrained
-// decoding lands (docs/serve.md).
-[[noreturn]] void needs_constraints(const std::string& field, const std::string& what) {
-  bad_request(field, str_cat("'", field, "' is not supported by this server: ", what,
-                             " needs constrained decoding, which moex serve does not have yet "
-                             "(use \"auto\" or \"none\")"));
-}
 
 const ojson& member(const ojson& obj, const char* key, const std::string& name) {
   const auto it = obj.find(key);
@@ -55,7 +49,7 @@ void parse_tools(ToolFields& f, const std::string& key, const ojson& v) {
     if (const auto s = fn.find("strict"); s != fn.end() && !s->is_null()) {
       if (!s->is_boolean())
         bad_request(t + ".function.strict", str_cat("'", t, ".function.strict' must be a boolean"));
-      if (s->get<bool>()) needs_constraints(t + ".function.strict", "strict: true");
+      f.any_strict = f.any_strict || s->get<bool>();
     }
   }
   f.tools = v;
@@ -66,16 +60,30 @@ void parse_tool_choice(ToolFields& f, const std::string& key, const ojson& v) {
   if (v.is_string()) {
     if (v == "none") {
       f.choice_none = true;
+      f.choice = ToolChoice::kNone;
       return;
     }
     if (v == "auto") return;
-    if (v == "required") needs_constraints(key, "\"required\"");
+    if (v == "required") {
+      f.choice = ToolChoice::kRequired;
+      return;
+    }
     bad_request(key, str_cat("'", key, "' must be \"none\", \"auto\", \"required\" or a "
                              "function ({\"type\": \"function\", \"function\": {\"name\"}})"));
   }
   if (!v.is_object())
     bad_request(key, str_cat("'", key, "' must be a string or a named function object"));
-  needs_constraints(key, "a named function");
+  const ojson& type = member(v, "type", key + ".type");
+  if (type != "function") bad_request(key + ".type", str_cat("'", key, ".type' must be \"function\""));
+  const ojson& fn = member(v, "function", key + ".function");
+  must_be_object(fn, key + ".function");
+  const ojson& name = member(fn, "name", key + ".function.name");
+  must_be_string(name, key + ".function.name");
+  for (const auto& [k, x] : v.items())
+    if (k != "type" && k != "function")
+      bad_request(key + "." + k, str_cat("'", key, ".", k, "' is not a field of a tool_choice"));
+  f.choice = ToolChoice::kNamed;
+  f.named = name.get<std::string>();
 }
 
 void parse_parallel_tool_calls(ToolFields& f, const std::string& key, const ojson& v) {
@@ -140,6 +148,93 @@ generate::ChatOutputOptions chat_output_options(const ToolFields& f, const ChatP
   o.thinking_open = o.reasoning == generate::ReasoningFormat::kThink &&
                     generate::prompt_opens_thinking(prompt);
   return o;
+}
+
+namespace {
+
+// The arguments' schema of tool `fn` (its parameters; none: an object without properties).
+std::string parameters_text(const ojson& fn, const std::string& field) {
+  const auto p = fn.find("parameters");
+  if (p == fn.end() || p->is_null()) return R"({"type": "object", "properties": {}})";
+  std::string text = p->dump();
+  if (text.size() > kMaxSchemaBytes)
+    bad_request(field, str_cat("'", field, "' is ", text.size(), " bytes of JSON; at most ",
+                               kMaxSchemaBytes, " are constrained"));
+  check_schema(nlohmann::json::parse(text), field);
+  return text;
+}
+
+// All schemas of one grammar together: each is bounded, and so is their sum.
+constexpr size_t kMaxToolSchemaBytes = 2 * kMaxSchemaBytes;
+
+}  // namespace
+
+std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPrompt& chat,
+                                              const std::string& prompt, const Tokenizer* tok) {
+  const bool required = f.choice == ToolChoice::kRequired || f.choice == ToolChoice::kNamed;
+  if (f.choice == ToolChoice::kNone || (!required && !f.any_strict)) return std::nullopt;
+  if (required && !f.tools_given)
+    bad_request("tool_choice", str_cat("'tool_choice' ", f.choice == ToolChoice::kNamed
+                                                             ? "naming a function"
+                                                             : "\"required\"",
+                                       " needs 'tools'"));
+  // The field a refusal names: tool_choice, or the first strict tool under auto.
+  std::string field = "tool_choice";
+  if (!required)
+    for (size_t i = 0; i < f.tools.size(); ++i)
+      if (f.tools[i]["function"].value("strict", false)) {
+        field = str_cat("tools[", i, "].function.strict");
+        break;
+      }
+  const generate::ToolCallFormat format = chat.tool_call_format();
+  if (!generate::tool_call_grammar_supported(format))
+    bad_request(field, str_cat("'", field, "' is not supported for this model: its chat template (",
+                               chat.origin(), ") writes tool calls in the '",
+                               generate::tool_call_format_name(format),
+                               "' format, and moex constrains calls in the 'hermes' format only"));
+  for (const std::string& marker : generate::tool_call_special_markers(format)) {
+    const std::optional<int32_t> id = tok ? tok->token_to_id(marker) : std::nullopt;
+    if (id && tok->is_special(*id))
+      bad_request(field, str_cat("'", field, "' is not supported for this model: its tool-call "
+                                 "marker ", marker, " is a special token, which the grammar "
+                                 "cannot write"));
+  }
+
+  generate::ToolCallGrammarOptions o;
+  o.format = format;
+  o.required = required;
+  o.parallel = f.parallel && f.choice != ToolChoice::kNamed;
+  size_t bytes = 0;
+  for (size_t i = 0; i < f.tools.size(); ++i) {
+    const ojson& fn = f.tools[i]["function"];
+    const std::string name = fn["name"].get<std::string>();
+    if (f.choice == ToolChoice::kNamed && name != f.named) continue;
+    const bool constrained = required || fn.value("strict", false);
+    generate::GrammarTool t{name, constrained ? parameters_text(fn, str_cat("tools[", i,
+                                                                            "].function.parameters"))
+                                              : ""};
+    if ((bytes += t.parameters.size()) > kMaxToolSchemaBytes)
+      bad_request("tools", str_cat("'tools' hold more than ", kMaxToolSchemaBytes,
+                                   " bytes of parameter schemas to constrain"));
+    o.tools.push_back(std::move(t));
+  }
+  if (o.tools.empty())
+    bad_request("tool_choice.function.name",
+                str_cat("'tool_choice.function.name' names '", f.named,
+                        "', which is not among the request's tools"));
+  if (chat.reasoning_format() == generate::ReasoningFormat::kThink) {
+    std::string_view p = prompt;
+    while (!p.empty() && (p.back() == '\n' || p.back() == ' ')) p.remove_suffix(1);
+    o.thinking = generate::prompt_opens_thinking(prompt) ? generate::GrammarThinking::kOpen
+                 : p.ends_with("</think>")               ? generate::GrammarThinking::kNone
+                                                         : generate::GrammarThinking::kOptional;
+  }
+  try {
+    return GrammarField{field, {generate::GrammarKind::kStructuralTag,
+                                generate::tool_call_structural_tag(o), {}}};
+  } catch (const Error& e) {
+    bad_request(field, str_cat("'", field, "' cannot be constrained: ", e.what()));
+  }
 }
 
 }  // namespace moex::serve

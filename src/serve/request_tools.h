@@ -5,19 +5,26 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "generate/chat_output.h"
+#include "serve/structured_output.h"
 
 namespace moex::serve {
 
 class ChatPrompt;
 
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+
 struct ToolFields {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // as given, validated
   bool tools_given = false;
   bool choice_none = false;  // tool_choice "none": tools neither shown to the model nor parsed
-  bool parallel = true;      // parallel_tool_calls
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;       // kNamed: the function's name
+  bool any_strict = false;  // a tool has strict: true
+  bool parallel = true;     // parallel_tool_calls
 };
 
 void parse_tools(ToolFields& f, const std::string& key, const nlohmann::ordered_json& v);
@@ -39,5 +46,14 @@ nlohmann::ordered_json template_tools(const ToolFields& f);
 // shows no call format for (param "tools").
 generate::ChatOutputOptions chat_output_options(const ToolFields& f, const ChatPrompt& chat,
                                                 const std::string& prompt, bool reasoning_split);
+
+// The grammar that constrains the answer's calls (tool_call_grammar.h): for tool_choice
+// "required" or a named function (calls only), or strict tools under "auto" (a call's
+// arguments once it opens); nullopt when none applies. `tok` (may be null): a template's call
+// marker that is a special token in it cannot be written by the grammar. Refuses (ApiError
+// naming tool_choice or the first strict tool) a format moex cannot constrain, a named
+// function that is not among the tools, and schemas past structured_output.h's bounds.
+std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPrompt& chat,
+                                              const std::string& prompt, const Tokenizer* tok);
 
 }  // namespace moex::serve

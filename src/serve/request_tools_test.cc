@@ -87,9 +87,13 @@ TEST(RequestTools, AssistantCallArgumentsAreParsedForTheTemplate) {
 TEST(RequestTools, RefusalsNameTheField) {
   ToolModel m;
   const std::pair<std::string, std::string> cases[] = {
-      {R"("tool_choice": "required")", "tool_choice"},
-      {R"("tool_choice": {"type": "function", "function": {"name": "f"}})", "tool_choice"},
       {R"("tool_choice": "sometimes")", "tool_choice"},
+      {R"("tool_choice": {"type": "function"})", "tool_choice.function"},
+      {R"("tool_choice": {"type": "function", "function": {"name": 1}})",
+       "tool_choice.function.name"},
+      {R"("tool_choice": {"type": "tool", "function": {"name": "f"}})", "tool_choice.type"},
+      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": 1}}])",
+       "tools[0].function.strict"},
       {R"("tools": {})", "tools"},
       {R"("tools": [{"type": "code"}])", "tools[0].type"},
       {R"("tools": [{"type": "function"}])", "tools[0].function"},
@@ -97,8 +101,6 @@ TEST(RequestTools, RefusalsNameTheField) {
       {R"("tools": [{"type": "function", "function": {"name": 3}}])", "tools[0].function.name"},
       {R"("tools": [{"type": "function", "function": {"name": "f", "parameters": []}}])",
        "tools[0].function.parameters"},
-      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": true}}])",
-       "tools[0].function.strict"},
       {R"("parallel_tool_calls": 1)", "parallel_tool_calls"},
   };
   for (const auto& [extra, param] : cases) {
@@ -162,6 +164,32 @@ TEST(ChatAnswer, MessageAndStreamDeltas) {
   text.add({{Kind::kContent, "hi"}});
   EXPECT_EQ(text.message(), ojson({{"role", "assistant"}, {"content", "hi"}, {"refusal", nullptr}}));
   EXPECT_EQ(chat_finish_reason(text, "stop"), "stop");
+}
+
+}  // namespace
+}  // namespace moex::serve
+
+namespace moex::serve {
+namespace {
+
+// A call streamed and then abandoned (malformed): its deltas went out, its text is content,
+// the message has no such call, the finish reason is not tool_calls, the next index moves on.
+TEST(ChatAnswer, AnAbandonedCallIsContent) {
+  ChatAnswer a;
+  const std::vector<ojson> d = a.add({{Kind::kToolCallBegin, "f"},
+                                      {Kind::kToolCallArguments, "{\"a\": "},
+                                      {Kind::kToolCallAbandon, "<tool_call>{...{\"a\": "},
+                                      {Kind::kContent, "</tool_call>"},
+                                      {Kind::kToolCallBegin, "g"}});
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_EQ(d[2], ojson({{"content", "<tool_call>{...{\"a\": "}}));
+  EXPECT_EQ(d[4]["tool_calls"][0]["index"], 1);
+  ChatAnswer b;
+  b.add({{Kind::kToolCallBegin, "f"}, {Kind::kToolCallAbandon, "<tool_call>x"}});
+  EXPECT_FALSE(b.has_tool_calls());
+  EXPECT_EQ(b.message()["content"], "<tool_call>x");
+  EXPECT_FALSE(b.message().contains("tool_calls"));
+  EXPECT_EQ(chat_finish_reason(b, "stop"), "stop");
 }
 
 }  // namespace

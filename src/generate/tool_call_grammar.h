@@ -1,0 +1,48 @@
+// Constrained tool calls: the grammar (an xgrammar structural tag, GrammarKind::kStructuralTag)
+// that makes a model write calls in its own chat template's syntax with arguments that follow
+// each function's JSON schema. Used for tool_choice "required" or a named function (the output
+// is calls only) and for strict tools under tool_choice "auto" (free text; once a call opens,
+// its arguments are constrained).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generate/tool_calls.h"
+
+namespace moex::generate {
+
+struct GrammarTool {
+  std::string name;
+  // The arguments' JSON schema (an object's text), or "" for any JSON object (a tool without
+  // strict under tool_choice "auto").
+  std::string parameters;
+};
+
+// Thinking the grammar lets a model write before its calls (formats with <think>).
+enum class GrammarThinking {
+  kNone,      // no think block (the template has none, or the prompt closed it already)
+  kOptional,  // an optional <think>...</think> block first
+  kOpen,      // the prompt ends inside <think>: free text up to </think> first
+};
+
+struct ToolCallGrammarOptions {
+  ToolCallFormat format = ToolCallFormat::kNone;
+  std::vector<GrammarTool> tools;  // at least one
+  // true: the output is calls only, at least one (tool_choice "required" or named); false:
+  // free text, and a call opened anywhere in it must be one of `tools` with valid arguments.
+  bool required = true;
+  bool parallel = true;  // more than one call (parallel_tool_calls); false: exactly one
+  GrammarThinking thinking = GrammarThinking::kNone;
+};
+
+// Whether the format's calls can be constrained: hermes (plain text with JSON arguments).
+// deepseek_v3, kimi_k2, glm45 and harmony write calls with special tokens (which the grammar
+// vocabulary leaves out); qwen3_coder and minimax_m2: see tool_call_grammar.cc.
+bool tool_call_grammar_supported(ToolCallFormat f);
+
+// The structural tag's JSON text for `o`. Throws moex::Error for an unsupported format or no
+// tools. The schemas are not bounded here: check them first (serve/structured_output.h).
+std::string tool_call_structural_tag(const ToolCallGrammarOptions& o);
+
+}  // namespace moex::generate

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Constrained tool calls through `moex serve` with the official `openai` client, on a tiny
+random-weight checkpoint with Qwen3's chat template from llama.cpp's corpus (Hermes calls).
+A random model writes gibberish, never a call (checked), so the grammar does all the work:
+every answer to tool_choice "required", a named function, and a strict tool (auto) ends with
+finish_reason "tool_calls", names a tool it may name, and its arguments validate with
+`jsonschema` against the tool's parameters; a stream's argument deltas (in pieces, index
+stable, id and name in the first) join into the arguments of the same request answered whole.
+With --engine OFF (a build without xgrammar) it checks the 400 that says so instead.
+
+usage: serve_toolchoice_test.py --moex BIN --work DIR --templates CORPUS_DIR [--engine ON|OFF]
+"""
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import openai
+from tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import serve_openai_test as base  # noqa: E402
+from serve_openai_test import Server, check, run  # noqa: E402
+
+SEEDS = range(6)
+WEATHER = {"type": "object",
+           "properties": {"city": {"type": "string", "enum": ["Paris", "Zürich", "Oslo"]},
+                          "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                          "unit": {"enum": ["c", "f"]}},
+           "required": ["city"]}
+TIME = {"type": "object",
+        "properties": {"utc": {"type": "boolean"}, "zone": {"type": "string", "maxLength": 6}},
+        "required": ["utc"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "get_time", "parameters": TIME}}]
+SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
+USER = [{"role": "user", "content": "Weather in Paris, and the time?"}]
+# Qwen3's template with thinking off: the prompt holds an empty think block, so the answer
+# starts with the calls.
+NO_THINK = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+# Where the grammar allows the end of the turn (after a complete call), a random model would
+# as likely write another call, and another: a bias on <|im_end|> ends most answers there
+# (inside a call the grammar masks it anyway).
+END_BIAS = {}
+
+
+def chat(client, seed, **kw):
+    extra = dict(NO_THINK, **kw.pop("extra_body", {}))
+    kw.setdefault("logit_bias", END_BIAS)
+    return client.chat.completions.create(model="m", messages=USER, max_tokens=300,
+                                          temperature=1.0, seed=seed, extra_body=extra, **kw)
+
+
+def stream(client, seed, **kw):
+    """(calls by index, finish_reason, argument deltas per index, content) of a stream."""
+    calls, pieces, finish, content = {}, {}, None, ""
+    extra = dict(NO_THINK, **kw.pop("extra_body", {}))
+    kw.setdefault("logit_bias", END_BIAS)
+    global delta_problems
+    for ch in client.chat.completions.create(model="m", messages=USER, max_tokens=300,
+                                             temperature=1.0, seed=seed, stream=True,
+                                             extra_body=extra, **kw):
+        if not ch.choices:
+            continue
+        d = ch.choices[0].delta
+        content += d.content or ""
+        for tc in d.tool_calls or []:
+            first = tc.index not in calls
+            slot = calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+            if first != bool(tc.id) or first != bool(tc.function and tc.function.name):
+                delta_problems.append(str(tc))
+            slot["name"] += (tc.function.name or "") if tc.function else ""
+            if tc.function and tc.function.arguments:
+                slot["arguments"] += tc.function.arguments
+                pieces[tc.index] = pieces.get(tc.index, 0) + 1
+        finish = ch.choices[0].finish_reason or finish
+    return calls, finish, pieces, content
+
+
+delta_problems = []
+
+
+def problems(choice, names, one=False):
+    """What is wrong with an answer that must be calls to `names` (empty when nothing)."""
+    m = choice.message
+    out = []
+    if choice.finish_reason != "tool_calls":
+        out.append(f"finish_reason {choice.finish_reason}")
+    if m.content:
+        out.append(f"content {m.content[:80]!r}")
+    calls = m.tool_calls or []
+    if not calls or (one and len(calls) != 1):
+        out.append(f"{len(calls)} calls")
+    for c in calls:
+        if c.function.name not in names:
+            out.append(f"name {c.function.name}")
+            continue
+        try:
+            jsonschema.validate(json.loads(c.function.arguments), SCHEMAS[c.function.name])
+        except (ValueError, jsonschema.ValidationError) as e:
+            out.append(f"arguments {c.function.arguments!r}: {str(e).splitlines()[0]}")
+    return out
+
+
+def suite(srv, tok):
+    client = srv.client()
+    plain = [chat(client, s, tools=TOOLS).choices[0] for s in SEEDS]
+    check(all(not c.message.tool_calls and c.finish_reason != "tool_calls" for c in plain),
+          "unconstrained (auto), the random model writes no call: the grammar is what makes "
+          "the calls below")
+    cases = [
+        ("tool_choice required", {"tool_choice": "required"}, {"get_weather", "get_time"}, False),
+        ("required, parallel_tool_calls false",
+         {"tool_choice": "required", "parallel_tool_calls": False}, {"get_weather", "get_time"},
+         True),
+        ("a named function", {"tool_choice": {"type": "function",
+                                              "function": {"name": "get_time"}}},
+         {"get_time"}, True),
+    ]
+    for what, kw, names, one in cases:
+        t0, bad, ncalls = time.time(), [], []
+        for s in SEEDS:
+            c = chat(client, s, tools=TOOLS, **kw).choices[0]
+            ncalls.append(len(c.message.tool_calls or []))
+            if problems(c, names, one):
+                bad.append((s, problems(c, names, one)))
+        check(not bad, f"{what}: {len(SEEDS)} answers are calls to {sorted(names)} whose arguments "
+              f"validate, finish_reason tool_calls (calls per answer {ncalls}, "
+              f"{time.time() - t0:.1f} s){' ' + repr(bad) if bad else ''}")
+
+    # strict: true under auto: the text is free; a call, once opened, has valid arguments. A
+    # random model opens one by chance only (its pieces get a bias here), and in these seeds
+    # it never completed "<tool_call>" (the tokenizer spells it in several pieces): what is
+    # checked end to end is that the request is taken and any call that appears validates;
+    # the constraint itself is ToolCallGrammar.AutoLeavesTextFreeAndConstrainsAnOpenedCall.
+    bias = {str(i): 6 for i in tok.encode("<tool_call>", add_special_tokens=False).ids}
+    strict = [{"type": "function", "function": dict(t["function"], strict=True)} for t in TOOLS]
+    t0, bad, opened = time.time(), [], 0
+    for s in SEEDS:
+        c = chat(client, s, tools=strict, parallel_tool_calls=False, logit_bias=bias).choices[0]
+        if c.message.tool_calls:
+            opened += 1
+            p = [x for x in problems(c, set(SCHEMAS), one=True) if not x.startswith("content")]
+            if p:
+                bad.append((s, p))
+    check(not bad, f"strict tools (auto): taken; {opened} of {len(SEEDS)} answers opened a call, "
+          f"each valid ({time.time() - t0:.1f} s){' ' + repr(bad) if bad else ''}")
+
+    # Streamed: the same request, the same seed: the same calls; arguments come in pieces.
+    for what, kw in [("required", {"tool_choice": "required"}),
+                     ("named", {"tool_choice": {"type": "function",
+                                                "function": {"name": "get_weather"}}})]:
+        for s in SEEDS[:3]:
+            whole = chat(client, s, tools=TOOLS, **kw).choices[0]
+            calls, finish, pieces, content = stream(client, s, tools=TOOLS, **kw)
+            want = [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
+            got = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+            check(got == want and finish == whole.finish_reason == "tool_calls"
+                  and sorted(calls) == list(range(len(calls))) and not content
+                  and all(pieces.get(i, 0) > 1 for i in calls),
+                  f"streamed {what} (seed {s}): indexes {sorted(calls)}, argument deltas "
+                  f"{[pieces.get(i, 0) for i in sorted(calls)]} join into the whole answer's "
+                  f"arguments{'' if got == want else f' ({got} != {want})'}")
+
+    check(not delta_problems, f"streams: a call's id and name in its first delta only "
+          f"{delta_problems[:3]}")
+
+    # 400s naming the field.
+    for kw, param in [
+        ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+         "tool_choice.function.name"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}},
+         "tool_choice"),
+    ]:
+        try:
+            chat(client, 0, **kw)
+            check(False, f"{param}: refused")
+        except openai.BadRequestError as e:
+            check(e.body.get("param") == param, f"400 naming {param} ({e.body.get('message')})")
+
+
+def no_engine(srv):
+    try:
+        chat(srv.client(), 0, tools=TOOLS, tool_choice="required")
+        check(False, "without a grammar engine tool_choice required is refused")
+    except openai.BadRequestError as e:
+        msg = (e.body or {}).get("message", "")
+        check(e.body.get("param") == "tool_choice" and "no grammar engine" in msg,
+              f"without a grammar engine: 400 naming tool_choice ({msg})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--moex", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--templates", required=True)
+    ap.add_argument("--engine", default="ON")
+    a = ap.parse_args()
+    work = Path(a.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    d = work / "model"
+    run([a.moex, "make-model", "--preset", base.PRESET, "--out", d, "-q"])
+    (d / "chat_template.jinja").write_text((Path(a.templates) / "Qwen-Qwen3-0.6B.jinja").read_text())
+    tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+    eos = [tok.token_to_id("<|im_end|>"), tok.token_to_id("<|endoftext|>")]
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
+    END_BIAS[str(eos[0])] = 5
+    t0 = time.time()
+    srv = Server(a.moex, d, work, "server", "--parallel", "2")
+    try:
+        if a.engine == "ON":
+            suite(srv, tok)
+        else:
+            no_engine(srv)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
+    print(f"serve toolchoice test: {time.time() - t0:.1f} s")
+    base.finish("serve toolchoice test")
+
+
+if __name__ == "__main__":
+    main()
