@@ -178,6 +178,38 @@ else
   echo "skip moex serve flags: this moex was built without cpp-httplib (no serve command)"
 fi
 
+echo "== moex perplexity"
+printf 'the cat sat on the mat and the dog sat on the log. %.0s' $(seq 60) > "$work/text.txt"
+pp=("$m" perplexity -m "$work/good")
+row "perplexity without -f" 2 "-f FILE" "${pp[@]}"
+row "perplexity -f missing" 2 "text file.*nope.txt" "${pp[@]}" -f "$work/nope.txt"
+row "perplexity -f a directory" 2 "text file" "${pp[@]}" -f "$work"
+row "perplexity --ctx 2" 2 "--ctx" "${pp[@]}" -f "$work/text.txt" --ctx 2
+row "perplexity --ctx abc" 2 "--ctx" "${pp[@]}" -f "$work/text.txt" --ctx abc
+row "perplexity text shorter than a window" 2 "fewer than one window" "${pp[@]}" \
+  -f "$work/text.txt" --ctx 100000
+row "perplexity --chunks 0" 2 "--chunks" "${pp[@]}" -f "$work/text.txt" --chunks 0
+row "perplexity --fused maybe" 2 "--fused maybe" "${pp[@]}" -f "$work/text.txt" --fused maybe
+row "perplexity -o xml" 2 "-o xml" "${pp[@]}" -f "$work/text.txt" -o xml
+row "perplexity --save-logits with --fused both" 2 "--save-logits" "${pp[@]}" \
+  -f "$work/text.txt" --fused both --save-logits "$work/x.logits"
+row "perplexity --save-logits into a missing directory" 2 "logits file.*no/such" "${pp[@]}" \
+  -f "$work/text.txt" --ctx 32 --chunks 1 --save-logits "$work/no/such/x.logits"
+head -c 100 /dev/urandom > "$work/junk.logits"
+row "perplexity --kl-divergence on junk" 2 "junk.logits.*(not a moex logits file|shorter)" \
+  "${pp[@]}" --kl-divergence "$work/junk.logits"
+"$m" perplexity -m "$work/good" -f "$work/text.txt" --ctx 32 --chunks 2 \
+  --save-logits "$work/base.logits" >/dev/null 2>&1
+check "perplexity --save-logits writes the file" '[ -s "$work/base.logits" ]'
+cp "$work/base.logits" "$work/cut.logits" && truncate -s -4 "$work/cut.logits"
+row "perplexity --kl-divergence on a truncated file" 2 "cut.logits.*truncated" \
+  "${pp[@]}" --kl-divergence "$work/cut.logits"
+row "perplexity --kl-divergence with --ctx" 2 "leave out --ctx" "${pp[@]}" \
+  --kl-divergence "$work/base.logits" --ctx 16
+printf 'a different text entirely, with other words in it. %.0s' $(seq 60) > "$work/other.txt"
+row "perplexity --kl-divergence on another text" 2 "does not tokenize to the base run" \
+  "${pp[@]}" --kl-divergence "$work/base.logits" -f "$work/other.txt"
+
 echo "== a quantization section that disagrees with the packed tensors"
 # Read as packed (mlx-lm does the same), and said once, naming a tensor and both values.
 variant bits_8 'j["quantization"]["bits"] = 8; j["quantization_config"]["bits"] = 8'

@@ -179,4 +179,53 @@ void commit_directory(const std::string& tmp, const std::string& path, const std
   sync_path(parent_of(path), what + " parent directory");
 }
 
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)) {
+  remove_stale_temp_siblings(path_);
+  tmp_ = temp_template(path_);
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0)
+    fail(what_, " ", path_, ": cannot create a temporary file in ", parent_of(path_), ": ",
+         std::strerror(errno));
+  ::fchmod(fd_, umasked(0666));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(const void* data, size_t bytes) {
+  if (fd_ < 0) fail(what_, " ", path_, ": write after commit");
+  try {
+    write_all(fd_, std::string_view(static_cast<const char*>(data), bytes));
+  } catch (const std::system_error& e) {
+    fail(what_, " ", path_, ": writing ", tmp_, " failed after ", written_, " bytes: ",
+         std::strerror(e.code().value()));
+  }
+  written_ += bytes;
+}
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) fail(what_, " ", path_, ": committed twice");
+  const char* step = "fsync";
+  int err = ::fsync(fd_) == 0 ? 0 : errno;
+  if (::close(fd_) != 0 && err == 0) {
+    err = errno;
+    step = "close";
+  }
+  fd_ = -1;
+  if (err == 0 && ::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    err = errno;
+    step = "rename into place of";
+  }
+  if (err != 0) {
+    ::unlink(tmp_.c_str());
+    fail(what_, " ", path_, ": ", step, " ", tmp_, " failed: ", std::strerror(err));
+  }
+  sync_path(parent_of(path_), what_ + " directory");
+}
+
 }  // namespace moex

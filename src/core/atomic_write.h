@@ -3,6 +3,8 @@
 // old content (or nothing) under the final name, never a truncated file.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -37,5 +39,27 @@ std::string make_temp_sibling_dir(const std::string& path, const std::string& wh
 // rename when `path` does not exist, an atomic exchange when it does (the old content is
 // removed afterwards). The parent directory is synced last.
 void commit_directory(const std::string& tmp, const std::string& path, const std::string& what);
+
+// A file written in pieces (too large to hold in memory) that readers see complete or not at
+// all: the pieces go to PATH.tmp-<pid>-XXXXXX in the same directory; commit() fsyncs it and
+// renames it over `path`. Destroyed without commit() (an error, an exception unwinding), it
+// removes the temporary and leaves `path` as it was. Failures are moex::Error naming `what`,
+// the path and the system's reason.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter(std::string path, std::string what);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t bytes);
+  void commit();
+  uint64_t bytes_written() const { return written_; }
+
+ private:
+  std::string path_, what_, tmp_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+};
 
 }  // namespace moex

@@ -104,6 +104,70 @@ TEST(AtomicWrite, ErrorsNameTheFile) {
   EXPECT_EQ(entries(d.path()), 1);
 }
 
+TEST(AtomicFileWriter, PiecesAppearOnlyAtCommit) {
+  testing::TempDir d;
+  const std::string p = d.file("logits.bin");
+  write_file_atomic(p, "old", "logits file");
+  {
+    AtomicFileWriter w(p, "logits file");
+    w.write("abc", 3);
+    w.write("defgh", 5);
+    EXPECT_EQ(w.bytes_written(), 8u);
+    EXPECT_EQ(slurp(p), "old");  // readers still see the old file
+    EXPECT_EQ(entries(d.path()), 2);
+    w.commit();
+    EXPECT_THROW(w.write("x", 1), Error);
+  }
+  EXPECT_EQ(slurp(p), "abcdefgh");
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
+TEST(AtomicFileWriter, UncommittedWriterLeavesTheOldFileAndNoTemporary) {
+  testing::TempDir d;
+  const std::string p = d.file("logits.bin");
+  write_file_atomic(p, "old", "logits file");
+  {
+    AtomicFileWriter w(p, "logits file");
+    w.write("partial", 7);
+  }
+  EXPECT_EQ(slurp(p), "old");
+  EXPECT_EQ(entries(d.path()), 1);
+  try {
+    AtomicFileWriter w(d.file("no/such/dir/x.bin"), "logits file");
+    FAIL() << "created a file in a missing directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logits file " + d.file("no/such/dir/x.bin")),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(AtomicFileWriter, FullDiskNamesTheFileAndKeepsTheOldOne) {
+  testing::TempDir d;
+  const std::string p = d.file("logits.bin");
+  write_file_atomic(p, "old", "logits file");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* prev = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string msg;
+  try {
+    AtomicFileWriter w(p, "logits file");
+    const std::string block(3000, 'x');
+    w.write(block.data(), block.size());
+    w.write(block.data(), block.size());
+    w.commit();
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::signal(SIGXFSZ, prev);
+  EXPECT_NE(msg.find("logits file " + p), std::string::npos) << msg;
+  EXPECT_EQ(slurp(p), "old");
+  EXPECT_EQ(entries(d.path()), 1);
+}
+
 TEST(AtomicWrite, TempSiblingDirIsBesideThePathAndStaleOnesAreRemoved) {
   testing::TempDir d;
   const std::string out = d.file("sub/model");

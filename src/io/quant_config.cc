@@ -31,10 +31,13 @@ const ModeRule& mode_rule(const json& v, const std::string& what) {
 
 int checked_field(const json& obj, const char* field, const ModeRule& mode, const std::string& what) {
   auto it = obj.find(field);
-  if (it == obj.end() || it->is_null()) fail(what, " field '", field, "' is missing; expected an integer");
-  const int64_t v = json_to_int(*it, str_cat(what, " field '", field, "'"));
+  if (it == obj.end()) fail(what, " field '", field, "' is missing; expected an integer");
   const bool is_bits = std::string_view(field) == "bits";
   const int fixed = is_bits ? mode.bits : mode.group_size;
+  // null: the mode's default, as MLX's to_quantized(group_size=None, bits=None) takes it
+  // (affine: group 64, 4 bits). mlx-lm 0.32.2's mixed_* recipes write null group sizes.
+  if (it->is_null()) return fixed != 0 ? fixed : (is_bits ? 4 : 64);
+  const int64_t v = json_to_int(*it, str_cat(what, " field '", field, "'"));
   if (fixed != 0) {
     if (v != fixed)
       fail(what, " field '", field, "' = ", v, " is invalid for mode '", mode.name, "'; expected ", fixed);

@@ -336,36 +336,72 @@ void Engine::end_step(int64_t n, bool profiled) {
 }
 
 const float* Engine::forward(Sequence& seq, const int32_t* tokens, int64_t n) {
+  return checked_forward(seq, tokens, n, false);
+}
+
+const float* Engine::forward_every_row(Sequence& seq, const int32_t* tokens, int64_t n) {
+  return checked_forward(seq, tokens, n, true);
+}
+
+const float* Engine::checked_forward(Sequence& seq, const int32_t* tokens, int64_t n,
+                                     bool every_row) {
   if (seq.owner_ != this) fail("forward: the sequence belongs to another engine");
   if (n <= 0) fail("forward: no tokens to run");
   if (seq.pos_ + n > context_)
     fail("context length exceeded: position ", seq.pos_, " + ", n, " tokens > context ",
          context_, " (model ", dir_, ")");
   check_tokens(tokens, n);
-  if (!leading_) return run_forward(seq, tokens, n);
+  // Followers need only the hidden states: they run the plain forward of the same tokens.
+  if (!leading_) return run_forward(seq, tokens, n, every_row);
   announce_forward(seq, tokens, n);
-  return run_announced([&] { return run_forward(seq, tokens, n); });
+  return run_announced([&] { return run_forward(seq, tokens, n, every_row); });
 }
 
-const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n) {
+const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n,
+                                 bool every_row) {
   const bool profiled = profiling_ && n == 1;  // prefill is not a decode step
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(n);
+  const int64_t H = cfg_.hidden, V = cfg_.vocab;
+  if (every_row && logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
   int64_t last_rows = 0;
   for (int64_t done = 0; done < n; done += last_rows) {
     last_rows = std::min(prefill_chunk_, n - done);
     segments_.assign(1, SequenceRows{&seq, 0, last_rows});
     run_rows(tokens + done, last_rows, clock);
+    if (!every_row) continue;
+    norm(w_.final_norm, h_.data(), xn_.data(), last_rows);
+    be_->linear({.lin = &w_.lm_head, .x = xn_.data(), .rows = last_rows,
+                 .out = logits_.data() + done * V});
+    scale_logits(logits_.data() + done * V, last_rows);
   }
-  const int64_t H = cfg_.hidden;
-  float* last = xn_.data();
-  norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
-  clock.lap(DecodeOp::kNormsResidual);
-  be_->linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
-  scale_logits(logits_.data(), 1);
-  clock.lap(DecodeOp::kLmHead);
+  if (!every_row) {
+    float* last = xn_.data();
+    norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
+    clock.lap(DecodeOp::kNormsResidual);
+    be_->linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
+    scale_logits(logits_.data(), 1);
+    clock.lap(DecodeOp::kLmHead);
+  }
   end_step(n, profiled);
   return logits_.data();
+}
+
+void Engine::set_routing_tally(bool on) {
+  routing_.clear();
+  int64_t moe_layers = 0;
+  for (const auto& m : moe_) moe_layers += m != nullptr;
+  if (on) routing_.reserve(size_t(moe_layers));  // stable addresses for the layers' pointers
+  for (auto& m : moe_) {
+    if (!m) continue;
+    if (on) {
+      RoutingTally t;
+      t.layer = m->layer();
+      t.selected.assign(size_t(cfg_.moe.num_experts), 0);
+      routing_.push_back(std::move(t));
+    }
+    m->set_routing_tally(on ? &routing_.back() : nullptr);
+  }
 }
 
 const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {

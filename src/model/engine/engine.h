@@ -107,6 +107,9 @@ class Engine {
   const float* decode(int32_t token) { return forward(&token, 1); }
   // The same on another sequence of this engine.
   const float* forward(Sequence& seq, const int32_t* tokens, int64_t n);
+  // As forward, but returns the logits of every token, [n][vocab] (perplexity scoring); each
+  // row equals what forward would return for a prompt ending at that token.
+  const float* forward_every_row(Sequence& seq, const int32_t* tokens, int64_t n);
 
   // A new sequence at position 0 with this engine's context (its KV caches allocated).
   std::unique_ptr<Sequence> new_sequence() const;
@@ -203,6 +206,11 @@ class Engine {
   // Weight bytes each op group reads per decoded token (the groups without weights: 0);
   // they sum to active_weight_bytes_per_token() up to norms and one embedding row.
   const std::array<int64_t, kNumDecodeOps>& decode_op_weight_bytes() const { return op_bytes_; }
+  // Routing figures (routing_tally.h): while on, every MoE layer adds each forward's router
+  // logits and selections to its tally, one per MoE layer in layer order; turning it on
+  // clears them.
+  void set_routing_tally(bool on);
+  const std::vector<RoutingTally>& routing_tally() const { return routing_; }
   // The routed experts of the first MoE layer (nullptr if the model has none).
   const kernels::MoeExpertsView* first_moe_experts() const;
 
@@ -250,7 +258,8 @@ class Engine {
   bool leading_ = false;                   // announces each step to the followers
   mutable int32_t next_sequence_id_ = 0;
   // forward() and decode_batch() once validated.
-  const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n);
+  const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
+  const float* checked_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
   const float* run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
   void announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n);
   void announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
@@ -272,6 +281,7 @@ class Engine {
   std::vector<float> h_, xn_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
   std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
+  std::vector<RoutingTally> routing_;        // set_routing_tally
 };
 
 }  // namespace moex::model::engine

@@ -73,7 +73,7 @@ void Engine::follow_leader() {
       if (cmd[0] == kForward && cmd.size() >= 4 && cmd.size() == size_t(4 + cmd[3])) {
         Sequence& s = copy_of(cmd[1]);
         bring_to(s, cmd[2]);
-        run_forward(s, cmd.data() + 4, cmd[3]);
+        run_forward(s, cmd.data() + 4, cmd[3], false);
       } else if (cmd[0] == kBatch && cmd.size() >= 2 && cmd.size() == size_t(2 + 3 * cmd[1])) {
         rows.clear();
         tokens.clear();

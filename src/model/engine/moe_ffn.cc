@@ -94,6 +94,7 @@ void MoeFfn::forward(const float* x, int64_t n, float* out, moe::PathCounters& c
   }
   be_.linear({.lin = &w_.router, .x = router_x, .rows = n, .out = s.logits.data()});
   router_.route(s.logits.data(), n, s.ids.data(), s.scores.data());
+  if (tally_) tally_->add(s.logits.data(), s.ids.data(), n, k);
   s.expert_seen.assign(size_t(e), 0);
   int64_t distinct = 0;  // that this process runs
   for (int64_t i = 0; i < n * k; ++i) {

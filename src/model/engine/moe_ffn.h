@@ -4,6 +4,8 @@
 // Qwen2-MoE). Every call is recorded in the model instance's path counters.
 #pragma once
 
+#include "model/engine/routing_tally.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -74,6 +76,8 @@ class MoeFfn {
   bool input_is_raw() const { return !w_.experts_in_norm.weight.empty(); }
   // Rebuilds the block for new fused settings (bench-decode's arms).
   void set_policy(const moe::MoePolicy& policy);
+  // Every later forward adds its routing to *tally (nullptr: none).
+  void set_routing_tally(RoutingTally* tally) { tally_ = tally; }
  private:
   void run_expert_parallel(const moe::MoeBlockCall& call, moe::PathCounters& counters,
                            MoeFfnScratch& s);
@@ -89,6 +93,7 @@ class MoeFfn {
   int64_t bytes_per_expert_ = 0;  // packed weights, scales and biases of one routed expert
   std::unique_ptr<moe::MoeBlock> block_;
   std::optional<ExpertParallelLayer> ep_;
+  RoutingTally* tally_ = nullptr;
 };
 
 }  // namespace moex::model::engine

@@ -1,0 +1,131 @@
+"""The reference for `moex perplexity`: mlx-lm runs the same windows of the same tokens and
+writes its logits in moex's logits-file format (src/eval/logits_file.h), so that
+`moex perplexity --kl-divergence OUT` compares moex with mlx-lm position by position.
+
+The windows and tokens come from a logits file moex wrote (--tokens-from, any run's
+--save-logits), so both engines score exactly the same tokens; with --text, the script also
+tokenizes the text with Hugging Face `tokenizers` and says whether moex's tokens equal them.
+
+    python mlx_perplexity.py --model DIR --tokens-from moex.logits --out mlx.logits \\
+        [--dtype float32|native] [--text FILE]
+
+--dtype float32 (default) casts the unquantized parameters to f32 (the oracle arithmetic);
+native keeps the checkpoint's dtype (mlx-lm's own bf16 arithmetic, what its users get).
+Prints one JSON line: perplexity, mean NLL and its standard error, tokens, seconds.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+MAGIC = b"MOEXLGT1"
+HEADER = 48
+
+
+def read_header(path):
+    with open(path, "rb") as f:
+        head = f.read(HEADER)
+        if len(head) != HEADER or head[:8] != MAGIC:
+            sys.exit(f"{path}: not a moex logits file")
+        version, vocab, ctx, chunks, first = struct.unpack("<5I", head[8:28])
+        if version != 1:
+            sys.exit(f"{path}: version {version}")
+        tokens = np.frombuffer(f.read(4 * chunks * ctx), dtype="<i4")
+    return vocab, ctx, chunks, first, tokens.reshape(chunks, ctx)
+
+
+def write_header(f, vocab, ctx, chunks, first, tokens):
+    rows = chunks * (ctx - 1 - first)
+    f.write(MAGIC + struct.pack("<6I", 1, vocab, ctx, chunks, first, 0) +
+            struct.pack("<2Q", rows, 0))
+    f.write(np.ascontiguousarray(tokens, dtype="<i4").tobytes())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tokens-from", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", choices=["float32", "native"], default="float32")
+    ap.add_argument("--text", default="")
+    ap.add_argument("--kl-base", default="", help="a base logits file: also report mean KL "
+                    "divergence and same-top fraction against it")
+    a = ap.parse_args()
+
+    import mlx.core as mx
+    from mlx.utils import tree_flatten, tree_map
+    from mlx_lm.utils import load
+    mx.set_default_device(mx.cpu)
+    vocab, ctx, chunks, first, windows = read_header(a.tokens_from)
+    model, _ = load(a.model)
+    if a.dtype == "float32":
+        # Unquantized parameters to f32; packed weights, scales and biases stay as they are.
+        def cast(p):
+            return p.astype(mx.float32) if p.dtype in (mx.bfloat16, mx.float16) else p
+        model.update(tree_map(cast, model.parameters()))
+    result = {"model": a.model, "dtype": a.dtype, "ctx": ctx, "chunks": chunks}
+    if a.text:
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
+        ids = tok.encode(open(a.text, encoding="utf-8").read(), add_special_tokens=False).ids
+        want = np.array(ids[:chunks * ctx], dtype=np.int32).reshape(chunks, ctx)
+        result["tokens_equal_hf_tokenizers"] = bool(np.array_equal(want, windows))
+    nll, kld, same = [], [], []
+    base = None
+    if a.kl_base:
+        bv, bctx, bchunks, bfirst, btokens = read_header(a.kl_base)
+        if (bv, bctx, bchunks, bfirst) != (vocab, ctx, chunks, first) or \
+                not np.array_equal(btokens, windows):
+            sys.exit(f"{a.kl_base}: other windows or tokens than {a.tokens_from}")
+        base = open(a.kl_base, "rb")
+        base.seek(HEADER + 4 * chunks * ctx)
+    t0 = time.time()
+    tmp = a.out + ".partial"
+    with open(tmp, "wb") as f:
+        write_header(f, vocab, ctx, chunks, first, windows)
+        for c in range(chunks):
+            logits = model(mx.array(windows[c][None]))[0].astype(mx.float32)
+            try:
+                rows = np.array(logits[first:ctx - 1])
+            except RuntimeError as e:
+                # MLX's CPU backend lacks some ops in some dtypes (gather_mm in bf16): say so.
+                os.remove(tmp)
+                result["error"] = f"mlx-lm cannot run {a.model} in {a.dtype}: {e}"
+                print(json.dumps(result))
+                return
+            if rows.shape[1] != vocab:
+                sys.exit(f"{a.model}: vocabulary {rows.shape[1]}, the tokens file has {vocab}")
+            f.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
+            r = rows.astype(np.float64)
+            top = r.max(axis=1, keepdims=True)
+            logz = (top + np.log(np.exp(r - top).sum(axis=1, keepdims=True)))[:, 0]
+            targets = windows[c][first + 1:ctx]
+            nll.extend((logz - r[np.arange(len(targets)), targets]).tolist())
+            if base is not None:
+                b = np.frombuffer(base.read(4 * rows.size), dtype="<f4").reshape(rows.shape)
+                b = b.astype(np.float64)
+                btop = b.max(axis=1, keepdims=True)
+                blogp = b - (btop + np.log(np.exp(b - btop).sum(axis=1, keepdims=True)))
+                logp = r - logz[:, None]
+                kld.extend((np.exp(blogp) * (blogp - logp)).sum(axis=1).tolist())
+                same.extend((b.argmax(axis=1) == r.argmax(axis=1)).tolist())
+    os.replace(tmp, a.out)
+    n = len(nll)
+    mean = float(np.mean(nll))
+    err = float(np.std(nll, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+    result.update({"scored_tokens": n, "mean_nll": mean, "nll_stderr": err,
+                   "ppl": math.exp(mean), "ppl_stderr": math.exp(mean) * err,
+                   "seconds": round(time.time() - t0, 2)})
+    if base is not None:
+        result.update({"kld_mean": float(np.mean(kld)), "kld_p99": float(np.percentile(kld, 99)),
+                       "same_top": float(np.mean(same))})
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""Trains moex's quality fixture: a small qwen3_moe language model on real English text.
+
+Corpus: the documentation sources (docs/**/*.txt, reStructuredText prose with code samples)
+of the Django 5.1.4 source distribution on the Python package index (BSD-3-Clause), pinned by
+version and SHA-256, so every run reads the same bytes. Files are split by their sorted
+position: every 20th file is held out (never trained on) for evaluation.
+
+Tokenizer: a byte-level BPE trained by Hugging Face `tokenizers` on the training files
+(vocabulary 4096, GPT-2's split regex, <|endoftext|> between files).
+
+Model: mlx-lm's own qwen3_moe classes (the reference implementation moex matches), trained
+in float32 on MLX's CPU backend with AdamW, the Switch-Transformer load-balancing loss
+(weight 0.05) and the router z-loss (weight 0.001, ST-MoE) so that every expert is used and
+the routers' logits stay small (without them the routers collapsed onto 4-11 of 16 experts
+with near-zero entropy in a first run). Seeds are fixed; the output is a Hugging
+Face-layout checkpoint (per-expert tensors, bfloat16, as the Hub ships Qwen3-MoE) with
+tokenizer.json, the held-out text and a training report.
+
+    python src/eval/reference/train_fixture.py --out DIR [--minutes 10] [--sdist FILE]
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+import numpy as np
+
+SDIST = "Django-5.1.4.tar.gz"
+SDIST_SHA256 = "de450c09e91879fa5a307f696e57c851955c910a438a35e6b4c895e86bedc82a"
+SEED = 20261206
+Z_LOSS = 1e-3
+VOCAB = 4096
+SEQ = 256
+BATCH = 16
+
+CONFIG = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "hidden_size": 256,
+    "num_hidden_layers": 4,
+    "intermediate_size": 768,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "num_experts": 16,
+    "num_experts_per_tok": 2,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 128,
+    "norm_topk_prob": True,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 2048,
+    "tie_word_embeddings": False,
+    "vocab_size": VOCAB,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "torch_dtype": "bfloat16",
+    "bos_token_id": None,
+    "eos_token_id": 0,
+    "router_aux_loss_coef": 0.1,
+    "output_router_logits": False,
+}
+
+
+def corpus_files(sdist):
+    """(name, text) of every docs/**/*.txt file of the sdist, sorted by name."""
+    digest = hashlib.sha256(open(sdist, "rb").read()).hexdigest()
+    if digest != SDIST_SHA256:
+        sys.exit(f"{sdist}: SHA-256 {digest}, expected {SDIST_SHA256} ({SDIST})")
+    out = []
+    with tarfile.open(sdist) as tar:
+        for m in tar.getmembers():
+            parts = m.name.split("/")
+            if m.isfile() and len(parts) > 2 and parts[1] == "docs" and m.name.endswith(".txt") \
+                    and "_theme" not in parts:
+                out.append(("/".join(parts[1:]), tar.extractfile(m).read().decode("utf-8")))
+    out.sort()
+    return out
+
+
+def fetch_sdist(where):
+    path = os.path.join(where, SDIST)
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                        "--no-binary", ":all:", "django==5.1.4", "-d", where], check=True)
+    return path
+
+
+def train_tokenizer(texts, out_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    tok.save(out_path)
+    return tok
+
+
+def encode(tok, texts):
+    ids = []
+    for t in texts:
+        ids.extend(tok.encode(t).ids)
+        ids.append(0)  # <|endoftext|>
+    return np.array(ids, dtype=np.int32)
+
+
+def dense_moe_call(mx, block, x, recorded):
+    """Qwen3MoeSparseMoeBlock's function computed densely: every expert on every token, the
+    outputs weighted by the top-k scores (zero elsewhere). The same sum as mlx-lm's gather
+    path, but as plain matrix products, which MLX's CPU backend runs ~30x faster in training
+    (gather_mm's gradient is not blocked there). Router logits go to `recorded`."""
+    logits = block.gate(x)
+    recorded.append(logits)
+    gates = mx.softmax(logits, axis=-1, precise=True)
+    k = block.top_k
+    inds = mx.stop_gradient(mx.argpartition(gates, kth=-k, axis=-1)[..., -k:])
+    scores = mx.take_along_axis(gates, inds, axis=-1)
+    if block.norm_topk_prob:
+        scores = scores / mx.sum(scores, axis=-1, keepdims=True)
+    weights = mx.put_along_axis(mx.zeros_like(gates), inds, scores, axis=-1)  # [..., E]
+    sw = block.switch_mlp
+    g = mx.einsum("...h,efh->...ef", x, sw.gate_proj.weight)
+    u = mx.einsum("...h,efh->...ef", x, sw.up_proj.weight)
+    act = (g * mx.sigmoid(g)) * u * weights[..., None]
+    return mx.einsum("...ef,ehf->...h", act, sw.down_proj.weight)
+
+
+def build_model(mx, nn):
+    from mlx_lm.models import qwen3_moe
+    args = qwen3_moe.ModelArgs.from_dict(CONFIG)
+    model = qwen3_moe.Model(args)
+    recorded = []
+    return model, recorded, qwen3_moe.Qwen3MoeSparseMoeBlock
+
+
+def balance_loss(mx, logits, k, e):
+    """Switch Transformer's loss: E * sum_e f_e * P_e over the batch's tokens."""
+    probs = mx.softmax(logits.reshape(-1, e).astype(mx.float32), axis=-1)
+    top = mx.stop_gradient(mx.argpartition(-probs, kth=k - 1, axis=-1)[:, :k])
+    chosen = mx.zeros_like(probs)
+    chosen = mx.put_along_axis(chosen, top, mx.ones(top.shape, dtype=probs.dtype), axis=-1)
+    f = mx.mean(chosen, axis=0) / k
+    p = mx.mean(probs, axis=0)
+    return e * mx.sum(f * p)
+
+
+OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"
+
+
+def use_openblas():
+    """MLX's Linux CPU wheel bundles the reference BLAS (5.5 GFLOP/s for a 4096x256x4096 f32
+    product on a Zen 4 core pair, against 125 with OpenBLAS): re-run this script with Debian's
+    OpenBLAS (package libopenblas0-pthread) preloaded, on a fixed thread count so that its
+    sums are ordered the same on every run."""
+    if os.environ.get("MOEX_FIXTURE_BLAS") == "1":
+        return
+    if not os.path.exists(OPENBLAS):
+        sys.exit(f"{OPENBLAS} missing: apt-get install libopenblas0-pthread (training with "
+                 "MLX's bundled reference BLAS would take hours)")
+    env = dict(os.environ, LD_PRELOAD=OPENBLAS, OPENBLAS_NUM_THREADS="2",
+               MOEX_FIXTURE_BLAS="1")
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def main():
+    use_openblas()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=200, help="optimizer steps of %d tokens" % (BATCH * SEQ))
+    ap.add_argument("--sdist", default="", help=f"path to {SDIST} (default: pip download)")
+    ap.add_argument("--probe", action="store_true", help="time 5 steps and exit")
+    a = ap.parse_args()
+
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+    mx.set_default_device(mx.cpu)
+    mx.random.seed(SEED)
+    np.random.seed(SEED)
+
+    work = tempfile.mkdtemp(prefix="moex-fixture-")
+    sdist = a.sdist or fetch_sdist(work)
+    files = corpus_files(sdist)
+    train = [t for i, (_, t) in enumerate(files) if i % 20 != 7]
+    held = [(n, t) for i, (n, t) in enumerate(files) if i % 20 == 7]
+    os.makedirs(a.out, exist_ok=True)
+    tok = train_tokenizer(train, os.path.join(a.out, "tokenizer.json"))
+    train_ids = encode(tok, train)
+    held_ids = encode(tok, [t for _, t in held])
+    print(f"corpus: {len(files)} files, train {len(train)} files {train_ids.size} tokens, "
+          f"held-out {len(held)} files {held_ids.size} tokens", flush=True)
+
+    model, recorded, block_class = build_model(mx, nn)
+    reference_call = block_class.__call__
+    # The dense block must compute mlx-lm's function: compare on a batch before training.
+    probe = mx.array(train_ids[:SEQ][None])
+    want = model(probe)
+    block_class.__call__ = lambda self, x: dense_moe_call(mx, self, x, recorded)
+    got = model(probe)
+    diff = mx.max(mx.abs(want - got)).item()
+    print(f"dense MoE block vs mlx-lm's: max |logit difference| {diff:.2e}", flush=True)
+    if diff > 1e-4:
+        sys.exit("the dense MoE block does not compute mlx-lm's function")
+    nparams = sum(v.size for _, v in __import__("mlx.utils").utils.tree_flatten(model.parameters()))
+    print(f"model: {nparams} parameters", flush=True)
+    e, k = CONFIG["num_experts"], CONFIG["num_experts_per_tok"]
+    coef = CONFIG["router_aux_loss_coef"]
+
+    def loss_fn(model, x, y):
+        recorded.clear()
+        logits = model(x)
+        ce = nn.losses.cross_entropy(logits.astype(mx.float32), y, reduction="mean")
+        aux = sum(balance_loss(mx, r, k, e) for r in recorded) / len(recorded)
+        z = sum(mx.mean(mx.logsumexp(r.astype(mx.float32), axis=-1) ** 2) for r in recorded)
+        return ce + coef * aux + Z_LOSS * z / len(recorded), (ce, aux)
+
+    total_steps = a.steps
+    warm = 20
+    peak_lr = 2e-3
+
+    def lr_at(step):
+        if step < warm:
+            return peak_lr * (step + 1) / warm
+        return peak_lr * max(0.1, 0.5 * (1 + math.cos(math.pi * min(1.0, step / total_steps))))
+
+    opt = optim.AdamW(learning_rate=peak_lr, weight_decay=0.01)
+    grad_fn = nn.value_and_grad(model, lambda m, x, y: loss_fn(m, x, y)[0])
+    rng = np.random.default_rng(SEED)
+    starts_max = train_ids.size - SEQ - 1
+    t0 = time.time()
+    step = 0
+    log = []
+    while step < total_steps:
+        starts = rng.integers(0, starts_max, size=BATCH)
+        x = np.stack([train_ids[s:s + SEQ] for s in starts])
+        y = np.stack([train_ids[s + 1:s + SEQ + 1] for s in starts])
+        opt.learning_rate = lr_at(step)
+        loss, grads = grad_fn(model, mx.array(x), mx.array(y))
+        opt.update(model, grads)
+        mx.eval(model.parameters(), opt.state, loss)
+        step += 1
+        el = time.time() - t0
+        if step % 10 == 0 or a.probe:
+            print(f"step {step} loss {loss.item():.4f} {el:.1f}s "
+                  f"experts used {routing_summary(mx, recorded, k, e)}", flush=True)
+            log.append({"step": step, "loss": round(loss.item(), 5), "seconds": round(el, 1)})
+        if a.probe and step == 5:
+            return
+    seconds = time.time() - t0
+    print(f"trained {step} steps in {seconds:.0f}s", flush=True)
+    finish(a, mx, model, recorded, reference_call, block_class, tok, train_ids, held, held_ids,
+           {"steps": step, "tokens_per_step": BATCH * SEQ, "seconds": round(seconds, 1),
+            "loss_log": log, "parameters": int(nparams)})
+
+
+def routing_summary(mx, recorded, k, e):
+    """Per layer, the experts the last batch selected and the router's mean entropy."""
+    out = []
+    for r in recorded:
+        probs = mx.softmax(r.reshape(-1, e).astype(mx.float32), axis=-1)
+        top = np.array(mx.argpartition(-probs, kth=k - 1, axis=-1)[:, :k])
+        ent = -mx.sum(probs * mx.log(probs + 1e-30), axis=-1).mean().item()
+        out.append(f"{len(np.unique(top))}/{e} H={ent:.2f}")
+    return " ".join(out)
+
+
+def heldout_loss(mx, nn, model, ids):
+    """Mean next-token loss (nats) over non-overlapping SEQ windows of the held-out ids."""
+    total, count = 0.0, 0
+    for s in range(0, ids.size - SEQ - 1, SEQ):
+        x = mx.array(ids[s:s + SEQ][None])
+        y = mx.array(ids[s + 1:s + SEQ + 1][None])
+        total += nn.losses.cross_entropy(model(x), y, reduction="sum").item()
+        count += SEQ
+    return total / count
+
+
+def unigram_loss(train_ids, ids):
+    """Held-out loss of the training text's unigram distribution (add-one smoothed)."""
+    counts = np.bincount(train_ids, minlength=VOCAB).astype(np.float64) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[ids].mean())
+
+
+def hf_weights(mx, model):
+    """mlx-lm's parameters renamed to the Hugging Face layout (per-expert tensors), bf16."""
+    from mlx.utils import tree_flatten
+    out = {}
+    for name, v in tree_flatten(model.parameters()):
+        if ".mlp.switch_mlp." in name:
+            head, proj = name.split(".mlp.switch_mlp.")
+            proj = proj.split(".")[0]
+            for e in range(v.shape[0]):
+                out[f"{head}.mlp.experts.{e}.{proj}.weight"] = v[e].astype(mx.bfloat16)
+        else:
+            out[name] = v.astype(mx.bfloat16)
+    return out
+
+
+def finish(a, mx, model, recorded, reference_call, block_class, tok, train_ids, held, held_ids,
+           report):
+    import mlx.nn as nn
+    block_class.__call__ = reference_call  # evaluate with mlx-lm's own block
+    weights = hf_weights(mx, model)
+    mx.save_safetensors(os.path.join(a.out, "model.safetensors"), weights,
+                        metadata={"format": "pt"})
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(CONFIG, f, indent=2)
+    with open(os.path.join(a.out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
+                   "pad_token": "<|endoftext|>", "bos_token": None,
+                   "model_max_length": CONFIG["max_position_embeddings"]}, f, indent=2)
+    with open(os.path.join(a.out, "heldout.txt"), "w") as f:
+        f.write("\n\n".join(t for _, t in held))
+    # Evaluate the saved (bf16) weights, as users will run them.
+    from mlx_lm.utils import load
+    saved, _ = load(a.out)
+    saved.set_dtype(mx.float32)
+    report["heldout_loss_nats"] = round(heldout_loss(mx, nn, saved, held_ids), 5)
+    report["unigram_heldout_loss_nats"] = round(unigram_loss(train_ids, held_ids), 5)
+    report["heldout_files"] = [n for n, _ in held]
+    report["corpus"] = {"sdist": SDIST, "sha256": SDIST_SHA256, "licence": "BSD-3-Clause",
+                        "files": "docs/**/*.txt, every 20th sorted file (index % 20 == 7) held out",
+                        "train_tokens": int(train_ids.size), "heldout_tokens": int(held_ids.size)}
+    import importlib.metadata as md
+    report["versions"] = {p: md.version(p) for p in ("mlx", "mlx-lm", "tokenizers", "numpy")}
+    report["seed"] = SEED
+    report["sha256"] = {n: hashlib.sha256(open(os.path.join(a.out, n), "rb").read()).hexdigest()
+                        for n in ("model.safetensors", "tokenizer.json", "heldout.txt")}
+    with open(os.path.join(a.out, "training_report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    print(json.dumps({k: report[k] for k in ("heldout_loss_nats", "unigram_heldout_loss_nats",
+                                              "steps", "seconds")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
