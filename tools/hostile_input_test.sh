@@ -182,7 +182,7 @@ echo "== moex perplexity"
 printf 'the cat sat on the mat and the dog sat on the log. %.0s' $(seq 60) > "$work/text.txt"
 pp=("$m" perplexity -m "$work/good")
 row "perplexity without -f" 2 "-f FILE" "${pp[@]}"
-row "perplexity -f missing" 2 "text file.*nope.txt" "${pp[@]}" -f "$work/nope.txt"
+row "perplexity -f missing" 2 "nope.txt.*text file" "${pp[@]}" -f "$work/nope.txt"
 row "perplexity -f a directory" 2 "text file" "${pp[@]}" -f "$work"
 row "perplexity --ctx 2" 2 "--ctx" "${pp[@]}" -f "$work/text.txt" --ctx 2
 row "perplexity --ctx abc" 2 "--ctx" "${pp[@]}" -f "$work/text.txt" --ctx abc

@@ -60,7 +60,7 @@ TEST(ToolCalls, HermesArgumentsAsAStringAndTextAfterACall) {
 }
 
 TEST(ToolCalls, MalformedOrUnclosedCallsStayContent) {
-  for (const std::string out : {
+  for (const std::string& out : {
            std::string("<tool_call>not json</tool_call>"),
            std::string("<tool_call>[1, 2]</tool_call>"),
            std::string("Sure <tool_call>{\"name\": \"f\", \"argu"),  // max_tokens came first
