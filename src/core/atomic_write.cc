@@ -74,35 +74,9 @@ int remove_stale_temp_siblings(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view data, const std::string& what) {
-  remove_stale_temp_siblings(path);
-  std::string tmp = temp_template(path);
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0)
-    fail(what, " ", path, ": cannot create a temporary file in ", parent_of(path), ": ",
-         std::strerror(errno));
-  const char* step = "write to";
-  int err = 0;
-  try {
-    ::fchmod(fd, umasked(0666));
-    write_all(fd, data);
-    step = "fsync";
-    if (::fsync(fd) != 0) err = errno;
-  } catch (const std::system_error& e) {
-    err = e.code().value();
-  }
-  if (::close(fd) != 0 && err == 0) {
-    err = errno;
-    step = "close";
-  }
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    step = "rename into place of";
-  }
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    fail(what, " ", path, ": ", step, " ", tmp, " failed: ", std::strerror(err));
-  }
-  sync_path(parent_of(path), what + " directory");
+  AtomicFileWriter out(path, what);
+  out.write(data.data(), data.size());
+  out.commit();
 }
 
 void write_file_plain(const std::string& path, std::string_view data, const std::string& what) {
