@@ -46,46 +46,37 @@ def write_header(f, vocab, ctx, chunks, first, tokens):
     f.write(np.ascontiguousarray(tokens, dtype="<i4").tobytes())
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--tokens-from", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--dtype", choices=["float32", "native"], default="float32")
-    ap.add_argument("--text", default="")
-    ap.add_argument("--kl-base", default="", help="a base logits file: also report mean KL "
-                    "divergence and same-top fraction against it")
-    a = ap.parse_args()
-
+def run(model_dir, tokens_from, out, dtype="float32", text="", kl_base=""):
+    """The reference run; returns the result dict (the JSON line main prints)."""
     import mlx.core as mx
     from mlx.utils import tree_flatten, tree_map
     from mlx_lm.utils import load
     mx.set_default_device(mx.cpu)
-    vocab, ctx, chunks, first, windows = read_header(a.tokens_from)
-    model, _ = load(a.model)
-    if a.dtype == "float32":
+    vocab, ctx, chunks, first, windows = read_header(tokens_from)
+    model, _ = load(model_dir)
+    if dtype == "float32":
         # Unquantized parameters to f32; packed weights, scales and biases stay as they are.
         def cast(p):
             return p.astype(mx.float32) if p.dtype in (mx.bfloat16, mx.float16) else p
         model.update(tree_map(cast, model.parameters()))
-    result = {"model": a.model, "dtype": a.dtype, "ctx": ctx, "chunks": chunks}
-    if a.text:
+    result = {"model": model_dir, "dtype": dtype, "ctx": ctx, "chunks": chunks}
+    if text:
         from tokenizers import Tokenizer
-        tok = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
-        ids = tok.encode(open(a.text, encoding="utf-8").read(), add_special_tokens=False).ids
+        tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+        ids = tok.encode(open(text, encoding="utf-8").read(), add_special_tokens=False).ids
         want = np.array(ids[:chunks * ctx], dtype=np.int32).reshape(chunks, ctx)
         result["tokens_equal_hf_tokenizers"] = bool(np.array_equal(want, windows))
     nll, kld, same = [], [], []
     base = None
-    if a.kl_base:
-        bv, bctx, bchunks, bfirst, btokens = read_header(a.kl_base)
+    if kl_base:
+        bv, bctx, bchunks, bfirst, btokens = read_header(kl_base)
         if (bv, bctx, bchunks, bfirst) != (vocab, ctx, chunks, first) or \
                 not np.array_equal(btokens, windows):
-            sys.exit(f"{a.kl_base}: other windows or tokens than {a.tokens_from}")
-        base = open(a.kl_base, "rb")
+            sys.exit(f"{kl_base}: other windows or tokens than {tokens_from}")
+        base = open(kl_base, "rb")
         base.seek(HEADER + 4 * chunks * ctx)
     t0 = time.time()
-    tmp = a.out + ".partial"
+    tmp = out + ".partial"
     with open(tmp, "wb") as f:
         write_header(f, vocab, ctx, chunks, first, windows)
         for c in range(chunks):
@@ -95,11 +86,10 @@ def main():
             except RuntimeError as e:
                 # MLX's CPU backend lacks some ops in some dtypes (gather_mm in bf16): say so.
                 os.remove(tmp)
-                result["error"] = f"mlx-lm cannot run {a.model} in {a.dtype}: {e}"
-                print(json.dumps(result))
-                return
+                result["error"] = f"mlx-lm cannot run {model_dir} in {dtype}: {e}"
+                return result
             if rows.shape[1] != vocab:
-                sys.exit(f"{a.model}: vocabulary {rows.shape[1]}, the tokens file has {vocab}")
+                sys.exit(f"{model_dir}: vocabulary {rows.shape[1]}, the tokens file has {vocab}")
             f.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
             r = rows.astype(np.float64)
             top = r.max(axis=1, keepdims=True)
@@ -114,7 +104,7 @@ def main():
                 logp = r - logz[:, None]
                 kld.extend((np.exp(blogp) * (blogp - logp)).sum(axis=1).tolist())
                 same.extend((b.argmax(axis=1) == r.argmax(axis=1)).tolist())
-    os.replace(tmp, a.out)
+    os.replace(tmp, out)
     n = len(nll)
     mean = float(np.mean(nll))
     err = float(np.std(nll, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
@@ -124,7 +114,22 @@ def main():
     if base is not None:
         result.update({"kld_mean": float(np.mean(kld)), "kld_p99": float(np.percentile(kld, 99)),
                        "same_top": float(np.mean(same))})
-    print(json.dumps(result))
+    return result
+
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tokens-from", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", choices=["float32", "native"], default="float32")
+    ap.add_argument("--text", default="")
+    ap.add_argument("--kl-base", default="", help="a base logits file: also report mean KL "
+                    "divergence and same-top fraction against it")
+    a = ap.parse_args()
+
+    print(json.dumps(run(a.model, a.tokens_from, a.out, a.dtype, a.text, a.kl_base)))
 
 
 if __name__ == "__main__":

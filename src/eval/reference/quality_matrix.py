@@ -13,6 +13,7 @@ Writes DIR/quality.json (every figure, with the commands' settings) and prints a
 table. The test quality_gate_test.py runs the same functions on fewer windows.
 """
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -41,6 +42,8 @@ RECIPES = {
     "nvfp4": ["-q", "--q-mode", "nvfp4"],
 }
 TIERS = ["exact", "standard", "fast"]
+VERBOSE = False
+sys.path.insert(0, HERE)
 
 
 def run(cmd, **kw):
@@ -51,8 +54,12 @@ def run(cmd, **kw):
 
 
 def convert(recipe, out):
-    run([sys.executable, "-m", "mlx_lm", "convert", "--hf-path", FIXTURE, "--mlx-path", out]
-        + RECIPES[recipe])
+    """mlx_lm convert with the recipe's flags, in this process (one MLX import for all)."""
+    from mlx_lm.convert import configure_parser, convert as mlx_convert
+    args = configure_parser().parse_args(["--hf-path", FIXTURE, "--mlx-path", out]
+                                         + RECIPES[recipe])
+    with contextlib.redirect_stdout(sys.stderr if VERBOSE else open(os.devnull, "w")):
+        mlx_convert(**vars(args))
     return out
 
 
@@ -63,11 +70,8 @@ def moex_perplexity(moex, model, extra):
 
 
 def mlx_perplexity(model, tokens_from, out, dtype, kl_base=""):
-    cmd = [sys.executable, os.path.join(HERE, "mlx_perplexity.py"), "--model", model,
-           "--tokens-from", tokens_from, "--out", out, "--dtype", dtype]
-    if kl_base:
-        cmd += ["--kl-base", kl_base]
-    return json.loads(run(cmd).strip().splitlines()[-1])
+    import mlx_perplexity as ref
+    return ref.run(model, tokens_from, out, dtype, kl_base=kl_base)
 
 
 def shuffled_words(text, seed=7):
