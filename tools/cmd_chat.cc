@@ -233,10 +233,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--context", f->context,
                  "KV cache capacity in tokens (default: max_position_embeddings, at most 4096)")
       ->type_name("INT");
-  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
-      ->type_name("INT");
-  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
-  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
   sub.add_option("--dump-turns", f->dump_turns,

@@ -237,11 +237,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
-      ->type_name("INT");
-  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
-  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
-  sub.add_option("--isa", f->isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
   sub.add_option("--backend", f->backend,
                  "where the MoE layers run: cpu (default) or cuda (experts on the device, the "
                  "rest of the step on the host)");

@@ -297,10 +297,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")
       ->type_name("NAME");
-  sub.add_option("--threads", f->threads, "worker threads, 1-1024 (default: all cores)")
-      ->type_name("INT");
-  sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
-  sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

@@ -90,4 +90,15 @@ uint64_t random_seed() {
   return ((uint64_t(rd()) << 32) ^ uint64_t(rd())) & 0x7fff'ffff'ffff'ffffULL;
 }
 
+void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
+                         std::optional<std::string>* precision,
+                         std::optional<std::string>* weights, std::optional<std::string>* isa) {
+  sub.add_option("--threads", *threads, "worker threads, 1-1024 (default: all cores)")
+      ->type_name("INT");
+  sub.add_option("--precision", *precision, kPrecisionHelp)->type_name("TIER");
+  sub.add_option("--weights", *weights, kWeightsHelp)->type_name("map|copy");
+  if (isa)
+    sub.add_option("--isa", *isa, "instruction set: scalar, avx2, avx512 (default: the best)");
+}
+
 }  // namespace moex::tools

@@ -35,6 +35,12 @@ inline constexpr const char* kWeightsHelp =
     "map (default: the checkpoint mapped from the page cache) or copy (read at load into "
     "anonymous 2 MB pages: steadier decode, memory of the model's size); overrides MOEX_WEIGHTS";
 
+// --threads, --precision, --weights and, when `isa` is not null, --isa: the CPU options of
+// every command that runs the model, with one help text each.
+void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
+                         std::optional<std::string>* precision,
+                         std::optional<std::string>* weights, std::optional<std::string>* isa);
+
 // The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
 // it); "" when none is close.
 std::string nearest_word(std::string_view word, const std::vector<std::string>& names);
