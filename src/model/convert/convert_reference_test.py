@@ -1,0 +1,176 @@
+# `moex convert` against `mlx_lm convert` (mlx-lm 0.32.2) on every family's tiny Hugging Face
+# checkpoint (hf_config_parity_test.py's: each hf_configs/<name>.json shrunk, random f32
+# weights under the Hub's tensor names) and several recipes: every tensor equal bit for bit
+# (names, dtypes, shapes, bytes), config.json equal (parsed), the index's metadata and weight
+# map equal; then moex generates one token from its own output of the first recipe.
+# Usage: convert_reference_test.py MOEX_EXE WORK_DIR [--only NAME[,NAME]] [--recipes N,...]
+# Exit 0: all compared equal; 1: a difference or a failure; 77: mlx-lm missing.
+import argparse
+import glob
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REF = os.path.join(HERE, "..", "engine", "reference")
+sys.path.insert(0, REF)
+try:
+    from mlx_lm.convert import convert as mlx_convert
+    import hf_config_parity_test as hf  # exits 77 itself when mlx-lm is missing
+except ImportError as e:
+    print(f"convert_reference: cannot import mlx-lm: {e}")
+    sys.exit(77)
+
+# name -> (moex flags, mlx_lm convert keyword arguments); the same recipe on both sides.
+RECIPES = {
+    "float": ([], {}),
+    "f16": (["--dtype", "float16"], {"dtype": "float16"}),
+    "q4g64": (["-q"], {"quantize": True}),
+    "q8g32": (["-q", "--q-bits", "8", "--q-group-size", "32"],
+              {"quantize": True, "q_bits": 8, "q_group_size": 32}),
+    "mxfp4": (["-q", "--q-mode", "mxfp4"], {"quantize": True, "q_mode": "mxfp4"}),
+    "nvfp4": (["-q", "--q-mode", "nvfp4"], {"quantize": True, "q_mode": "nvfp4"}),
+    # --q-group-size given: without it mlx-lm 0.32.2 writes "group_size": null into each mixed
+    # module's entry (its builder receives None); moex writes the 64 both quantize with.
+    "mixed_3_6": (["-q", "--quant-predicate", "mixed_3_6", "--q-group-size", "64"],
+                  {"quantize": True, "quant_predicate": "mixed_3_6", "q_group_size": 64}),
+}
+DEFAULT_RECIPES = "float,q4g64,q8g32,mxfp4,mixed_3_6"
+
+# Fixtures that cannot run, with the reason (printed as SKIP, never passed).
+SKIPS = {
+    "gpt_oss": "the Hub's gpt-oss experts are mxfp4 already (quantized input): moex convert "
+               "refuses quantized checkpoints (docs/convert.md)",
+    "kimi_k2": hf.SKIPS[("kimi_k2", "convert")],
+    "dots1": hf.SKIPS[("dots1", "convert")],
+}
+
+
+def read_safetensors(path):
+    """{name: (dtype, shape, raw bytes)} of one file, read from its header (no conversion)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items()}
+
+
+def read_dir(d):
+    tensors = {}
+    for p in sorted(glob.glob(os.path.join(d, "*.safetensors"))):
+        tensors.update(read_safetensors(p))
+    return tensors
+
+
+def compare_dirs(ours, ref):
+    """A list of differences (empty: identical tensors, config and index)."""
+    diffs = []
+    a, b = read_dir(ours), read_dir(ref)
+    for n in sorted(set(a) | set(b)):
+        if n not in a:
+            diffs.append(f"missing tensor {n} ({b[n][0]} {b[n][1]})")
+        elif n not in b:
+            diffs.append(f"extra tensor {n} ({a[n][0]} {a[n][1]})")
+        elif a[n][:2] != b[n][:2]:
+            diffs.append(f"tensor {n}: {a[n][0]} {a[n][1]}, mlx-lm {b[n][0]} {b[n][1]}")
+        elif a[n][2] != b[n][2]:
+            same = sum(x == y for x, y in zip(a[n][2], b[n][2]))
+            diffs.append(f"tensor {n}: bytes differ ({len(a[n][2]) - same} of {len(a[n][2])})")
+    ca = json.load(open(os.path.join(ours, "config.json")))
+    cb = json.load(open(os.path.join(ref, "config.json")))
+    for k in sorted(set(ca) | set(cb)):
+        if ca.get(k, "<absent>") != cb.get(k, "<absent>"):
+            diffs.append(f"config.json '{k}': {str(ca.get(k, '<absent>'))[:200]}, "
+                         f"mlx-lm {str(cb.get(k, '<absent>'))[:200]}")
+    ia = json.load(open(os.path.join(ours, "model.safetensors.index.json")))
+    ib = json.load(open(os.path.join(ref, "model.safetensors.index.json")))
+    for k in ("metadata", "weight_map"):
+        if ia.get(k) != ib.get(k):
+            diffs.append(f"index {k}: {str(ia.get(k))[:200]}, mlx-lm {str(ib.get(k))[:200]}")
+    return diffs
+
+
+def run_moex(moex, raw, out, flags):
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [moex, "convert", raw, "--out", out, "--quiet", *flags]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return None if r.returncode == 0 else f"moex convert failed ({r.returncode}): {r.stderr[-600:]}"
+
+
+def run_mlx(raw, out, kwargs):
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        mlx_convert(raw, out, **kwargs)
+        return None
+    except Exception as e:  # noqa: BLE001 - reported as a failure of the reference
+        return f"mlx_lm convert failed: {type(e).__name__}: {e}"
+
+
+def generates(moex, model):
+    cmd = [moex, "generate", "-m", model, "--prompt-ids", "3,14,15", "-n", "1", "--ignore-eos"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return None if r.returncode == 0 else f"moex generate failed: {r.stderr[-400:]}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("moex")
+    ap.add_argument("work")
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--recipes", default=DEFAULT_RECIPES)
+    a = ap.parse_args()
+    names = sorted(os.path.basename(f)[:-5] for f in glob.glob(os.path.join(REF, "hf_configs", "*.json")))
+    if a.only:
+        names = [n for n in names if n in a.only.split(",")]
+    recipes = a.recipes.split(",")
+    os.makedirs(a.work, exist_ok=True)
+    tok = os.path.join(a.work, "tokenizer")
+    if not os.path.exists(os.path.join(tok, "tokenizer.json")):
+        subprocess.run([a.moex, "make-model", "--preset", "tiny-qwen3-moe", "--out", tok, "-q"],
+                       check=True, capture_output=True)
+    results = []
+    t_all = time.time()
+    for name in names:
+        if name in SKIPS:
+            results.append((name, "-", "SKIP", SKIPS[name]))
+            continue
+        why = hf.CONDITIONAL_SKIPS.get((name, "convert"), lambda: None)()
+        if why:
+            results.append((name, "-", "SKIP", why))
+            continue
+        t0 = time.time()
+        cfg = hf.shrink(json.load(open(os.path.join(REF, "hf_configs", name + ".json"))))
+        hf.shrink_token_ids(cfg, hf.SIZES["vocab_size"])
+        raw = os.path.join(a.work, name + "-hf")
+        hf.write_raw(cfg, raw, tok, zlib.crc32(name.encode()))
+        for i, rname in enumerate(recipes):
+            flags, kwargs = RECIPES[rname]
+            ours, ref = os.path.join(a.work, f"{name}-{rname}-moex"), os.path.join(a.work, f"{name}-{rname}-mlx")
+            err = run_mlx(raw, ref, kwargs) or run_moex(a.moex, raw, ours, flags)
+            diffs = [err] if err else compare_dirs(ours, ref)
+            if not diffs and i == 0:
+                err = generates(a.moex, ours)
+                diffs = [err] if err else []
+            results.append((name, rname, "FAIL" if diffs else "PASS", "; ".join(diffs[:6])
+                            + (f"; ... {len(diffs) - 6} more" if len(diffs) > 6 else "")))
+            print(f"  {results[-1][2]} {name} {rname}" + (f": {results[-1][3]}" if diffs else ""),
+                  flush=True)
+            if not diffs:
+                shutil.rmtree(ours, ignore_errors=True)
+                shutil.rmtree(ref, ignore_errors=True)
+        print(f"== {name}: {time.time() - t0:.1f} s", flush=True)
+    print(f"\nconvert_reference summary ({time.time() - t_all:.0f} s):")
+    for name, rname, status, why in results:
+        print(f"  {status:4} {name} {rname}" + (f": {why}" if why else ""))
+    return 1 if any(r[2] == "FAIL" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
