@@ -16,7 +16,7 @@ expect() {
   local out="$work/out-$name"
   "$moex" convert "$@" --out "$out" --quiet >"$work/stdout" 2>"$work/stderr"
   local rc=$?
-  if [ $rc -ne 2 ] || ! grep -qE "$pattern" "$work/stderr" || [ -e "$out" ] ||
+  if [ $rc -ne 2 ] || ! grep -qE -- "$pattern" "$work/stderr" || [ -e "$out" ] ||
      compgen -G "$out.tmp-*" >/dev/null; then
     echo "FAIL $name: rc=$rc, stderr: $(head -c 400 "$work/stderr")"
     fails=$((fails + 1))
@@ -28,6 +28,7 @@ expect() {
 "$moex" make-model --preset tiny-qwen3-moe --bits 0 --dtype f32 --out "$work/good" >/dev/null 2>&1 ||
   { echo "FAIL: make-model"; exit 1; }
 mkdir "$work/empty"
+cp -r "$work/good" "$work/noweights" && rm "$work/noweights/"*.safetensors*
 cp -r "$work/good" "$work/nocfg" && rm "$work/nocfg/config.json"
 cp -r "$work/good" "$work/family" && sed -i 's/"model_type": *"qwen3_moe"/"model_type": "frobnicate"/' "$work/family/config.json"
 cp -r "$work/good" "$work/shape" && sed -i 's/"hidden_size": *256/"hidden_size": 320/' "$work/shape/config.json"
@@ -36,7 +37,8 @@ cp -r "$work/good" "$work/badjson" && printf '{"model_type": ' > "$work/badjson/
 
 expect missing-dir   "not a directory"                 -- "$work/nonexistent"
 expect no-config     "has no config.json"              -- "$work/nocfg"
-expect no-weights    "config.json|safetensors"         -- "$work/empty"
+expect empty-dir     "has no config.json"              -- "$work/empty"
+expect no-weights    "safetensors"                     -- "$work/noweights"
 expect bad-json      "config.json"                     -- "$work/badjson"
 expect unknown-family "frobnicate"                     -- "$work/family"
 expect shape         "hidden_size|expected|shape"      -- "$work/shape"

@@ -59,10 +59,10 @@ TOKENIZER_ELSEWHERE = {"kimi_k2", "mixtral"}
 # (fixture, recipe) whose output moex refuses to run, with the reason: the converted files are
 # still compared, and the refusal must name the reason's words.
 LOAD_REFUSALS = {
-    (n, "float"): ("quant_method 'fp8'", "without -q, mlx_lm convert keeps the input's fp8 "
+    (n, r): ("quant_method 'fp8'", "without -q, mlx_lm convert keeps the input's fp8 "
                    "quantization_config (the Hub file's, over the fixture's float weights) and "
                    "moex refuses fp8 configs by design (docs/families.md)")
-    for n in ("deepseek_v3", "kimi_k2", "minimax_m2")
+    for n in ("deepseek_v3", "kimi_k2", "minimax_m2") for r in ("float", "f16")
 }
 
 
