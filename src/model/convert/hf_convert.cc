@@ -2,6 +2,7 @@
 #include "model/convert/hf_convert.h"
 
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "core/atomic_write.h"
@@ -44,6 +45,18 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
+
+// Drops the pages of input bytes [p, p + nb) that were not dropped yet (per range start).
+void release_range(const io::Checkpoint& ck, const uint8_t* p, uint64_t nb,
+                   std::map<const uint8_t*, uint64_t>& released) {
+  uint64_t& before = released[p];
+  if (nb <= before) return;
+  io::TensorInfo view;
+  view.data = p;
+  view.nbytes = nb;
+  ck.release_pages(view);
+  before = nb;
+}
 
 void cast_rows(const uint8_t* src, DType from, uint8_t* dst, DType to, size_t n) {
   for (size_t i = 0; i < n; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
@@ -211,6 +224,7 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
       scales.resize(sb_bytes);
       biases.resize(quant::is_fp_mode(j.mode) ? 0 : sb_bytes);
     }
+    std::map<const uint8_t*, uint64_t> released;  // input range start -> bytes already dropped
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t n = std::min(block, rows - r0);
       const size_t elems = size_t(n) * size_t(cols);
@@ -241,6 +255,8 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
         writer.write_chunk(wname, packed.data(), packed.size() * 4);
       }
       done += elems * in_es;
+      if (j.src.consumed)
+        for (const auto& [p, nb] : j.src.consumed(r0 + n)) release_range(mc.weights, p, nb, released);
       if (opt.progress) opt.progress(done, sum.source_bytes);
     }
     if (rows == 0) writer.write_chunk(wname, nullptr, 0);

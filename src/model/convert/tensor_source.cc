@@ -35,6 +35,9 @@ RowSource direct(const io::TensorInfo& t, std::string name, std::vector<int64_t>
   s.fill = [base, row_bytes](int64_t row0, int64_t n, uint8_t* dst) {
     std::memcpy(dst, base + size_t(row0) * row_bytes, size_t(n) * row_bytes);
   };
+  s.consumed = [base, row_bytes](int64_t rows_done) {
+    return std::vector<std::pair<const uint8_t*, uint64_t>>{{base, uint64_t(rows_done) * row_bytes}};
+  };
   return s;
 }
 
@@ -98,6 +101,11 @@ RowSource stacked(const ModelCheckpoint& mc, const std::string& pattern, const s
   s.fill = [parts, per, row_bytes](int64_t row0, int64_t n, uint8_t* dst) {
     for (int64_t r = row0; r < row0 + n; ++r, dst += row_bytes)
       std::memcpy(dst, parts[size_t(r / per)]->data + size_t(r % per) * row_bytes, row_bytes);
+  };
+  s.consumed = [parts, per](int64_t rows_done) {
+    std::vector<std::pair<const uint8_t*, uint64_t>> done;
+    for (int64_t e = 0; e < rows_done / per; ++e) done.emplace_back(parts[size_t(e)]->data, parts[size_t(e)]->nbytes);
+    return done;
   };
   return s;
 }

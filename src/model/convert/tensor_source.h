@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -25,6 +26,10 @@ struct RowSource {
   // Writes rows [row0, row0 + n) in `dtype` to dst (n * cols() elements).
   std::function<void(int64_t row0, int64_t n, uint8_t* dst)> fill;
   std::vector<const io::TensorInfo*> inputs;  // the stored tensors it reads
+  // Optional: the byte ranges of the inputs that rows [0, rows_done) have read in full and
+  // later rows never read, so the caller can drop their pages from the resident set as it
+  // goes (direct and stacked sources; the others release their inputs at the end).
+  std::function<std::vector<std::pair<const uint8_t*, uint64_t>>(int64_t rows_done)> consumed;
 
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
   int64_t rows() const;
