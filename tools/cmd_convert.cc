@@ -79,8 +79,7 @@ int run_convert(const ConvertFlags& f) {
 }  // namespace
 
 MOEX_REGISTER_COMMAND(
-    convert, "convert",
-    "convert a Hugging Face checkpoint to MLX format (as mlx_lm convert does)",
+    convert, "convert", "convert a Hugging Face checkpoint to MLX format (as mlx_lm convert does)",
     [](CLI::App& sub) -> std::function<int()> {
       auto f = std::make_shared<ConvertFlags>();
       sub.add_option("hf_dir", f->in, "the Hugging Face checkpoint directory")

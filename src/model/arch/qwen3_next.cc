@@ -299,7 +299,8 @@ class Qwen35MoeFamily final : public Family {
     return top;
   }
 
-  // mlx-lm's quant_predicate (qwen3_5, MoE models only): the router and the shared expert's gate at 8 bits, group 64.
+  // mlx-lm's quant_predicate (qwen3_5, MoE models only): the router and the shared expert's gate at
+  // 8 bits, group 64.
   std::optional<QuantOverride> reference_quant_override(const ModelConfig& c,
                                                         std::string_view path) const override {
     if (c.moe.num_experts <= 0) return std::nullopt;

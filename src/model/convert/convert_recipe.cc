@@ -125,17 +125,21 @@ ModuleDecision RecipePlan::mixed(const ModuleSpec& m) const {
   int64_t index = 0;
   if (parts.size() > layer_location_) {
     if (!all_digits(parts[layer_location_]))
-      fail("--quant-predicate ", r_.predicate, ": module '", m.path, "' has no layer index at part ",
-           layer_location_ + 1, " (where the first down_proj has it)");
+      fail("--quant-predicate ", r_.predicate, ": module '", m.path,
+           "' has no layer index at part ", layer_location_ + 1,
+           " (where the first down_proj has it)");
     index = std::stoll(parts[layer_location_]);
   }
   const int64_t n = cfg_.num_layers;
   const bool more = index < n / 8 || index >= 7 * n / 8 || (index - n / 8) % 3 == 2;
   const auto has = [&](const char* s) { return m.path.find(s) != std::string::npos; };
   int bits = mb.low;
-  if ((has("v_proj") || has("v_a_proj") || has("v_b_proj")) && more) bits = mb.high;
-  else if (has("down_proj") && more) bits = mb.high;
-  else if (has("lm_head")) bits = mb.high;
+  if ((has("v_proj") || has("v_a_proj") || has("v_b_proj")) && more)
+    bits = mb.high;
+  else if (has("down_proj") && more)
+    bits = mb.high;
+  else if (has("lm_head"))
+    bits = mb.high;
   ModuleDecision d{true, bits, r_.group_size, quant::Mode::kAffine, nullptr};
   d.config_entry = {{"group_size", r_.group_size}, {"bits", bits}, {"mode", "affine"}};
   return d;
@@ -158,9 +162,8 @@ ModuleDecision RecipePlan::decide(const ModuleSpec& m) const {
 
 nlohmann::json RecipePlan::quantization_block(const std::vector<ModuleSpec>& modules) const {
   if (!r_.quantize) return nullptr;
-  nlohmann::json q = {{"group_size", r_.group_size},
-                      {"bits", r_.bits},
-                      {"mode", quant::mode_name(r_.mode)}};
+  nlohmann::json q = {
+      {"group_size", r_.group_size}, {"bits", r_.bits}, {"mode", quant::mode_name(r_.mode)}};
   for (size_t i = 0; i < modules.size() && i < decisions_.size(); ++i)
     if (!decisions_[i].config_entry.is_null()) q[modules[i].path] = decisions_[i].config_entry;
   return q;

@@ -21,12 +21,12 @@ namespace moex::model::convert {
 
 // The command line's recipe (mlx_lm convert's flags and defaults).
 struct Recipe {
-  bool quantize = false;          // -q
-  int bits = 0;                   // --q-bits; 0: the mode's default (affine 4)
-  int group_size = 0;             // --q-group-size; 0: the mode's default (affine 64)
+  bool quantize = false;                    // -q
+  int bits = 0;                             // --q-bits; 0: the mode's default (affine 4)
+  int group_size = 0;                       // --q-group-size; 0: the mode's default (affine 64)
   quant::Mode mode = quant::Mode::kAffine;  // --q-mode
-  std::string predicate;          // --quant-predicate: "" or mixed_2_6 / 3_4 / 3_6 / 4_6
-  std::optional<DType> dtype;     // --dtype; nullopt: config.json's torch_dtype rule
+  std::string predicate;                    // --quant-predicate: "" or mixed_2_6 / 3_4 / 3_6 / 4_6
+  std::optional<DType> dtype;               // --dtype; nullopt: config.json's torch_dtype rule
 };
 
 // Fills the mode's defaults and checks the combination; moex::Error naming the flag.

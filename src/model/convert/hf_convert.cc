@@ -29,7 +29,7 @@ struct OutTensor {
 
 struct Job {
   RowSource src;
-  DType out_dtype;      // after the cast
+  DType out_dtype;  // after the cast
   bool quantized = false;
   int bits = 0, group_size = 0;
   quant::Mode mode = quant::Mode::kAffine;
@@ -86,9 +86,16 @@ void require_float_checkpoint(const io::Checkpoint& ck, const nlohmann::json& co
 // The names of the files mlx_lm convert carries over besides the weights (its tokenizer's
 // save_pretrained writes the tokenizer files; they are copied here as they are).
 bool copied_file(const std::string& name) {
-  static const char* kNames[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                 "added_tokens.json", "tokenizer.model", "vocab.json", "merges.txt",
-                                 "chat_template.jinja", "chat_template.json", "generation_config.json"};
+  static const char* kNames[] = {"tokenizer.json",
+                                 "tokenizer_config.json",
+                                 "special_tokens_map.json",
+                                 "added_tokens.json",
+                                 "tokenizer.model",
+                                 "vocab.json",
+                                 "merges.txt",
+                                 "chat_template.jinja",
+                                 "chat_template.json",
+                                 "generation_config.json"};
   for (const char* n : kNames)
     if (name == n) return true;
   const auto ends = [&](const char* s) { return std::string_view(name).ends_with(s); };
@@ -139,7 +146,8 @@ int64_t total_parameters(const std::vector<ModuleSpec>& modules) {
     const std::string owner = m.path.substr(0, m.path.rfind('.')) + ".";
     bool leaf = true;
     for (const ModuleSpec& o : modules)
-      if (o.kind != ModuleKind::kTensor && o.path.compare(0, owner.size(), owner) == 0) leaf = false;
+      if (o.kind != ModuleKind::kTensor && o.path.compare(0, owner.size(), owner) == 0)
+        leaf = false;
     if (leaf) n += m.parameter_count();
   }
   return n;
@@ -150,12 +158,14 @@ int64_t total_parameters(const std::vector<ModuleSpec>& modules) {
 ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   const Recipe recipe = resolve_recipe(opt.recipe);
   const std::string& in = opt.in_dir;
-  if (!fs::is_directory(in)) fail("'", in, "' is not a directory (expected a Hugging Face checkpoint)");
+  if (!fs::is_directory(in))
+    fail("'", in, "' is not a directory (expected a Hugging Face checkpoint)");
   if (fs::exists(opt.out_dir) || fs::is_symlink(opt.out_dir))
     fail("--out '", opt.out_dir, "' already exists; remove it or name another path (mlx_lm convert",
          " refuses an existing path too)");
   const std::string cfg_file = in + "/config.json";
-  if (!fs::exists(cfg_file)) fail("'", in, "' has no config.json; expected a Hugging Face checkpoint");
+  if (!fs::exists(cfg_file))
+    fail("'", in, "' has no config.json; expected a Hugging Face checkpoint");
   const nlohmann::json config = io::read_json_file(cfg_file);
   io::Checkpoint ck = io::Checkpoint::open(in);
   require_float_checkpoint(ck, config, in);
@@ -163,7 +173,8 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   const Family& family = family_for(cfg.model_type, cfg_file);
   CheckOptions check;
   check.allow_per_expert_layout = true;
-  const ModelCheckpoint mc = check_model_checkpoint(std::move(cfg), std::nullopt, std::move(ck), check);
+  const ModelCheckpoint mc =
+      check_model_checkpoint(std::move(cfg), std::nullopt, std::move(ck), check);
   const RecipePlan plan(mc.config, family, mc.modules, recipe);
   const std::optional<DType> dtype = conversion_dtype(recipe, config);
 
@@ -194,7 +205,8 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
         ss.back() = ss.back() / d.group_size;
         const bool fp = quant::is_fp_mode(d.mode);
         outs.push_back({{m.path + ".weight", DType::U32, ws}, s, TensorPart::kWeight});
-        outs.push_back({{m.path + ".scales", fp ? DType::U8 : j.out_dtype, ss}, s, TensorPart::kScales});
+        outs.push_back(
+            {{m.path + ".scales", fp ? DType::U8 : j.out_dtype, ss}, s, TensorPart::kScales});
         if (!fp) outs.push_back({{m.path + ".biases", j.out_dtype, ss}, s, TensorPart::kBiases});
       }
       sum.source_bytes += j.src.bytes();
@@ -256,7 +268,8 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
       }
       done += elems * in_es;
       if (j.src.consumed)
-        for (const auto& [p, nb] : j.src.consumed(r0 + n)) release_range(mc.weights, p, nb, released);
+        for (const auto& [p, nb] : j.src.consumed(r0 + n))
+          release_range(mc.weights, p, nb, released);
       if (opt.progress) opt.progress(done, sum.source_bytes);
     }
     if (rows == 0) writer.write_chunk(wname, nullptr, 0);

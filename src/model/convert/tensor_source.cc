@@ -36,7 +36,8 @@ RowSource direct(const io::TensorInfo& t, std::string name, std::vector<int64_t>
     std::memcpy(dst, base + size_t(row0) * row_bytes, size_t(n) * row_bytes);
   };
   s.consumed = [base, row_bytes](int64_t rows_done) {
-    return std::vector<std::pair<const uint8_t*, uint64_t>>{{base, uint64_t(rows_done) * row_bytes}};
+    return std::vector<std::pair<const uint8_t*, uint64_t>>{
+        {base, uint64_t(rows_done) * row_bytes}};
   };
   return s;
 }
@@ -48,7 +49,8 @@ RowSource plus_one(RowSource s) {
   auto inner = std::move(s.fill);
   s.fill = [inner, t, cols](int64_t row0, int64_t n, uint8_t* dst) {
     inner(row0, n, dst);
-    for (size_t i = 0; i < size_t(n * cols); ++i) store_from_f32(dst, t, i, load_as_f32(dst, t, i) + 1.f);
+    for (size_t i = 0; i < size_t(n * cols); ++i)
+      store_from_f32(dst, t, i, load_as_f32(dst, t, i) + 1.f);
   };
   return s;
 }
@@ -74,7 +76,8 @@ RowSource column_normalized(RowSource s, const io::TensorInfo& t) {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         const size_t i = size_t((row0 + r) * cols + c);
-        store_from_f32(dst, dt, size_t(r * cols + c), load_as_f32(base, dt, i) / (*norms)[size_t(c)]);
+        store_from_f32(dst, dt, size_t(r * cols + c),
+                       load_as_f32(base, dt, i) / (*norms)[size_t(c)]);
       }
   };
   return s;
@@ -104,7 +107,8 @@ RowSource stacked(const ModelCheckpoint& mc, const std::string& pattern, const s
   };
   s.consumed = [parts, per](int64_t rows_done) {
     std::vector<std::pair<const uint8_t*, uint64_t>> done;
-    for (int64_t e = 0; e < rows_done / per; ++e) done.emplace_back(parts[size_t(e)]->data, parts[size_t(e)]->nbytes);
+    for (int64_t e = 0; e < rows_done / per; ++e)
+      done.emplace_back(parts[size_t(e)]->data, parts[size_t(e)]->nbytes);
     return done;
   };
   return s;
@@ -147,8 +151,8 @@ RowSource kv_b_split(const ModelCheckpoint& mc, const ModuleSpec& m) {
   const MlaParams& p = mc.config.mla;
   const int64_t heads = mc.config.heads, nope = p.nope_dim, v = p.v_head_dim, lat = p.kv_lora_rank;
   const bool keys = m.slot == Slot::kMlaEmbedQ;
-  const std::vector<int64_t> shape = keys ? std::vector<int64_t>{heads, lat, nope}
-                                          : std::vector<int64_t>{heads, v, lat};
+  const std::vector<int64_t> shape =
+      keys ? std::vector<int64_t>{heads, lat, nope} : std::vector<int64_t>{heads, v, lat};
   if (shape != m.shape)
     fail("module '", m.path, "': the table's shape ", io::shape_to_string(m.shape),
          " is not mlx-lm's split of kv_b_proj ", io::shape_to_string(shape));
@@ -196,8 +200,8 @@ std::vector<RowSource> expert_sources(const ModelCheckpoint& mc, const ModuleSpe
   const io::TensorInfo& t = float_tensor(mc, hf);
   const int64_t out_rows = m.shape[1];
   if (m.hf_fused == HfFusedExperts::kOutputsFirst) {
-    out.push_back(expert_rows(t, w, m.shape, m.hf_fused_rows(),
-                              m.proj == ExpertProj::kUp ? out_rows : 0));
+    out.push_back(
+        expert_rows(t, w, m.shape, m.hf_fused_rows(), m.proj == ExpertProj::kUp ? out_rows : 0));
     return out;
   }
   // Llama-4 (inputs first): gate_up [E, H, 2 * Dff] (gate columns first), down [E, Dff, H].
@@ -235,7 +239,8 @@ std::vector<RowSource> module_sources(const ModelCheckpoint& mc, const ModuleSpe
     if (m.slot == Slot::kLmHead && mc.config.lm_head_column_norm)
       s = column_normalized(std::move(s), *s.inputs[0]);
     out.push_back(std::move(s));
-  } else if ((m.slot == Slot::kMlaEmbedQ || m.slot == Slot::kMlaUnembedOut) && !m.hf_pattern.empty()) {
+  } else if ((m.slot == Slot::kMlaEmbedQ || m.slot == Slot::kMlaUnembedOut) &&
+             !m.hf_pattern.empty()) {
     out.push_back(kv_b_split(mc, m));
   } else if (m.role == TensorRole::kExperts && !m.hf_pattern.empty()) {
     return expert_sources(mc, m);
