@@ -43,6 +43,10 @@ RECIPES = {
 }
 DEFAULT_RECIPES = "float,f16,q4g64,q8g32,mxfp4,nvfp4,mixed_3_6"
 
+# Variants of a fixture with config fields changed: name -> (fixture, fields). Ling-lite-1.5
+# writes norm_head false; true makes mlx-lm's sanitize normalize the head's columns.
+VARIANTS = {"bailing_moe_norm_head": ("bailing_moe", {"norm_head": True})}
+
 # Fixtures that cannot run, with the reason (printed as SKIP, never passed).
 SKIPS = {
     "gpt_oss": "the Hub's gpt-oss experts are mxfp4 already (quantized input): moex convert "
@@ -152,6 +156,7 @@ def main():
     ap.add_argument("--recipes", default=DEFAULT_RECIPES)
     a = ap.parse_args()
     names = sorted(os.path.basename(f)[:-5] for f in glob.glob(os.path.join(REF, "hf_configs", "*.json")))
+    names += sorted(VARIANTS)
     if a.only:
         names = [n for n in names if n in a.only.split(",")]
     recipes = a.recipes.split(",")
@@ -167,10 +172,12 @@ def main():
             results.append((name, "-", "SKIP", SKIPS[name]))
             continue
         t0 = time.time()
-        cfg = hf.shrink(json.load(open(os.path.join(REF, "hf_configs", name + ".json"))))
+        fixture, fields = VARIANTS.get(name, (name, {}))
+        cfg = hf.shrink(json.load(open(os.path.join(REF, "hf_configs", fixture + ".json"))))
+        cfg.update(fields)
         hf.shrink_token_ids(cfg, hf.SIZES["vocab_size"])
         raw = os.path.join(a.work, name + "-hf")
-        hf.write_raw(cfg, raw, tok, zlib.crc32(name.encode()))
+        hf.write_raw(cfg, raw, tok, zlib.crc32(fixture.encode()))
         tok_dir = tok if name in TOKENIZER_ELSEWHERE else None
         for rname in recipes:
             flags, kwargs = RECIPES[rname]
