@@ -34,6 +34,13 @@ cp -r "$work/good" "$work/family" && sed -i 's/"model_type": *"qwen3_moe"/"model
 cp -r "$work/good" "$work/shape" && sed -i 's/"hidden_size": *256/"hidden_size": 320/' "$work/shape/config.json"
 cp -r "$work/good" "$work/badjson" && printf '{"model_type": ' > "$work/badjson/config.json"
 "$moex" make-model --preset tiny-qwen3-moe --bits 4 --out "$work/quantized" >/dev/null 2>&1
+# A checkpoint whose one tensor is I32 (a dtype convert cannot cast): the safetensors header
+# (padded to 8 bytes) after its little-endian 8-byte length, then 4 data bytes.
+mkdir "$work/int" && cp "$work/good/config.json" "$work/int/"
+hdr='{"model.embed_tokens.weight":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}}'
+while [ $(( ${#hdr} % 8 )) -ne 0 ]; do hdr="$hdr "; done
+{ printf "$(printf '\\x%02x' $(( ${#hdr} & 255 )) $(( ${#hdr} >> 8 )) 0 0 0 0 0 0)"
+  printf '%s' "$hdr"; printf '\x01\x00\x00\x00'; } >"$work/int/model.safetensors"
 
 expect missing-dir   "not a directory"                 -- "$work/nonexistent"
 expect no-config     "has no config.json"              -- "$work/nocfg"
@@ -43,6 +50,7 @@ expect bad-json      "config.json"                     -- "$work/badjson"
 expect unknown-family "frobnicate"                     -- "$work/family"
 expect shape         "hidden_size|expected|shape"      -- "$work/shape"
 expect quantized     "already MLX-quantized|U32"       -- "$work/quantized"
+expect int-tensor    "model.embed_tokens.weight' is I32" -- "$work/int"
 expect dtype         "--dtype must be"                 -- "$work/good" --dtype int8
 expect q-mode        "--q-mode must be"                -- "$work/good" -q --q-mode int4
 expect q-bits        "--q-bits must be"                -- "$work/good" -q --q-bits 7
