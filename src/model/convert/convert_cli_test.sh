@@ -72,5 +72,12 @@ fi
 "$moex" convert "$work/good" --out "$work/conv" --quiet 2>"$work/stderr"
 if [ $? -eq 2 ] && grep -q "already exists" "$work/stderr"; then echo "ok   out-exists (converted)"; else
   echo "FAIL out-exists (converted)"; fails=$((fails + 1)); fi
+# --out with a trailing slash names the same directory (its temporary sits beside it).
+if "$moex" convert "$work/good" --out "$work/slash/" --quiet 2>"$work/stderr" &&
+   [ -f "$work/slash/model.safetensors" ] && ! compgen -G "$work/slash/.tmp-*" >/dev/null; then
+  echo "ok   out with a trailing slash"
+else
+  echo "FAIL out with a trailing slash: $(tail -c 300 "$work/stderr")"; fails=$((fails + 1))
+fi
 [ $fails -eq 0 ] && echo "convert_cli_test: all passed" || echo "convert_cli_test: $fails failed"
 [ $fails -eq 0 ]

@@ -160,7 +160,11 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   const std::string& in = opt.in_dir;
   if (!fs::is_directory(in))
     fail("'", in, "' is not a directory (expected a Hugging Face checkpoint)");
-  if (fs::exists(opt.out_dir) || fs::is_symlink(opt.out_dir))
+  // "DIR/" and "a/../DIR" name DIR: the temporary directory must sit beside it, not inside.
+  fs::path out_path = fs::absolute(opt.out_dir).lexically_normal();
+  if (out_path.filename().empty()) out_path = out_path.parent_path();
+  const std::string out = out_path.string();
+  if (fs::exists(out) || fs::is_symlink(out))
     fail("--out '", opt.out_dir, "' already exists; remove it or name another path (mlx_lm convert",
          " refuses an existing path too)");
   const std::string cfg_file = in + "/config.json";
@@ -214,7 +218,7 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
     }
   }
 
-  TempDir tmp{make_temp_sibling_dir(opt.out_dir, "converted checkpoint")};
+  TempDir tmp{make_temp_sibling_dir(out, "converted checkpoint")};
   io::ShardedCheckpointWriter writer(tmp.path);
   writer.set_metadata("format", "mlx");
   for (const OutTensor& o : outs) writer.declare(o.spec);
@@ -303,7 +307,7 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   }
   sum.shards = writer.shard_files();
   sum.tensors = int64_t(outs.size());
-  commit_directory(tmp.path, opt.out_dir, "converted checkpoint");
+  commit_directory(tmp.path, out, "converted checkpoint");
   tmp.keep = true;
   return sum;
 }
