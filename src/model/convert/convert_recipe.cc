@@ -94,8 +94,9 @@ std::optional<DType> conversion_dtype(const Recipe& r, const nlohmann::json& con
 }
 
 RecipePlan::RecipePlan(const ModelConfig& cfg, const Family& family,
-                       const std::vector<ModuleSpec>& modules, const Recipe& recipe)
-    : cfg_(cfg), family_(family), r_(recipe) {
+                       const std::vector<ModuleSpec>& modules, const Recipe& recipe,
+                       bool fine_grained)
+    : cfg_(cfg), family_(family), r_(recipe), fine_grained_(fine_grained) {
   if (r_.quantize && !r_.predicate.empty()) {
     // mlx-lm: the layer index is the first all-digit part of the first module named down_proj.
     const ModuleSpec* first = nullptr;
@@ -146,6 +147,9 @@ ModuleDecision RecipePlan::mixed(const ModuleSpec& m) const {
 }
 
 ModuleDecision RecipePlan::decide(const ModuleSpec& m) const {
+  // gpt-oss's experts arrive in mxfp4 (fine_grained): mlx-lm loads them quantized and leaves
+  // them as they are.
+  if (fine_grained_ && m.hf_fused == HfFusedExperts::kInterleavedMxfp4) return {};
   if (!r_.quantize || !m.quantizable() || m.in_dim() % r_.group_size != 0) return {};
   if (!r_.predicate.empty()) return mixed(m);
   if (const auto o = family_.reference_quant_override(cfg_, m.path)) {
@@ -157,7 +161,11 @@ ModuleDecision RecipePlan::decide(const ModuleSpec& m) const {
     d.config_entry = {{"group_size", o->group_size}, {"bits", o->bits}};
     return d;
   }
-  return {true, r_.bits, r_.group_size, r_.mode, nullptr};
+  ModuleDecision d{true, r_.bits, r_.group_size, r_.mode, nullptr};
+  if (fine_grained_)
+    d.config_entry = {
+        {"group_size", r_.group_size}, {"bits", r_.bits}, {"mode", quant::mode_name(r_.mode)}};
+  return d;
 }
 
 nlohmann::json RecipePlan::quantization_block(const std::vector<ModuleSpec>& modules) const {

@@ -44,8 +44,10 @@ struct ModuleDecision {
 // The decisions for a whole model.
 class RecipePlan {
  public:
+  // fine_grained: the checkpoint is partly quantized already (gpt-oss's mxfp4 experts); as in
+  // mlx-lm, every module the recipe quantizes is then listed in the block with its settings.
   RecipePlan(const ModelConfig& cfg, const Family& family, const std::vector<ModuleSpec>& modules,
-             const Recipe& recipe);
+             const Recipe& recipe, bool fine_grained = false);
   const ModuleDecision& decision(size_t module_index) const { return decisions_[module_index]; }
   // The "quantization" section for the same modules (null json when not quantizing).
   nlohmann::json quantization_block(const std::vector<ModuleSpec>& modules) const;
@@ -58,6 +60,7 @@ class RecipePlan {
   const ModelConfig& cfg_;
   const Family& family_;
   Recipe r_;
+  bool fine_grained_ = false;
   size_t layer_location_ = 0;  // mixed recipes: which dot-separated part is the layer index
   std::vector<ModuleDecision> decisions_;
 };

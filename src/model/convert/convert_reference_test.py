@@ -48,10 +48,7 @@ DEFAULT_RECIPES = "float,f16,q4g64,q8g32,mxfp4,nvfp4,mixed_3_6"
 VARIANTS = {"bailing_moe_norm_head": ("bailing_moe", {"norm_head": True})}
 
 # Fixtures that cannot run, with the reason (printed as SKIP, never passed).
-SKIPS = {
-    "gpt_oss": "the Hub's gpt-oss experts are mxfp4 already (quantized input): moex convert "
-               "refuses quantized checkpoints (docs/convert.md)",
-}
+SKIPS = {}
 
 # Model types whose tokenizer transformers cannot load here (kimi_k2: transformers 5.25 has no
 # config class for it; mixtral: through mistral_common when that does not import), which stops

@@ -71,6 +71,8 @@ void require_float_checkpoint(const io::Checkpoint& ck, const nlohmann::json& co
     if (config.contains(key) && config[key].is_object() && config[key].contains("quant_method") &&
         config[key]["quant_method"].is_string())
       method = config[key]["quant_method"].get<std::string>();
+  // gpt-oss's Hub checkpoint: experts in mxfp4 (U8 blocks and scales), read as mlx-lm does.
+  if (method == "mxfp4") return;
   if (config.contains("quantization") && !config["quantization"].is_null())
     fail(dir, "/config.json has a \"quantization\" section: the checkpoint is already MLX-",
          "quantized; moex convert reads unquantized Hugging Face checkpoints");
@@ -179,7 +181,13 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   check.allow_per_expert_layout = true;
   const ModelCheckpoint mc =
       check_model_checkpoint(std::move(cfg), std::nullopt, std::move(ck), check);
-  const RecipePlan plan(mc.config, family, mc.modules, recipe);
+  // A checkpoint already in mxfp4 (gpt-oss): mlx-lm's loader sets the quantization block to
+  // mxfp4's, and its convert then lists every module it quantizes on top (fine-grained).
+  nlohmann::json loaded_block;
+  if (config.contains("quantization_config") && config["quantization_config"].is_object() &&
+      config["quantization_config"].value("quant_method", "") == "mxfp4")
+    loaded_block = {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}};
+  const RecipePlan plan(mc.config, family, mc.modules, recipe, !loaded_block.is_null());
   const std::optional<DType> dtype = conversion_dtype(recipe, config);
 
   // Plan every output tensor before writing any.
@@ -194,9 +202,10 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
     std::vector<RowSource> srcs = module_sources(mc, m, norm_plus_one(mc, m));
     for (size_t k = 0; k < srcs.size(); ++k) {
       Job j{std::move(srcs[k]), DType::F32};
-      const bool keep = !dtype || family.reference_keeps_dtype(mc.config, j.src.name);
+      const bool keep = !dtype || !is_float_dtype(j.src.dtype) ||
+                        family.reference_keeps_dtype(mc.config, j.src.name);
       j.out_dtype = keep ? j.src.dtype : *dtype;
-      j.quantized = d.quantized && k == 0;
+      j.quantized = d.quantized && k == 0 && is_float_dtype(j.src.dtype);
       const size_t s = jobs.size();
       if (!j.quantized) {
         outs.push_back({{j.src.name, j.out_dtype, j.src.shape}, s, TensorPart::kWeight});
@@ -297,7 +306,15 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
        {{"total_size", sum.written_bytes}, {"total_parameters", total_parameters(mc.modules)}}},
       {"weight_map", weight_map}};
   write_file_plain(tmp.path + "/" + io::kSafetensorsIndexName, index.dump(4), "checkpoint index");
-  const nlohmann::json out_cfg = output_config(config, in, plan.quantization_block(mc.modules));
+  nlohmann::json block = plan.quantization_block(mc.modules);
+  if (!loaded_block.is_null()) {
+    nlohmann::json merged = loaded_block;
+    if (!block.is_null())
+      for (const auto& [k, v] : block.items())
+        if (v.is_object()) merged[k] = v;
+    block = merged;
+  }
+  const nlohmann::json out_cfg = output_config(config, in, block);
   write_file_plain(tmp.path + "/config.json", out_cfg.dump(4), "config.json");
   for (const auto& e : fs::directory_iterator(in)) {
     const std::string name = e.path().filename().string();

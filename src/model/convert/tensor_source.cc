@@ -183,6 +183,54 @@ std::vector<int64_t> bias_shape(const ModuleSpec& m) {
   return s;
 }
 
+// Rows row0, row0 + stride, ... (out of them per expert) of a [E, R, ...] tensor of any dtype,
+// each row `row_bytes` long, as [E, out, cols] of `dtype` (cols * size = row_bytes).
+RowSource strided_rows(const io::TensorInfo& t, std::string name, DType dtype,
+                       std::vector<int64_t> shape, int64_t R, int64_t row0, int64_t stride) {
+  RowSource s{std::move(name), dtype, std::move(shape), nullptr, {&t}};
+  const int64_t out = s.shape[1];
+  const size_t row_bytes = size_t(s.cols()) * dtype_size(dtype);
+  if (t.nbytes != uint64_t(s.shape[0] * R) * row_bytes)
+    fail("tensor '", t.name, "': ", t.nbytes, " bytes, expected ", uint64_t(s.shape[0] * R) * row_bytes);
+  const uint8_t* base = t.data;
+  s.fill = [=](int64_t r0, int64_t n, uint8_t* dst) {
+    for (int64_t r = r0; r < r0 + n; ++r, dst += row_bytes)
+      std::memcpy(dst, base + size_t((r / out) * R + row0 + (r % out) * stride) * row_bytes,
+                  row_bytes);
+  };
+  return s;
+}
+
+// gpt-oss's original layout, as mlx-lm's sanitize reads it: <base>_blocks U8 [E, R, in/32, 16]
+// viewed as U32 [E, R, in/8], <base>_scales U8 [E, R, in/32] and <base>_bias [E, R], gate = even
+// rows and up = odd rows of gate_up_proj, down as stored. Already mxfp4: written as they are.
+std::vector<RowSource> interleaved_mxfp4(const ModelCheckpoint& mc, const ModuleSpec& m) {
+  const int64_t E = m.shape[0], out = m.shape[1], in = m.shape[2], R = m.hf_fused_rows();
+  const int64_t row0 = m.proj == ExpertProj::kUp ? 1 : 0;
+  const int64_t stride = m.proj == ExpertProj::kDown ? 1 : 2;
+  const std::string& hf = m.hf_pattern;
+  std::vector<RowSource> v;
+  v.push_back(strided_rows(mc.weights.require(hf + "_blocks"), m.path + ".weight", DType::U32,
+                           {E, out, in / 8}, R, row0, stride));
+  v.push_back(strided_rows(mc.weights.require(hf + "_scales"), m.path + ".scales", DType::U8,
+                           {E, out, in / 32}, R, row0, stride));
+  if (m.bias) {
+    const io::TensorInfo& b = float_tensor(mc, hf + "_bias");
+    if (b.nbytes != uint64_t(E * R) * dtype_size(b.dtype))
+      fail("tensor '", b.name, "': ", b.nbytes, " bytes, expected [", E, ", ", R, "] elements");
+    RowSource bias{m.path + ".bias", b.dtype, {E, out}, nullptr, {&b}};
+    const size_t es = dtype_size(b.dtype);
+    const uint8_t* base = b.data;
+    bias.fill = [=](int64_t r0, int64_t n, uint8_t* dst) {  // row e: its out entries
+      for (int64_t e = r0; e < r0 + n; ++e)
+        for (int64_t j = 0; j < out; ++j, dst += es)
+          std::memcpy(dst, base + size_t(e * R + row0 + j * stride) * es, es);
+    };
+    v.push_back(std::move(bias));
+  }
+  return v;
+}
+
 // Routed experts not stored stacked: per expert ("{e}" patterns) or fused.
 std::vector<RowSource> expert_sources(const ModelCheckpoint& mc, const ModuleSpec& m) {
   const std::string& hf = m.hf_pattern;
@@ -193,9 +241,7 @@ std::vector<RowSource> expert_sources(const ModelCheckpoint& mc, const ModuleSpe
     if (m.bias) out.push_back(stacked(mc, hf, ".bias", m.path + ".bias", bias_shape(m)));
     return out;
   }
-  if (m.hf_fused == HfFusedExperts::kInterleavedMxfp4)
-    fail("'", hf, "': gpt-oss's original mxfp4 expert tensors are already quantized; moex convert",
-         " reads unquantized (F32/F16/BF16) Hugging Face checkpoints only");
+  if (m.hf_fused == HfFusedExperts::kInterleavedMxfp4) return interleaved_mxfp4(mc, m);
   if (m.bias) fail("module '", m.path, "': fused expert tensors with biases are not supported");
   const io::TensorInfo& t = float_tensor(mc, hf);
   const int64_t out_rows = m.shape[1];
