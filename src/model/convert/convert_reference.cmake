@@ -1,7 +1,7 @@
 # `moex convert` against `mlx_lm convert` (label `reference`, MOEX_PYTHON's mlx-lm): per
 # Hugging Face config fixture (engine/reference/hf_configs), the tiny checkpoint converted by
-# both with the float, -q (4-bit g64), 8-bit g32, mxfp4 and mixed_3_6 recipes; every tensor,
-# config.json and the index must be equal, and moex must run its own output.
+# both with seven recipes (float, --dtype float16, -q, 8-bit g32, mxfp4, nvfp4, mixed_3_6);
+# every tensor, config.json and the index must be equal, and moex must run its own output.
 file(GLOB MOEX_CONVERT_HF_CONFIGS ${CMAKE_SOURCE_DIR}/src/model/engine/reference/hf_configs/*.json)
 set(MOEX_CONVERT_FIXTURES bailing_moe_norm_head)  # the test's VARIANTS
 foreach(cfg ${MOEX_CONVERT_HF_CONFIGS})

@@ -2,7 +2,7 @@
 # checkpoint (hf_config_parity_test.py's: each hf_configs/<name>.json shrunk, random f32
 # weights under the Hub's tensor names) and several recipes: every tensor equal bit for bit
 # (names, dtypes, shapes, bytes), config.json equal (parsed), the index's metadata and weight
-# map equal; then moex generates one token from its own output of the first recipe.
+# map equal; then moex generates one token from each of its outputs.
 # Usage: convert_reference_test.py MOEX_EXE WORK_DIR [--only NAME[,NAME]] [--recipes N,...]
 # Exit 0: all compared equal; 1: a difference or a failure; 77: mlx-lm missing.
 import argparse

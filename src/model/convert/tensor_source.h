@@ -2,7 +2,8 @@
 // Hugging Face checkpoint row block by row block (so no tensor is ever whole in memory): per-
 // expert tensors stacked, fused expert tensors split (outputs first) or split and transposed
 // (Llama-4's inputs-first layout), DeepSeek's kv_b_proj split into embed_q / unembed_out,
-// PyTorch's Conv1d layout, Qwen3-Next's zero-centred norms (+1) and Bailing's normalized head.
+// PyTorch's Conv1d layout, Qwen3-Next's zero-centred norms (+1), Bailing's normalized head, and
+// gpt-oss's interleaved mxfp4 experts (passed through, already quantized).
 // Names and layouts come from the family's tensor table (ModuleSpec::hf_pattern / hf_fused).
 #pragma once
 
