@@ -191,7 +191,8 @@ RowSource strided_rows(const io::TensorInfo& t, std::string name, DType dtype,
   const int64_t out = s.shape[1];
   const size_t row_bytes = size_t(s.cols()) * dtype_size(dtype);
   if (t.nbytes != uint64_t(s.shape[0] * R) * row_bytes)
-    fail("tensor '", t.name, "': ", t.nbytes, " bytes, expected ", uint64_t(s.shape[0] * R) * row_bytes);
+    fail("tensor '", t.name, "': ", t.nbytes, " bytes, expected ",
+         uint64_t(s.shape[0] * R) * row_bytes);
   const uint8_t* base = t.data;
   s.fill = [=](int64_t r0, int64_t n, uint8_t* dst) {
     for (int64_t r = r0; r < r0 + n; ++r, dst += row_bytes)
