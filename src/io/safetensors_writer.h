@@ -103,6 +103,9 @@ class ShardedCheckpointWriter {
 
   // File names of the shards (fixed once writing starts: after the first write or finish()).
   std::vector<std::string> shard_files() const;
+  // The shard file holding a declared tensor (fixed once writing starts); "" before that or
+  // for a name never declared.
+  std::string shard_of(std::string_view name) const;
   const std::string& dir() const { return dir_; }
 
  private:

@@ -144,4 +144,10 @@ void ShardedCheckpointWriter::finish() {
 
 std::vector<std::string> ShardedCheckpointWriter::shard_files() const { return names_; }
 
+std::string ShardedCheckpointWriter::shard_of(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (!planned_ || it == by_name_.end()) return "";
+  return names_[shard_of_[it->second]];
+}
+
 }  // namespace moex::io

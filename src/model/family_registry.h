@@ -5,6 +5,7 @@
 // self-registering statics; the line also names the family's tiny test preset).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,26 @@ class Family {
     (void)cfg;
     (void)tensor;
     return {};
+  }
+  // mlx-lm's quant_predicate for this family, as `mlx_lm convert -q` applies it: the
+  // {bits, group_size} it gives module `path` in place of the command's (routers at 8 bits,
+  // group 64), written into config.json without a mode and quantized affine; nullopt for a
+  // module it leaves to the command (the recipes of --quant-predicate replace this).
+  struct QuantOverride {
+    int bits = 8, group_size = 64;
+  };
+  virtual std::optional<QuantOverride> reference_quant_override(const ModelConfig& cfg,
+                                                                std::string_view path) const {
+    (void)cfg;
+    (void)path;
+    return std::nullopt;
+  }
+  // mlx-lm's cast_predicate: true for a tensor (mlx-lm name) that `mlx_lm convert` keeps in its
+  // stored dtype whatever --dtype says (e_score_correction_bias, A_log).
+  virtual bool reference_keeps_dtype(const ModelConfig& cfg, std::string_view tensor) const {
+    (void)cfg;
+    (void)tensor;
+    return false;
   }
 };
 

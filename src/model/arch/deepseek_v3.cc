@@ -183,6 +183,11 @@ class DeepseekV3Family final : public Family {
     j["hidden_act"] = "silu";
     return j;
   }
+
+  // mlx-lm's cast_predicate: e_score_correction_bias keeps its stored dtype.
+  bool reference_keeps_dtype(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.find("e_score_correction_bias") != std::string_view::npos;
+  }
 };
 
 }  // namespace

@@ -288,6 +288,13 @@ class Gemma4TextFamily final : public Family {
     j["hidden_activation"] = "gelu_pytorch_tanh";
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("router.proj")) return QuantOverride{};
+    return std::nullopt;
+  }
 };
 
 }  // namespace

@@ -119,6 +119,13 @@ class GptOssFamily final : public Family {
     }
     return sliding;
   }
+
+  // mlx-lm's quant_predicate: the router at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("router")) return QuantOverride{};
+    return std::nullopt;
+  }
 };
 
 }  // namespace

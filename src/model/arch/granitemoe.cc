@@ -95,6 +95,16 @@ class GraniteMoeFamily final : public Family {
     j["hidden_act"] = "silu";
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router, o_proj, a dense down_proj and lm_head at 8 bits,
+  // group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("block_sparse_moe.router.layer") || path.ends_with("self_attn.o_proj") ||
+        path.ends_with("mlp.down_proj") || path == "lm_head")
+      return QuantOverride{};
+    return std::nullopt;
+  }
 };
 
 }  // namespace

@@ -142,6 +142,18 @@ class Lfm2MoeFamily final : public Family {
     j["tie_word_embeddings"] = true;
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("feed_forward.gate")) return QuantOverride{};
+    return std::nullopt;
+  }
+
+  // mlx-lm's cast_predicate: expert_bias keeps its stored dtype.
+  bool reference_keeps_dtype(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.find("expert_bias") != std::string_view::npos;
+  }
 };
 
 }  // namespace

@@ -79,6 +79,18 @@ class MinimaxFamily final : public Family {
     j["hidden_act"] = "silu";
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("block_sparse_moe.gate")) return QuantOverride{};
+    return std::nullopt;
+  }
+
+  // mlx-lm's cast_predicate: e_score_correction_bias keeps its stored dtype.
+  bool reference_keeps_dtype(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.find("e_score_correction_bias") != std::string_view::npos;
+  }
 };
 
 }  // namespace

@@ -252,6 +252,12 @@ class NemotronHFamily final : public Family {
     }
     return l;
   }
+
+  // mlx-lm's cast_predicate: e_score_correction_bias and A_log keep their stored dtype.
+  bool reference_keeps_dtype(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.find("e_score_correction_bias") != std::string_view::npos ||
+           tensor.find("A_log") != std::string_view::npos;
+  }
 };
 
 }  // namespace

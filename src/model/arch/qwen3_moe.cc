@@ -86,6 +86,13 @@ class Qwen3MoeFamily final : public Family {
     j["hidden_act"] = "silu";
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("mlp.gate")) return QuantOverride{};
+    return std::nullopt;
+  }
 };
 
 }  // namespace

@@ -187,6 +187,13 @@ class Qwen3NextFamily final : public Family {
     j["rope_scaling"] = nullptr;
     return j;
   }
+
+  // mlx-lm's quant_predicate: the router and the shared expert's gate at 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig&,
+                                                        std::string_view path) const override {
+    if (path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate")) return QuantOverride{};
+    return std::nullopt;
+  }
 };
 
 
@@ -290,6 +297,20 @@ class Qwen35MoeFamily final : public Family {
     if (j.contains("eos_token_id")) top["eos_token_id"] = j["eos_token_id"];
     if (j.contains("bos_token_id")) top["bos_token_id"] = j["bos_token_id"];
     return top;
+  }
+
+  // mlx-lm's quant_predicate (qwen3_5, MoE models only): the router and the shared expert's gate at
+  // 8 bits, group 64.
+  std::optional<QuantOverride> reference_quant_override(const ModelConfig& c,
+                                                        std::string_view path) const override {
+    if (c.moe.num_experts <= 0) return std::nullopt;
+    if (path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate")) return QuantOverride{};
+    return std::nullopt;
+  }
+
+  // mlx-lm's cast_predicate (qwen3_5): A_log keeps its stored dtype.
+  bool reference_keeps_dtype(const ModelConfig&, std::string_view tensor) const override {
+    return tensor.ends_with("A_log");
   }
 };
 
