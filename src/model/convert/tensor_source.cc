@@ -26,7 +26,7 @@ const io::TensorInfo& float_tensor(const ModelCheckpoint& mc, const std::string&
 
 // A stored tensor read as it is under mlx-lm's name and shape (same element count).
 RowSource direct(const io::TensorInfo& t, std::string name, std::vector<int64_t> shape) {
-  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}};
+  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}, {}};
   const size_t row_bytes = size_t(s.cols()) * dtype_size(t.dtype);
   if (uint64_t(s.rows()) * row_bytes != t.nbytes)
     fail("tensor '", t.name, "': ", t.nbytes, " bytes, expected ", uint64_t(s.rows()) * row_bytes,
@@ -95,7 +95,7 @@ RowSource stacked(const ModelCheckpoint& mc, const std::string& pattern, const s
            dtype_name(parts[0]->dtype), "; the experts stacked into ", name, " must share a dtype");
     parts.push_back(&t);
   }
-  RowSource s{std::move(name), parts[0]->dtype, std::move(shape), nullptr, parts};
+  RowSource s{std::move(name), parts[0]->dtype, std::move(shape), nullptr, parts, {}};
   const int64_t per = s.rows() / E;  // rows of one expert
   const size_t row_bytes = size_t(s.cols()) * dtype_size(s.dtype);
   for (const io::TensorInfo* t : parts)
@@ -117,7 +117,7 @@ RowSource stacked(const ModelCheckpoint& mc, const std::string& pattern, const s
 // Rows [row0, row0 + out) of every expert of an outputs-first [E, R, in] tensor.
 RowSource expert_rows(const io::TensorInfo& t, std::string name, std::vector<int64_t> shape,
                       int64_t R, int64_t row0) {
-  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}};
+  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}, {}};
   const int64_t out = s.shape[1];
   const size_t row_bytes = size_t(s.cols()) * dtype_size(s.dtype);
   const uint8_t* base = t.data;
@@ -131,7 +131,7 @@ RowSource expert_rows(const io::TensorInfo& t, std::string name, std::vector<int
 // Columns [col0, col0 + out) of an inputs-first [E, in, C] tensor, transposed into [E, out, in].
 RowSource expert_columns(const io::TensorInfo& t, std::string name, std::vector<int64_t> shape,
                          int64_t C, int64_t col0) {
-  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}};
+  RowSource s{std::move(name), t.dtype, std::move(shape), nullptr, {&t}, {}};
   const int64_t out = s.shape[1], in = s.shape[2];
   const size_t es = dtype_size(s.dtype);
   const uint8_t* base = t.data;
@@ -157,7 +157,7 @@ RowSource kv_b_split(const ModelCheckpoint& mc, const ModuleSpec& m) {
     fail("module '", m.path, "': the table's shape ", io::shape_to_string(m.shape),
          " is not mlx-lm's split of kv_b_proj ", io::shape_to_string(shape));
   const io::TensorInfo& t = float_tensor(mc, m.hf_pattern + ".weight");
-  RowSource s{m.path + ".weight", t.dtype, shape, nullptr, {&t}};
+  RowSource s{m.path + ".weight", t.dtype, shape, nullptr, {&t}, {}};
   const size_t es = dtype_size(t.dtype);
   const uint8_t* base = t.data;
   s.fill = [=](int64_t r0, int64_t n, uint8_t* dst) {
@@ -187,7 +187,7 @@ std::vector<int64_t> bias_shape(const ModuleSpec& m) {
 // each row `row_bytes` long, as [E, out, cols] of `dtype` (cols * size = row_bytes).
 RowSource strided_rows(const io::TensorInfo& t, std::string name, DType dtype,
                        std::vector<int64_t> shape, int64_t R, int64_t row0, int64_t stride) {
-  RowSource s{std::move(name), dtype, std::move(shape), nullptr, {&t}};
+  RowSource s{std::move(name), dtype, std::move(shape), nullptr, {&t}, {}};
   const int64_t out = s.shape[1];
   const size_t row_bytes = size_t(s.cols()) * dtype_size(dtype);
   if (t.nbytes != uint64_t(s.shape[0] * R) * row_bytes)
@@ -219,7 +219,7 @@ std::vector<RowSource> interleaved_mxfp4(const ModelCheckpoint& mc, const Module
     const io::TensorInfo& b = float_tensor(mc, hf + "_bias");
     if (b.nbytes != uint64_t(E * R) * dtype_size(b.dtype))
       fail("tensor '", b.name, "': ", b.nbytes, " bytes, expected [", E, ", ", R, "] elements");
-    RowSource bias{m.path + ".bias", b.dtype, {E, out}, nullptr, {&b}};
+    RowSource bias{m.path + ".bias", b.dtype, {E, out}, nullptr, {&b}, {}};
     const size_t es = dtype_size(b.dtype);
     const uint8_t* base = b.data;
     bias.fill = [=](int64_t r0, int64_t n, uint8_t* dst) {  // row e: its out entries
