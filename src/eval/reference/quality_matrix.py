@@ -7,7 +7,7 @@ perplexity of the original, and moex on the held-out text against its words and 
 shuffled.
 
     python quality_matrix.py --moex build/moex --out DIR [--ctx 256] [--chunks 16]
-        [--formats bf16,q4g64,...] [--tiers exact,standard,fast]
+        [--formats bf16,q4g64,...] [--tiers exact,standard,fast] [--fixture DIR]
 
 Writes DIR/quality.json (every figure, with the commands' settings) and prints a Markdown
 table. The test quality_gate_test.py runs the same functions on fewer windows.
@@ -168,6 +168,7 @@ def markdown(res, tiers):
 
 
 def main():
+    global FIXTURE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--moex", required=True)
     ap.add_argument("--out", required=True)
@@ -176,7 +177,10 @@ def main():
     ap.add_argument("--formats", default=",".join(RECIPES))
     ap.add_argument("--tiers", default=",".join(TIERS))
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--fixture", default=FIXTURE,
+                    help="the HF-layout checkpoint with heldout.txt (default: %(default)s)")
     a = ap.parse_args()
+    FIXTURE = os.path.abspath(a.fixture)
     formats = a.formats.split(",")
     tiers = a.tiers.split(",")
     for f in formats:

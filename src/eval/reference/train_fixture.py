@@ -69,6 +69,47 @@ CONFIG = {
 }
 
 
+# The second fixture: GLM-4.5's MoE (glm4_moe) with a different router: sigmoid scores,
+# experts chosen within the best groups with a per-expert correction bias (DeepSeek-V3's
+# auxiliary-loss-free balancing: the bias moves against each expert's load after every step,
+# and only steers the choice), scores renormalized and scaled, plus a shared expert and a
+# dense first layer.
+GLM_CONFIG = {
+    "architectures": ["Glm4MoeForCausalLM"],
+    "model_type": "glm4_moe",
+    "vocab_size": VOCAB,
+    "hidden_size": 256,
+    "intermediate_size": 768,
+    "max_position_embeddings": 2048,
+    "moe_intermediate_size": 128,
+    "norm_topk_prob": True,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "n_group": 4,
+    "topk_group": 2,
+    "n_shared_experts": 1,
+    "n_routed_experts": 16,
+    "routed_scaling_factor": 2.5,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+    "num_hidden_layers": 4,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "rope_scaling": None,
+    "use_qk_norm": True,
+    "tie_word_embeddings": False,
+    "attention_bias": True,
+    "partial_rotary_factor": 0.5,
+    "hidden_act": "silu",
+    "torch_dtype": "bfloat16",
+    "eos_token_id": 0,
+    "bos_token_id": None,
+}
+BIAS_STEP = 0.01  # the correction bias's step per optimizer step (aux-loss-free balancing)
+FAMILIES = {"qwen3_moe": CONFIG, "glm4_moe": GLM_CONFIG}
+
+
 def corpus_files(sdist):
     """(name, text) of every docs/**/*.txt file of the sdist, sorted by name."""
     digest = hashlib.sha256(open(sdist, "rb").read()).hexdigest()
@@ -135,6 +176,46 @@ def dense_moe_call(mx, block, x, recorded):
     return mx.einsum("...ef,ehf->...h", act, sw.down_proj.weight)
 
 
+def dense_glm_call(mx, block, x, recorded):
+    """glm4_moe's MoE block computed densely (as dense_moe_call): the gate's own group
+    selection, every expert on every token weighted by the chosen scores, plus the shared
+    expert. The selected ids go to `recorded` for the bias update."""
+    inds, scores = block.gate(x)
+    recorded.append(inds)
+    e = block.switch_mlp.gate_proj.weight.shape[0]
+    weights = mx.put_along_axis(mx.zeros(x.shape[:-1] + (e,), dtype=scores.dtype), inds, scores,
+                                axis=-1)
+    sw = block.switch_mlp
+    g = mx.einsum("...h,efh->...ef", x, sw.gate_proj.weight)
+    u = mx.einsum("...h,efh->...ef", x, sw.up_proj.weight)
+    act = (g * mx.sigmoid(g)) * u * weights[..., None].astype(x.dtype)
+    return mx.einsum("...ef,ehf->...h", act, sw.down_proj.weight) + block.shared_experts(x)
+
+
+def build_glm_model(mx, nn):
+    from mlx_lm.models import glm4_moe
+    args = glm4_moe.ModelArgs.from_dict(GLM_CONFIG)
+    model = glm4_moe.Model(args)
+    bound = 1.0 / math.sqrt(GLM_CONFIG["hidden_size"])
+    for layer in model.model.layers:
+        if isinstance(layer.mlp, glm4_moe.MoE):
+            gate = layer.mlp.gate
+            gate.weight = mx.random.uniform(-bound, bound, gate.weight.shape)
+            gate.freeze(keys=["e_score_correction_bias"])  # moved by update_bias only
+    return model, [], glm4_moe.MoE
+
+
+def update_bias(mx, model, recorded, e, k):
+    """Aux-loss-free balancing: each MoE layer's correction bias rises for experts chosen
+    less than the mean and falls for those chosen more."""
+    moe_layers = [l.mlp for l in model.model.layers if hasattr(l.mlp, "switch_mlp")]
+    for block, inds in zip(moe_layers, recorded):
+        counts = mx.sum(mx.eye(e)[inds.reshape(-1)], axis=0)
+        gate = block.gate
+        gate.e_score_correction_bias = gate.e_score_correction_bias + \
+            BIAS_STEP * mx.sign(mx.mean(counts) - counts)
+
+
 def build_model(mx, nn):
     from mlx_lm.models import qwen3_moe
     args = qwen3_moe.ModelArgs.from_dict(CONFIG)
@@ -179,7 +260,11 @@ def main():
     ap.add_argument("--steps", type=int, default=200, help="optimizer steps of %d tokens" % (BATCH * SEQ))
     ap.add_argument("--sdist", default="", help=f"path to {SDIST} (default: pip download)")
     ap.add_argument("--probe", action="store_true", help="time 5 steps and exit")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="qwen3_moe")
     a = ap.parse_args()
+    global CONFIG
+    CONFIG = FAMILIES[a.family]
+    glm = a.family == "glm4_moe"
 
     import mlx.core as mx
     import mlx.nn as nn
@@ -200,26 +285,31 @@ def main():
     print(f"corpus: {len(files)} files, train {len(train)} files {train_ids.size} tokens, "
           f"held-out {len(held)} files {held_ids.size} tokens", flush=True)
 
-    model, recorded, block_class = build_model(mx, nn)
+    model, recorded, block_class = build_glm_model(mx, nn) if glm else build_model(mx, nn)
     reference_call = block_class.__call__
     # The dense block must compute mlx-lm's function: compare on a batch before training.
     probe = mx.array(train_ids[:SEQ][None])
     want = model(probe)
-    block_class.__call__ = lambda self, x: dense_moe_call(mx, self, x, recorded)
+    dense = dense_glm_call if glm else dense_moe_call
+    block_class.__call__ = lambda self, x: dense(mx, self, x, recorded)
     got = model(probe)
+    recorded.clear()
     diff = mx.max(mx.abs(want - got)).item()
     print(f"dense MoE block vs mlx-lm's: max |logit difference| {diff:.2e}", flush=True)
     if diff > 1e-4:
         sys.exit("the dense MoE block does not compute mlx-lm's function")
     nparams = sum(v.size for _, v in __import__("mlx.utils").utils.tree_flatten(model.parameters()))
     print(f"model: {nparams} parameters", flush=True)
-    e, k = CONFIG["num_experts"], CONFIG["num_experts_per_tok"]
-    coef = CONFIG["router_aux_loss_coef"]
+    e = CONFIG["n_routed_experts" if glm else "num_experts"]
+    k = CONFIG["num_experts_per_tok"]
+    coef = CONFIG.get("router_aux_loss_coef", 0.0)
 
     def loss_fn(model, x, y):
         recorded.clear()
         logits = model(x)
         ce = nn.losses.cross_entropy(logits.astype(mx.float32), y, reduction="mean")
+        if glm:
+            return ce, (ce, ce)
         aux = sum(balance_loss(mx, r, k, e) for r in recorded) / len(recorded)
         z = sum(mx.mean(mx.logsumexp(r.astype(mx.float32), axis=-1) ** 2) for r in recorded)
         return ce + coef * aux + Z_LOSS * z / len(recorded), (ce, aux)
@@ -248,11 +338,16 @@ def main():
         loss, grads = grad_fn(model, mx.array(x), mx.array(y))
         opt.update(model, grads)
         mx.eval(model.parameters(), opt.state, loss)
+        if glm:
+            update_bias(mx, model, recorded, e, k)
+            mx.eval(model.parameters())
         step += 1
         el = time.time() - t0
         if step % 10 == 0 or a.probe:
-            print(f"step {step} loss {loss.item():.4f} {el:.1f}s "
-                  f"experts used {routing_summary(mx, recorded, k, e)}", flush=True)
+            used = (" ".join(f"{len(np.unique(np.array(r)))}/{e}" for r in recorded) if glm
+                    else routing_summary(mx, recorded, k, e))
+            print(f"step {step} loss {loss.item():.4f} {el:.1f}s experts used {used}",
+                  flush=True)
             log.append({"step": step, "loss": round(loss.item(), 5), "seconds": round(el, 1)})
         if a.probe and step == 5:
             return
@@ -302,6 +397,8 @@ def hf_weights(mx, model):
             proj = proj.split(".")[0]
             for e in range(v.shape[0]):
                 out[f"{head}.mlp.experts.{e}.{proj}.weight"] = v[e].astype(mx.bfloat16)
+        elif name.endswith("e_score_correction_bias"):
+            out[name] = v.astype(mx.float32)  # as GLM-4.5 and DeepSeek-V3 ship it
         else:
             out[name] = v.astype(mx.bfloat16)
     return out
