@@ -1,4 +1,5 @@
-"""Trains moex's quality fixture: a small qwen3_moe language model on real English text.
+"""Trains moex's quality fixtures: small MoE language models on real English text
+(qwen3_moe, committed in fixtures/; --family glm4_moe, a second router kind).
 
 Corpus: the documentation sources (docs/**/*.txt, reStructuredText prose with code samples)
 of the Django 5.1.4 source distribution on the Python package index (BSD-3-Clause), pinned by
