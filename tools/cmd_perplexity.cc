@@ -97,6 +97,11 @@ int run_perplexity(const PerplexityFlags& f) {
     const std::vector<int32_t> specials = tok->encode("", true);
     add_bos = specials.size() == 1 && tok->bos_id() && specials[0] == *tok->bos_id();
   }
+  // The first token of every window becomes BOS when the tokenizer starts texts with it.
+  auto start_windows_with_bos = [&](std::vector<int32_t>& ids) {
+    if (add_bos)
+      for (int64_t c = 0; c < plan.chunks; ++c) ids[size_t(c * plan.ctx)] = *tok->bos_id();
+  };
   if (f.kl_base) {
     base = std::make_unique<eval::LogitsFileReader>(*f.kl_base);
     const eval::LogitsFileHeader& h = base->header();
@@ -110,9 +115,8 @@ int run_perplexity(const PerplexityFlags& f) {
       if (int64_t(mine.size()) < plan.chunks * plan.ctx)
         fail("--kl-divergence: ", *f.file, " has ", mine.size(), " tokens, the base run "
              "scored ", plan.chunks * plan.ctx);
-      for (int64_t c = 0; c < plan.chunks; ++c)
-        if (add_bos) mine[size_t(c * plan.ctx)] = *tok->bos_id();
       mine.resize(size_t(plan.chunks * plan.ctx));
+      start_windows_with_bos(mine);
       if (mine != base->tokens())
         fail("--kl-divergence: ", *f.file, " does not tokenize to the base run's tokens ",
              "(another text or tokenizer); leave out -f to use the file's tokens");
@@ -124,8 +128,7 @@ int run_perplexity(const PerplexityFlags& f) {
         f.chunks ? parse_int_strict(*f.chunks, "--chunks", 1, eval::kMaxLogitsChunks) : 0;
     plan = eval::plan_windows(int64_t(tokens.size()), ctx, chunks);
     tokens.resize(size_t(plan.chunks * plan.ctx));
-    if (add_bos)
-      for (int64_t c = 0; c < plan.chunks; ++c) tokens[size_t(c * plan.ctx)] = *tok->bos_id();
+    start_windows_with_bos(tokens);
   }
 
   const LoadProgress load("perplexity", f.model);

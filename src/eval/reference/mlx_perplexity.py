@@ -46,10 +46,17 @@ def write_header(f, vocab, ctx, chunks, first, tokens):
     f.write(np.ascontiguousarray(tokens, dtype="<i4").tobytes())
 
 
+def log_softmax(rows):
+    """Log-probabilities of f32 logit rows, in float64."""
+    r = rows.astype(np.float64)
+    top = r.max(axis=1, keepdims=True)
+    return r - (top + np.log(np.exp(r - top).sum(axis=1, keepdims=True)))
+
+
 def run(model_dir, tokens_from, out, dtype="float32", text="", kl_base=""):
     """The reference run; returns the result dict (the JSON line main prints)."""
     import mlx.core as mx
-    from mlx.utils import tree_flatten, tree_map
+    from mlx.utils import tree_map
     from mlx_lm.utils import load
     mx.set_default_device(mx.cpu)
     vocab, ctx, chunks, first, windows = read_header(tokens_from)
@@ -86,24 +93,23 @@ def run(model_dir, tokens_from, out, dtype="float32", text="", kl_base=""):
             except RuntimeError as e:
                 # MLX's CPU backend lacks some ops in some dtypes (gather_mm in bf16): say so.
                 os.remove(tmp)
+                if base is not None:
+                    base.close()
                 result["error"] = f"mlx-lm cannot run {model_dir} in {dtype}: {e}"
                 return result
             if rows.shape[1] != vocab:
                 sys.exit(f"{model_dir}: vocabulary {rows.shape[1]}, the tokens file has {vocab}")
             f.write(np.ascontiguousarray(rows, dtype="<f4").tobytes())
-            r = rows.astype(np.float64)
-            top = r.max(axis=1, keepdims=True)
-            logz = (top + np.log(np.exp(r - top).sum(axis=1, keepdims=True)))[:, 0]
+            logp = log_softmax(rows)
             targets = windows[c][first + 1:ctx]
-            nll.extend((logz - r[np.arange(len(targets)), targets]).tolist())
+            nll.extend((-logp[np.arange(len(targets)), targets]).tolist())
             if base is not None:
                 b = np.frombuffer(base.read(4 * rows.size), dtype="<f4").reshape(rows.shape)
-                b = b.astype(np.float64)
-                btop = b.max(axis=1, keepdims=True)
-                blogp = b - (btop + np.log(np.exp(b - btop).sum(axis=1, keepdims=True)))
-                logp = r - logz[:, None]
+                blogp = log_softmax(b)
                 kld.extend((np.exp(blogp) * (blogp - logp)).sum(axis=1).tolist())
-                same.extend((b.argmax(axis=1) == r.argmax(axis=1)).tolist())
+                same.extend((b.argmax(axis=1) == rows.argmax(axis=1)).tolist())
+    if base is not None:
+        base.close()
     os.replace(tmp, out)
     n = len(nll)
     mean = float(np.mean(nll))

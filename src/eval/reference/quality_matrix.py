@@ -44,6 +44,7 @@ RECIPES = {
 TIERS = ["exact", "standard", "fast"]
 VERBOSE = False
 sys.path.insert(0, HERE)
+import mlx_perplexity as ref  # noqa: E402
 
 
 def run(cmd, **kw):
@@ -58,7 +59,7 @@ def convert(recipe, out):
     from mlx_lm.convert import configure_parser, convert as mlx_convert
     args = configure_parser().parse_args(["--hf-path", FIXTURE, "--mlx-path", out]
                                          + RECIPES[recipe])
-    with contextlib.redirect_stdout(sys.stderr if VERBOSE else open(os.devnull, "w")):
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(sys.stderr if VERBOSE else null):
         mlx_convert(**vars(args))
     return out
 
@@ -70,7 +71,6 @@ def moex_perplexity(moex, model, extra):
 
 
 def mlx_perplexity(model, tokens_from, out, dtype, kl_base=""):
-    import mlx_perplexity as ref
     return ref.run(model, tokens_from, out, dtype, kl_base=kl_base)
 
 
@@ -85,17 +85,14 @@ def shuffled_words(text, seed=7):
 
 
 def read_tokens(logits_file):
-    sys.path.insert(0, HERE)
-    from mlx_perplexity import read_header
-    return read_header(logits_file)[4].reshape(-1).tolist()
+    return ref.read_header(logits_file)[4].reshape(-1).tolist()
 
 
 def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=None):
     """Every figure of the table, as a dict."""
     text = os.path.join(FIXTURE, "heldout.txt")
-    common = ["--ctx", str(ctx), "--chunks", str(chunks)]
-    if threads:
-        common += ["--threads", str(threads)]
+    thr = ["--threads", str(threads)] if threads else []
+    common = ["--ctx", str(ctx), "--chunks", str(chunks)] + thr
     base_logits = os.path.join(work, "base.logits")
     res = {"ctx": ctx, "chunks": chunks, "formats": {}}
     res["base"] = moex_perplexity(moex, FIXTURE, ["-f", text, "--precision", "exact",
@@ -105,7 +102,7 @@ def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=Non
                                     "float32", kl_base=base_logits)
     res["moex_vs_mlx_f32"] = moex_perplexity(
         moex, FIXTURE, ["--precision", "exact", "--kl-divergence",
-                        os.path.join(work, "mlx.logits")] + (["--threads", str(threads)] if threads else []))
+                        os.path.join(work, "mlx.logits")] + thr)
     shuffled = os.path.join(work, "shuffled.txt")
     with open(text, encoding="utf-8") as f, open(shuffled, "w", encoding="utf-8") as g:
         g.write(shuffled_words(f.read()))
@@ -124,8 +121,7 @@ def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=Non
         row = {"tiers": {}}
         for tier in tiers:
             row["tiers"][tier] = moex_perplexity(
-                moex, model, ["--precision", tier, "--kl-divergence", base_logits]
-                + (["--threads", str(threads)] if threads else []))
+                moex, model, ["--precision", tier, "--kl-divergence", base_logits] + thr)
         # mlx-lm on the same converted checkpoint in f32 activations (MLX's CPU backend runs
         # bf16 activations ~50x slower and not at all for gather_mm): its figures against the
         # base, and moex's exact tier against it on the same quantized weights.
@@ -133,8 +129,7 @@ def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=Non
         row["mlx_f32"] = mlx_perplexity(model, base_logits, q_logits, "float32",
                                         kl_base=base_logits)
         row["moex_vs_mlx_f32"] = moex_perplexity(
-            moex, model, ["--precision", "exact", "--kl-divergence", q_logits]
-            + (["--threads", str(threads)] if threads else []))
+            moex, model, ["--precision", "exact", "--kl-divergence", q_logits] + thr)
         res["formats"][fmt] = row
         if checkpoint:
             checkpoint(res)  # what is measured survives a later failure

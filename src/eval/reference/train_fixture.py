@@ -299,7 +299,8 @@ def main():
     print(f"dense MoE block vs mlx-lm's: max |logit difference| {diff:.2e}", flush=True)
     if diff > 1e-4:
         sys.exit("the dense MoE block does not compute mlx-lm's function")
-    nparams = sum(v.size for _, v in __import__("mlx.utils").utils.tree_flatten(model.parameters()))
+    from mlx.utils import tree_flatten
+    nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
     print(f"model: {nparams} parameters", flush=True)
     e = CONFIG["n_routed_experts" if glm else "num_experts"]
     k = CONFIG["num_experts_per_tok"]
@@ -310,10 +311,10 @@ def main():
         logits = model(x)
         ce = nn.losses.cross_entropy(logits.astype(mx.float32), y, reduction="mean")
         if glm:
-            return ce, (ce, ce)
+            return ce
         aux = sum(balance_loss(mx, r, k, e) for r in recorded) / len(recorded)
         z = sum(mx.mean(mx.logsumexp(r.astype(mx.float32), axis=-1) ** 2) for r in recorded)
-        return ce + coef * aux + Z_LOSS * z / len(recorded), (ce, aux)
+        return ce + coef * aux + Z_LOSS * z / len(recorded)
 
     total_steps = a.steps
     warm = 20
@@ -325,7 +326,7 @@ def main():
         return peak_lr * max(0.1, 0.5 * (1 + math.cos(math.pi * min(1.0, step / total_steps))))
 
     opt = optim.AdamW(learning_rate=peak_lr, weight_decay=0.01)
-    grad_fn = nn.value_and_grad(model, lambda m, x, y: loss_fn(m, x, y)[0])
+    grad_fn = nn.value_and_grad(model, loss_fn)
     rng = np.random.default_rng(SEED)
     starts_max = train_ids.size - SEQ - 1
     t0 = time.time()
