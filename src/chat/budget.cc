@@ -12,8 +12,10 @@ namespace {
 thread_local RenderBudget* active = nullptr;
 }  // namespace
 
-RenderBudget::RenderBudget(std::function<bool()> cancelled)
-    : cancelled_(std::move(cancelled)), next_poll_(kCancelPollUnits) {}
+RenderBudget::RenderBudget(std::function<bool()> cancelled, int64_t max_work)
+    : cancelled_(std::move(cancelled)),
+      max_work_(max_work > 0 && max_work < kMaxRenderWork ? max_work : kMaxRenderWork),
+      next_poll_(kCancelPollUnits) {}
 
 RenderBudget::~RenderBudget() {
   // Values taken out first so that freeing them cannot reach a namespace being cleared.
@@ -28,10 +30,11 @@ RenderBudget::~RenderBudget() {
 
 void RenderBudget::charge(int64_t units) {
   spent_ += units;
-  if (spent_ > kMaxRenderWork)
-    throw RenderError(str_cat("the render did more than ", kMaxRenderWork,
-                              " units of work (kMaxRenderWork: loop iterations, expressions, "
-                              "items touched, text scanned and built)"));
+  if (spent_ > max_work_)
+    throw RenderError(str_cat("the render did more than ", max_work_,
+                              " units of work (kMaxRenderWork or the caller's lower budget: "
+                              "loop iterations, expressions, items touched, text scanned and "
+                              "built)"));
   if (spent_ >= next_poll_) {
     next_poll_ = spent_ + kCancelPollUnits;
     if (cancelled_ && cancelled_()) throw RenderError("the render was cancelled");

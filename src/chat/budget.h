@@ -17,21 +17,22 @@ struct DictObj;
 class RenderBudget {
  public:
   // `cancelled` (may be empty) is polled every kCancelPollUnits; when it returns true the
-  // render ends in an error.
-  explicit RenderBudget(std::function<bool()> cancelled = {});
+  // render ends in an error. `max_work` outside (0, kMaxRenderWork] means kMaxRenderWork.
+  explicit RenderBudget(std::function<bool()> cancelled = {}, int64_t max_work = 0);
   // Empties every namespace the render created, so references among them (a namespace stored
   // in itself, a chain of them) are freed without recursion and without leaking.
   ~RenderBudget();
   RenderBudget(const RenderBudget&) = delete;
   RenderBudget& operator=(const RenderBudget&) = delete;
 
-  // Throws RenderError when the render passes kMaxRenderWork or was cancelled.
+  // Throws RenderError when the render passes its budget or was cancelled.
   void charge(int64_t units);
   int64_t spent() const { return spent_; }
   void adopt_namespace(std::shared_ptr<DictObj> ns);
 
  private:
   std::function<bool()> cancelled_;
+  int64_t max_work_;
   int64_t spent_ = 0;
   int64_t next_poll_ = 0;
   std::vector<std::shared_ptr<DictObj>> namespaces_;

@@ -40,6 +40,34 @@ TEST(ChatLimits, WorkBudgetOfLoops) {
   expect_limit("{% for i in range(100000) %}{{ range(100)|join }}{% endfor %}", "kMaxRenderWork");
 }
 
+// RenderOptions::max_work lowers the budget (the fuzz harness's), never raises it.
+TEST(ChatLimits, CallerBudget) {
+  const Template t =
+      Template::parse("{% for i in range(n) %}{{ i % 10 }}{% endfor %}", "budget.jinja");
+  const auto ctx = [](int n) { return nlohmann::ordered_json{{"n", n}}; };
+  RenderOptions small;
+  small.max_work = 20000;
+  // ~20 units per iteration: 500 iterations fit in 20000, 5000 do not.
+  EXPECT_EQ(t.render(ctx(500), small).size(), 500u);
+  try {
+    t.render(ctx(5000), small);
+    ADD_FAILURE() << "a render past max_work must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 20000 units"), std::string::npos) << e.what();
+  }
+  // Above kMaxRenderWork it is kMaxRenderWork: the loop of WorkBudgetOfLoops still fails.
+  RenderOptions huge;
+  huge.max_work = kMaxRenderWork * 4;
+  const Template loops = Template::parse(
+      "{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}", "t");
+  try {
+    loops.render(nlohmann::ordered_json::object(), huge);
+    ADD_FAILURE() << "max_work must not raise the budget past kMaxRenderWork";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kMaxRenderWork"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ChatLimits, OutputAndStringSize) {
   expect_limit("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "kMaxOutputBytes");
   expect_limit("{{ 'x' * 100000000 }}", "kMaxOutputBytes");

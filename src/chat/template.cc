@@ -64,7 +64,7 @@ Template Template::parse(std::string_view source, std::string origin) {
 std::string Template::render(const nlohmann::ordered_json& context,
                              const RenderOptions& options) const {
   if (!context.is_object()) fail(origin_, ": the render context must be a JSON object");
-  RenderBudget budget(options.cancelled);  // outlives every value of the render
+  RenderBudget budget(options.cancelled, options.max_work);  // outlives every value of the render
   ActiveBudget active(&budget);
   try {
     Value globals = Value::dict();

@@ -2,6 +2,7 @@
 // transformers' apply_chat_template renders it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,10 @@ struct RenderOptions {
   // Polled while rendering (every kCancelPollUnits units of work); when it returns true the
   // render ends in a moex::Error. A server passes request cancellation and shutdown here.
   std::function<bool()> cancelled;
+  // The render's work budget in units (limits.h); values above kMaxRenderWork, or <= 0, mean
+  // kMaxRenderWork. A caller that must answer sooner (the fuzz harness, whose sanitized build
+  // runs a full budget in 5-8 s) passes less.
+  int64_t max_work = 0;
 };
 
 class Template {
