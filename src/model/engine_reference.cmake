@@ -20,6 +20,33 @@ set_tests_properties(model_ops_reference_test PROPERTIES LABELS reference TIMEOU
 # arch/families.def by families.cmake), so a new family joins them all; each names the families
 # it leaves out and why, and the variant presets it adds.
 set(MOEX_PARITY_PROMPT "3,14,15,92,65,35,89,79,32,38,46,26,43")
+# Each parity case below is one parity.py run. The cases are grouped by the preset their name
+# starts with (the text before the first "_"); one ctest test per group, engine_parity_<preset>,
+# runs the group's cases in one Python process (parity_suite.py: mlx-lm's import, ~1.5-2 s,
+# is paid once per group instead of once per case), each case's model in parity_models/<case>.
+# `ctest -R engine_parity_tiny-qwen3-moe$` runs a group; `parity_suite.py MOEX DIR CASES --only
+# tiny-qwen3-moe_mxfp4` one case of it (the ctest log prints each case's full command).
+function(moex_parity_case name)
+  string(REGEX REPLACE "_.*$" "" group "${name}")
+  string(JOIN "\t" line ${name} ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY MOEX_PARITY_GROUPS ${group})
+  set_property(GLOBAL APPEND PROPERTY MOEX_PARITY_CASES_${group} "${line}")
+endfunction()
+function(moex_parity_suites)
+  get_property(groups GLOBAL PROPERTY MOEX_PARITY_GROUPS)
+  list(REMOVE_DUPLICATES groups)
+  foreach(group IN LISTS groups)
+    get_property(cases GLOBAL PROPERTY MOEX_PARITY_CASES_${group})
+    list(JOIN cases "\n" text)
+    set(cases_file ${CMAKE_CURRENT_BINARY_DIR}/parity_cases/${group}.txt)
+    file(WRITE ${cases_file} "${text}\n")
+    add_test(NAME engine_parity_${group}
+      COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity_suite.py $<TARGET_FILE:moex>
+              ${CMAKE_CURRENT_BINARY_DIR}/parity_models ${cases_file})
+    set_tests_properties(engine_parity_${group} PROPERTIES LABELS reference TIMEOUT 900
+                         SKIP_RETURN_CODE 77)
+  endforeach()
+endfunction()
 # Not tiny-bailing-moe: mlx-lm's norm_head sanitize would zero make-model's quantized head, so
 # its test below keeps the head float. Plus the variants OLMoE with expert biases and
 # DeepSeek-V3 without q LoRA.
@@ -27,12 +54,8 @@ set(parity_presets ${MOEX_FAMILY_TINY_PRESETS})
 list(REMOVE_ITEM parity_presets tiny-bailing-moe)
 list(APPEND parity_presets tiny-olmoe-bias tiny-deepseek-v3-q-proj)
 foreach(preset IN LISTS parity_presets)
-  add_test(NAME engine_parity_${preset}
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset} --make-preset ${preset}
-            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
-  set_tests_properties(engine_parity_${preset} PROPERTIES LABELS reference TIMEOUT 600
-                       SKIP_RETURN_CODE 77)
+  moex_parity_case(${preset} --make-preset ${preset} --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
+      --steps 32 --fused on,off --tol 1e-3)
 endforeach()
 # The fp quantization modes (docs/quant_formats.md): checkpoints whose every quantized module,
 # routers included, is mxfp4 / mxfp8 / nvfp4, as mlx-lm loads them (config "mode").
@@ -41,13 +64,9 @@ foreach(case qwen3-moe:mxfp4 qwen3-moe:mxfp8 qwen3-moe:nvfp4 mixtral:mxfp4 olmoe
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 family)
   list(GET parts 1 qmode)
-  add_test(NAME engine_parity_tiny-${family}_${qmode}
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-${qmode}
-            --make-preset tiny-${family} --make-arg=--mode --make-arg=${qmode}
-            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
-  set_tests_properties(engine_parity_tiny-${family}_${qmode} PROPERTIES LABELS reference
-                       TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_${qmode} --make-preset tiny-${family} --make-arg=--mode
+      --make-arg=${qmode} --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off
+      --tol 1e-3)
 endforeach()
 # The same modes as mlx-lm's own converter writes them (`mlx_lm convert -q --q-mode M` of a
 # float checkpoint): it keeps routers at 8-bit affine, so modes mix within one model.
@@ -56,13 +75,9 @@ foreach(case qwen3-moe:mxfp4 olmoe:nvfp4 qwen2-moe:mxfp8 gpt-oss:mxfp4 glm4-moe:
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 family)
   list(GET parts 1 qmode)
-  add_test(NAME engine_parity_tiny-${family}_mlx_convert_${qmode}
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-${qmode}
-            --make-preset tiny-${family} "--mlx-convert=--q-mode ${qmode}"
-            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
-  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${qmode} PROPERTIES
-                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_mlx_convert_${qmode} --make-preset tiny-${family}
+      "--mlx-convert=--q-mode ${qmode}" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+      --fused on,off --tol 1e-3)
 endforeach()
 # Unquantized checkpoints (docs/quant_formats.md, "Unquantized weights"): every tiny family
 # written in f32 with no quantization (make-model --bits 0), and mlx-lm's own unquantized
@@ -71,25 +86,16 @@ endforeach()
 # Every family, plus OLMoE with expert biases.
 set(parity_presets ${MOEX_FAMILY_TINY_PRESETS} tiny-olmoe-bias)
 foreach(preset IN LISTS parity_presets)
-  add_test(NAME engine_parity_${preset}_float
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/${preset}-float --make-preset ${preset}
-            --make-arg=--bits --make-arg=0 --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
-            --steps 32 --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_${preset}_float PROPERTIES LABELS reference TIMEOUT 600
-                       SKIP_RETURN_CODE 77)
+  moex_parity_case(${preset}_float --make-preset ${preset} --make-arg=--bits --make-arg=0 --dtype
+      f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
 endforeach()
 foreach(case qwen3-moe:bfloat16 olmoe-bias:float16 qwen2-moe:bfloat16)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 family)
   list(GET parts 1 fdtype)
-  add_test(NAME engine_parity_tiny-${family}_mlx_convert_${fdtype}
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-${fdtype}
-            --make-preset tiny-${family} --mlx-convert-float ${fdtype} --f32-compute
-            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_${fdtype} PROPERTIES
-                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_mlx_convert_${fdtype} --make-preset tiny-${family}
+      --mlx-convert-float ${fdtype} --f32-compute --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
+      --steps 32 --fused on,off --tol 1e-5 --precision exact)
 endforeach()
 # Group 128 as mlx-lm's converter writes it (routers at 8-bit g64 beside 4-bit g128). Not
 # mixtral: mlx_lm convert loads a Mistral tokenizer through mistral-common, whose
@@ -100,13 +106,9 @@ set(parity_presets ${MOEX_FAMILY_TINY_PRESETS})
 list(REMOVE_ITEM parity_presets tiny-mixtral tiny-bailing-moe tiny-gpt-oss tiny-minimax)
 foreach(preset IN LISTS parity_presets)
   string(REGEX REPLACE "^tiny-" "" family ${preset})
-  add_test(NAME engine_parity_tiny-${family}_mlx_convert_g128
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-g128
-            --make-preset tiny-${family} "--mlx-convert=--q-group-size 128"
-            --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_g128 PROPERTIES
-                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_mlx_convert_g128 --make-preset tiny-${family}
+      "--mlx-convert=--q-group-size 128" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+      --fused on,off --tol 1e-5 --precision exact)
 endforeach()
 # A Hugging Face-layout directory (what mlx_lm.load also accepts): bf16, every expert its
 # own tensors (experts.E.gate_proj / Mixtral's and LFM2's w1 ...; Llama-4's fused
@@ -123,193 +125,113 @@ set(parity_presets ${MOEX_FAMILY_TINY_PRESETS} tiny-gemma4-wrapped)
 list(REMOVE_ITEM parity_presets tiny-gpt-oss tiny-qwen3-5-moe)
 foreach(preset IN LISTS parity_presets)
   string(REGEX REPLACE "^tiny-" "" family ${preset})
-  add_test(NAME engine_parity_tiny-${family}_hf_layout
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-hf-layout
-            --make-preset tiny-${family} --make-arg=--bits --make-arg=0 --dtype bf16
-            --f32-compute --hf-layout --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
-            --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_tiny-${family}_hf_layout PROPERTIES LABELS reference
-                       TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_hf_layout --make-preset tiny-${family} --make-arg=--bits
+      --make-arg=0 --dtype bf16 --f32-compute --hf-layout --prompt-ids ${MOEX_PARITY_PROMPT}
+      --steps 32 --fused on,off --tol 1e-5 --precision exact)
 endforeach()
 # Qwen3-Next and Qwen3.5-MoE as mlx-lm's converter writes them at its defaults (4-bit g64;
 # the router and the shared expert's gate at 8-bit by the family's quant predicate).
 foreach(family qwen3-next qwen3-5-moe)
-  add_test(NAME engine_parity_tiny-${family}_mlx_convert_4bit
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-${family}-convert-4bit
-            --make-preset tiny-${family} "--mlx-convert=--q-bits 4" --dtype f32
-            --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_tiny-${family}_mlx_convert_4bit PROPERTIES
-                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-${family}_mlx_convert_4bit --make-preset tiny-${family}
+      "--mlx-convert=--q-bits 4" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused
+      on,off --tol 1e-5 --precision exact)
 endforeach()
 # Nemotron-H as mlx-lm's converter writes it at its defaults (4-bit g64; the MoE gate is a bare
 # weight, never quantized) and at mxfp4.
 foreach(qargs "--q-bits 4" "--q-mode mxfp4")
   string(REGEX REPLACE "[^a-z0-9]+" "-" qname "${qargs}")
-  add_test(NAME engine_parity_tiny-nemotron-h_mlx_convert${qname}
-    COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-            ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-nemotron-h-convert${qname}
-            --make-preset tiny-nemotron-h "--mlx-convert=${qargs}" --dtype f32
-            --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-  set_tests_properties(engine_parity_tiny-nemotron-h_mlx_convert${qname} PROPERTIES
-                       LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+  moex_parity_case(tiny-nemotron-h_mlx_convert${qname} --make-preset tiny-nemotron-h
+      "--mlx-convert=${qargs}" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused
+      on,off --tol 1e-5 --precision exact)
 endforeach()
 # MiniMax-M2 as the Hub's config.json names it (model_type minimax_m2, which mlx-lm remaps to
 # its minimax module and `mlx_lm convert` keeps); 8 steps, fused on: a config-reading check.
-add_test(NAME engine_parity_tiny-minimax_model_type_minimax_m2
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-minimax-m2-type
-          --make-preset tiny-minimax --dtype f32 "--set=model_type=\"minimax_m2\""
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol 1e-3)
-set_tests_properties(engine_parity_tiny-minimax_model_type_minimax_m2 PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-minimax_model_type_minimax_m2 --make-preset tiny-minimax --dtype f32
+    "--set=model_type=\"minimax_m2\"" --prompt-ids ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol
+    1e-3)
 # Nemotron-H's time_step_limit as Python writes transformers' default (0.0, inf): Python's
 # json module writes a bare Infinity, transformers 5 / mlx-lm 0.32 {"__float__": "Infinity"};
 # both spellings in one config (8 steps, fused on: a config-reading check, kept short).
-add_test(NAME engine_parity_tiny-nemotron-h_time_step_limit_nonfinite
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-nemotron-h-nonfinite-limit
-          --make-preset tiny-nemotron-h --dtype f32
-          "--set=time_step_limit=[{\"__float__\": \"-Infinity\"}, Infinity]"
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol 1e-3)
-set_tests_properties(engine_parity_tiny-nemotron-h_time_step_limit_nonfinite PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-nemotron-h_time_step_limit_nonfinite --make-preset tiny-nemotron-h --dtype
+    f32 "--set=time_step_limit=[{\"__float__\": \"-Infinity\"}, Infinity]" --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 8 --fused on --tol 1e-3)
 # DeepSeek-V3 as users get it: a Hugging Face-layout directory (per-expert tensors, one
 # kv_b_proj per layer) converted by mlx-lm, whose sanitize stacks the experts and splits
 # kv_b_proj into embed_q / unembed_out; at its default 4-bit g64 (embed_q's input of 64
 # quantized too), and unquantized bf16.
-add_test(NAME engine_parity_tiny-deepseek-v3_mlx_convert_4bit_from_hf
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-deepseek-v3-convert-4bit-hf
-          --make-preset tiny-deepseek-v3 --hf-layout "--mlx-convert=--q-bits 4" --dtype f32
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-add_test(NAME engine_parity_tiny-deepseek-v3_mlx_convert_bfloat16_from_hf
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-deepseek-v3-convert-bf16-hf
-          --make-preset tiny-deepseek-v3 --hf-layout --mlx-convert-float bfloat16 --f32-compute
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-deepseek-v3_mlx_convert_4bit_from_hf
-                     engine_parity_tiny-deepseek-v3_mlx_convert_bfloat16_from_hf PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-deepseek-v3_mlx_convert_4bit_from_hf --make-preset tiny-deepseek-v3
+    --hf-layout "--mlx-convert=--q-bits 4" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps
+    32 --fused on,off --tol 1e-5 --precision exact)
+moex_parity_case(tiny-deepseek-v3_mlx_convert_bfloat16_from_hf --make-preset tiny-deepseek-v3
+    --hf-layout --mlx-convert-float bfloat16 --f32-compute --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections
 # replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
 # width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate
 # beside mxfp4 routed experts.
-add_test(NAME engine_parity_tiny-qwen3-moe_mixed_float
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen3-moe-mixed-float
-          --make-preset tiny-qwen3-moe --dtype f32
-          "--dequantize=layers\\.1\\.mlp\\.switch_mlp\\.(gate|down)_proj|layers\\.2\\.self_attn\\.q_proj|layers\\.0\\.mlp"
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-add_test(NAME engine_parity_tiny-qwen2-moe_mxfp4_float_shared
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen2-moe-mxfp4-float-shared
-          --make-preset tiny-qwen2-moe "--mlx-convert=--q-mode mxfp4" --dequantize=shared_expert
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-qwen3-moe_mixed_float
-                     engine_parity_tiny-qwen2-moe_mxfp4_float_shared PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-qwen3-moe_mixed_float --make-preset tiny-qwen3-moe --dtype f32
+    "--dequantize=layers\\.1\\.mlp\\.switch_mlp\\.(gate|down)_proj|layers\\.2\\.self_attn\\.q_proj|layers\\.0\\.mlp"
+    --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
+moex_parity_case(tiny-qwen2-moe_mxfp4_float_shared --make-preset tiny-qwen2-moe
+    "--mlx-convert=--q-mode mxfp4" --dequantize=shared_expert --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
 # Gemma-4 in the multimodal wrapper's config (model_type gemma4: text_config, the top-level
 # vocab_size, tensors under language_model.*), as make-model writes it and as mlx_lm convert
 # rewrites it at g128 (router at 8-bit g64).
-add_test(NAME engine_parity_tiny-gemma4-wrapped
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gemma4-wrapped
-          --make-preset tiny-gemma4-wrapped --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
-          --steps 32 --fused on,off --tol 1e-3)
-add_test(NAME engine_parity_tiny-gemma4-wrapped_mlx_convert_g128
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gemma4-wrapped-convert-g128
-          --make-preset tiny-gemma4-wrapped "--mlx-convert=--q-group-size 128" --dtype f32
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-gemma4-wrapped
-                     engine_parity_tiny-gemma4-wrapped_mlx_convert_g128 PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-gemma4-wrapped --make-preset tiny-gemma4-wrapped --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
+moex_parity_case(tiny-gemma4-wrapped_mlx_convert_g128 --make-preset tiny-gemma4-wrapped
+    "--mlx-convert=--q-group-size 128" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+    --fused on,off --tol 1e-5 --precision exact)
 # gpt-oss in openai's original layout (what the Hugging Face repository holds): mxfp4 experts as
 # gate_up_proj_blocks / _scales / _bias with gate and up rows alternating and down_proj_*, the
 # other modules in float, config quantization_config {"quant_method": "mxfp4"}. moex binds down
 # as a view and copies gate / up apart (docs/families.md, gpt_oss).
-add_test(NAME engine_parity_tiny-gpt-oss_original_layout
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-gpt-oss-original
-          --make-preset tiny-gpt-oss --make-arg=--mode --make-arg=mxfp4
-          "--dequantize=self_attn|router|embed_tokens|lm_head" --gpt-oss-original
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-gpt-oss_original_layout PROPERTIES LABELS reference
-                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-gpt-oss_original_layout --make-preset tiny-gpt-oss --make-arg=--mode
+    --make-arg=mxfp4 "--dequantize=self_attn|router|embed_tokens|lm_head" --gpt-oss-original
+    --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision
+    exact)
 # A "mixed" checkpoint as mlx-community ships dots.llm1: 4-bit experts with 6-bit down
 # projections under a quantization section that names only the 4-bit global setting, so both
 # sides read the 6-bit planes from their packed shapes (docs/quant_formats.md, "Checkpoints").
-add_test(NAME engine_parity_tiny-dots1_unlisted_6bit_down
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-dots1-unlisted-6bit-down
-          --make-preset tiny-dots1 --make-arg=--down-bits --make-arg=6
-          "--set=quantization={\"group_size\": 64, \"bits\": 4}"
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-dots1_unlisted_6bit_down PROPERTIES LABELS reference
-                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-dots1_unlisted_6bit_down --make-preset tiny-dots1 --make-arg=--down-bits
+    --make-arg=6 "--set=quantization={\"group_size\": 64, \"bits\": 4}" --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
 # ERNIE-4.5 with moe_gate_act "sigmoid" (its other routing rule).
-add_test(NAME engine_parity_tiny-ernie4-5-moe_sigmoid_gate
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-ernie4-5-moe-sigmoid-gate
-          --make-preset tiny-ernie4-5-moe "--set=moe_gate_act=\"sigmoid\""
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
-set_tests_properties(engine_parity_tiny-ernie4-5-moe_sigmoid_gate PROPERTIES LABELS reference
-                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-ernie4-5-moe_sigmoid_gate --make-preset tiny-ernie4-5-moe
+    "--set=moe_gate_act=\"sigmoid\"" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
+    --fused on,off --tol 1e-3)
 # Ling (bailing_moe). make-model quantizes lm_head, and mlx-lm 0.32.2's sanitize would then
 # "normalize" its packed words for norm_head (zeroing them), so the head is stored float, as a
 # Hugging Face checkpoint has it, and both sides normalize its columns at load. Then Ling-lite's
 # softmax scoring; then mlx_lm convert at g128, whose head the converter normalized before
 # quantizing: norm_head is set false there so that mlx-lm reads that head as it is (moex reads a
 # quantized head as it is either way; docs/families.md).
-add_test(NAME engine_parity_tiny-bailing-moe
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe --make-preset tiny-bailing-moe
-          "--dequantize=^lm_head$" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32
-          --fused on,off --tol 1e-3)
-add_test(NAME engine_parity_tiny-bailing-moe_softmax_scores
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe-softmax
-          --make-preset tiny-bailing-moe "--dequantize=^lm_head$"
-          "--set=score_function=\"softmax\"" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
-          --steps 32 --fused on,off --tol 1e-3)
-add_test(NAME engine_parity_tiny-bailing-moe_mlx_convert_g128
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-bailing-moe-convert-g128
-          --make-preset tiny-bailing-moe "--mlx-convert=--q-group-size 128" --set=norm_head=false
-          --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
-set_tests_properties(engine_parity_tiny-bailing-moe engine_parity_tiny-bailing-moe_softmax_scores
-                     engine_parity_tiny-bailing-moe_mlx_convert_g128 PROPERTIES
-                     LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-bailing-moe --make-preset tiny-bailing-moe "--dequantize=^lm_head$" --dtype
+    f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
+moex_parity_case(tiny-bailing-moe_softmax_scores --make-preset tiny-bailing-moe
+    "--dequantize=^lm_head$" "--set=score_function=\"softmax\"" --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-3)
+moex_parity_case(tiny-bailing-moe_mlx_convert_g128 --make-preset tiny-bailing-moe
+    "--mlx-convert=--q-group-size 128" --set=norm_head=false --dtype f32 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
 # A bf16 checkpoint (make-model's default dtype), with mlx-lm's compute dtype set to float32.
-add_test(NAME engine_parity_tiny-qwen3-moe_bf16
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen3-moe-bf16 --make-preset tiny-qwen3-moe
-          --dtype bf16 --f32-compute --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
-set_tests_properties(engine_parity_tiny-qwen3-moe_bf16 PROPERTIES LABELS reference TIMEOUT 600
-                     SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-qwen3-moe_bf16 --make-preset tiny-qwen3-moe --dtype bf16 --f32-compute
+    --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
 
 # Bad input through the command line: exit code 2 and a message naming the problem.
 add_test(NAME engine_cli_errors_test
   COMMAND bash ${MOEX_ENGINE_REF_DIR}/cli_errors_test.sh $<TARGET_FILE:moex>)
 set_tests_properties(engine_cli_errors_test PROPERTIES LABELS unit TIMEOUT 300)
 # The same decode on the scalar kernels (every CPU runs them).
-add_test(NAME engine_parity_tiny-qwen3-moe_scalar
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-qwen3-moe-scalar --make-preset tiny-qwen3-moe
-          --dtype f32 --isa scalar --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
-set_tests_properties(engine_parity_tiny-qwen3-moe_scalar PROPERTIES LABELS reference TIMEOUT 600
-                     SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-qwen3-moe_scalar --make-preset tiny-qwen3-moe --dtype f32 --isa scalar
+    --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
 # Llama-4 with an 8-token attention chunk and floor_scale 4, so that chunked attention and the
 # NoPE layers' attention temperature both act within the 45 positions of the test.
-add_test(NAME engine_parity_tiny-llama4_chunked
-  COMMAND ${MOEX_PYTHON} ${MOEX_ENGINE_REF_DIR}/parity.py $<TARGET_FILE:moex>
-          ${CMAKE_CURRENT_BINARY_DIR}/parity_models/tiny-llama4-chunked --make-preset tiny-llama4
-          --dtype f32 --set text_config.attention_chunk_size=8 --set text_config.floor_scale=4
-          --prompt-ids ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
-set_tests_properties(engine_parity_tiny-llama4_chunked PROPERTIES LABELS reference TIMEOUT 600
-                     SKIP_RETURN_CODE 77)
+moex_parity_case(tiny-llama4_chunked --make-preset tiny-llama4 --dtype f32 --set
+    text_config.attention_chunk_size=8 --set text_config.floor_scale=4 --prompt-ids
+    ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off)
+moex_parity_suites()
 # Checkpoints built from each family's real Hugging Face config.json (engine/reference/hf_configs/,
 # sources in its README): the config shrunk, every other field and spelling kept, random weights
 # under the Hub's tensor names; the raw directory and `mlx_lm convert -q` of it against mlx-lm.

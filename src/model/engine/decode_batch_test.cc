@@ -51,8 +51,7 @@ bool active(int seq, int step) {
 class DecodeBatch : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DecodeBatch, EachRowEqualsItsSequenceDecodedAlone) {
-  moex::testing::TempDir tmp("moex_decode_batch");
-  const std::string dir = test::write_tiny_family(GetParam(), tmp.file("m"));
+  const std::string& dir = test::shared_tiny_family(GetParam());
   for (const char* fused : {"on", "off"}) {
     // Alone: each sequence on a fresh engine, greedy, recording its logits per step.
     std::vector<std::vector<std::vector<float>>> alone(kSeqs);

@@ -6,11 +6,13 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/testing/temp_dir.h"
 #include "model/checkpoint_plan.h"
 #include "model/engine/engine.h"
 #include "model/family_registry.h"
@@ -57,6 +59,18 @@ inline std::string write_tiny_family(const std::string& preset, const std::strin
     write_config(dir, j);
   }
   return dir;
+}
+
+// write_tiny_family's checkpoint of `preset`, written once per test process (into a directory
+// removed at exit) for the tests that only open it: the per-family suites open each family's
+// checkpoint five times, and writing it is a large part of their time under ASan.
+inline const std::string& shared_tiny_family(const std::string& preset) {
+  static moex::testing::TempDir root("moex_shared_tiny");
+  static std::map<std::string, std::string> written;
+  auto it = written.find(preset);
+  if (it == written.end())
+    it = written.emplace(preset, write_tiny_family(preset, root.file(preset))).first;
+  return it->second;
 }
 
 inline EngineOptions options_for_fused(const char* fused) {

@@ -24,8 +24,7 @@ class EveryRow : public ::testing::TestWithParam<const char*> {};
 // logits of a prefill of the first i + 1 tokens, bit for bit: every op computes each row on
 // its own, and the final norm and lm_head are the same ops on more rows.
 TEST_P(EveryRow, EachRowEqualsThePrefillEndingThere) {
-  moex::testing::TempDir tmp("moex_every_row");
-  const std::string dir = test::write_tiny_family(GetParam(), tmp.file("m"));
+  const std::string& dir = test::shared_tiny_family(GetParam());
   for (int64_t chunk : {int64_t{0}, int64_t{5}}) {
     EngineOptions o = test::options_for_fused("auto");
     o.prefill_chunk = chunk;

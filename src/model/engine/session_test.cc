@@ -61,8 +61,7 @@ class SessionReuse : public ::testing::TestWithParam<const char*> {};
 // keeps A's entries (or, with a short-conv, Gated DeltaNet or Mamba-2 layer, rebuilds) and the
 // logits equal a fresh engine's bit for bit, on every family.
 TEST_P(SessionReuse, TruncatedPrefillEqualsFreshPrefillBitForBit) {
-  moex::testing::TempDir tmp("moex_session");
-  const std::string dir = write_tiny_preset(GetParam(), tmp.file("m"));
+  const std::string& dir = test::shared_tiny_family(GetParam());
   // A recurrent mixer's state cannot be rewound, so the session starts such a model over.
   bool rebuilds = false;
   for (const LayerPlan& l : load_model_config(dir).layers)

@@ -314,10 +314,10 @@ def main():
             if part == "convert":
                 d = os.path.join(a.work, name + "-mlx-q4")
                 shutil.rmtree(d, ignore_errors=True)
-                cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", raw, "--mlx-path", d, "-q"]
-                r = subprocess.run(cv, capture_output=True, text=True)
-                if r.returncode != 0:
-                    results.append((name, part, "FAIL", "mlx_lm convert: " + r.stderr[-300:]))
+                # `python -m mlx_lm convert --hf-path RAW --mlx-path D -q`, in this process
+                rc, printed = parity.mlx_lm_convert(["--hf-path", raw, "--mlx-path", d, "-q"])
+                if rc != 0:
+                    results.append((name, part, "FAIL", "mlx_lm convert: " + printed[-300:]))
                     continue
             ran += 1
             # mlx_lm convert casts to the config's torch_dtype (bf16 in the real configs)

@@ -54,8 +54,29 @@ def mlx_run(model_dir, ids, steps, f32):
     return np.stack(out), toks
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def mlx_lm_convert(argv):
+    """`python -m mlx_lm convert ARGV` in this process (the same parser and convert() the command
+    line runs, without another interpreter start): (exit status, what it printed)."""
+    import contextlib
+    import importlib
+    import io
+    mlx_convert = importlib.import_module("mlx_lm.convert")  # the module (mlx_lm.convert is
+    # also the name of the function the package exports)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            mlx_convert.convert(**vars(mlx_convert.configure_parser().parse_args(argv)))
+        return 0, printed.getvalue()
+    except SystemExit as e:  # argparse's errors
+        return (e.code if isinstance(e.code, int) else 2) or 0, printed.getvalue()
+    except Exception as e:  # the converter's own refusals
+        return 1, printed.getvalue() + f"{type(e).__name__}: {e}"
+
+
+def run(argv):
+    """One parity case (the arguments of the usage above, after the script's name): its exit
+    status. parity_suite.py runs several in one process."""
+    ap = argparse.ArgumentParser(prog="parity.py")
     ap.add_argument("moex")
     ap.add_argument("model")
     ap.add_argument("--prompt-ids", required=True)
@@ -98,7 +119,7 @@ def main():
     ap.add_argument("--precision", default=None,
                     help="moex's activation precision tier (fast, standard, exact); the tight"
                          " 1e-5 gates are for the exact tier")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     ids = [int(x) for x in a.prompt_ids.split(",")]
     if a.make_preset:
         import shutil
@@ -113,16 +134,16 @@ def main():
         r = subprocess.run(mk, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"parity: make-model failed ({r.returncode}): {' '.join(mk)}\n{r.stderr}")
-            sys.exit(2)
+            return 2
         if converts and a.hf_layout:
             to_hf_layout(out)  # what users convert: the Hugging Face checkpoint
         if converts:
-            cv = [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", out, "--mlx-path", a.model]
+            cv = ["--hf-path", out, "--mlx-path", a.model]
             cv += ["-q"] + a.mlx_convert.split() if a.mlx_convert else ["--dtype", a.mlx_convert_float]
-            r = subprocess.run(cv, capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"parity: mlx_lm convert failed ({r.returncode}): {' '.join(cv)}\n{r.stderr}")
-                sys.exit(2)
+            rc, printed = mlx_lm_convert(cv)
+            if rc != 0:
+                print(f"parity: mlx_lm convert failed ({rc}): {' '.join(cv)}\n{printed}")
+                return 2
             print(f"parity: mlx_lm convert {a.mlx_convert or a.mlx_convert_float}: quantization "
                   f"{json.load(open(os.path.join(a.model, 'config.json'))).get('quantization')}")
     if a.dequantize:
@@ -146,7 +167,7 @@ def main():
     failed = False
     for mode in a.fused.split(","):
         failed |= not compare(a, mode, ref, ref_toks)
-    sys.exit(1 if failed else 0)
+    return 1 if failed else 0
 
 
 # The Hugging Face names of stacked expert projections, as mlx-lm's sanitize() maps them back:
@@ -428,4 +449,4 @@ def compare(a, mode, ref, ref_toks):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(sys.argv[1:]))
