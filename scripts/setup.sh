@@ -15,9 +15,10 @@ esac
 
 # Building the tool and its tests: compilers, CMake + Ninja, ccache, and the libraries.
 pkgs=(build-essential cmake ninja-build ccache pkg-config git nlohmann-json3-dev libcli11-dev
-      libgtest-dev libgmock-dev libpcre2-dev libcpp-httplib-dev)
+      libgtest-dev libgmock-dev libpcre2-dev libcpp-httplib-dev libreadline-dev)
 if [ "$mode" = all ]; then
-  pkgs+=(libbenchmark-dev python3-venv libopenmpi-dev openmpi-bin patch)  # patch: fetch_xgrammar.sh
+  # patch: fetch_xgrammar.sh; tmux: chat_terminal_test drives `moex chat` in a terminal
+  pkgs+=(libbenchmark-dev python3-venv libopenmpi-dev openmpi-bin patch tmux)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,7 @@
 // `moex chat`: a conversation on stdin/stdout through the model's chat template. Each turn
 // renders the whole conversation and runs only the tokens after those the engine already
-// holds (EngineSession); /reset starts over, /exit or EOF quits, Ctrl-C stops an answer.
+// holds (EngineSession); /reset starts over, /exit or EOF quits, Ctrl-C stops a prompt being
+// read in or an answer. Turns are read by util_line_reader (readline on a terminal).
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/util_flags.h"
+#include "tools/util_line_reader.h"
 #include "tools/util_progress.h"
 #include "tools/util_sampling.h"
 
@@ -45,7 +47,7 @@ struct ChatFlags {
   bool verbose = false;
 };
 
-// Set by SIGINT while an answer runs; checked between tokens.
+// Set by SIGINT while a turn runs; checked between prompt pieces and between answer tokens.
 std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
@@ -110,9 +112,28 @@ Answer generate_answer(eng::EngineSession& session, const float* logits,
   return r;
 }
 
-std::string trim_line_end(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.pop_back();
-  return s;
+// Tokens per piece of a turn's prompt: Ctrl-C is seen between pieces, so a long paste can be
+// stopped while it is read in (a few seconds of prefill at most on the large shapes).
+constexpr int64_t kPromptPiece = 256;
+
+// Runs the turn's prompt through the session a piece at a time: each piece extends what the
+// session holds, so only its new tokens run (the same arithmetic as one call: the engine's
+// rows are computed one by one within its own prefill chunks). nullopt when Ctrl-C stopped it.
+std::optional<eng::EngineSession::Prefill> prefill_in_pieces(eng::EngineSession& session,
+                                                             const std::vector<int32_t>& ids) {
+  eng::EngineSession::Prefill total;
+  const int64_t kept = eng::reusable_prefix(session.ids(), ids);
+  for (int64_t end = std::min<int64_t>(int64_t(ids.size()), kept + kPromptPiece);;
+       end = std::min<int64_t>(int64_t(ids.size()), end + kPromptPiece)) {
+    const std::vector<int32_t> piece(ids.begin(), ids.begin() + end);
+    const eng::EngineSession::Prefill p = session.prefill(piece);
+    if (total.logits == nullptr) total.reused = p.reused;
+    total.logits = p.logits;
+    total.prefilled += p.prefilled;
+    total.rebuilt = total.rebuilt || p.rebuilt;
+    if (end == int64_t(ids.size())) return total;
+    if (g_interrupted.load()) return std::nullopt;
+  }
 }
 
 int run_chat(const ChatFlags& f) {
@@ -152,12 +173,13 @@ int run_chat(const ChatFlags& f) {
   };
   start_conversation();
   nlohmann::json dump = nlohmann::json::array();
+  const std::unique_ptr<LineReader> reader = open_stdin_reader();
+  if (f.verbose) std::fprintf(stderr, "chat: input read as %s\n", reader->name());
   const bool tty = isatty(STDIN_FILENO);
-  std::string line;
   for (;;) {
-    if (tty) std::cout << "> " << std::flush;
-    if (!std::getline(std::cin, line)) break;
-    line = trim_line_end(line);
+    const std::optional<std::string> turn = reader->read_turn("> ");
+    if (!turn) break;
+    const std::string& line = *turn;
     if (line == "/exit") break;
     if (line == "/reset") {
       start_conversation();
@@ -183,7 +205,21 @@ int run_chat(const ChatFlags& f) {
     {
       InterruptScope interrupts;
       const double t0 = now_seconds();
-      p = session.prefill(ids);
+      const int64_t to_run = int64_t(ids.size()) - eng::reusable_prefix(session.ids(), ids);
+      if (f.verbose && to_run > kPromptPiece)
+        std::fprintf(stderr, "chat: turn %zu: running %lld prompt tokens (Ctrl-C stops)\n",
+                     dump.size() + 1, (long long)to_run);
+      const std::optional<eng::EngineSession::Prefill> read_in = prefill_in_pieces(session, ids);
+      if (!read_in) {
+        // The turn never happened: the next one renders the conversation without it and
+        // keeps what the engine ran of the common prefix.
+        messages.erase(messages.end() - 1);
+        std::cout << std::endl;  // the next prompt starts on a line of its own, after "^C"
+        std::fprintf(stderr, "chat: prompt stopped (Ctrl-C) after %zu of %zu tokens; the "
+                     "message was dropped\n", session.ids().size(), ids.size());
+        continue;
+      }
+      p = *read_in;
       t_prefill = now_seconds() - t0;
       // One Generator per answer, as the server has one per request: its penalties read the
       // conversation so far (this turn's prompt) and the answer. Answer k samples with seed
@@ -219,8 +255,11 @@ int run_chat(const ChatFlags& f) {
 
 CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<ChatFlags>();
-  sub.footer("Type a message and Enter. /reset clears the conversation, /exit or end of input "
-             "quits; Ctrl-C stops an answer (at the prompt it quits).");
+  sub.footer("Type a message and Enter; a pasted block is one message, and typed text spans "
+             "lines between two lines of \"\"\". On a terminal the line can be edited and Up / "
+             "Down recall earlier messages (GNU readline, where the build has it). /reset "
+             "clears the conversation, /exit or end of input quits; Ctrl-C stops a prompt being "
+             "read in or an answer (at the prompt it quits).");
   sub.add_option("-m,--model", f->model, "model directory (config.json, safetensors, tokenizer "
                  "and chat template)")
       ->type_name("DIR")
