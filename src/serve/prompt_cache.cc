@@ -228,7 +228,7 @@ void PromptCache::save(const std::vector<int32_t>& tokens, const eng::Sequence& 
     by_id_[it->id] = it;
     ++stats_.entries;
   }
-  eng::append_kv_rows(seq, have, n, it->kv);
+  if (n > have) it->kv.push_back(eng::copy_kv_rows(seq, have, n));
   it->tokens = tokens;
   it->states = std::move(states);
   index(*it);

@@ -78,7 +78,7 @@ class PromptCache {
   struct Entry {
     int64_t id = 0;
     std::vector<int32_t> tokens;
-    std::vector<model::engine::KvRows> kv;  // rows for every token
+    std::vector<model::engine::KvChunk> kv;  // rows for every token, one chunk per save
     std::map<int64_t, std::vector<std::vector<float>>> states;  // by length (recurrent)
     std::vector<uint64_t> blocks;  // chain hashes at block ends, as indexed
     std::vector<uint64_t> state_hashes;  // chain hashes at the states' lengths

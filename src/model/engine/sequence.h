@@ -12,7 +12,7 @@
 
 namespace moex::model::engine {
 
-struct KvRows;  // sequence_state.h
+struct KvChunk;  // sequence_state.h
 
 class Sequence {
  public:
@@ -42,7 +42,7 @@ class Sequence {
 
  private:
   friend class Engine;
-  friend void load_state(Sequence&, const std::vector<KvRows>&, int64_t,
+  friend void load_state(Sequence&, const std::vector<KvChunk>&, int64_t,
                          const std::vector<std::vector<float>>&);
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
   // Per layer: LFM2's [(kernel-1)][H], oldest first; Gated DeltaNet's conv state then its
