@@ -46,6 +46,7 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
 }
 
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq) {
+  if (recurrent_state_floats(seq) == 0) return {};
   std::vector<std::vector<float>> out(size_t(seq.layers()));
   for (int64_t l = 0; l < seq.layers(); ++l) out[size_t(l)] = seq.recurrent_state(l);
   return out;

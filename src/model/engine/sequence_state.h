@@ -32,7 +32,8 @@ int64_t recurrent_state_floats(const Sequence& seq);
 // 0 <= from <= to <= seq.position().
 KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to);
 
-// seq's recurrent states at its position, per layer (empty vectors for the other layers).
+// seq's recurrent states at its position, per layer (empty vectors for the other layers; no
+// layers at all when seq has no recurrent state).
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq);
 
 // Makes seq hold `length` positions: each layer's KV cache the first `length` rows of the
