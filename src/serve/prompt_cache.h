@@ -9,7 +9,7 @@
 // of each request's prompt and the end of its sequence).
 //
 // Lookup hashes the prompt token by token (a chain: each position's hash covers every token
-// before it) and stops at the first block of kBlock tokens that no entry shares: its time
+// before it) and stops at the first block (kDefaultBlock tokens) that no entry shares: its time
 // grows with the prompt's length, whatever the cache holds; the chosen entry's tokens are then
 // compared with the prompt, so a hash collision costs a miss, never a wrong state.
 // Scheduler thread only (not thread-safe).
