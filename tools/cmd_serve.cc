@@ -46,7 +46,7 @@ namespace eng = moex::model::engine;
 struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
-      fused, max_dff, backend, reasoning_format, test_replies;
+      fused, max_dff, backend, reasoning_format, test_replies, cache_ram;
   ExpertParallelFlags expert_parallel;
   bool health_needs_key = false;
   std::vector<std::string> cors_origins;
@@ -55,6 +55,8 @@ struct ServeFlags {
 
 // Requests waiting for a slot beyond the running ones; more are refused with 503.
 constexpr int64_t kQueueLimit = 64;
+// --cache-ram's largest value (1 TiB).
+constexpr int64_t kMaxCacheRamMiB = int64_t{1} << 20;
 
 // The served name: --alias, else the model directory's name.
 std::string model_name(const ServeFlags& f) {
@@ -146,6 +148,9 @@ int run_serve(const ServeFlags& f) {
       f.parallel ? int(parse_int_strict(*f.parallel, "--parallel", 1, serve::kMaxParallel)) : 0;
   const int64_t context =
       f.ctx_size ? parse_int_strict(*f.ctx_size, "--ctx-size", 2, INT32_MAX) : 0;
+  // -1: chosen once the slots are known (their KV caches come first).
+  int64_t cache_ram_mib =
+      f.cache_ram ? parse_int_strict(*f.cache_ram, "--cache-ram", 0, kMaxCacheRamMiB) : -1;
   if (f.api_key) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
@@ -207,6 +212,11 @@ int run_serve(const ServeFlags& f) {
   }
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
+  // The followers keep their own copies of the sequences and follow rank 0 only by running
+  // the same tokens: they could not load a cached state.
+  if (ep && cache_ram_mib > 0)
+    fail("--cache-ram: the prompt cache does not work with --expert-parallel (the other ranks "
+         "cannot load a cached state); give --cache-ram 0 or leave it out");
   require_mapped_weights(ep);
   eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
   if (ep) ep->apply(options);
@@ -226,8 +236,23 @@ int run_serve(const ServeFlags& f) {
     std::fprintf(stderr, "moex serve: --parallel %d (default: %s)\n", parallel,
                  choice.reason.c_str());
   }
-  serve::Scheduler scheduler(
-      *engine, {.parallel = parallel, .queue_limit = kQueueLimit, .stop_ids = stop_ids});
+  if (ep) {
+    cache_ram_mib = 0;
+    std::fprintf(stderr, "moex serve: prompt cache off (expert parallelism)\n");
+  } else if (cache_ram_mib < 0) {
+    const serve::CacheRamChoice choice = serve::default_cache_ram(
+        mem_available_bytes(), int64_t(parallel) * engine->kv_cache_bytes());
+    cache_ram_mib = choice.mib;
+    std::fprintf(stderr, "moex serve: --cache-ram %lld MiB (default: %s)\n",
+                 (long long)cache_ram_mib, choice.reason.c_str());
+  } else {
+    std::fprintf(stderr, "moex serve: --cache-ram %lld MiB%s\n", (long long)cache_ram_mib,
+                 cache_ram_mib == 0 ? ": prompt cache off" : "");
+  }
+  serve::Scheduler scheduler(*engine, {.parallel = parallel,
+                                       .queue_limit = kQueueLimit,
+                                       .stop_ids = stop_ids,
+                                       .prompt_cache_bytes = cache_ram_mib << 20});
   http.parallel = parallel;
   http.threads = parallel + int(kQueueLimit) + 4;  // every queued request holds a connection
   http.verbose = f.verbose;
@@ -293,6 +318,12 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "answer browsers' CORS requests from ORIGIN (scheme://host[:port]; repeatable; "
                  "*: any origin); default: no CORS")
       ->type_name("ORIGIN");
+  sub.add_option("--cache-ram", f->cache_ram,
+                 "prompt cache budget in MiB: finished requests' KV (and recurrent states) kept "
+                 "in RAM, least recently used out, so that a prompt repeating one's prefix "
+                 "runs only the rest on any slot; 0: off (default: min(8192, a quarter of the "
+                 "memory the slots' KV caches leave), printed; off with --expert-parallel)")
+      ->type_name("MiB");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")

@@ -3,7 +3,9 @@
 serve_openai_test.py: CORS (--cors-origin: preflights and real requests from allowed and other
 origins, none without the flag); the default --parallel (printed with its reason, what /health
 says); GET /metrics (behind the key, Prometheus' text format as prometheus_client parses it,
-values that move by what requests did) and the -v line per request.
+values that move by what requests did) and the -v line per request; the prompt cache
+(--cache-ram: its default printed with its reason, a conversation's next turn loaded after
+another request took the one slot, the counters and usage that say so, 0 and bad values).
 
 usage: serve_ops_test.py --moex BIN --work DIR
 """
@@ -210,6 +212,56 @@ def metrics(a, d, work):
           f"-v: a line per request with tokens, TTFT, tok/s, finish ({lines})")
 
 
+def default_cache_ram(srv):
+    """Without --cache-ram: min(8192 MiB, a quarter of what the slots leave), printed."""
+    lines = [l for l in srv.log.read_text().splitlines() if l.startswith("moex serve: --cache-ram ")]
+    m = re.fullmatch(r"moex serve: --cache-ram (\d+) MiB \(default: min\(8192 MiB, \([\d.]+ [KMG]iB "
+                     r"available - [\d.]+ [KMG]iB of the slots' KV caches\) / 4\)\)",
+                     lines[0]) if len(lines) == 1 else None
+    check(m is not None and 0 < int(m.group(1)) <= 8192,
+          f"the default --cache-ram is printed with its reason ({lines})")
+
+
+def prompt_cache(a, d, work):
+    """--parallel 1 --cache-ram 64: A runs, D takes the slot, then A's next turn (A, its answer
+    and more) loads A's prompt and answer from the cache: usage, /metrics and -v say so.
+    --cache-ram 0: the same turn runs whole. A bad value is refused naming the flag."""
+    r = subprocess.run([a.moex, "serve", "-m", d, "--cache-ram", "-1"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode != 0 and "--cache-ram" in r.stderr,
+          f"--cache-ram -1 is refused naming it ({r.returncode}: {r.stderr.strip()})")
+    for mib in (64, 0):
+        srv = Server(a.moex, d, work, f"cache{mib}", "--parallel", "1", "--cache-ram", str(mib),
+                     "-v")
+        try:
+            client = srv.client()
+            fields = dict(max_tokens=4, temperature=0, logprobs=0,
+                          extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+            first = list(range(100, 140))
+            ra = client.completions.create(model="m", prompt=first, **fields)
+            answer = [int(t.split(":")[1]) for t in ra.choices[0].logprobs.tokens]
+            client.completions.create(model="m", prompt=list(range(300, 340)), **fields)
+            nxt = first + answer + list(range(200, 210))
+            rb = client.completions.create(model="m", prompt=nxt, **fields)
+            cached = rb.usage.prompt_tokens_details.cached_tokens
+            # The slot ran the prompt and 3 answer tokens (the 4th was sampled, not run).
+            want = len(first) + 3 if mib else 0
+            check(cached == want, f"--cache-ram {mib}: the next turn reused {want} tokens ({cached})")
+            text = srv.http("GET", "/metrics")[2].decode()
+            got = {k: float(v) for k, v in re.findall(r"^(moex_prompt_cache_\w+) (\S+)$", text, re.M)}
+            check(got.get("moex_prompt_cache_hits_total") == (1 if mib else 0)
+                  and got.get("moex_prompt_cache_hit_tokens_total") == want
+                  and got.get("moex_prompt_cache_budget_bytes") == mib * 2**20
+                  and (got.get("moex_prompt_cache_entries", 0) >= 2) == bool(mib)
+                  and (0 < got.get("moex_prompt_cache_bytes", 0) <= mib * 2**20 or not mib),
+                  f"--cache-ram {mib}: /metrics prompt cache series ({got})")
+        finally:
+            srv.stop()
+        check(f"--cache-ram {mib} MiB" in srv.log.read_text(), f"--cache-ram {mib} printed")
+        check(f"prompt 54 tokens ({want} cached)" in srv.log.read_text(),
+              f"--cache-ram {mib}: -v says {want} cached")
+
+
 def main():
     a, work, d = setup()
     r = subprocess.run([a.moex, "serve", "-m", d, "--cors-origin", "app.example/"],
@@ -220,11 +272,13 @@ def main():
     try:
         no_cors(srv)
         default_parallel(srv)
+        default_cache_ram(srv)
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
     cors(a, d, work)
     metrics(a, d, work)
+    prompt_cache(a, d, work)
     serve_openai_test.finish("serve ops test")
 
 

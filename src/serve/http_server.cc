@@ -230,7 +230,14 @@ void HttpServer::Impl::routes() {
                                         .slots_busy = s.active,
                                         .queued = s.queued,
                                         .rejected = s.rejected,
-                                        .cached_tokens = s.cached_tokens}),
+                                        .cached_tokens = s.cached_tokens,
+                                        .cache_hits = s.prompt_cache.hits,
+                                        .cache_misses = s.prompt_cache.misses,
+                                        .cache_hit_tokens = s.prompt_cache.hit_tokens,
+                                        .cache_evictions = s.prompt_cache.evictions,
+                                        .cache_bytes = s.prompt_cache.bytes,
+                                        .cache_entries = s.prompt_cache.entries,
+                                        .cache_budget_bytes = s.prompt_cache.budget_bytes}),
                     kMetricsContentType);
   });
   // What httplib answers itself (no route: 404; body too large: 413) gets an error object too.

@@ -96,8 +96,26 @@ std::string Metrics::exposition(const SchedulerGauges& g) const {
   sample(out, "moex_prompt_tokens_total", "counter", "Prompt tokens of the requests that ran.",
          prompt_tokens_);
   sample(out, "moex_prompt_tokens_cached_total", "counter",
-         "Prompt tokens reused from a slot's previous request instead of being run.",
+         "Prompt tokens not run: reused from the slot's previous request or loaded from the "
+         "prompt cache.",
          g.cached_tokens);
+  sample(out, "moex_prompt_cache_hits_total", "counter",
+         "Requests that loaded a prefix of their prompt from the prompt cache (--cache-ram).",
+         g.cache_hits);
+  sample(out, "moex_prompt_cache_misses_total", "counter",
+         "Requests for which the prompt cache held no prefix longer than their slot's own.",
+         g.cache_misses);
+  sample(out, "moex_prompt_cache_hit_tokens_total", "counter",
+         "Prompt tokens loaded from the prompt cache instead of being run.", g.cache_hit_tokens);
+  sample(out, "moex_prompt_cache_evictions_total", "counter",
+         "Prompt cache entries dropped, least recently used first, to stay within the budget.",
+         g.cache_evictions);
+  sample(out, "moex_prompt_cache_bytes", "gauge",
+         "Bytes the prompt cache holds (KV rows, recurrent states, tokens, index).", g.cache_bytes);
+  sample(out, "moex_prompt_cache_entries", "gauge", "Sequences the prompt cache holds.",
+         g.cache_entries);
+  sample(out, "moex_prompt_cache_budget_bytes", "gauge",
+         "The prompt cache's budget (--cache-ram; 0: off).", g.cache_budget_bytes);
   sample(out, "moex_generation_tokens_total", "counter",
          "Tokens generated for the requests that ran.", completion_tokens_);
   head(out, "moex_time_to_first_token_seconds", "histogram",

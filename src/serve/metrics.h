@@ -41,7 +41,12 @@ struct RequestRecord {
 struct SchedulerGauges {
   int slots_total = 0, slots_busy = 0, queued = 0;
   int64_t rejected = 0;       // refused with 503, the queue full
-  int64_t cached_tokens = 0;  // prompt tokens reused from slots' previous requests
+  int64_t cached_tokens = 0;  // prompt tokens not run: a slot's own or the prompt cache's
+  // The prompt cache (--cache-ram, serve/prompt_cache.h): requests that loaded a prefix from it
+  // and those that found none longer than their slot's own, the tokens loaded, entries dropped
+  // for room; what it holds now and its budget.
+  int64_t cache_hits = 0, cache_misses = 0, cache_hit_tokens = 0, cache_evictions = 0;
+  int64_t cache_bytes = 0, cache_entries = 0, cache_budget_bytes = 0;
 };
 
 class Metrics {

@@ -68,7 +68,18 @@ TEST(Metrics, RequestsTokensAndTimesAreCounted) {
   m.request_done(
       {.finish_reason = "cancelled", .prompt_tokens = 2, .completion_tokens = 0, .seconds = 3});
   const std::string t = m.exposition(
-      {.slots_total = 2, .slots_busy = 1, .queued = 3, .rejected = 4, .cached_tokens = 6});
+      {.slots_total = 2,
+       .slots_busy = 1,
+       .queued = 3,
+       .rejected = 4,
+       .cached_tokens = 6,
+       .cache_hits = 7,
+       .cache_misses = 8,
+       .cache_hit_tokens = 9,
+       .cache_evictions = 10,
+       .cache_bytes = 11,
+       .cache_entries = 12,
+       .cache_budget_bytes = 13});
   for (const std::string line : {
            "moex_requests_total{finish_reason=\"length\"} 1",
            "moex_requests_total{finish_reason=\"tool_calls\"} 1",
@@ -77,6 +88,13 @@ TEST(Metrics, RequestsTokensAndTimesAreCounted) {
            "moex_requests_rejected_total 4",
            "moex_prompt_tokens_total 14",
            "moex_prompt_tokens_cached_total 6",
+           "moex_prompt_cache_hits_total 7",
+           "moex_prompt_cache_misses_total 8",
+           "moex_prompt_cache_hit_tokens_total 9",
+           "moex_prompt_cache_evictions_total 10",
+           "moex_prompt_cache_bytes 11",
+           "moex_prompt_cache_entries 12",
+           "moex_prompt_cache_budget_bytes 13",
            "moex_generation_tokens_total 4",
            "moex_time_to_first_token_seconds_bucket{le=\"0.1\"} 0",
            "moex_time_to_first_token_seconds_bucket{le=\"0.25\"} 1",

@@ -42,4 +42,19 @@ ParallelChoice default_parallel(int threads, int64_t available, int64_t kv_bytes
   return out;
 }
 
+CacheRamChoice default_cache_ram(int64_t available, int64_t kv_bytes_all_slots) {
+  CacheRamChoice out;
+  if (available <= 0) {
+    out.mib = kDefaultCacheRamMiB;
+    out.reason = str_cat(kDefaultCacheRamMiB, " MiB (available memory unknown)");
+    return out;
+  }
+  const int64_t left = std::max<int64_t>(available - kv_bytes_all_slots, 0);
+  out.mib = std::min(kDefaultCacheRamMiB, left / 4 / (int64_t{1} << 20));
+  out.reason = str_cat("min(", kDefaultCacheRamMiB, " MiB, (", size_text(available),
+                       " available - ", size_text(kv_bytes_all_slots),
+                       " of the slots' KV caches) / 4)");
+  return out;
+}
+
 }  // namespace moex::serve

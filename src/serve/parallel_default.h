@@ -1,5 +1,6 @@
-// The default of `moex serve --parallel`: how many requests decode together when the flag is
-// not given, from the worker threads and what the KV caches of the context would take.
+// The defaults of `moex serve --parallel` (how many requests decode together, from the worker
+// threads and what the KV caches of the context would take) and `--cache-ram` (the prompt
+// cache's budget, from the memory left once the slots' KV caches are taken).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,19 @@ struct ParallelChoice {
 // (0: no bound either). Half of `available` is left for activations, request buffers and the
 // page cache of mapped weights.
 ParallelChoice default_parallel(int threads, int64_t available, int64_t kv_bytes_per_slot);
+
+// The prompt cache's default ceiling: llama-server's --cache-ram default (llama.cpp pull request
+// 16391), which on a small host would be most of its memory.
+inline constexpr int64_t kDefaultCacheRamMiB = 8192;
+
+struct CacheRamChoice {
+  int64_t mib = 0;
+  std::string reason;
+};
+
+// min(kDefaultCacheRamMiB, (available - kv_bytes_all_slots) / 4) in MiB, at least 0;
+// kDefaultCacheRamMiB when `available` is unknown (0). A quarter of what the slots leave: the
+// rest is for activations, request buffers and the page cache of mapped weights.
+CacheRamChoice default_cache_ram(int64_t available, int64_t kv_bytes_all_slots);
 
 }  // namespace moex::serve

@@ -42,5 +42,15 @@ TEST(DefaultParallel, TheReasonGivesEachTerm) {
             "at least 1");
 }
 
+// --cache-ram's default: a quarter of what the slots' KV caches leave, at most 8 GiB.
+TEST(DefaultCacheRam, AQuarterOfWhatTheSlotsLeaveAtMost8GiB) {
+  EXPECT_EQ(default_cache_ram(64 * kGiB, 1 * kGiB).mib, 8192);
+  EXPECT_EQ(default_cache_ram(17 * kGiB, 1 * kGiB).mib, 4096);
+  EXPECT_EQ(default_cache_ram(1 * kGiB, 2 * kGiB).mib, 0);  // nothing left: off
+  EXPECT_EQ(default_cache_ram(0, 1 * kGiB).mib, 8192);      // unknown
+  EXPECT_EQ(default_cache_ram(17 * kGiB, 1 * kGiB).reason,
+            "min(8192 MiB, (17.0 GiB available - 1.0 GiB of the slots' KV caches) / 4)");
+}
+
 }  // namespace
 }  // namespace moex::serve

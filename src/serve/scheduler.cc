@@ -1,9 +1,10 @@
-// Scheduler: admission into slots (with the prompt cache), chunked prefill between decode
-// steps, batched decode, each slot's Generator (processors, sampling, stop and length rules),
-// the context rule, cancellation.
+// Scheduler: admission into slots (a slot's own prefix or the prompt cache's), chunked prefill
+// between decode steps, batched decode, each slot's Generator (processors, sampling, stop and
+// length rules), the context rule, cancellation, saving finished sequences to the prompt cache.
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <cmath>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "model/engine/sequence_state.h"
 #include "model/engine/session.h"
 
 namespace moex::serve {
@@ -20,6 +22,8 @@ namespace eng = model::engine;
 struct Scheduler::Slot {
   std::unique_ptr<eng::Sequence> seq;
   std::vector<int32_t> held;  // the ids seq holds (the prompt cache of the next request)
+  PromptCache::Match load;    // admitted with a cached prefix, loaded at the next step
+  std::vector<PromptCache::Checkpoint> checkpoints;  // recurrent states at its prompt's end
   std::shared_ptr<RequestStream> stream;  // null: free
   GenerationRequest request;
   std::optional<generate::Generator> gen;
@@ -51,13 +55,6 @@ void fill_logprobs(const float* logits, int64_t vocab, int k, GeneratedToken& t,
     t.top.push_back({order[size_t(i)], float(double(logits[order[size_t(i)]]) - lse)});
 }
 
-// The slot's request is over: tell its client, free the slot (its sequence and held ids stay
-// as the next request's prompt cache).
-void end_request(Finish f, std::shared_ptr<RequestStream>& stream, const std::string& error = {}) {
-  stream->finish(f, error);
-  stream.reset();
-}
-
 }  // namespace
 
 Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
@@ -70,6 +67,9 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
     s->seq = engine_.new_sequence();
     slots_.push_back(std::move(s));
   }
+  if (opt_.prompt_cache_bytes > 0)
+    cache_ = std::make_unique<PromptCache>(opt_.prompt_cache_bytes, opt_.prompt_cache_block);
+  stats_.prompt_cache.budget_bytes = opt_.prompt_cache_bytes;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -125,7 +125,9 @@ SchedulerStats Scheduler::stats() const {
   return stats_;
 }
 
-// Each queued request goes to the free slot holding the longest prefix of its prompt.
+// Each queued request goes to the free slot holding the longest usable prefix of its prompt
+// (a recurrent state only at its own length), or loads a longer one from the prompt cache
+// there at the next step.
 void Scheduler::admit_locked() {
   while (!queue_.empty()) {
     Pending& p = queue_.front();
@@ -135,16 +137,27 @@ void Scheduler::admit_locked() {
       queue_.pop_front();
       continue;
     }
+    const std::vector<int32_t>& prompt = p.request.prompt;
     Slot* best = nullptr;
     int64_t best_keep = -1;
     for (auto& s : slots_) {
       if (s->stream) continue;
-      const int64_t keep = eng::reusable_prefix(s->held, p.request.prompt);
+      int64_t keep = eng::reusable_prefix(s->held, prompt);
+      if (!s->seq->can_truncate() && keep != int64_t(s->held.size())) keep = 0;
       if (keep > best_keep) best = s.get(), best_keep = keep;
     }
     if (best == nullptr) break;
     Slot& s = *best;
-    const int64_t keep = eng::rewind_to(*s.seq, s.held, best_keep);
+    int64_t keep = 0;
+    PromptCache::Match m;
+    if (cache_) m = cache_->lookup(prompt, int64_t(prompt.size()) - 1);
+    if (m.length > best_keep) {
+      s.load = m;  // the free slot's sequence is in the cache already (saved when it finished)
+      keep = m.length;
+    } else {
+      if (cache_) cache_->count_miss();
+      keep = eng::rewind_to(*s.seq, s.held, best_keep);
+    }
     s.request = std::move(p.request);
     s.stream = std::move(p.stream);
     s.gen.emplace(s.request.params, opt_.stop_ids, engine_.vocab(), s.request.prompt);
@@ -185,6 +198,20 @@ void Scheduler::run() {
   }
 }
 
+void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
+  s.stream->finish(f, error);
+  s.stream.reset();
+  if (cache_ && f != Finish::kError && !s.held.empty()) {
+    try {
+      cache_->save(s.held, *s.seq, std::move(s.checkpoints));
+    } catch (const std::exception& e) {  // out of memory: the request is answered all the same
+      std::fprintf(stderr, "moex serve: the prompt cache could not save a sequence: %s\n",
+                   e.what());
+    }
+  }
+  s.checkpoints.clear();
+}
+
 void Scheduler::step() {
   const int64_t V = engine_.vocab();
   std::vector<int32_t> order;
@@ -195,12 +222,12 @@ void Scheduler::step() {
     try {
       st = s.gen->next(logits);
     } catch (const std::exception& e) {
-      end_request(Finish::kError, s.stream, e.what());
+      finish(s, Finish::kError, e.what());
       ++completed;
       return;
     }
     if (st.end == generate::StepEnd::kStop) {
-      end_request(Finish::kStop, s.stream);
+      finish(s, Finish::kStop);
       ++completed;
       return;
     }
@@ -210,17 +237,32 @@ void Scheduler::step() {
     s.next = t.id;
     s.stream->push(std::move(t));
     if (st.end == generate::StepEnd::kLength) {
-      end_request(Finish::kLength, s.stream);
+      finish(s, Finish::kLength);
       ++completed;
     } else if (s.seq->position() + 1 > s.seq->context()) {
-      end_request(Finish::kContext, s.stream);
+      finish(s, Finish::kContext);
       ++completed;
     }
   };
 
+  // Prefixes admitted from the prompt cache, loaded before anything can evict them.
+  for (auto& s : slots_) {
+    if (s->load.length == 0) continue;
+    const std::vector<int32_t>& prompt = s->request.prompt;
+    try {
+      cache_->load(s->load, *s->seq);
+      s->held.assign(prompt.begin(), prompt.begin() + s->load.length);
+    } catch (const std::exception& e) {
+      s->seq->reset();
+      s->held.clear();
+      finish(*s, Finish::kError, e.what());
+      ++completed;
+    }
+    s->load = {};
+  }
   for (auto& s : slots_) {
     if (s->stream && s->stream->cancelled()) {
-      end_request(Finish::kCancelled, s->stream);
+      finish(*s, Finish::kCancelled);
       ++cancelled;
     }
   }
@@ -237,11 +279,17 @@ void Scheduler::step() {
                        prompt.begin() + pre->prefilled + n);
       pre->prefilled += n;
       prefill_tokens += n;
-      if (pre->decoding()) take(*pre, logits);
+      if (pre->decoding()) {
+        // A recurrent state serves later prompts only at its exact length: keep the one at
+        // this prompt's end, which the next turn of a conversation starts with.
+        if (cache_ && !pre->seq->can_truncate())
+          pre->checkpoints.push_back({pre->seq->position(), eng::copy_recurrent_states(*pre->seq)});
+        take(*pre, logits);
+      }
     } catch (const std::exception& e) {
       pre->seq->reset();
       pre->held.clear();
-      end_request(Finish::kError, pre->stream, e.what());
+      finish(*pre, Finish::kError, e.what());
       ++completed;
     }
   }
@@ -268,7 +316,7 @@ void Scheduler::step() {
       for (Slot* s : rows) {
         s->seq->reset();
         s->held.clear();
-        end_request(Finish::kError, s->stream, e.what());
+        finish(*s, Finish::kError, e.what());
         ++completed;
       }
     }
@@ -280,6 +328,7 @@ void Scheduler::step() {
   stats_.completed += completed;
   stats_.cancelled += cancelled;
   stats_.active = active_slots();
+  if (cache_) stats_.prompt_cache = cache_->stats();
 }
 
 }  // namespace moex::serve

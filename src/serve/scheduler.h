@@ -24,6 +24,7 @@
 #include "generate/generator.h"
 #include "generate/grammar.h"
 #include "model/engine/engine.h"
+#include "serve/prompt_cache.h"
 
 namespace moex::serve {
 
@@ -73,7 +74,7 @@ class RequestStream {
     Finish finish = Finish::kNone;       // set on the last event
     std::string error;                   // when finish == kError
     int64_t prompt_tokens = 0;           // set once the prompt ran
-    int64_t cached_tokens = 0;           // prompt tokens reused from the slot's last request
+    int64_t cached_tokens = 0;           // prompt tokens not run: the slot's or the prompt cache's
   };
   // Waits up to `timeout` for new tokens or the finish; false when nothing came. After the
   // event with finish != kNone, next() returns that finish again at once.
@@ -102,6 +103,11 @@ struct SchedulerOptions {
   int parallel = 1;         // slots decoding together (--parallel), 1..kMaxParallel
   int64_t queue_limit = 64; // requests waiting for a slot beyond which submit() refuses
   std::vector<int32_t> stop_ids;  // end-of-sequence ids (model/generation_config.h)
+  // The prompt cache's budget in bytes (--cache-ram; 0: none) and its index block in tokens.
+  // Finished sequences are saved there and a request loads the longest cached prefix of its
+  // prompt when it beats its slot's own (serve/prompt_cache.h).
+  int64_t prompt_cache_bytes = 0;
+  int64_t prompt_cache_block = PromptCache::kDefaultBlock;
 };
 inline constexpr int kMaxParallel = 256;
 
@@ -109,7 +115,8 @@ struct SchedulerStats {
   int64_t steps = 0;          // decode steps run
   int64_t decoded_rows = 0;   // tokens decoded over all steps (sum of batch sizes)
   int64_t prefill_tokens = 0; // prompt tokens run (reused ones not counted)
-  int64_t cached_tokens = 0;  // prompt tokens reused from slots' previous requests
+  int64_t cached_tokens = 0;  // prompt tokens reused: a slot's own or the prompt cache's
+  PromptCacheStats prompt_cache;
   int64_t completed = 0, cancelled = 0, rejected = 0;
   int active = 0, queued = 0;
 };
@@ -144,11 +151,15 @@ class Scheduler {
   void run();
   void admit_locked();  // queued requests into free slots
   void step();  // at most one prefill chunk, then one decode step over the decoding slots
+  // The slot's request is over: its client is told, its sequence saved to the prompt cache
+  // (unless it failed), the slot freed.
+  void finish(Slot& s, Finish f, const std::string& error = {});
   int active_slots() const;  // slots holding a request
 
   model::engine::Engine& engine_;
   SchedulerOptions opt_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<PromptCache> cache_;  // null: --cache-ram 0
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;

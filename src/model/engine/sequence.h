@@ -12,6 +12,8 @@
 
 namespace moex::model::engine {
 
+struct KvChunk;  // sequence_state.h
+
 class Sequence {
  public:
   int64_t position() const { return pos_; }
@@ -32,9 +34,16 @@ class Sequence {
   // recurrent state (short conv, Gated DeltaNet, Mamba-2).
   ops::KvCache& kv_cache(int64_t layer) { return caches_[size_t(layer)]; }
   std::vector<float>& recurrent_state(int64_t layer) { return conv_state_[size_t(layer)]; }
+  const ops::KvCache& kv_cache(int64_t layer) const { return caches_[size_t(layer)]; }
+  const std::vector<float>& recurrent_state(int64_t layer) const {
+    return conv_state_[size_t(layer)];
+  }
+  int64_t layers() const { return int64_t(caches_.size()); }
 
  private:
   friend class Engine;
+  friend void load_state(Sequence&, const std::vector<KvChunk>&, int64_t,
+                         const std::vector<std::vector<float>>&);
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
   // Per layer: LFM2's [(kernel-1)][H], oldest first; Gated DeltaNet's conv state then its
   // recurrent state (GatedDeltaNet::state_size()); empty for attention layers.

@@ -26,7 +26,7 @@ void check(const MlaAttentionArgs& a) {
 }
 
 // Heads per unit of work: the cache rows are read once for this many heads.
-constexpr int64_t kHeadsPerUnit = 8;
+constexpr int64_t kMlaHeadsPerUnit = 8;
 
 }  // namespace
 
@@ -68,7 +68,7 @@ void mla_attention(const MlaAttentionArgs& a) {
   check(a);
   const KvCache& c = *a.cache;
   const int64_t dim = c.head_dim(), L = a.latent_dim;
-  const int64_t per_unit = std::min(a.heads, kHeadsPerUnit);
+  const int64_t per_unit = std::min(a.heads, kMlaHeadsPerUnit);
   const int64_t blocks = (a.heads + per_unit - 1) / per_unit;
   const int64_t max_keys = a.pos0 + a.rows;
   const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());

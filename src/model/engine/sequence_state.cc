@@ -1,0 +1,97 @@
+// Sequence state copies (see sequence_state.h).
+#include "model/engine/sequence_state.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace moex::model::engine {
+
+int64_t kv_floats_per_position(const Sequence& seq) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < seq.layers(); ++l) {
+    const ops::KvCache& c = seq.kv_cache(l);
+    n += c.kv_heads() * c.head_dim() * (c.has_values() ? 2 : 1);
+  }
+  return n;
+}
+
+int64_t recurrent_state_floats(const Sequence& seq) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < seq.layers(); ++l) n += int64_t(seq.recurrent_state(l).size());
+  return n;
+}
+
+KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
+  if (from < 0 || from > to || to > seq.position())
+    fail("copy_kv_rows: positions [", from, ", ", to, ") outside the ", seq.position(),
+         " the sequence holds");
+  KvChunk chunk;
+  chunk.rows = to - from;
+  chunk.layers.resize(size_t(seq.layers()));
+  for (int64_t l = 0; l < seq.layers(); ++l) {
+    const ops::KvCache& c = seq.kv_cache(l);
+    const int64_t heads = c.kv_heads(), hd = c.head_dim();
+    if (heads * hd == 0) continue;
+    KvRows& out = chunk.layers[size_t(l)];
+    out.k.reserve(size_t(chunk.rows * heads * hd));
+    if (c.has_values()) out.v.reserve(size_t(chunk.rows * heads * hd));
+    for (int64_t p = from; p < to; ++p)
+      for (int64_t h = 0; h < heads; ++h) {
+        out.k.insert(out.k.end(), c.key(p, h), c.key(p, h) + hd);
+        if (c.has_values()) out.v.insert(out.v.end(), c.value(p, h), c.value(p, h) + hd);
+      }
+  }
+  return chunk;
+}
+
+std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq) {
+  if (recurrent_state_floats(seq) == 0) return {};
+  std::vector<std::vector<float>> out(size_t(seq.layers()));
+  for (int64_t l = 0; l < seq.layers(); ++l) out[size_t(l)] = seq.recurrent_state(l);
+  return out;
+}
+
+void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t length,
+                const std::vector<std::vector<float>>& states) {
+  const size_t layers = size_t(seq.layers());
+  if (length < 0 || length > seq.context())
+    fail("load_state: ", length, " positions, the context holds ", seq.context());
+  int64_t rows = 0;
+  for (const KvChunk& ch : chunks) {
+    if (ch.layers.size() != layers)
+      fail("load_state: KV rows of ", ch.layers.size(), " layers, the sequence has ", layers);
+    for (size_t l = 0; l < layers; ++l) {
+      const ops::KvCache& c = seq.caches_[l];
+      const size_t need = size_t(ch.rows * c.kv_heads() * c.head_dim());
+      if (ch.layers[l].k.size() != need || (c.has_values() && ch.layers[l].v.size() != need))
+        fail("load_state: layer ", l, "'s KV rows do not have its ", c.kv_heads(), " x ",
+             c.head_dim(), " floats per position");
+    }
+    rows += ch.rows;
+  }
+  if (rows < length) fail("load_state: KV rows for ", rows, " positions, not ", length);
+  const bool recurrent = recurrent_state_floats(seq) > 0;
+  if (recurrent ? states.size() != layers : !states.empty())
+    fail("load_state: recurrent states of ", states.size(), " layers, the sequence has ",
+         recurrent ? layers : 0);
+  // Every check before anything changes.
+  for (size_t l = 0; recurrent && l < layers; ++l)
+    if (states[l].size() != seq.conv_state_[l].size())
+      fail("load_state: layer ", l, "'s recurrent state has ", states[l].size(),
+           " floats, the sequence's ", seq.conv_state_[l].size());
+  for (size_t l = 0; l < layers; ++l) {
+    ops::KvCache& c = seq.caches_[l];
+    c.clear();
+    if (c.kv_heads() * c.head_dim() > 0)
+      for (int64_t left = length, i = 0; left > 0; left -= chunks[size_t(i++)].rows) {
+        const KvRows& r = chunks[size_t(i)].layers[l];
+        c.append(r.k.data(), c.has_values() ? r.v.data() : nullptr,
+                 std::min(left, chunks[size_t(i)].rows));
+      }
+    if (recurrent) std::copy(states[l].begin(), states[l].end(), seq.conv_state_[l].begin());
+  }
+  seq.pos_ = length;
+}
+
+}  // namespace moex::model::engine

@@ -1,0 +1,46 @@
+// Copies of a Sequence's state out and back in, for a prompt cache that keeps finished
+// sequences (serve/prompt_cache.h): a prefix of every layer's KV rows, token-major, and the
+// recurrent states (short conv, Gated DeltaNet, Mamba-2) at the sequence's position.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/engine/sequence.h"
+
+namespace moex::model::engine {
+
+// One layer's KV rows [0, rows), token-major ([rows][kv_heads][head_dim], the layout
+// ops::KvCache::append takes); v is empty for a keys-only cache (MLA) and both are empty for a
+// layer without a KV cache.
+struct KvRows {
+  std::vector<float> k, v;
+};
+// Rows of consecutive positions, one KvRows per layer: a cache grows by chunks, so that
+// extending what it holds never copies the rows it has.
+struct KvChunk {
+  int64_t rows = 0;
+  std::vector<KvRows> layers;
+};
+
+// Floats of one position's keys and values over every layer of `seq`.
+int64_t kv_floats_per_position(const Sequence& seq);
+// Floats of seq's recurrent states over every layer (0: attention only).
+int64_t recurrent_state_floats(const Sequence& seq);
+
+// Positions [from, to) of every layer's KV cache, as one chunk. moex::Error unless
+// 0 <= from <= to <= seq.position().
+KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to);
+
+// seq's recurrent states at its position, per layer (empty vectors for the other layers; no
+// layers at all when seq has no recurrent state).
+std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq);
+
+// Makes seq hold `length` positions: each layer's KV cache the first `length` rows of the
+// chunks in order, its recurrent states `states` (per layer, as copy_recurrent_states gave
+// them; empty when seq has none). moex::Error, seq unchanged, when the layer counts or sizes do
+// not match seq's, the chunks hold fewer rows, or length exceeds the context.
+void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t length,
+                const std::vector<std::vector<float>>& states);
+
+}  // namespace moex::model::engine
