@@ -7,15 +7,11 @@
 import argparse
 import os
 import sys
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import parity  # noqa: E402  (exits 77 itself when mlx-lm is missing)
 import mlx.core as mx  # noqa: E402
-import numpy as np  # noqa: E402
 import mlx_lm.models.switch_layers as switch_layers  # noqa: E402
-from mlx_lm.models.cache import make_prompt_cache  # noqa: E402
-from mlx_lm.utils import load_model  # noqa: E402
 
 
 def switch_linear_any_dtype(self, x, indices, sorted_indices=False):
@@ -23,25 +19,6 @@ def switch_linear_any_dtype(self, x, indices, sorted_indices=False):
     if "bias" in self:
         y = y + mx.expand_dims(self["bias"][indices], -2)
     return y
-
-
-def mlx_logits(model_dir, ids, steps, dtype, tokens=None):
-    """Logits per step ([steps + 1, vocab], float64) and the tokens fed: greedy, or `tokens`."""
-    model, _ = load_model(Path(model_dir))
-    model.set_dtype(dtype)
-    cache = make_prompt_cache(model)
-    logits = model(mx.array([ids]), cache=cache)[0, -1]
-    out, fed = [], []
-    for i in range(steps + 1):
-        mx.eval(logits)
-        out.append(np.array(logits.astype(mx.float32 if dtype == mx.float32 else dtype))
-                   .astype(np.float64))
-        t = int(mx.argmax(logits).item()) if tokens is None else tokens[i]
-        fed.append(t)
-        if i == steps:
-            break
-        logits = model(mx.array([[t]]), cache=cache)[0, -1]
-    return np.stack(out), fed
 
 
 def errors_against_float64(moex, model_dir, prompt_ids, steps):
@@ -53,8 +30,8 @@ def errors_against_float64(moex, model_dir, prompt_ids, steps):
     mx.set_default_device(mx.cpu)
     switch_layers.SwitchLinear.__call__ = switch_linear_any_dtype
     try:
-        f32, toks = mlx_logits(model_dir, ids, steps, mx.float32)
-        f64, _ = mlx_logits(model_dir, ids, steps, mx.float64, toks)
+        f32, toks = parity.mlx_run(model_dir, ids, steps, True)
+        f64, _ = parity.mlx_run(model_dir, ids, steps, False, dtype=mx.float64, tokens=toks)
     finally:
         switch_layers.SwitchLinear.__call__ = saved_call
         mx.set_default_device(saved_device)

@@ -36,21 +36,27 @@ def nrms(a, b):
     return math.sqrt(float(np.mean((a - b) ** 2))) / (math.sqrt(float(np.mean(b * b))) or 1.0)
 
 
-def mlx_run(model_dir, ids, steps, f32):
+def mlx_run(model_dir, ids, steps, f32, dtype=None, tokens=None):
+    """mlx-lm's logits after the prompt and after each of `steps` tokens ([steps + 1, vocab],
+    float32; float64 for dtype float64) and the tokens fed: greedy, or `tokens`. f32 computes in
+    float32; dtype (e.g. mx.float64, float64_check.py) names the compute dtype instead."""
     model, _ = load_model(Path(model_dir))
-    if f32:
-        model.set_dtype(mx.float32)
+    if dtype is None and f32:
+        dtype = mx.float32
+    if dtype is not None:
+        model.set_dtype(dtype)
+    out_dtype = mx.float64 if dtype is not None and dtype == mx.float64 else mx.float32
     cache = make_prompt_cache(model)
-    logits = model(mx.array([ids]), cache=cache)[0, -1].astype(mx.float32)
+    logits = model(mx.array([ids]), cache=cache)[0, -1].astype(out_dtype)
     out, toks = [], []
     for i in range(steps + 1):
         mx.eval(logits)
         out.append(np.array(logits))
-        t = int(mx.argmax(logits).item())
+        t = int(mx.argmax(logits).item()) if tokens is None else tokens[i]
         toks.append(t)
         if i == steps:
             break
-        logits = model(mx.array([[t]]), cache=cache)[0, -1].astype(mx.float32)
+        logits = model(mx.array([[t]]), cache=cache)[0, -1].astype(out_dtype)
     return np.stack(out), toks
 
 

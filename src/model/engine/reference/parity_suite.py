@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import parity  # noqa: E402  (exits 77 itself when mlx-lm is missing)
@@ -27,11 +28,15 @@ def read_cases(path):
 
 
 def run_case(moex, model_dir, args):
-    """parity.run on one case; a SystemExit from its helpers is the case's status."""
+    """parity.run on one case; a SystemExit from its helpers is the case's status, and an
+    exception (mlx-lm refusing the checkpoint, a bug here) fails the case, not the suite."""
     try:
         return parity.run([moex, model_dir] + args)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 2
+    except Exception:
+        traceback.print_exc(file=sys.stdout)
+        return 2
 
 
 def main():
