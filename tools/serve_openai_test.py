@@ -192,19 +192,26 @@ def stream_completion(client, **kw):
     return chunks, text, finish
 
 
-def setup():
-    """--moex BIN --work DIR parsed; DIR emptied; DIR/model: the tiny checkpoint with the
-    ChatML template. Returns (args, work dir, model dir)."""
+def setup(corpus_template=None, more_args=()):
+    """--moex BIN --work DIR parsed, plus --templates DIR (the chat-template corpus) when
+    corpus_template names one of its files, and `more_args` ((flag, default) pairs); DIR
+    emptied; DIR/model: the tiny checkpoint with that template, or the ChatML one. Returns
+    (args, work dir, model dir)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--moex", required=True)
     ap.add_argument("--work", required=True)
+    if corpus_template:
+        ap.add_argument("--templates", required=True)
+    for flag, default in more_args:
+        ap.add_argument(flag, default=default)
     a = ap.parse_args()
     work = Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     d = work / "model"
     run([a.moex, "make-model", "--preset", PRESET, "--out", d, "-q"])
-    (d / "chat_template.jinja").write_text(TEMPLATE)
+    template = (Path(a.templates) / corpus_template).read_text() if corpus_template else TEMPLATE
+    (d / "chat_template.jinja").write_text(template)
     return a, work, d
 
 

@@ -10,9 +10,7 @@ With --engine OFF (a build without xgrammar) it checks the 400 that says so inst
 
 usage: serve_toolchoice_test.py --moex BIN --work DIR --templates CORPUS_DIR [--engine ON|OFF]
 """
-import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import serve_openai_test as base  # noqa: E402
-from serve_openai_test import Server, check, run  # noqa: E402
+from serve_openai_test import Server, check  # noqa: E402
 
 SEEDS = range(6)
 WEATHER = {"type": "object",
@@ -61,7 +59,6 @@ def stream(client, seed, **kw):
     calls, pieces, finish, content = {}, {}, None, ""
     extra = dict(NO_THINK, **kw.pop("extra_body", {}))
     kw.setdefault("logit_bias", END_BIAS)
-    global delta_problems
     for ch in client.chat.completions.create(model="m", messages=USER, max_tokens=300,
                                              temperature=1.0, seed=seed, stream=True,
                                              extra_body=extra, **kw):
@@ -196,18 +193,7 @@ def no_engine(srv):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moex", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--templates", required=True)
-    ap.add_argument("--engine", default="ON")
-    a = ap.parse_args()
-    work = Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    d = work / "model"
-    run([a.moex, "make-model", "--preset", base.PRESET, "--out", d, "-q"])
-    (d / "chat_template.jinja").write_text((Path(a.templates) / "Qwen-Qwen3-0.6B.jinja").read_text())
+    a, work, d = base.setup("Qwen-Qwen3-0.6B.jinja", [("--engine", "ON")])
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
     eos = [tok.token_to_id("<|im_end|>"), tok.token_to_id("<|endoftext|>")]
     (d / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))

@@ -13,16 +13,14 @@ system one) is real with no hook.
 
 usage: serve_tools_test.py --moex BIN --work DIR --templates CORPUS_DIR
 """
-import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import openai
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve_openai_test import ENV, Server, check, run  # noqa: E402
+from serve_openai_test import Server, check, run  # noqa: E402
 import serve_openai_test  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {
@@ -75,18 +73,7 @@ def stream(client, **kw):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--moex", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--templates", required=True)
-    a = ap.parse_args()
-    work = Path(a.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    d = work / "model"
-    run([a.moex, "make-model", "--preset", serve_openai_test.PRESET, "--out", d, "-q"])
-    template = (Path(a.templates) / "Qwen-Qwen3-0.6B.jinja").read_text()
-    (d / "chat_template.jinja").write_text(template)
+    a, work, d = serve_openai_test.setup("Qwen-Qwen3-0.6B.jinja")
     replies = work / "replies.json"
     replies.write_text(json.dumps(REPLIES))
 
