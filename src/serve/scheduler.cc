@@ -212,6 +212,12 @@ void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
   s.checkpoints.clear();
 }
 
+void Scheduler::fail_slot(Slot& s, const std::string& error) {
+  s.seq->reset();
+  s.held.clear();
+  finish(s, Finish::kError, error);
+}
+
 void Scheduler::step() {
   const int64_t V = engine_.vocab();
   std::vector<int32_t> order;
@@ -253,9 +259,7 @@ void Scheduler::step() {
       cache_->load(s->load, *s->seq);
       s->held.assign(prompt.begin(), prompt.begin() + s->load.length);
     } catch (const std::exception& e) {
-      s->seq->reset();
-      s->held.clear();
-      finish(*s, Finish::kError, e.what());
+      fail_slot(*s, e.what());
       ++completed;
     }
     s->load = {};
@@ -287,9 +291,7 @@ void Scheduler::step() {
         take(*pre, logits);
       }
     } catch (const std::exception& e) {
-      pre->seq->reset();
-      pre->held.clear();
-      finish(*pre, Finish::kError, e.what());
+      fail_slot(*pre, e.what());
       ++completed;
     }
   }
@@ -314,9 +316,7 @@ void Scheduler::step() {
       }
     } catch (const std::exception& e) {
       for (Slot* s : rows) {
-        s->seq->reset();
-        s->held.clear();
-        finish(*s, Finish::kError, e.what());
+        fail_slot(*s, e.what());
         ++completed;
       }
     }

@@ -154,6 +154,9 @@ class Scheduler {
   // The slot's request is over: its client is told, its sequence saved to the prompt cache
   // (unless it failed), the slot freed.
   void finish(Slot& s, Finish f, const std::string& error = {});
+  // The engine failed on s's sequence: it is emptied (its state is not trusted) and the
+  // request ends in `error`.
+  void fail_slot(Slot& s, const std::string& error);
   int active_slots() const;  // slots holding a request
 
   model::engine::Engine& engine_;
