@@ -27,10 +27,15 @@ int default_threads() {
 
 thread_local bool t_in_chunk = false;
 
+constexpr int kMaxThreads = 1024;  // per job; the job word has 16 bits for it
+
 // One job at a time (callers serialize on job_mutex). A job is published by storing a new
-// job word, (sequence number << 16) | threads; worker w (1-based) runs chunk w if w < threads,
-// then decrements `pending`. Workers that do not take part learn it from the same word, so a
-// slow one can never mistake a later job's thread count for its own.
+// job word, (sequence number << 16) | threads. Chunk t (t >= 1) is run by whoever claims it
+// first for this job's sequence number: worker t when it sees the job, or, when worker t is
+// late (asleep, or descheduled because other processes share the cores), the caller or another
+// worker once its own chunk is done. Chunk bounds never depend on who runs a chunk, so results
+// stay bit-identical. A claim only succeeds while the job is unfinished (the caller waits for
+// every chunk), so a late worker can never run a later job's chunk with an earlier job's word.
 class Pool {
  public:
   static Pool& instance() {
@@ -39,7 +44,7 @@ class Pool {
   }
 
   void run(int64_t n, int threads, detail::ChunkFn call, void* ctx) {
-    if (threads > 0xFFFF) threads = 0xFFFF;  // the job word holds 16 bits of it
+    if (threads > kMaxThreads) threads = kMaxThreads;
     std::lock_guard<std::mutex> lock(job_mutex_);
     grow(threads - 1);
     n_ = n;
@@ -52,6 +57,7 @@ class Pool {
     job_.store((sequence_ << 16) | uint64_t(threads));  // seq_cst: pairs with sleepers_
     if (sleepers_.load() > 0) job_.notify_all();
     run_chunk(0);
+    run_unclaimed(sequence_, threads);
     // Spin, then yield: with more threads than cores a worker may need this core to finish.
     for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin)
       if (spin < 20000)
@@ -62,6 +68,25 @@ class Pool {
   }
 
  private:
+  // Marks chunk t as taken for job `seq`; false if someone already took it (or a later job's).
+  bool claim(int t, uint64_t seq) {
+    std::atomic<uint64_t>& slot = claims_[size_t(t)];
+    uint64_t v = slot.load(std::memory_order_relaxed);
+    while (v < seq)
+      if (slot.compare_exchange_weak(v, seq, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+
+  void run_claimed(int t) {
+    run_chunk(t);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  void run_unclaimed(uint64_t seq, int threads) {
+    for (int t = 1; t < threads; ++t)
+      if (claim(t, seq)) run_claimed(t);
+  }
+
   void grow(int workers) {
     while (int(workers_.size()) < workers) {
       // The job word as of now, before this job is published: a thread that starts late must
@@ -100,15 +125,20 @@ class Pool {
         sleepers_.fetch_sub(1);
       }
       seen = job;
-      if (id < int(job & 0xFFFF)) {
-        run_chunk(id);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      const uint64_t seq = job >> 16;
+      const int threads = int(job & 0xFFFF);
+      if (id < threads) {
+        if (claim(id, seq)) run_claimed(id);
+        run_unclaimed(seq, threads);
       }
     }
   }
 
   std::mutex job_mutex_, error_mutex_;
   std::vector<std::thread> workers_;
+  // claims_[t]: the sequence number of the last job whose chunk t was taken. Fixed size, so
+  // that no worker ever reads a slot while it moves.
+  std::atomic<uint64_t> claims_[kMaxThreads] = {};
   std::atomic<uint64_t> job_{0};
   uint64_t sequence_ = 0;  // publisher side only
   std::atomic<int> pending_{0}, sleepers_{0};

@@ -88,8 +88,10 @@ def read_tokens(logits_file):
     return ref.read_header(logits_file)[4].reshape(-1).tolist()
 
 
-def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=None):
-    """Every figure of the table, as a dict."""
+def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=None,
+           mlx_per_format=True):
+    """Every figure of the table, as a dict. mlx_per_format=False leaves out mlx-lm's run on
+    each converted checkpoint and moex's comparison with it (the table's last columns)."""
     text = os.path.join(FIXTURE, "heldout.txt")
     thr = ["--threads", str(threads)] if threads else []
     common = ["--ctx", str(ctx), "--chunks", str(chunks)] + thr
@@ -125,11 +127,12 @@ def matrix(moex, work, ctx, chunks, formats, tiers, threads=None, checkpoint=Non
         # mlx-lm on the same converted checkpoint in f32 activations (MLX's CPU backend runs
         # bf16 activations ~50x slower and not at all for gather_mm): its figures against the
         # base, and moex's exact tier against it on the same quantized weights.
-        q_logits = os.path.join(work, "q.logits")
-        row["mlx_f32"] = mlx_perplexity(model, base_logits, q_logits, "float32",
-                                        kl_base=base_logits)
-        row["moex_vs_mlx_f32"] = moex_perplexity(
-            moex, model, ["--precision", "exact", "--kl-divergence", q_logits] + thr)
+        if mlx_per_format:
+            q_logits = os.path.join(work, "q.logits")
+            row["mlx_f32"] = mlx_perplexity(model, base_logits, q_logits, "float32",
+                                            kl_base=base_logits)
+            row["moex_vs_mlx_f32"] = moex_perplexity(
+                moex, model, ["--precision", "exact", "--kl-divergence", q_logits] + thr)
         res["formats"][fmt] = row
         if checkpoint:
             checkpoint(res)  # what is measured survives a later failure
