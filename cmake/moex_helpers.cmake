@@ -5,6 +5,9 @@ function(moex_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  # A test's own code is assertions and set-up; the code it tests is in the libraries, built
+  # at -O2. -O1 compiles a test file ~40% faster (model_arch_test: 20.3 s -> 12.5 s).
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT T_LABELS)
     set(T_LABELS unit)
