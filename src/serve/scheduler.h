@@ -1,11 +1,13 @@
 // The server's decode loop: up to `parallel` sequences (slots) decode together on one engine,
 // each with its own KV cache (a model::engine::Sequence) and Generator (the logits processors
 // and the sampler, generate/generator.h). A request waits in a
-// bounded queue until a slot is free, joins at the next step (its prompt prefilled in chunks
-// between decode steps, so running streams keep decoding), and leaves when it stops. Every
-// decode step runs the tokens of all decoding slots through the model together: the MoE
-// layers group them by expert and read each selected expert once per step; attention runs
-// per sequence. A sequence's tokens do not depend on what it was batched with.
+// bounded queue until a slot is free, joins at the next step, and leaves when it stops. Each
+// step is one pass through the model (Engine::forward_batch) of the next token of every
+// decoding slot plus prompt chunks of the slots still prefilling, oldest first, up to a token
+// budget (--batch-tokens): several prompts prefill together, and running streams keep
+// decoding while they do. The MoE layers group the step's rows by expert and read each
+// selected expert once per step; attention runs per sequence. A sequence's tokens do not
+// depend on what it was batched with.
 //
 // Threads: one scheduler thread owns the engine. submit() and the RequestStream methods are
 // safe from any thread.
@@ -108,8 +110,13 @@ struct SchedulerOptions {
   // prompt when it beats its slot's own (serve/prompt_cache.h).
   int64_t prompt_cache_bytes = 0;
   int64_t prompt_cache_block = PromptCache::kDefaultBlock;
+  // The most tokens one step runs (--batch-tokens): every decoding slot's next token, then
+  // prompt chunks. 0: the engine's prefill chunk (at least `parallel`). Else `parallel`..
+  // kMaxBatchTokens.
+  int64_t batch_tokens = 0;
 };
 inline constexpr int kMaxParallel = 256;
+inline constexpr int64_t kMaxBatchTokens = 1 << 16;
 
 struct SchedulerStats {
   int64_t steps = 0;          // decode steps run
@@ -169,6 +176,7 @@ class Scheduler {
   bool stopping_ = false;
   SchedulerStats stats_;
   int64_t admissions_ = 0;  // admission order of slots (the oldest prefills first)
+  int64_t batch_tokens_ = 0;  // opt_.batch_tokens resolved
   std::thread thread_;
 };
 

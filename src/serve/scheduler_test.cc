@@ -44,7 +44,9 @@ TEST(RequestStream, TokensCarryWhenTheyWereSampled) {
 class SchedulerFamilies : public ::testing::TestWithParam<const char*> {};
 
 // Six requests of different lengths on four slots: they queue, join and leave at different
-// steps, and each gets the tokens it gets alone; the steps really batched several rows.
+// steps, and each gets the tokens it gets alone; the steps really batched several rows. With
+// the default token budget several whole prompts run in one step; with a budget of 7 tokens
+// prompts are cut into chunks that share steps with the decode tokens of other requests.
 TEST_P(SchedulerFamilies, BatchedRequestsEqualEachAlone) {
   moex::testing::TempDir tmp("moex_scheduler");
   const std::string dir = eng::test::write_tiny_preset(GetParam(), tmp.file("m"));
@@ -52,30 +54,35 @@ TEST_P(SchedulerFamilies, BatchedRequestsEqualEachAlone) {
   const int64_t V = e->vocab();
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int> lengths;
+  std::vector<std::vector<int32_t>> want;
   for (int q = 0; q < 6; ++q) {
     prompts.push_back(prompt_of(3 + 5 * q, q, V));
     lengths.push_back(4 + 3 * (q % 3));
+    want.push_back(alone(dir, prompts.back(), lengths.back()));
   }
-  SchedulerOptions o;
-  o.parallel = 4;
-  Scheduler sched(*e, o);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int q = 0; q < 6; ++q) {
-    auto sub = sched.submit(request(prompts[size_t(q)], lengths[size_t(q)]));
-    ASSERT_TRUE(sub.stream) << sub.refusal;
-    streams.push_back(sub.stream);
+  for (const int64_t batch_tokens : {int64_t{0}, int64_t{7}}) {
+    SchedulerOptions o;
+    o.parallel = 4;
+    o.batch_tokens = batch_tokens;
+    Scheduler sched(*e, o);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int q = 0; q < 6; ++q) {
+      auto sub = sched.submit(request(prompts[size_t(q)], lengths[size_t(q)]));
+      ASSERT_TRUE(sub.stream) << sub.refusal;
+      streams.push_back(sub.stream);
+    }
+    for (int q = 0; q < 6; ++q) {
+      const Result r = collect(*streams[size_t(q)]);
+      EXPECT_EQ(r.finish, Finish::kLength) << q;
+      EXPECT_EQ(ids_of(r), want[size_t(q)])
+          << GetParam() << " request " << q << " --batch-tokens " << batch_tokens;
+      EXPECT_EQ(r.prompt_tokens, int64_t(prompts[size_t(q)].size()));
+    }
+    const SchedulerStats st = settled(sched);
+    EXPECT_EQ(st.completed, 6);
+    EXPECT_GT(st.decoded_rows, st.steps) << "no step decoded two sequences together";
+    EXPECT_EQ(st.active, 0);
   }
-  for (int q = 0; q < 6; ++q) {
-    const Result r = collect(*streams[size_t(q)]);
-    EXPECT_EQ(r.finish, Finish::kLength) << q;
-    EXPECT_EQ(ids_of(r), alone(dir, prompts[size_t(q)], lengths[size_t(q)]))
-        << GetParam() << " request " << q;
-    EXPECT_EQ(r.prompt_tokens, int64_t(prompts[size_t(q)].size()));
-  }
-  const SchedulerStats st = sched.stats();
-  EXPECT_EQ(st.completed, 6);
-  EXPECT_GT(st.decoded_rows, st.steps) << "no step decoded two sequences together";
-  EXPECT_EQ(st.active, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SchedulerFamilies,
@@ -281,6 +288,16 @@ TEST_F(SchedulerTest, BadRequestsNameTheField) {
   SchedulerOptions bad;
   bad.parallel = 0;
   EXPECT_THROW(Scheduler(*e, bad), Error);
+  // A token budget below the slot count could leave no room for a prompt.
+  bad.parallel = 8;
+  bad.batch_tokens = 7;
+  try {
+    Scheduler refused(*e, bad);
+    ADD_FAILURE() << "--batch-tokens 7 with 8 slots was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("batch tokens: expected 8"), std::string::npos)
+        << err.what();
+  }
 }
 
 TEST_F(SchedulerTest, ShutdownCancelsEverything) {

@@ -1,6 +1,7 @@
-// Batched decode: sequences decoded together in one step (Engine::decode_batch) give, row for
+// Batched steps: sequences decoded together in one step (Engine::decode_batch) give, row for
 // row, the logits each gives decoded alone, bit for bit, whoever joins or leaves the batch;
-// a bad batch is refused before anything runs.
+// prefill chunks and decode tokens mixed in one step (Engine::forward_batch) likewise; a bad
+// batch is refused before anything runs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -159,7 +160,7 @@ TEST(DecodeBatch, BadBatchesAreRefusedBeforeRunning) {
   EXPECT_NE(error_of([&] { e->decode_batch(dup, two, 2); }).find("appears twice"),
             std::string::npos);
   Sequence* mixed[] = {a.get(), foreign.get()};
-  EXPECT_NE(error_of([&] { e->decode_batch(mixed, two, 2); }).find("row 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { e->decode_batch(mixed, two, 2); }).find("part 1"), std::string::npos);
   Sequence* ab[] = {a.get(), b.get()};
   const int32_t bad_token[] = {1, int32_t(e->vocab())};
   EXPECT_NE(error_of([&] { e->decode_batch(ab, bad_token, 2); }).find("outside the vocabulary"),
@@ -168,12 +169,131 @@ TEST(DecodeBatch, BadBatchesAreRefusedBeforeRunning) {
   EXPECT_EQ(b->position(), 0);
   const int32_t prompt[] = {1, 2, 3, 4};
   e->forward(*a, prompt, 4);  // a is full
-  EXPECT_NE(error_of([&] { e->decode_batch(ab, two, 2); }).find("context length exceeded: row 0"),
+  EXPECT_NE(error_of([&] { e->decode_batch(ab, two, 2); }).find("context length exceeded: part 0"),
             std::string::npos);
   EXPECT_EQ(b->position(), 0);
   e->decode_batch(ab + 1, two, 1);
   EXPECT_EQ(b->position(), 1);
   EXPECT_EQ(e->position(), 0);  // the engine's own sequence is untouched
+}
+
+constexpr int64_t kChunk = 16;
+constexpr int kDecode = -1;  // a part that runs the sequence's next token
+
+EngineOptions options(const char* fused) {
+  EngineOptions o = test::options_for_fused(fused);
+  o.prefill_chunk = kChunk;
+  return o;
+}
+
+struct Part {
+  int seq;
+  int tokens;  // prompt tokens to feed, or kDecode
+  bool logits;
+};
+
+// Engine::forward_batch, the serving scheduler's step: prefill chunks and decode tokens of
+// several sequences in one call give each part the logits it gets run alone, bit for bit,
+// whatever the order of the parts, whether a part's rows straddle two calls of the layers
+// (prefill chunk 16 here), and whether the parts that want logits are adjacent.
+class ForwardBatch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ForwardBatch, EachPartEqualsItsSequenceRunAlone) {
+  const std::string& dir = test::shared_tiny_family(GetParam());
+  const int64_t lengths[] = {30, 7, 21};
+  constexpr int kDecodes = 3;  // kSeqs (3) sequences
+  // Step by step; the parts that want logits are not adjacent in step 1.
+  const std::vector<std::vector<Part>> plan = {
+      {{0, 12, false}, {1, 7, true}},
+      {{0, 18, true}, {2, 5, false}, {1, kDecode, true}},
+      {{2, 16, true}, {0, kDecode, true}, {1, kDecode, true}},
+      {{0, kDecode, true}, {2, kDecode, true}},
+      {{1, kDecode, true}, {2, kDecode, true}, {0, kDecode, true}},
+  };
+  for (const char* fused : {"on", "off"}) {
+    // Alone: each sequence on a fresh engine, its whole prompt in one forward, then greedy.
+    std::vector<std::vector<std::vector<float>>> alone(kSeqs);
+    int64_t V = 0;
+    for (int q = 0; q < kSeqs; ++q) {
+      auto e = Engine::open(dir, options(fused));
+      V = e->vocab();
+      const float* l = e->prefill(prompt_of(lengths[q], q, V));
+      alone[size_t(q)].emplace_back(l, l + V);
+      for (int s = 0; s < kDecodes; ++s) {
+        l = e->decode(argmax(l, V));
+        alone[size_t(q)].emplace_back(l, l + V);
+      }
+    }
+    auto e = Engine::open(dir, options(fused));
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<int64_t> fed(kSeqs, 0), ran(kSeqs, 0);  // prompt tokens fed; all tokens run
+    std::vector<size_t> produced(kSeqs, 0);
+    std::vector<int32_t> next(kSeqs, 0);
+    for (int q = 0; q < kSeqs; ++q) {
+      seqs.push_back(e->new_sequence());
+      prompts.push_back(prompt_of(lengths[q], q, V));
+    }
+    for (size_t step = 0; step < plan.size(); ++step) {
+      std::vector<SequenceChunk> parts;
+      for (const Part& p : plan[step]) {
+        SequenceChunk c;
+        c.seq = seqs[size_t(p.seq)].get();
+        c.logits = p.logits;
+        if (p.tokens == kDecode) {
+          c.tokens = &next[size_t(p.seq)];
+          c.n = 1;
+        } else {
+          c.tokens = prompts[size_t(p.seq)].data() + fed[size_t(p.seq)];
+          c.n = p.tokens;
+          fed[size_t(p.seq)] += p.tokens;
+        }
+        ran[size_t(p.seq)] += c.n;
+        parts.push_back(c);
+      }
+      const float* l = e->forward_batch(parts.data(), int64_t(parts.size()));
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const int q = plan[step][i].seq;
+        EXPECT_EQ(seqs[size_t(q)]->position(), ran[size_t(q)]);
+        if (!parts[i].logits) continue;
+        const size_t k = produced[size_t(q)]++;
+        ASSERT_LT(k, alone[size_t(q)].size());
+        EXPECT_EQ(std::memcmp(l + int64_t(i) * V, alone[size_t(q)][k].data(),
+                              size_t(V) * sizeof(float)),
+                  0)
+            << GetParam() << " --fused " << fused << " step " << step << " part " << i
+            << " (sequence " << q << ", output " << k << ")";
+        next[size_t(q)] = argmax(l + int64_t(i) * V, V);
+      }
+    }
+    for (int q = 0; q < kSeqs; ++q) EXPECT_EQ(fed[size_t(q)], lengths[q]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ForwardBatch, test::tiny_families());
+
+TEST(ForwardBatchErrors, BadPartsAreRefusedBeforeAnythingRuns) {
+  const std::string& dir = test::shared_tiny_family("tiny-qwen3-moe");
+  auto e = Engine::open(dir, options("auto"));
+  auto a = e->new_sequence(), b = e->new_sequence();
+  const int32_t toks[] = {1, 2, 3};
+  const SequenceChunk empty[] = {{a.get(), toks, 2, true}, {b.get(), toks, 0, true}};
+  auto error_of = [&](const SequenceChunk* parts, int64_t n) {
+    try {
+      e->forward_batch(parts, n);
+    } catch (const std::exception& ex) {
+      return std::string(ex.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(empty, 2).find("part 1 has no tokens"), std::string::npos);
+  const SequenceChunk twice[] = {{a.get(), toks, 2, true}, {a.get(), toks, 1, true}};
+  EXPECT_NE(error_of(twice, 2).find("appears twice"), std::string::npos);
+  const int32_t bad[] = {1, -4};
+  const SequenceChunk bad_token[] = {{a.get(), toks, 1, true}, {b.get(), bad, 2, true}};
+  EXPECT_NE(error_of(bad_token, 2).find("outside the vocabulary"), std::string::npos);
+  EXPECT_EQ(a->position(), 0);  // nothing ran
+  EXPECT_EQ(b->position(), 0);
 }
 
 }  // namespace

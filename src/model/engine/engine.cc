@@ -404,50 +404,6 @@ void Engine::set_routing_tally(bool on) {
   }
 }
 
-const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
-  if (n <= 0) fail("decode_batch: no sequences to run");
-  batch_seen_.clear();
-  for (int64_t i = 0; i < n; ++i) {
-    const Sequence* s = seqs[i];
-    if (s == nullptr || s->owner_ != this)
-      fail("decode_batch: row ", i, ": the sequence belongs to another engine");
-    if (s->pos_ + 1 > context_)
-      fail("context length exceeded: row ", i, " at position ", s->pos_, " + 1 token > context ",
-           context_, " (model ", dir_, ")");
-    batch_seen_.push_back(s);
-  }
-  std::sort(batch_seen_.begin(), batch_seen_.end());
-  if (std::adjacent_find(batch_seen_.begin(), batch_seen_.end()) != batch_seen_.end())
-    fail("decode_batch: a sequence appears twice in one step");
-  check_tokens(tokens, n);
-  if (!leading_) return run_batch(seqs, tokens, n);
-  announce_batch(seqs, tokens, n);
-  return run_announced([&] { return run_batch(seqs, tokens, n); });
-}
-
-const float* Engine::run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
-  // A batched step is profiled as one step whatever its rows (decode_profile.h).
-  DecodeOpClock clock(profiling_ ? &profile_ : nullptr);
-  begin_step(n);
-  const int64_t V = cfg_.vocab;
-  if (logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
-  for (int64_t done = 0; done < n;) {
-    const int64_t rows = std::min(prefill_chunk_, n - done);
-    segments_.clear();
-    for (int64_t r = 0; r < rows; ++r) segments_.push_back({seqs[done + r], r, 1});
-    run_rows(tokens + done, rows, clock);
-    norm(w_.final_norm, h_.data(), xn_.data(), rows);
-    clock.lap(DecodeOp::kNormsResidual);
-    be_->linear(
-        {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
-    scale_logits(logits_.data() + done * V, rows);
-    clock.lap(DecodeOp::kLmHead);
-    done += rows;
-  }
-  end_step(n, profiling_);
-  return logits_.data();
-}
-
 // h += residual_scale * mix over n rows (mlx-lm: x + multiplier * r; a plain add at 1).
 void Engine::add_residual(int64_t n) {
   be_->add_scaled(h_.data(), mix_.data(), n * cfg_.hidden, float(cfg_.residual_scale));

@@ -113,12 +113,17 @@ class Engine {
 
   // A new sequence at position 0 with this engine's context (its KV caches allocated).
   std::unique_ptr<Sequence> new_sequence() const;
-  // One decode step of n sequences together: row i runs tokens[i] at seqs[i]'s position and
-  // advances it. The rows share every weight read (the MoE layers run all n rows in one
-  // call, grouped by expert); attention runs per sequence. Each row's logits equal those of
-  // forward(*seqs[i], &tokens[i], 1) bit for bit. Returns logits [n][vocab], valid until the
-  // next call. moex::Error (before running anything) for a sequence of another engine, one
-  // given twice, a full context or a token outside the vocabulary.
+  // One step of several sequences together, each with its own tokens: part i runs
+  // parts[i].n tokens at its sequence's position and advances it (a prefill chunk, or one
+  // decode token). All rows share every weight read (the MoE layers run them in one call,
+  // grouped by expert; rows beyond prefill_chunk() go in further calls); attention and
+  // recurrent states run per sequence. Returns logits [count][vocab]: row i holds the logits
+  // of part i's last token (left as they were where parts[i].logits is false), each equal bit
+  // for bit to what forward(*seq, tokens, n) returns; valid until the next call.
+  // moex::Error (before running anything) for a sequence of another engine, one given twice,
+  // no tokens, a full context or a token outside the vocabulary, naming the part.
+  const float* forward_batch(const SequenceChunk* parts, int64_t count);
+  // forward_batch of one token per sequence: row i runs tokens[i] on seqs[i].
   const float* decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
 
   // The engine's own sequence, what forward(tokens, n) runs on.
@@ -260,9 +265,9 @@ class Engine {
   // forward() and decode_batch() once validated.
   const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
   const float* checked_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
-  const float* run_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+  const float* run_batch(const SequenceChunk* parts, int64_t count);
   void announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n);
-  void announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+  void announce_batch(const SequenceChunk* parts, int64_t count);
   [[noreturn]] void stop_every_rank(const char* what) const;
   // A step the followers were told of: an error inside it stops every rank.
   template <class Run>
@@ -280,7 +285,11 @@ class Engine {
   MixerScratch mixer_scratch_;
   std::vector<float> h_, xn_, mix_, gate_, up_, logits_;
   std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
-  std::vector<const Sequence*> batch_seen_;  // decode_batch's duplicate check
+  std::vector<const Sequence*> batch_seen_;  // forward_batch's duplicate check
+  std::vector<SequenceChunk> batch_parts_;   // decode_batch's parts
+  std::vector<int32_t> batch_tokens_;        // the tokens of one call of run_rows
+  std::vector<std::pair<int64_t, int64_t>> batch_ends_;  // (part, row) ending in that call
+  std::vector<float> batch_logits_;          // lm_head rows of parts that are not adjacent
   std::vector<RoutingTally> routing_;        // set_routing_tally
 };
 

@@ -1,7 +1,8 @@
 // Expert-parallel serving: rank 0 announces each validated step, the other ranks replay it.
 // A command is one broadcast of int32s:
 //   forward: kForward, sequence number, its position before the step, n, the n tokens
-//   batch:   kBatch, n, then per row: sequence number, position before the step, token
+//   batch:   kBatch, parts, then per part: sequence number, position before the step, n,
+//            the n tokens
 //   release: kRelease
 // A follower brings its copy of the sequence to the announced position first: the leader may
 // have rewound it (prompt cache) or reset it (an error, or a state that cannot rewind).
@@ -38,12 +39,13 @@ void Engine::announce_forward(const Sequence& seq, const int32_t* tokens, int64_
   collective_->broadcast_from_root(cmd);
 }
 
-void Engine::announce_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {
-  std::vector<int32_t> cmd = {kBatch, int32_t(n)};
-  for (int64_t i = 0; i < n; ++i) {
-    cmd.push_back(seqs[i]->id_);
-    cmd.push_back(int32_t(seqs[i]->pos_));
-    cmd.push_back(tokens[i]);
+void Engine::announce_batch(const SequenceChunk* parts, int64_t count) {
+  std::vector<int32_t> cmd = {kBatch, int32_t(count)};
+  for (int64_t i = 0; i < count; ++i) {
+    cmd.push_back(parts[i].seq->id_);
+    cmd.push_back(int32_t(parts[i].seq->pos_));
+    cmd.push_back(int32_t(parts[i].n));
+    cmd.insert(cmd.end(), parts[i].tokens, parts[i].tokens + parts[i].n);
   }
   collective_->broadcast_from_root(cmd);
 }
@@ -64,8 +66,7 @@ void Engine::follow_leader() {
     return *s;
   };
   std::vector<int32_t> cmd;
-  std::vector<Sequence*> rows;
-  std::vector<int32_t> tokens;
+  std::vector<SequenceChunk> parts;
   for (;;) {
     collective_->broadcast_from_root(cmd);
     if (cmd.empty() || cmd[0] == kRelease) return;
@@ -74,16 +75,21 @@ void Engine::follow_leader() {
         Sequence& s = copy_of(cmd[1]);
         bring_to(s, cmd[2]);
         run_forward(s, cmd.data() + 4, cmd[3], false);
-      } else if (cmd[0] == kBatch && cmd.size() >= 2 && cmd.size() == size_t(2 + 3 * cmd[1])) {
-        rows.clear();
-        tokens.clear();
+      } else if (cmd[0] == kBatch && cmd.size() >= 2 && cmd[1] > 0) {
+        parts.clear();
+        size_t at = 2;
         for (int32_t i = 0; i < cmd[1]; ++i) {
-          Sequence& s = copy_of(cmd[size_t(2 + 3 * i)]);
-          bring_to(s, cmd[size_t(3 + 3 * i)]);
-          rows.push_back(&s);
-          tokens.push_back(cmd[size_t(4 + 3 * i)]);
+          if (cmd.size() < at + 3 || cmd[at + 2] <= 0 ||
+              cmd.size() - (at + 3) < size_t(cmd[at + 2]))
+            fail("expert-parallel follower: a malformed batch from rank 0 (part ", i, ")");
+          Sequence& s = copy_of(cmd[at]);
+          bring_to(s, cmd[at + 1]);
+          // Followers need only the hidden states, not the logits.
+          parts.push_back({&s, cmd.data() + at + 3, cmd[at + 2], false});
+          at += 3 + size_t(cmd[at + 2]);
         }
-        run_batch(rows.data(), tokens.data(), cmd[1]);
+        if (at != cmd.size()) fail("expert-parallel follower: a malformed batch from rank 0");
+        run_batch(parts.data(), int64_t(parts.size()));
       } else {
         fail("expert-parallel follower: a malformed command from rank 0 (", cmd.size(), " ints)");
       }

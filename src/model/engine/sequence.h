@@ -53,4 +53,12 @@ class Sequence {
   int32_t id_ = 0;               // its number in that engine (expert-parallel serving)
 };
 
+// One sequence's part of a batched step (Engine::forward_batch): n tokens run at its position.
+struct SequenceChunk {
+  Sequence* seq = nullptr;
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;
+  bool logits = true;  // whether the caller reads the logits of its last token
+};
+
 }  // namespace moex::model::engine
