@@ -331,9 +331,9 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "memory the slots' KV caches leave), printed; off with --expert-parallel)")
       ->type_name("MiB");
   sub.add_option("--batch-tokens", f->batch_tokens,
-                 "tokens one step runs: every running request's next token, then chunks of "
-                 "waiting prompts, oldest first, several prompts together (default: the "
-                 "prefill chunk, 512; at least --parallel)")
+                 "prompt tokens one step runs beside every running request's next token: "
+                 "chunks of the waiting prompts, oldest first, several short ones together "
+                 "(default 64)")
       ->type_name("INT");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "

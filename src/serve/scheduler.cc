@@ -62,15 +62,10 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
   if (opt_.parallel < 1 || opt_.parallel > kMaxParallel)
     fail("parallel: expected 1..", kMaxParallel, " slots, got ", opt_.parallel);
   if (opt_.queue_limit < 0) fail("queue limit must be >= 0, got ", opt_.queue_limit);
-  batch_tokens_ = opt_.batch_tokens > 0
-                      ? opt_.batch_tokens
-                      : std::max<int64_t>(engine_.prefill_chunk(), opt_.parallel);
-  // Every decoding slot runs at each step, so a budget below the slot count could leave none
-  // for a prompt: refused, as vLLM refuses max_num_batched_tokens < max_num_seqs.
-  if (opt_.batch_tokens < 0 || batch_tokens_ < opt_.parallel || batch_tokens_ > kMaxBatchTokens)
-    fail("batch tokens: expected ", opt_.parallel, " (the slot count) .. ", kMaxBatchTokens,
-         " tokens per step, or 0 for the prefill chunk (", engine_.prefill_chunk(), "), got ",
-         opt_.batch_tokens);
+  if (opt_.batch_tokens < 0 || opt_.batch_tokens > kMaxBatchTokens)
+    fail("batch tokens: expected 1..", kMaxBatchTokens,
+         " prompt tokens per step, or 0 for the default; got ", opt_.batch_tokens);
+  batch_tokens_ = opt_.batch_tokens > 0 ? opt_.batch_tokens : kDefaultBatchTokens;
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
@@ -280,7 +275,7 @@ void Scheduler::step() {
     }
   }
   // One forward pass for the step: the next token of every decoding slot, then prompt chunks
-  // of the slots still prefilling, oldest first, within the step's token budget (a slot
+  // of the slots still prefilling, oldest first, within the step's prompt-token budget (a slot
   // whose prompt ends here samples its first token now and decodes from the next step).
   std::vector<Slot*> who;
   std::vector<eng::SequenceChunk> parts;
@@ -295,7 +290,7 @@ void Scheduler::step() {
     if (s->stream && !s->decoding()) prefilling.push_back(s.get());
   std::sort(prefilling.begin(), prefilling.end(),
             [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
-  int64_t budget = batch_tokens_ - rows_run;
+  int64_t budget = batch_tokens_;
   for (Slot* s : prefilling) {
     if (budget <= 0) break;
     const std::vector<int32_t>& prompt = s->request.prompt;

@@ -4,8 +4,8 @@
 // bounded queue until a slot is free, joins at the next step, and leaves when it stops. Each
 // step is one pass through the model (Engine::forward_batch) of the next token of every
 // decoding slot plus prompt chunks of the slots still prefilling, oldest first, up to a token
-// budget (--batch-tokens): several prompts prefill together, and running streams keep
-// decoding while they do. The MoE layers group the step's rows by expert and read each
+// prompt-token budget (--batch-tokens): short prompts prefill together, and running streams
+// keep decoding while they do. The MoE layers group the step's rows by expert and read each
 // selected expert once per step; attention runs per sequence. A sequence's tokens do not
 // depend on what it was batched with.
 //
@@ -110,13 +110,17 @@ struct SchedulerOptions {
   // prompt when it beats its slot's own (serve/prompt_cache.h).
   int64_t prompt_cache_bytes = 0;
   int64_t prompt_cache_block = PromptCache::kDefaultBlock;
-  // The most tokens one step runs (--batch-tokens): every decoding slot's next token, then
-  // prompt chunks. 0: the engine's prefill chunk (at least `parallel`). Else `parallel`..
-  // kMaxBatchTokens.
+  // The most prompt tokens one step runs beside the decode tokens (--batch-tokens): chunks of
+  // the waiting prompts, oldest first. Every decoding slot's next token runs at each step
+  // whatever the budget. 0: kDefaultBatchTokens.
   int64_t batch_tokens = 0;
 };
 inline constexpr int kMaxParallel = 256;
 inline constexpr int64_t kMaxBatchTokens = 1 << 16;
+// Past ~32 tokens a CPU step is compute-bound (prefill 290-360 tokens/s at 32..512 tokens on
+// the 4-layer qwen3-30b-a3b shape, 2 threads): bigger steps only hold back the first tokens of
+// the prompts that would have finished first (docs/serve.md, "Steps").
+inline constexpr int64_t kDefaultBatchTokens = 64;
 
 struct SchedulerStats {
   int64_t steps = 0;          // decode steps run

@@ -288,14 +288,13 @@ TEST_F(SchedulerTest, BadRequestsNameTheField) {
   SchedulerOptions bad;
   bad.parallel = 0;
   EXPECT_THROW(Scheduler(*e, bad), Error);
-  // A token budget below the slot count could leave no room for a prompt.
-  bad.parallel = 8;
-  bad.batch_tokens = 7;
+  bad.parallel = 1;
+  bad.batch_tokens = -1;
   try {
     Scheduler refused(*e, bad);
-    ADD_FAILURE() << "--batch-tokens 7 with 8 slots was accepted";
+    ADD_FAILURE() << "--batch-tokens -1 was accepted";
   } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("batch tokens: expected 8"), std::string::npos)
+    EXPECT_NE(std::string(err.what()).find("batch tokens: expected 1.."), std::string::npos)
         << err.what();
   }
 }
