@@ -50,7 +50,7 @@ void check_parsed(const g::ParsedGguf& p, const uint8_t* data, size_t size) {
     if (t.offset + t.nbytes > p.data_size) invariant_failed("gguf", str_cat("tensor ", t.name, " past the end"));
     if (t.nbytes) ranges.push_back({t.offset, t.offset + t.nbytes});
     if (t.nbytes == 0 || !info.dequantizable || t.nbytes > 65536) continue;
-    std::vector<float> out(size_t(n));
+    std::vector<float> out(static_cast<size_t>(n));
     g::dequantize(t.type, data + p.data_offset + t.offset, t.nbytes, out.data(), int64_t(n));
   }
   std::sort(ranges.begin(), ranges.end());
