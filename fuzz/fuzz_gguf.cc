@@ -44,10 +44,12 @@ void check_parsed(const g::ParsedGguf& p, const uint8_t* data, size_t size) {
   for (const g::TensorInfo& t : p.tensors) {
     const g::GgmlTypeInfo& info = g::ggml_info(t.type);
     const uint64_t n = uint64_t(t.numel());
-    if (n % uint64_t(info.block_elems) != 0 || t.nbytes != n / uint64_t(info.block_elems) * uint64_t(info.block_bytes))
-      invariant_failed("gguf", str_cat("tensor ", t.name, ": nbytes ", t.nbytes, " does not match its shape"));
+    const uint64_t block = uint64_t(info.block_elems);
+    if (n % block != 0 || t.nbytes != n / block * uint64_t(info.block_bytes))
+      invariant_failed("gguf", str_cat("tensor ", t.name, ": nbytes ", t.nbytes, " does not match"));
     if (t.offset % p.alignment != 0) invariant_failed("gguf", str_cat("tensor ", t.name, " unaligned"));
-    if (t.offset + t.nbytes > p.data_size) invariant_failed("gguf", str_cat("tensor ", t.name, " past the end"));
+    if (t.offset + t.nbytes > p.data_size)
+      invariant_failed("gguf", str_cat("tensor ", t.name, " past the end"));
     if (t.nbytes) ranges.push_back({t.offset, t.offset + t.nbytes});
     if (t.nbytes == 0 || !info.dequantizable || t.nbytes > 65536) continue;
     std::vector<float> out(static_cast<size_t>(n));

@@ -27,7 +27,8 @@ int print_gguf_info(const std::string& path, bool summary) {
   std::printf("gguf: %s (version %u, %zu part%s, %zu tensors, %zu metadata keys, alignment %llu)\n",
               path.c_str(), first.version, f->parts().size(), f->parts().size() == 1 ? "" : "s",
               f->tensors().size(), f->metadata().size(), (unsigned long long)first.alignment);
-  if (const gguf::Value* arch = f->find("general.architecture"); arch && arch->type == gguf::ValueType::kString)
+  const gguf::Value* arch = f->find("general.architecture");
+  if (arch && arch->type == gguf::ValueType::kString)
     std::printf("architecture: %.*s\n", int(arch->str.size()), arch->str.data());
   else
     std::printf("architecture: (no general.architecture string)\n");
@@ -51,9 +52,10 @@ int print_gguf_info(const std::string& path, bool summary) {
   std::printf("bytes by type:\n");
   for (const auto& [name, v] : by_type)
     std::printf("  %-7s %6zu tensors %14llu bytes\n", name.c_str(), v.first, (unsigned long long)v.second);
-  std::printf("  total   %6zu tensors %14llu bytes (%.2f GiB)\n", f->tensors().size(), (unsigned long long)total,
-              double(total) / double(uint64_t{1} << 30));
-  std::printf("note: loading a model from GGUF is not supported yet (docs/gguf.md); this is a listing only\n");
+  std::printf("  total   %6zu tensors %14llu bytes (%.2f GiB)\n", f->tensors().size(),
+              (unsigned long long)total, double(total) / double(uint64_t{1} << 30));
+  std::printf("note: loading a model from GGUF is not supported yet (docs/gguf.md); "
+              "this is a listing only\n");
   return 0;
 }
 

@@ -128,8 +128,8 @@ void dequantize(GgmlType t, const uint8_t* src, uint64_t src_bytes, float* dst, 
          "-element blocks");
   const int64_t blocks = n / info.block_elems;
   if (src_bytes != uint64_t(blocks) * uint64_t(info.block_bytes))
-    fail("dequantize: ", n, " elements of ", info.name, " take ", uint64_t(blocks) * uint64_t(info.block_bytes),
-         " bytes but ", src_bytes, " were given");
+    fail("dequantize: ", n, " elements of ", info.name, " take ",
+         uint64_t(blocks) * uint64_t(info.block_bytes), " bytes but ", src_bytes, " were given");
   dequantize_blocks(t, src, dst, blocks);
 }
 

@@ -44,7 +44,8 @@ std::unique_ptr<GgufFile::Mapping> map_file(const std::string& path, const std::
     void* addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
     ::close(fd);
-    if (addr == MAP_FAILED) fail(where, ": mmap of ", m->size, " bytes failed (", std::strerror(map_errno), ")");
+    if (addr == MAP_FAILED)
+      fail(where, ": mmap of ", m->size, " bytes failed (", std::strerror(map_errno), ")");
     m->addr = addr;
     advise_huge_pages(addr, m->size);  // best effort, as for safetensors (core/huge_pages.h)
   } else {
@@ -128,7 +129,8 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     if (!name || name->count != count || name->no != no + 1)
       fail("GGUF file '", path, "': its metadata says it is part ", no + 1, " of ", count,
            " of a split model, so its name must end in '",
-           split_part_path("", int(no + 1), int(count)), "' (llama.cpp's gguf-split naming), to find the other parts");
+           split_part_path("", int(no + 1), int(count)),
+           "' (llama.cpp's gguf-split naming), to find the other parts");
     // Reopen in part order: part 1 (split.no 0) first, reusing the file already mapped.
     std::vector<std::unique_ptr<Part>> given_part;
     std::vector<std::unique_ptr<Mapping>> given_map;
@@ -169,7 +171,8 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     }
   }
   if (count > 1) {
-    const auto total = split_key(*f->parts_[0], "split.tensors.count", 0, int64_t(kMaxTensors) * kMaxSplitParts);
+    const auto total =
+        split_key(*f->parts_[0], "split.tensors.count", 0, int64_t(kMaxTensors) * kMaxSplitParts);
     if (total && uint64_t(*total) != f->tensors_.size())
       fail("GGUF file '", f->parts_[0]->path, "': split.tensors.count is ", *total, " but the ", count,
            " parts hold ", f->tensors_.size(), " tensors");

@@ -172,7 +172,8 @@ void read_array(Cursor& c, Value& v, int depth, uint64_t* nested) {
     c.error("nested arrays hold more than ", kMaxNestedElements, " elements in all (at byte ", at,
             "); the limit keeps a small file from building a large tree");
   v.arrays.reserve(size_t(v.count));
-  for (uint64_t i = 0; i < v.count; ++i) v.arrays.push_back(read_value(c, ValueType::kArray, depth + 1, nested));
+  for (uint64_t i = 0; i < v.count; ++i)
+    v.arrays.push_back(read_value(c, ValueType::kArray, depth + 1, nested));
 }
 
 Value read_value(Cursor& c, ValueType t, int depth, uint64_t* nested) {
@@ -205,8 +206,8 @@ void read_header(Cursor& c, ParsedGguf& out, uint64_t* n_tensors, uint64_t* n_kv
     c.error("file is ", c.left(), " bytes; a GGUF header (magic, version, two counts) needs 24");
   const uint8_t* magic = c.take(4, "magic");
   if (std::memcmp(magic, "GGUF", 4) != 0)
-    c.error("does not start with the GGUF magic: first bytes are '", printable({reinterpret_cast<const char*>(magic), 4}),
-            "'; expected 'GGUF'");
+    c.error("does not start with the GGUF magic: first bytes are '",
+            printable({reinterpret_cast<const char*>(magic), 4}), "'; expected 'GGUF'");
   out.version = c.u32("version");
   if (out.version == 1)
     c.error("GGUF version 1 (32-bit counts, before August 2023) is not supported; expected version 2 or 3");
@@ -217,7 +218,8 @@ void read_header(Cursor& c, ParsedGguf& out, uint64_t* n_tensors, uint64_t* n_kv
   }
   *n_tensors = c.u64("tensor count");
   *n_kv = c.u64("metadata key/value count");
-  if (*n_tensors > kMaxTensors) c.error("tensor count ", *n_tensors, " (byte 8) exceeds the limit of ", kMaxTensors);
+  if (*n_tensors > kMaxTensors)
+    c.error("tensor count ", *n_tensors, " (byte 8) exceeds the limit of ", kMaxTensors);
   if (*n_kv > kMaxKeyValues)
     c.error("metadata key/value count ", *n_kv, " (byte 16) exceeds the limit of ", kMaxKeyValues);
   const uint64_t min_bytes = *n_tensors * kMinTensorInfoBytes + *n_kv * kMinKeyValueBytes;
