@@ -1,7 +1,7 @@
 // Dequantization of the plain types, the 32-element block types (Q4_0..Q8_0, MXFP4, IQ4_NL)
 // and IQ4_XS, plus the dispatch over all dequantizable types. The block layouts are
-// described in docs/gguf.md; every product is one f32 multiply rounded on its own (this
-// file is compiled with -ffp-contract=off), as numpy computes it.
+// described in docs/gguf.md; each f32 operation is done on its own (-ffp-contract=off), as
+// numpy computes it.
 #include "io/gguf/ggml_dequantize.h"
 
 #include <cstring>
