@@ -4,9 +4,10 @@
 Usage: make_corpus.py MOEX_BINARY OUT_DIR. Writes OUT_DIR/<target>/<name> for every target:
 config.json files, tokenizer inputs (tokenizer.json NUL text NUL tokenizer_config.json NUL
 generation_config.json), safetensors files whose headers keep the real names, dtypes and
-metadata but with every dimension clipped to 2 (so an input stays a few KB), and shard indexes
-naming real tensors. The presets share one byte-level tokenizer, so small SentencePiece-style,
-Metaspace and split-behaviour tokenizers are built here too, to reach the other components.
+metadata but with every dimension clipped to 2 (so an input stays a few KB), shard indexes
+naming real tensors, and small GGUF files written by hand. The presets share one byte-level
+tokenizer, so small SentencePiece-style, Metaspace and split-behaviour tokenizers are built here
+too, to reach the other components.
 """
 import json
 import os
@@ -303,6 +304,71 @@ def http_framing_inputs(out_dir):
             write(out_dir, "fuzz_http_framing", f"{name}-{step}", bytes([step]) + raw)
 
 
+# GGUF files written here by hand (the fuzz build's Python need not have gguf-py): value type
+# ids, ggml type ids and (elements, bytes) per block of the types used.
+GGUF_TYPES = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q8_0": (8, 32, 34),
+              "Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210), "BF16": (30, 1, 2),
+              "MXFP4": (39, 32, 17), "IQ4_XS": (23, 256, 136)}
+
+
+def gguf_value(vtype, val):
+    """Bytes of one GGUF value of type id vtype (arrays: (element type, list))."""
+    if vtype == 8:
+        b = val.encode()
+        return struct.pack("<Q", len(b)) + b
+    if vtype == 9:
+        sub, items = val
+        return struct.pack("<IQ", sub, len(items)) + b"".join(gguf_value(sub, v) for v in items)
+    return struct.pack("<" + {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+                              10: "Q", 11: "q", 12: "d"}[vtype], val)
+
+
+def gguf_file(kvs, tensors, rng, alignment=32):
+    """kvs: [(key, type id, value)]; tensors: [(name, type name, ne list)]."""
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    for key, vtype, val in kvs:
+        out += gguf_value(8, key) + struct.pack("<I", vtype) + gguf_value(vtype, val)
+    offset, sizes = 0, []
+    for name, tname, ne in tensors:
+        tid, block, size = GGUF_TYPES[tname]
+        n = 1
+        for d in ne:
+            n *= d
+        nbytes = n // block * size
+        out += gguf_value(8, name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", tid, offset)
+        sizes.append(nbytes)
+        offset += -(-nbytes // alignment) * alignment
+    out += b"\0" * (-len(out) % alignment)
+    for nbytes in sizes:
+        out += bytes(rng.randrange(256) for _ in range(nbytes)) + b"\0" * (-nbytes % alignment)
+    return out
+
+
+def gguf_inputs(out_dir, rng):
+    kvs = [("general.architecture", 8, "qwen3moe"), ("general.name", 8, "tiny"),
+           ("qwen3moe.block_count", 4, 2), ("qwen3moe.rope.freq_base", 6, 1e6),
+           ("qwen3moe.expert_count", 4, 8), ("general.file_type", 4, 15),
+           ("tokenizer.ggml.tokens", 9, (8, ["<s>", "a", "\u0120b", "\u00e9"])),
+           ("tokenizer.ggml.scores", 9, (6, [0.0, -1.5, -2.0, -3.25])),
+           ("tokenizer.ggml.token_type", 9, (5, [3, 1, 1, 1])),
+           ("t.flags", 9, (7, [True, False])), ("t.u64", 10, 2 ** 40), ("t.i8", 1, -3),
+           ("t.f64", 12, 0.125), ("t.nested", 9, (9, [(4, [1, 2]), (8, ["x"])]))]
+    dense = [("token_embd.weight", "Q4_K", [256, 4]), ("output_norm.weight", "F32", [16]),
+             ("blk.0.attn_q.weight", "Q8_0", [64, 2]), ("blk.0.ffn_down_exps.weight", "MXFP4", [32, 2, 2]),
+             ("blk.0.ffn_up_exps.weight", "Q6_K", [256, 1, 2]), ("blk.0.attn_norm.weight", "BF16", [8]),
+             ("blk.0.ffn_gate.weight", "Q4_0", [32, 3]), ("blk.1.attn_k.weight", "F16", [4, 4]),
+             ("blk.1.ffn_gate_exps.weight", "IQ4_XS", [256, 1])]
+    write(out_dir, "fuzz_gguf", "model.gguf", gguf_file(kvs, dense, rng))
+    write(out_dir, "fuzz_gguf", "model-align64.gguf",
+          gguf_file(kvs + [("general.alignment", 4, 64)], dense[:4], rng, alignment=64))
+    write(out_dir, "fuzz_gguf", "metadata-only.gguf", gguf_file(kvs, [], rng))
+    write(out_dir, "fuzz_gguf", "split-part.gguf",
+          gguf_file([("split.no", 2, 0), ("split.count", 2, 2), ("split.tensors.count", 5, 2)],
+                    dense[1:2], rng))
+    write(out_dir, "fuzz_gguf", "empty.gguf", gguf_file([], [], rng))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -311,6 +377,7 @@ def main():
     chat_template_inputs(out_dir)
     serve_request_inputs(out_dir)
     http_framing_inputs(out_dir)
+    gguf_inputs(out_dir, rng)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

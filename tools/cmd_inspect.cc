@@ -1,6 +1,7 @@
 // `moex inspect DIR`: a checkpoint's architecture and layer plan, every tensor's dtype, shape
 // and quantization, total bytes, the bytes read per decoded token, and what the fused-MoE
-// dispatch policy would decide for each kind of MoE layer (with the cap in force).
+// dispatch policy would decide for each kind of MoE layer (with the cap in force). Given a
+// GGUF file instead, its metadata and tensor table (util_gguf_info.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "generate/tool_calls.h"
 #include "quant/format.h"
 #include "tools/command.h"
+#include "tools/util_gguf_info.h"
 
 namespace moex::tools {
 namespace {
@@ -157,6 +159,7 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
 }
 
 int run_inspect(const InspectFlags& f) {
+  if (is_gguf_file(f.dir)) return print_gguf_info(f.dir, f.summary);
   // A malformed MOEX_FUSED_MOE* variable is an error (exit 2) before any output, as in the
   // commands that run the model.
   const moe::FusedSettings settings = moe::resolve_fused_settings(moe::with_environment({}));
@@ -197,11 +200,12 @@ int run_inspect(const InspectFlags& f) {
 }
 
 MOEX_REGISTER_COMMAND(inspect, "inspect",
-                      "show a checkpoint's architecture, tensors and bytes read per token",
+                      "show a checkpoint's architecture, tensors and bytes read per token (or a GGUF file's "
+                      "metadata and tensors)",
                       [](CLI::App& sub) -> std::function<int()> {
                         auto f = std::make_shared<InspectFlags>();
-                        sub.add_option("dir", f->dir, "model directory")
-                            ->type_name("DIR")
+                        sub.add_option("dir", f->dir, "model directory, or a .gguf file")
+                            ->type_name("DIR|FILE.gguf")
                             ->required();
                         sub.add_flag("--summary", f->summary, "omit the per-tensor listing");
                         return [f] { return run_inspect(*f); };

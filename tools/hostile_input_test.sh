@@ -145,6 +145,27 @@ row "config.json links to /dev/zero" 2 "config.json" "${g[@]}" -m "$work/zero"
 row "inspect: config.json is a FIFO" 2 "config.json" "$m" inspect "$work/fifo"
 row "model dir is a symlink loop" 2 "loop_a" "${g[@]}" -m "$work/loop_a"
 row "inspect: model dir is a symlink loop" 2 "loop_a" "$m" inspect "$work/loop_a"
+printf 'GGUF\003\000\000\000\377\377\377\377\377\377\377\377\000\000\000\000\000\000\000\000' \
+  >"$work/huge_count.gguf"
+printf 'GGUF\003\000' >"$work/truncated.gguf"
+printf 'not a gguf file at all, just text' >"$work/text.gguf"
+row "inspect: GGUF tensor count 2^64-1" 2 "huge_count.gguf.*tensor count 18446744073709551615" \
+  "$m" inspect "$work/huge_count.gguf"
+row "inspect: GGUF file of 6 bytes" 2 "truncated.gguf.*file is 6 bytes" "$m" inspect "$work/truncated.gguf"
+row "inspect: .gguf without the magic" 2 "text.gguf.*GGUF magic" "$m" inspect "$work/text.gguf"
+# A valid GGUF (one key, one F32 tensor of ne {8, 3}) lists: its architecture and the tensor's
+# row-major shape [3, 8].
+python3 - "$work/ok.gguf" <<'PY'
+import struct, sys
+s = lambda b: struct.pack("<Q", len(b)) + b
+out = b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + s(b"general.architecture") + struct.pack("<I", 8) + s(b"tiny")
+out += s(b"w") + struct.pack("<IQQIQ", 2, 8, 3, 0, 0)
+out += b"\0" * (-len(out) % 32) + bytes(96)
+open(sys.argv[1], "wb").write(out)
+PY
+inspect_out=$("$m" inspect "$work/ok.gguf" 2>&1)
+check "inspect FILE.gguf lists the architecture and the tensor [3, 8]" \
+  'grep -q "architecture: tiny" <<<"$inspect_out" && grep -qE "^  w +F32 +\[3, 8\] +96 bytes" <<<"$inspect_out"'
 row "num_attention_heads = 4 + 2^58" 2 "num_attention_heads" "${g[@]}" -m "$work/heads_huge"
 row "num_hidden_layers = 1000000000" 2 "num_hidden_layers" "${g[@]}" -m "$work/layers_huge"
 row "eos_token_id = 4294967301" 2 "eos_token_id" "${g[@]}" -m "$work/eos_huge"
