@@ -6,6 +6,10 @@
 // sleep: decode calls parallel_for twice per MoE layer, every few hundred microseconds, and
 // waking sleeping threads per call cost 4-6% of the Qwen3 layer's time at 2 threads (OpenMP's
 // default passive wait: 830 vs 786-799 us per layer with OMP_WAIT_POLICY=active, 2026-11-29).
+// A chunk whose worker has not started it when another thread is free (a worker asleep, or
+// descheduled because other processes share the cores) is run by that thread: two 2-thread
+// processes on 2 cores ran model_engine_test in 32-34 s each with fixed owners, 13.6-13.9 s
+// this way (8.4 s alone; AMD EPYC Zen 4, 2026-12-07).
 #pragma once
 
 #include <cstdint>
