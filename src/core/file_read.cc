@@ -53,8 +53,7 @@ struct FdCloser {
 
 }  // namespace
 
-std::string read_small_file(const std::string& path, int64_t max_bytes, const std::string& what) {
-  const size_t cap = size_t(std::max<int64_t>(max_bytes, 0));
+int open_regular_file(const std::string& path, const std::string& what, uint64_t* size) {
   int fd;
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -67,18 +66,32 @@ std::string read_small_file(const std::string& path, int64_t max_bytes, const st
       fail(path, ": ", what, " is ", file_kind(st.st_mode), "; expected a regular file");
     fail(path, ": cannot open ", what, ": ", open_failure(path, err));
   }
-  const FdCloser closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) fail(path, ": cannot stat ", what, ": ", errno_text(errno));
-  if (!S_ISREG(st.st_mode))
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(path, ": cannot stat ", what, ": ", errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size < 0) {
+    ::close(fd);
     fail(path, ": ", what, " is ", file_kind(st.st_mode), "; expected a regular file");
-  if (st.st_size < 0 || uint64_t(st.st_size) > cap)
-    fail(path, ": ", what, " is ", byte_count(st.st_size), "; expected at most ",
+  }
+  *size = uint64_t(st.st_size);
+  return fd;
+}
+
+std::string read_small_file(const std::string& path, int64_t max_bytes, const std::string& what) {
+  const size_t cap = size_t(std::max<int64_t>(max_bytes, 0));
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, what, &size);
+  const FdCloser closer{fd};
+  if (size > cap)
+    fail(path, ": ", what, " is ", byte_count(int64_t(size)), "; expected at most ",
          byte_count(int64_t(cap)));
 
   // Start from the reported size and grow when the file yields more; one byte past the cap
   // is enough to know it is too long.
-  std::string out(size_t(st.st_size) + 1, '\0');
+  std::string out(size_t(size) + 1, '\0');
   size_t got = 0;
   while (true) {
     if (got == out.size()) {
@@ -95,7 +108,7 @@ std::string read_small_file(const std::string& path, int64_t max_bytes, const st
   }
   if (got > cap)
     fail(path, ": ", what, " yields more than ", byte_count(int64_t(cap)),
-         " when read (its reported size was ", st.st_size, "); expected at most ",
+         " when read (its reported size was ", size, "); expected at most ",
          byte_count(int64_t(cap)));
   out.resize(got);
   return out;

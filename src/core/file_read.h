@@ -16,4 +16,10 @@ namespace moex {
 // style files report size 0 and growing files outrun their size.
 std::string read_small_file(const std::string& path, int64_t max_bytes, const std::string& what);
 
+// Opens the regular file at `path` read-only for the caller to read or map (the caller closes
+// the descriptor) and sets *size to its size. The same refusals and messages as
+// read_small_file, without the size cap: a FIFO, device, socket or directory is refused without
+// blocking ("<path>: <what> is a FIFO (named pipe); expected a regular file").
+int open_regular_file(const std::string& path, const std::string& what, uint64_t* size);
+
 }  // namespace moex

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "core/huge_pages.h"
 
 namespace moex::io {
@@ -133,14 +134,8 @@ double SafetensorsFile::resident_fraction() const {
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const std::string where = str_cat("safetensors file '", path, "'");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(where, ": cannot open (", std::strerror(errno), ")");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(where, ": not a regular file");
-  }
-  const uint64_t size = uint64_t(st.st_size);
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, "safetensors file", &size);
   if (size < 8) {
     ::close(fd);
     fail(where, ": file is ", size, " bytes; expected at least 8 (the header length)");

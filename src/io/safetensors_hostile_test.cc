@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/testing/fifo_probe.h"
 #include "io/safetensors.h"
 #include "io/test_util.h"
 
@@ -145,11 +146,18 @@ TEST(SafetensorsHostile, HeaderLengthAFewBytesShortIsRejected) {
   }
 }
 
-TEST(SafetensorsHostile, MissingFileAndDirectory) {
+TEST(SafetensorsHostile, MissingFileDirectoryAndFifo) {
   TempDir tmp;
   EXPECT_TRUE(throws_error_with([&] { SafetensorsFile::open(tmp.file("nope.safetensors")); },
                                 {"nope.safetensors", "cannot open"}));
-  EXPECT_TRUE(throws_error_with([&] { SafetensorsFile::open(tmp.path()); }, {tmp.path(), "not a regular file"}));
+  EXPECT_TRUE(throws_error_with([&] { SafetensorsFile::open(tmp.path()); },
+                                {tmp.path(), "a directory; expected a regular file"}));
+  // A FIFO nobody writes to: refused at once, not waited on.
+  const auto fifo = moex::testing::probe_fifo(
+      tmp.file("fifo.safetensors"), [](const std::string& p) { SafetensorsFile::open(p); });
+  EXPECT_TRUE(fifo.returned) << "blocked waiting for a writer";
+  EXPECT_NE(fifo.message.find("a FIFO (named pipe); expected a regular file"), std::string::npos)
+      << fifo.message;
 }
 
 TEST(SafetensorsHostile, LenientFormsAccepted) {

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "core/huge_pages.h"
 
 namespace moex::gguf {
@@ -30,16 +31,11 @@ struct GgufFile::Mapping {
 
 namespace {
 
-std::unique_ptr<GgufFile::Mapping> map_file(const std::string& path, const std::string& where) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(where, ": cannot open (", std::strerror(errno), ")");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(where, ": not a regular file");
-  }
+// `what` names the file in messages after its path ("GGUF file (part 2 of 3)").
+std::unique_ptr<GgufFile::Mapping> map_file(const std::string& path, const std::string& what,
+                                            const std::string& where) {
   auto m = std::make_unique<GgufFile::Mapping>();
-  m->size = uint64_t(st.st_size);
+  const int fd = open_regular_file(path, what, &m->size);
   if (m->size > 0) {
     void* addr = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
@@ -103,7 +99,7 @@ GgufFile::~GgufFile() = default;
 
 void GgufFile::add_part(const std::string& path, const std::string& role) {
   const std::string where = str_cat("GGUF file '", path, "'", role);
-  maps_.push_back(map_file(path, where));
+  maps_.push_back(map_file(path, str_cat("GGUF file", role), where));
   const Mapping& m = *maps_.back();
   auto part = std::make_unique<Part>();
   part->path = path;
