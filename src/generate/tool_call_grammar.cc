@@ -42,6 +42,25 @@ std::vector<json> hermes_tags(const std::vector<GrammarTool>& tools) {
   return tags;
 }
 
+// Kimi-K2: <|tool_call_begin|>functions.N:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>,
+// the calls inside <|tool_calls_section_begin|>...<|tool_calls_section_end|> (all special
+// tokens in its tokenizer: the serve side gives them to the grammar engine as their text).
+// IDX is the template's running count; the parser drops it. A JSON string cannot hold the
+// end markers (the parser would end the call there).
+std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
+  std::vector<json> tags;
+  for (const GrammarTool& t : tools) {
+    json args = arguments(t);
+    args["excludes"] = {"<|tool_call_end|>", "<|tool_calls_section_end|>"};
+    const json index = {{"type", "grammar"}, {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
+    const json open = {{"type", "const_string"}, {"value", "<|tool_call_argument_begin|>"}};
+    tags.push_back(tag("<|tool_call_begin|>functions." + t.name + ":",
+                       {{"type", "sequence"}, {"elements", {index, open, std::move(args)}}},
+                       "<|tool_call_end|>"));
+  }
+  return tags;
+}
+
 json thinking(GrammarThinking t) {
   // The template writes `</think>\n\n` before the answer; fewer newlines are taken too.
   const json ends = {"</think>\n\n", "</think>\n", "</think>"};
@@ -53,14 +72,15 @@ json thinking(GrammarThinking t) {
 }  // namespace
 
 bool tool_call_grammar_supported(ToolCallFormat f) {
-  return f == ToolCallFormat::kHermes || is_xml_tool_call_format(f);
+  return f == ToolCallFormat::kHermes || f == ToolCallFormat::kKimiK2 ||
+         is_xml_tool_call_format(f);
 }
 
 const char* tool_call_grammar_refusal(ToolCallFormat f) {
   switch (f) {
     case ToolCallFormat::kDeepSeekV3:
-    case ToolCallFormat::kKimiK2:
-      return "its calls' markers are special tokens and their grammar is not written yet";
+      return "its calls (two shapes: V3/R1's json code block, V3.1's bare arguments) have no "
+             "grammar written yet";
     case ToolCallFormat::kHarmony:
       return "its calls are messages in channels, which moex does not constrain";
     case ToolCallFormat::kNone: return "the template writes no tool calls";
@@ -76,24 +96,28 @@ std::string tool_call_structural_tag(const ToolCallGrammarOptions& o) {
   std::vector<json> tags;
   if (o.format == ToolCallFormat::kHermes) {
     tags = hermes_tags(o.tools);
+  } else if (o.format == ToolCallFormat::kKimiK2) {
+    tags = kimi_tags(o.tools);
   } else {
     for (const GrammarTool& t : o.tools) tags.push_back(xml_call_tag(o.format, t));
   }
   // What opens a call in free text, and what separates calls (the template's newline).
   const std::string trigger = tool_call_markers(o.format).begin;
   json calls;
-  if (o.format == ToolCallFormat::kMiniMaxM2) {
-    // One <minimax:tool_call> block holds the calls: <invoke ...>...</invoke>\n each.
+  if (o.format == ToolCallFormat::kMiniMaxM2 || o.format == ToolCallFormat::kKimiK2) {
+    // One block holds the calls: <invoke ...>...</invoke>\n each (minimax_m2), or
+    // <|tool_call_begin|>...<|tool_call_end|> each (kimi_k2, no newline after its begin).
     const json invokes = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", ""},
                           {"at_least_one", true}, {"stop_after_first", !o.parallel}};
     const std::string end = tool_call_markers(o.format).end;
+    const std::string opened = o.format == ToolCallFormat::kMiniMaxM2 ? "\n" : "";
     if (o.required)
       calls = {{"type", "sequence"},
-               {"elements", {{{"type", "const_string"}, {"value", trigger + "\n"}}, invokes,
+               {"elements", {{{"type", "const_string"}, {"value", trigger + opened}}, invokes,
                              {{"type", "const_string"}, {"value", end}}}}};
     else
       calls = {{"type", "triggered_tags"}, {"triggers", {trigger}},
-               {"tags", {tag(trigger + "\n", invokes, end)}}, {"at_least_one", false},
+               {"tags", {tag(trigger + opened, invokes, end)}}, {"at_least_one", false},
                {"stop_after_first", !o.parallel}};
   } else if (o.required) {  // calls only, separated by a newline as the template writes them
     calls = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", "\n"},

@@ -36,9 +36,9 @@ struct ToolCallGrammarOptions {
   GrammarThinking thinking = GrammarThinking::kNone;
 };
 
-// Whether the format's calls can be constrained: hermes (JSON arguments) and the XML formats
-// qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h). Not deepseek_v3, kimi_k2, harmony:
-// tool_call_grammar_refusal(f) says why, for the client.
+// Whether the format's calls can be constrained: hermes and kimi_k2 (JSON arguments) and the
+// XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h). Not deepseek_v3 and
+// harmony: tool_call_grammar_refusal(f) says why, for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
 const char* tool_call_grammar_refusal(ToolCallFormat f);
 

@@ -29,7 +29,7 @@ const std::vector<std::string>& vocab() {
     for (const char* s : {"<tool_call>", "</tool_call>", "\"arguments\": ", "Paris", "city",
                           "</parameter>", "\n</parameter>\n", "</param", "</function>", "</",
                           "</invoke>", "</minimax:tool_call>", "</arg_value>", "</arg_value>\n",
-                          "</tool_"})
+                          "</tool_", "<|tool_call_end|>", "<|tool_calls_section_end|>"})
       v.push_back(s);
     return v;
   }();
@@ -149,9 +149,8 @@ TEST(ToolCallGrammar, ThinkingBeforeTheCalls) {
   EXPECT_FALSE(accepts(hermes(), "<think>\n</think>\n\n" + kCall));
 }
 
-TEST(ToolCallGrammar, TokenFormatsAreRefusedNamingThemAndWhy) {
-  for (ToolCallFormat f :
-       {ToolCallFormat::kDeepSeekV3, ToolCallFormat::kKimiK2, ToolCallFormat::kHarmony}) {
+TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedNamingThemAndWhy) {
+  for (ToolCallFormat f : {ToolCallFormat::kDeepSeekV3, ToolCallFormat::kHarmony}) {
     ToolCallGrammarOptions o = hermes();
     o.format = f;
     EXPECT_FALSE(tool_call_grammar_supported(f));
@@ -163,6 +162,39 @@ TEST(ToolCallGrammar, TokenFormatsAreRefusedNamingThemAndWhy) {
       EXPECT_NE(std::string(e.what()).find(tool_call_grammar_refusal(f)), std::string::npos);
     }
   }
+}
+
+// Kimi-K2: its markers are special tokens (given to the engine as their text by serve); here
+// they are text, as the engine sees them.
+std::string kimi(const std::vector<std::string>& calls) {
+  std::string out = "<|tool_calls_section_begin|>";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const size_t colon = calls[i].find(' ');
+    out += "<|tool_call_begin|>functions." + calls[i].substr(0, colon) + ":" + std::to_string(i) +
+           "<|tool_call_argument_begin|>" + calls[i].substr(colon + 1) + "<|tool_call_end|>";
+  }
+  return out + "<|tool_calls_section_end|>";
+}
+
+TEST(ToolCallGrammar, KimiTakesTheTemplatesCallsAndNothingElse) {
+  ToolCallGrammarOptions o = hermes();
+  o.format = ToolCallFormat::kKimiK2;
+  EXPECT_TRUE(tool_call_grammar_supported(o.format));
+  EXPECT_TRUE(accepts(o, kimi({"get_weather {\"city\": \"Paris\"}"})));
+  EXPECT_TRUE(accepts(o, kimi({"get_weather {\"city\": \"Paris\", \"days\": 2}",
+                              "get_time {\"utc\": false}"})));
+  EXPECT_FALSE(accepts(o, kimi({"get_news {}"})));
+  EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\": \"Rome\"}"})));
+  EXPECT_FALSE(accepts(o, kimi({"get_weather {\"days\": 2}"})));
+  EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\": \"Paris\", \"note\": \"a<|tool_call_end|>\"}"})));
+  EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\":   \"Paris\"}"})));
+  EXPECT_FALSE(accepts(o, "Sure. " + kimi({"get_time {\"utc\": true}"})));
+  o.parallel = false;
+  EXPECT_FALSE(accepts(o, kimi({"get_time {\"utc\": true}", "get_time {\"utc\": true}"})));
+  o.required = false;
+  o.parallel = true;
+  EXPECT_TRUE(accepts(o, "Let me see. " + kimi({"get_time {\"utc\": true}"})));
+  EXPECT_FALSE(accepts(o, "Let me see. " + kimi({"get_time {\"utc\": 1}"})));
 }
 
 // --- The XML formats -------------------------------------------------------------------------
@@ -390,8 +422,9 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
       std::string(R"([{"type": "function", "function": {"name": "get_weather", "parameters": )") +
       kWeather + R"(}}, {"type": "function", "function": {"name": "get_time", "parameters": )" +
       kTime + "}}]");
-  for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kQwen3Coder,
-                          ToolCallFormat::kGlm45, ToolCallFormat::kMiniMaxM2}) {
+  for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kKimiK2,
+                          ToolCallFormat::kQwen3Coder, ToolCallFormat::kGlm45,
+                          ToolCallFormat::kMiniMaxM2}) {
     SCOPED_TRACE(tool_call_format_name(f));
     std::mt19937 rng(7);
     for (int i = 0; i < 40; ++i) {
@@ -431,7 +464,7 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
         rendered.push_back(xml_call(f, ev[k].text, pairs));
       }
       // What the parser read is what was written: the values have no text it dropped.
-      if (f != ToolCallFormat::kHermes) {
+      if (is_xml_tool_call_format(f)) {
         EXPECT_EQ(answer(f, rendered), text);
       }
       EXPECT_GE(calls, 1) << text;

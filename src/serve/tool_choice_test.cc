@@ -147,8 +147,9 @@ TEST(ToolChoice, RefusalsNameTheField) {
   EXPECT_NE(why.find("'harmony' format"), std::string::npos) << why;
 }
 
-TEST(ToolChoice, XmlFormatsAreConstrained) {
-  for (const char* marker : {"<function=x><parameter=y>", "<minimax:tool_call>"}) {
+TEST(ToolChoice, XmlAndKimiFormatsAreConstrained) {
+  for (const char* marker : {"<function=x><parameter=y>", "<minimax:tool_call>",
+                             "<|tool_calls_section_begin|>"}) {
     Model m(marker);
     if (!m.engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
     const ApiRequest r = parse_request(Api::kChat, body(R"("tool_choice": "required")"), m.served);
@@ -159,6 +160,10 @@ TEST(ToolChoice, XmlFormatsAreConstrained) {
         "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"s": {"type": "string",
         "maxLength": 4}}}}}]})";
+    if (m.chat->tool_call_format() == generate::ToolCallFormat::kKimiK2) {
+      EXPECT_TRUE(parse_request(Api::kChat, bounded, m.served).generation.grammar);  // JSON
+      continue;
+    }
     EXPECT_EQ(refused(m.served, bounded, &why), "tool_choice");
     EXPECT_NE(why.find("'maxLength' bounds a text value"), std::string::npos) << why;
   }
