@@ -52,7 +52,8 @@ std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
   for (const GrammarTool& t : tools) {
     json args = arguments(t);
     args["excludes"] = {"<|tool_call_end|>", "<|tool_calls_section_end|>"};
-    const json index = {{"type", "grammar"}, {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
+    const json index = {{"type", "grammar"},
+                        {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
     const json open = {{"type", "const_string"}, {"value", "<|tool_call_argument_begin|>"}};
     tags.push_back(tag("<|tool_call_begin|>functions." + t.name + ":",
                        {{"type", "sequence"}, {"elements", {index, open, std::move(args)}}},

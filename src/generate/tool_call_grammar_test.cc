@@ -186,7 +186,8 @@ TEST(ToolCallGrammar, KimiTakesTheTemplatesCallsAndNothingElse) {
   EXPECT_FALSE(accepts(o, kimi({"get_news {}"})));
   EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\": \"Rome\"}"})));
   EXPECT_FALSE(accepts(o, kimi({"get_weather {\"days\": 2}"})));
-  EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\": \"Paris\", \"note\": \"a<|tool_call_end|>\"}"})));
+  EXPECT_FALSE(
+      accepts(o, kimi({"get_weather {\"city\": \"Paris\", \"note\": \"a<|tool_call_end|>\"}"})));
   EXPECT_FALSE(accepts(o, kimi({"get_weather {\"city\":   \"Paris\"}"})));
   EXPECT_FALSE(accepts(o, "Sure. " + kimi({"get_time {\"utc\": true}"})));
   o.parallel = false;
@@ -226,7 +227,8 @@ std::string xml_call(ToolCallFormat f, const std::string& name, const Args& args
 
 std::string answer(ToolCallFormat f, const std::vector<std::string>& calls) {
   std::string out;
-  for (const std::string& c : calls) out += (out.empty() || f == ToolCallFormat::kMiniMaxM2 ? "" : "\n") + c;
+  for (const std::string& c : calls)
+    out += (out.empty() || f == ToolCallFormat::kMiniMaxM2 ? "" : "\n") + c;
   return f == ToolCallFormat::kMiniMaxM2 ? "<minimax:tool_call>\n" + out + "</minimax:tool_call>"
                                          : out;
 }
@@ -249,7 +251,8 @@ TEST(ToolCallGrammar, XmlFormatsTakeTheTemplatesCallsAndNothingElse) {
     EXPECT_TRUE(accepts(xml(f), weather(f, {{"city", "Paris"}})));
     EXPECT_TRUE(accepts(xml(f), weather(f, {{"city", "Zurich"}, {"days", "3"}})));
     EXPECT_TRUE(accepts(xml(f), weather(f, {{"city", "Paris"}, {"note", "take a <b>coat</b>"}})));
-    EXPECT_TRUE(accepts(xml(f), answer(f, {xml_call(f, "get_weather", {{"city", "Paris"}}), time})));
+    EXPECT_TRUE(
+        accepts(xml(f), answer(f, {xml_call(f, "get_weather", {{"city", "Paris"}}), time})));
     EXPECT_TRUE(accepts(xml(f), answer(f, {time})));
     EXPECT_FALSE(accepts(xml(f), "Sure! " + answer(f, {time})));       // text where a call must be
     EXPECT_FALSE(accepts(xml(f), ""));                                  // at least one call
@@ -267,10 +270,12 @@ TEST(ToolCallGrammar, XmlFormatsTakeTheTemplatesCallsAndNothingElse) {
     EXPECT_FALSE(accepts(xml(f), answer(f, {xml_call(f, "get_time", {{"utc", "yes"}})})));
     // A text value cannot hold what would end it (or its call) early.
     const char* closer = f == ToolCallFormat::kGlm45 ? "</arg_value>" : "</parameter>";
-    EXPECT_FALSE(accepts(xml(f), weather(f, {{"city", "Paris"}, {"note", std::string("a") + closer + "b"}})));
+    const std::string early = std::string("a") + closer + "b";
+    EXPECT_FALSE(accepts(xml(f), weather(f, {{"city", "Paris"}, {"note", early}})));
     const char* block_end =
         f == ToolCallFormat::kMiniMaxM2 ? "</minimax:tool_call>" : "</tool_call>";
-    EXPECT_FALSE(accepts(xml(f), weather(f, {{"city", "Paris"}, {"note", std::string("a") + block_end}})));
+    EXPECT_FALSE(
+        accepts(xml(f), weather(f, {{"city", "Paris"}, {"note", std::string("a") + block_end}})));
     // After the last call only the stop id remains (the template's end of turn).
     auto p = processor(xml(f, true, /*parallel=*/false));
     ASSERT_TRUE(feed(*p, answer(f, {time})));
@@ -344,7 +349,8 @@ TEST(ToolCallGrammar, XmlSchemasTheFormatCannotCarryAreRefusedNamingTheParameter
 TEST(ToolCallGrammar, JsonParametersKeepTheirSchemasDefinitions) {
   ToolCallGrammarOptions o = xml(ToolCallFormat::kQwen3Coder);
   o.tools = {{"f", R"({"type": "object", "$defs": {"n": {"type": "integer", "maximum": 5}},
-      "properties": {"p": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "required": ["p"]})"}};
+      "properties": {"p": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+      "required": ["p"]})"}};
   EXPECT_TRUE(accepts(o, xml_call(ToolCallFormat::kQwen3Coder, "f", {{"p", "[1, 5]"}})));
   EXPECT_FALSE(accepts(o, xml_call(ToolCallFormat::kQwen3Coder, "f", {{"p", "[1, 6]"}})));
 }

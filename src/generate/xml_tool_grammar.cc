@@ -175,8 +175,9 @@ void check_name(const XmlSyntax& s, const std::string& what, const std::string& 
 
 // Keywords that say nothing about a text value.
 bool is_annotation(const std::string& k) {
-  static const std::set<std::string> kNotes = {"description", "title",    "default",  "examples",
-                                               "$comment",    "deprecated", "readOnly", "writeOnly"};
+  static const std::set<std::string> kNotes = {"description", "title",      "default",
+                                               "examples",    "$comment",   "deprecated",
+                                               "readOnly",    "writeOnly"};
   return kNotes.count(k) > 0;
 }
 
