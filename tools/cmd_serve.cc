@@ -30,6 +30,7 @@
 #include "serve/http_server.h"
 #include "serve/parallel_default.h"
 #include "serve/request.h"
+#include "serve/request_tools.h"
 #include "serve/scheduler.h"
 #include "serve/structured_output.h"
 #include "tokenizer/tokenizer.h"
@@ -212,7 +213,12 @@ int run_serve(const ServeFlags& f) {
   // Structured output: the vocabulary given to the grammar engine, when the build has one.
   std::optional<generate::GrammarEngine> grammar;
   if (generate::GrammarEngine::available()) {
-    grammar.emplace(serve::grammar_vocabulary(tok, cfg.vocab), stop_ids);
+    // The special tokens that constrained tool calls write (GLM-4.5's <arg_key>, ...) go in
+    // as their text; the others stay out.
+    grammar.emplace(serve::grammar_vocabulary(tok, cfg.vocab,
+                                              chat ? serve::grammar_markers(*chat)
+                                                   : std::vector<std::string>{}),
+                    stop_ids);
     served.grammar = &*grammar;
   }
 

@@ -6,7 +6,11 @@ every answer to tool_choice "required", a named function, and a strict tool (aut
 finish_reason "tool_calls", names a tool it may name, and its arguments validate with
 `jsonschema` against the tool's parameters; a stream's argument deltas (in pieces, index
 stable, id and name in the first) join into the arguments of the same request answered whole.
-With --engine OFF (a build without xgrammar) it checks the 400 that says so instead.
+Then the same model with Qwen3-Coder's template (qwen3_coder calls, <function=N><parameter=K>):
+required, without parallel calls, and named answers are calls whose parameters read back valid
+(text values from enum literals, JSON for integer and boolean parameters), and a text parameter
+bounded by maxLength is a 400. With --engine OFF (a build without xgrammar) it checks the 400
+that says so instead.
 
 usage: serve_toolchoice_test.py --moex BIN --work DIR --templates CORPUS_DIR [--engine ON|OFF]
 """
@@ -182,6 +186,61 @@ def suite(srv, tok):
             check(e.body.get("param") == param, f"400 naming {param} ({e.body.get('message')})")
 
 
+# Qwen3-Coder's calls are XML: a text parameter is raw text, so every one here is an enum (a
+# random model would not end free text) and a maxLength on text is refused.
+CODER_TIME = {"type": "object",
+              "properties": {"utc": {"type": "boolean"},
+                             "zone": {"type": "string", "enum": ["UTC", "CET"]}},
+              "required": ["utc"]}
+CODER_TOOLS = [TOOLS[0], {"type": "function", "function": {"name": "get_time",
+                                                           "parameters": CODER_TIME}}]
+
+
+def coder_suite(srv):
+    client = srv.client()
+    check("tool-call parser qwen3_coder" in srv.log.read_text(),
+          "Qwen3-Coder's template: moex serve reads its calls as qwen3_coder")
+    SCHEMAS["get_time"] = CODER_TIME
+    cases = [
+        ("qwen3_coder: required", {"tool_choice": "required"}, {"get_weather", "get_time"},
+         False),
+        ("qwen3_coder: required, parallel_tool_calls false",
+         {"tool_choice": "required", "parallel_tool_calls": False}, {"get_weather", "get_time"},
+         True),
+        ("qwen3_coder: a named function",
+         {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+         {"get_weather"}, True),
+    ]
+    for what, kw, names, one in cases:
+        t0, bad, ncalls, args = time.time(), [], [], []
+        for s in SEEDS:
+            c = chat(client, s, tools=CODER_TOOLS, **kw).choices[0]
+            ncalls.append(len(c.message.tool_calls or []))
+            args += [x.function.arguments for x in c.message.tool_calls or []][:1]
+            if problems(c, names, one):
+                bad.append((s, problems(c, names, one)))
+        check(not bad, f"{what}: {len(SEEDS)} answers are calls to {sorted(names)} whose "
+              f"arguments validate, finish_reason tool_calls (calls per answer {ncalls}, e.g. "
+              f"{args[:2]}, {time.time() - t0:.1f} s){' ' + repr(bad) if bad else ''}")
+    # Streamed: an XML call is held until it closes, its arguments in one delta.
+    kw = {"tool_choice": "required"}
+    whole = chat(client, 0, tools=CODER_TOOLS, **kw).choices[0]
+    calls, finish, pieces, content = stream(client, 0, tools=CODER_TOOLS, **kw)
+    want = [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
+    got = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+    check(got == want and finish == "tool_calls" and not content,
+          f"qwen3_coder streamed: the calls of the whole answer ({len(got)})")
+    bounded = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"s": {"type": "string", "maxLength": 4}}}}}]
+    try:
+        chat(client, 0, tools=bounded, tool_choice="required")
+        check(False, "qwen3_coder: a maxLength text parameter is refused")
+    except openai.BadRequestError as e:
+        msg = (e.body or {}).get("message", "")
+        check(e.body.get("param") == "tool_choice" and "maxLength" in msg,
+              f"qwen3_coder: a maxLength text parameter is a 400 ({msg})")
+
+
 def no_engine(srv):
     try:
         chat(srv.client(), 0, tools=TOOLS, tool_choice="required")
@@ -208,6 +267,14 @@ def main():
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
+    if a.engine == "ON":
+        (d / "chat_template.jinja").write_text((Path(a.templates) / "Qwen3-Coder.jinja").read_text())
+        srv = Server(a.moex, d, work, "coder", "--parallel", "2")
+        try:
+            coder_suite(srv)
+        finally:
+            rc = srv.stop()
+        check(rc == 0, f"SIGTERM (Qwen3-Coder's template): exit code 0 (got {rc})")
     print(f"serve toolchoice test: {time.time() - t0:.1f} s")
     base.finish("serve toolchoice test")
 

@@ -56,6 +56,9 @@ class GrammarEngine {
   std::shared_ptr<const Grammar> compile(const GrammarSpec& spec) const;
 
   int64_t vocab() const;
+  // Whether a grammar can ever allow token `id` (false for an id given as "": a special token
+  // or an unused id).
+  bool writes(TokenId id) const;
 
   struct Impl;
 

@@ -124,6 +124,11 @@ GrammarEngine::~GrammarEngine() = default;
 
 int64_t GrammarEngine::vocab() const { return impl_->info.GetVocabSize(); }
 
+bool GrammarEngine::writes(TokenId id) const {
+  const auto& v = impl_->info.GetDecodedVocab();
+  return id >= 0 && size_t(id) < v.size() && !v[size_t(id)].empty();
+}
+
 std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) const {
   auto& c = impl_->compiler;
   try {

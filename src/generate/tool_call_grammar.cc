@@ -1,19 +1,18 @@
 // The structural tags of constrained tool calls (see tool_call_grammar.h). A call is a tag: a
 // fixed begin (the call's marker and the function's name), the arguments (a JSON schema), a
-// fixed end, in the shape the template writes and tool_call_formats.cc parses. xgrammar's XML
-// argument styles (qwen_xml, minimax_xml) allow whitespace around a string value that those
-// formats' parsers keep as part of it (found by tool_call_grammar_test's random walks), so
-// qwen3_coder and minimax_m2 are not offered.
+// fixed end, in the shape the template writes and tool_call_formats.cc parses: Hermes here,
+// the XML formats' calls in xml_tool_grammar.cc.
 #include "generate/tool_call_grammar.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "generate/xml_tool_grammar.h"
 
 namespace moex::generate {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // schemas keep their properties' order
 
 // Any JSON object: for a tool whose arguments are not constrained. Strict mode (xgrammar's
 // default in structural tags) would allow no properties a schema does not list.
@@ -43,6 +42,26 @@ std::vector<json> hermes_tags(const std::vector<GrammarTool>& tools) {
   return tags;
 }
 
+// Kimi-K2: <|tool_call_begin|>functions.N:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>,
+// the calls inside <|tool_calls_section_begin|>...<|tool_calls_section_end|> (all special
+// tokens in its tokenizer: the serve side gives them to the grammar engine as their text).
+// IDX is the template's running count; the parser drops it. A JSON string cannot hold the
+// end markers (the parser would end the call there).
+std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
+  std::vector<json> tags;
+  for (const GrammarTool& t : tools) {
+    json args = arguments(t);
+    args["excludes"] = {"<|tool_call_end|>", "<|tool_calls_section_end|>"};
+    const json index = {{"type", "grammar"},
+                        {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
+    const json open = {{"type", "const_string"}, {"value", "<|tool_call_argument_begin|>"}};
+    tags.push_back(tag("<|tool_call_begin|>functions." + t.name + ":",
+                       {{"type", "sequence"}, {"elements", {index, open, std::move(args)}}},
+                       "<|tool_call_end|>"));
+  }
+  return tags;
+}
+
 json thinking(GrammarThinking t) {
   // The template writes `</think>\n\n` before the answer; fewer newlines are taken too.
   const json ends = {"</think>\n\n", "</think>\n", "</think>"};
@@ -53,21 +72,61 @@ json thinking(GrammarThinking t) {
 
 }  // namespace
 
-bool tool_call_grammar_supported(ToolCallFormat f) { return f == ToolCallFormat::kHermes; }
+bool tool_call_grammar_supported(ToolCallFormat f) {
+  return f == ToolCallFormat::kHermes || f == ToolCallFormat::kKimiK2 ||
+         is_xml_tool_call_format(f);
+}
+
+const char* tool_call_grammar_refusal(ToolCallFormat f) {
+  switch (f) {
+    case ToolCallFormat::kDeepSeekV3:
+      return "its calls (two shapes: V3/R1's json code block, V3.1's bare arguments) have no "
+             "grammar written yet";
+    case ToolCallFormat::kHarmony:
+      return "its calls are messages in channels, which moex does not constrain";
+    case ToolCallFormat::kNone: return "the template writes no tool calls";
+    default: return "";
+  }
+}
 
 std::string tool_call_structural_tag(const ToolCallGrammarOptions& o) {
   if (!tool_call_grammar_supported(o.format))
-    fail("tool-call format '", tool_call_format_name(o.format),
-         "' cannot be constrained (only hermes calls can be)");
+    fail("tool-call format '", tool_call_format_name(o.format), "' cannot be constrained: ",
+         tool_call_grammar_refusal(o.format));
   if (o.tools.empty()) fail("constrained tool calls need at least one tool");
-  const std::vector<json> tags = hermes_tags(o.tools);
+  std::vector<json> tags;
+  if (o.format == ToolCallFormat::kHermes) {
+    tags = hermes_tags(o.tools);
+  } else if (o.format == ToolCallFormat::kKimiK2) {
+    tags = kimi_tags(o.tools);
+  } else {
+    for (const GrammarTool& t : o.tools) tags.push_back(xml_call_tag(o.format, t));
+  }
+  // What opens a call in free text, and what separates calls (the template's newline).
+  const std::string trigger = tool_call_markers(o.format).begin;
   json calls;
-  if (o.required)  // calls only, separated by a newline as the template writes them
+  if (o.format == ToolCallFormat::kMiniMaxM2 || o.format == ToolCallFormat::kKimiK2) {
+    // One block holds the calls: <invoke ...>...</invoke>\n each (minimax_m2), or
+    // <|tool_call_begin|>...<|tool_call_end|> each (kimi_k2, no newline after its begin).
+    const json invokes = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", ""},
+                          {"at_least_one", true}, {"stop_after_first", !o.parallel}};
+    const std::string end = tool_call_markers(o.format).end;
+    const std::string opened = o.format == ToolCallFormat::kMiniMaxM2 ? "\n" : "";
+    if (o.required)
+      calls = {{"type", "sequence"},
+               {"elements", {{{"type", "const_string"}, {"value", trigger + opened}}, invokes,
+                             {{"type", "const_string"}, {"value", end}}}}};
+    else
+      calls = {{"type", "triggered_tags"}, {"triggers", {trigger}},
+               {"tags", {tag(trigger + opened, invokes, end)}}, {"at_least_one", false},
+               {"stop_after_first", !o.parallel}};
+  } else if (o.required) {  // calls only, separated by a newline as the template writes them
     calls = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", "\n"},
              {"at_least_one", true}, {"stop_after_first", !o.parallel}};
-  else  // free text; after the trigger, one of the tags
-    calls = {{"type", "triggered_tags"}, {"triggers", {"<tool_call>"}}, {"tags", tags},
+  } else {  // free text; after the trigger, one of the tags
+    calls = {{"type", "triggered_tags"}, {"triggers", {trigger}}, {"tags", tags},
              {"at_least_one", false}, {"stop_after_first", !o.parallel}};
+  }
   json format = calls;
   if (o.required && o.thinking != GrammarThinking::kNone)
     format = {{"type", "sequence"}, {"elements", {thinking(o.thinking), std::move(calls)}}};

@@ -36,10 +36,11 @@ struct ToolCallGrammarOptions {
   GrammarThinking thinking = GrammarThinking::kNone;
 };
 
-// Whether the format's calls can be constrained: hermes (plain text with JSON arguments).
-// deepseek_v3, kimi_k2, glm45 and harmony write calls with special tokens (which the grammar
-// vocabulary leaves out); qwen3_coder and minimax_m2: see tool_call_grammar.cc.
+// Whether the format's calls can be constrained: hermes and kimi_k2 (JSON arguments) and the
+// XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h). Not deepseek_v3 and
+// harmony: tool_call_grammar_refusal(f) says why, for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
+const char* tool_call_grammar_refusal(ToolCallFormat f);
 
 // The structural tag's JSON text for `o`. Throws moex::Error for an unsupported format or no
 // tools. The schemas are not bounded here: check them first (serve/structured_output.h).

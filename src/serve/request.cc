@@ -438,7 +438,7 @@ void Parser::finish() {
     out.chat_output = chat_output_options(tools, *served.chat, text, served.reasoning_split);
     // tool_choice required / named, strict tools: a grammar over the answer's calls.
     if (std::optional<GrammarField> g =
-            tool_call_grammar(tools, *served.chat, text, served.tokenizer)) {
+            tool_call_grammar(tools, *served.chat, text, served.tokenizer, served.grammar)) {
       if (grammar)
         bad_request(g->field, str_cat("'", g->field, "' and '", grammar->field,
                                       "' both constrain the output; send one"));

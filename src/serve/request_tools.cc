@@ -169,8 +169,20 @@ constexpr size_t kMaxToolSchemaBytes = 2 * kMaxSchemaBytes;
 
 }  // namespace
 
+std::vector<std::string> grammar_markers(const ChatPrompt& chat) {
+  std::vector<std::string> m;
+  if (generate::tool_call_grammar_supported(chat.tool_call_format()))
+    m = generate::tool_call_special_markers(chat.tool_call_format());
+  if (chat.reasoning_format() == generate::ReasoningFormat::kThink) {
+    m.push_back("<think>");
+    m.push_back("</think>");
+  }
+  return m;
+}
+
 std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPrompt& chat,
-                                              const std::string& prompt, const Tokenizer* tok) {
+                                              const std::string& prompt, const Tokenizer* tok,
+                                              const generate::GrammarEngine* engine) {
   const bool required = f.choice == ToolChoice::kRequired || f.choice == ToolChoice::kNamed;
   if (f.choice == ToolChoice::kNone || (!required && !f.any_strict)) return std::nullopt;
   if (required && !f.tools_given)
@@ -190,14 +202,15 @@ std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPro
   if (!generate::tool_call_grammar_supported(format))
     bad_request(field, str_cat("'", field, "' is not supported for this model: its chat template (",
                                chat.origin(), ") writes tool calls in the '",
-                               generate::tool_call_format_name(format),
-                               "' format, and moex constrains calls in the 'hermes' format only"));
+                               generate::tool_call_format_name(format), "' format, which moex "
+                               "does not constrain (", generate::tool_call_grammar_refusal(format),
+                               ")"));
   for (const std::string& marker : generate::tool_call_special_markers(format)) {
     const std::optional<int32_t> id = tok ? tok->token_to_id(marker) : std::nullopt;
-    if (id && tok->is_special(*id))
+    if (id && tok->is_special(*id) && !(engine && engine->writes(*id)))
       bad_request(field, str_cat("'", field, "' is not supported for this model: its tool-call "
-                                 "marker ", marker, " is a special token, which the grammar "
-                                 "cannot write"));
+                                 "marker ", marker, " is a special token, which this server's "
+                                 "grammar vocabulary leaves out"));
   }
 
   generate::ToolCallGrammarOptions o;

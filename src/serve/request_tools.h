@@ -47,13 +47,20 @@ nlohmann::ordered_json template_tools(const ToolFields& f);
 generate::ChatOutputOptions chat_output_options(const ToolFields& f, const ChatPrompt& chat,
                                                 const std::string& prompt, bool reasoning_split);
 
+// The markers the constrained calls of `chat`'s format (and its <think> block) are written
+// with: the special tokens among them go to the grammar engine as their text
+// (grammar_vocabulary), so that a grammar can write them.
+std::vector<std::string> grammar_markers(const ChatPrompt& chat);
+
 // The grammar that constrains the answer's calls (tool_call_grammar.h): for tool_choice
 // "required" or a named function (calls only), or strict tools under "auto" (a call's
 // arguments once it opens); nullopt when none applies. `tok` (may be null): a template's call
-// marker that is a special token in it cannot be written by the grammar. Refuses (ApiError
-// naming tool_choice or the first strict tool) a format moex cannot constrain, a named
-// function that is not among the tools, and schemas past structured_output.h's bounds.
+// marker that is a special token in it can be written only when `engine` was given it
+// (grammar_markers). Refuses (ApiError naming tool_choice or the first strict tool) a format
+// moex cannot constrain, a named function that is not among the tools, and schemas past
+// structured_output.h's bounds or that the format cannot carry.
 std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPrompt& chat,
-                                              const std::string& prompt, const Tokenizer* tok);
+                                              const std::string& prompt, const Tokenizer* tok,
+                                              const generate::GrammarEngine* engine);
 
 }  // namespace moex::serve

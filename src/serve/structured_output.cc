@@ -191,11 +191,15 @@ std::shared_ptr<const generate::Grammar> compile_grammar(const GrammarField& g,
   }
 }
 
-std::vector<std::string> grammar_vocabulary(const Tokenizer& tok, int64_t vocab) {
+std::vector<std::string> grammar_vocabulary(const Tokenizer& tok, int64_t vocab,
+                                            const std::vector<std::string>& markers) {
   std::vector<std::string> out(static_cast<size_t>(vocab));
   const int64_t n = std::min<int64_t>(vocab, tok.vocab_size());
   for (int64_t i = 0; i < n; ++i)
     if (!tok.is_special(int32_t(i))) out[size_t(i)] = tok.token_bytes(int32_t(i));
+  for (const std::string& m : markers)
+    if (const std::optional<int32_t> id = tok.token_to_id(m); id && *id < n && tok.is_special(*id))
+      out[size_t(*id)] = m;
   return out;
 }
 

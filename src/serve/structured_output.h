@@ -53,7 +53,10 @@ std::shared_ptr<const generate::Grammar> compile_grammar(const GrammarField& g,
                                                          const generate::GrammarEngine* engine);
 
 // The vocabulary given to the grammar engine: each id's raw bytes, "" for special tokens and
-// for ids past the tokenizer's (the model's vocabulary may be larger).
-std::vector<std::string> grammar_vocabulary(const Tokenizer& tok, int64_t vocab);
+// for ids past the tokenizer's (the model's vocabulary may be larger). A special token whose
+// text is one of `markers` (request_tools.h: grammar_markers) is given that text, so that a
+// grammar can write it where the marker's text goes (GLM-4.5's <arg_key>, for one).
+std::vector<std::string> grammar_vocabulary(const Tokenizer& tok, int64_t vocab,
+                                            const std::vector<std::string>& markers = {});
 
 }  // namespace moex::serve

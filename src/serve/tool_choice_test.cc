@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
+
+#include "tokenizer/synthetic_vocab.h"
 
 #include "serve/api_error.h"
 #include "serve/request.h"
+#include "serve/request_tools.h"
 #include "serve/serve_test_util.h"
 #include "serve/structured_output.h"
 
@@ -26,6 +30,43 @@ struct Model : testing::TestModel {
     if (engine_on && generate::GrammarEngine::available()) {
       engine = std::make_unique<generate::GrammarEngine>(grammar_vocabulary(*tokenizer, kVocab),
                                                          tokenizer->eos_ids());
+      served.grammar = engine.get();
+    }
+  }
+  std::unique_ptr<generate::GrammarEngine> engine;
+};
+
+// GLM-4.5's tokenizer has its call markers as special tokens (its tokenizer_config.json lists
+// them among the additional special tokens); here the synthetic tokenizer's spare special
+// tokens become them, and its template writes glm45 calls.
+struct GlmModel : testing::TestModel {
+  explicit GlmModel(bool markers_to_engine = true) {
+    write_synthetic_tokenizer(dir.path(), SyntheticTokenizerArgs{kVocab, 3 + 6});
+    std::stringstream text;
+    text << std::ifstream(dir.file("tokenizer.json")).rdbuf();
+    std::string json = text.str();
+    const char* markers[] = {"<tool_call>", "</tool_call>", "<arg_key>",
+                             "</arg_key>",  "<arg_value>",  "</arg_value>"};
+    for (int i = 0; i < 6; ++i)
+      for (size_t at; (at = json.find("<|special_" + std::to_string(3 + i) + "|>")) !=
+                      std::string::npos;)
+        json.replace(at, std::string("<|special_" + std::to_string(3 + i) + "|>").size(),
+                     markers[i]);
+    std::ofstream(dir.file("tokenizer.json")) << json;
+    std::ofstream(dir.file("chat_template.jinja"))
+        << "{%- if tools %}TOOLS <tool_call>f<arg_key>k</arg_key></tool_call>\n{% endif -%}"
+        << "{%- for m in messages -%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+           "{%- endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant\n{%- endif -%}";
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(dir.path()));
+    chat = std::make_unique<ChatPrompt>(dir.path(), *tokenizer);
+    served.tokenizer = tokenizer.get();
+    served.chat = chat.get();
+    if (generate::GrammarEngine::available()) {
+      engine = std::make_unique<generate::GrammarEngine>(
+          grammar_vocabulary(*tokenizer, kVocab,
+                             markers_to_engine ? grammar_markers(*chat)
+                                               : std::vector<std::string>{}),
+          tokenizer->eos_ids());
       served.grammar = engine.get();
     }
   }
@@ -104,6 +145,60 @@ TEST(ToolChoice, RefusalsNameTheField) {
   if (!harmony.engine) return;
   EXPECT_EQ(refused(harmony.served, body(R"("tool_choice": "required")"), &why), "tool_choice");
   EXPECT_NE(why.find("'harmony' format"), std::string::npos) << why;
+}
+
+TEST(ToolChoice, XmlAndKimiFormatsAreConstrained) {
+  for (const char* marker : {"<function=x><parameter=y>", "<minimax:tool_call>",
+                             "<|tool_calls_section_begin|>"}) {
+    Model m(marker);
+    if (!m.engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
+    const ApiRequest r = parse_request(Api::kChat, body(R"("tool_choice": "required")"), m.served);
+    EXPECT_TRUE(r.generation.grammar) << marker;
+    // A text parameter bounded in length cannot be constrained as raw text: a 400 saying so.
+    std::string why;
+    const std::string bounded = R"({"messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f",
+        "parameters": {"type": "object", "properties": {"s": {"type": "string",
+        "maxLength": 4}}}}}]})";
+    if (m.chat->tool_call_format() == generate::ToolCallFormat::kKimiK2) {
+      EXPECT_TRUE(parse_request(Api::kChat, bounded, m.served).generation.grammar);  // JSON
+      continue;
+    }
+    EXPECT_EQ(refused(m.served, bounded, &why), "tool_choice");
+    EXPECT_NE(why.find("'maxLength' bounds a text value"), std::string::npos) << why;
+  }
+}
+
+TEST(ToolChoice, SpecialTokenMarkersAreWrittenAsTheirTokens) {
+  GlmModel m;
+  if (!m.engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
+  EXPECT_EQ(m.chat->tool_call_format(), generate::ToolCallFormat::kGlm45);
+  const std::optional<int32_t> key = m.tokenizer->token_to_id("<arg_key>");
+  ASSERT_TRUE(key && m.tokenizer->is_special(*key));
+  EXPECT_TRUE(m.engine->writes(*key));
+  EXPECT_FALSE(m.engine->writes(*m.tokenizer->token_to_id("<|im_start|>")));
+  const ApiRequest r = parse_request(Api::kChat, body(R"("tool_choice": "required")"), m.served);
+  ASSERT_TRUE(r.generation.grammar);
+  // The grammar takes the special tokens where the markers go, and the ordinary text between.
+  auto p = r.generation.grammar->processor();
+  auto id = [&](const char* t) { return *m.tokenizer->token_to_id(t); };
+  std::vector<int32_t> call = {id("<tool_call>")};
+  for (int32_t t : m.tokenizer->encode("get_weather\n", false)) call.push_back(t);
+  call.push_back(id("<arg_key>"));
+  for (int32_t t : m.tokenizer->encode("city", false)) call.push_back(t);
+  call.push_back(id("</arg_key>"));
+  for (int32_t t : m.tokenizer->encode("\n", false)) call.push_back(t);
+  call.push_back(id("<arg_value>"));
+  for (int32_t t : m.tokenizer->encode("Paris", false)) call.push_back(t);
+  call.push_back(id("</arg_value>"));
+  for (int32_t t : m.tokenizer->encode("\n", false)) call.push_back(t);
+  call.push_back(id("</tool_call>"));
+  for (int32_t t : call) EXPECT_NO_THROW(p->accept(t)) << t;
+  // The engine given no marker texts cannot write them: a 400 naming the marker.
+  GlmModel plain(/*markers_to_engine=*/false);
+  std::string why;
+  EXPECT_EQ(refused(plain.served, body(R"("tool_choice": "required")"), &why), "tool_choice");
+  EXPECT_NE(why.find("special token"), std::string::npos) << why;
 }
 
 TEST(ToolChoice, WithoutAGrammarEngineRequiredIsA400SayingSo) {
