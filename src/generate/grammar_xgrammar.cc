@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "generate/ebnf_text.h"
 #include "generate/grammar.h"
 
 namespace moex::generate {
@@ -17,25 +18,6 @@ namespace {
 
 // JSON Schema for any object (OpenAI's json_object); not strict, so any properties.
 constexpr const char* kAnyObjectSchema = R"({"type": "object"})";
-
-// An EBNF string literal of `s`: quote and backslash escaped, control bytes as \xHH, other
-// bytes (UTF-8 included) as they are.
-std::string ebnf_literal(const std::string& s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
 
 class XgProcessor final : public LogitsProcessor {
  public:

@@ -61,6 +61,18 @@ TEST(Grammar, ChoiceAllowsThePrefixesOfTheChoicesThenOnlyTheStopId) {
   EXPECT_EQ(allowed(*p), (std::set<TokenId>{kStop}));
 }
 
+// A control byte before a hex digit: the choice is those two characters (xgrammar reads
+// "\x05a" as one character, 0x5a, so the literal must not be written that way).
+TEST(Grammar, ChoiceWithAControlByteBeforeAHexDigit) {
+  auto g = engine().compile(spec(GrammarKind::kChoice, "", {"\x05" "a"}));
+  auto p = g->processor();
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("\x05")}));
+  p->accept(id_of("\x05"));
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{id_of("a")}));
+  p->accept(id_of("a"));
+  EXPECT_EQ(allowed(*p), (std::set<TokenId>{kStop}));
+}
+
 // JSON strings hold no raw control characters (RFC 8259: they must be escaped).
 TEST(Grammar, ControlCharactersAreNotAllowedInJsonStrings) {
   for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "maxLength": 8})"}) {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "generate/ebnf_text.h"
 #include "generate/marker_text.h"
 
 namespace moex::generate {
@@ -54,30 +55,12 @@ const XmlSyntax& syntax(ToolCallFormat f) {
   }
 }
 
-std::string hex_escape(unsigned char c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\u%04x", c);  // fixed width: \x would take following digits
-  return buf;
-}
-
-// An EBNF string literal: quote, backslash and control bytes escaped, other bytes as they are.
-std::string literal(std::string_view s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f)
-      out += hex_escape(c);
-    else
-      out += char(c);
-  }
-  return out + "\"";
-}
-
 // A character class of `chars` (negated with `negate`), every member escaped. A negated class
 // leaves out the UTF-16 surrogates too: xgrammar reads their 3-byte encodings as characters,
 // but they are not UTF-8 (a tokenizer's decoding never gives them back).
 std::string char_class(const std::set<char>& chars, bool negate) {
   std::string out = negate ? "[^\\ud800-\\udfff" : "[";
-  for (char c : chars) out += hex_escape(static_cast<unsigned char>(c));
+  for (char c : chars) out += ebnf_escape(static_cast<unsigned char>(c));
   return out + "]";
 }
 
@@ -138,13 +121,13 @@ std::string text_rules(const std::vector<std::string>& avoid, bool trimmed,
     std::string alts;
     for (char c : sigma) {
       const int v = delta[size_t(q)][c];
-      if (!whole[size_t(v)]) alts += " | " + literal(std::string(1, c)) + " " + name(v);
+      if (!whole[size_t(v)]) alts += " | " + ebnf_literal(std::string(1, c)) + " " + name(v);
     }
     alts += " | " + char_class(other, true) + " " + after_text;
     if (trimmed && space_allowed) alts += " | " + char_class(kSpace, false) + " " + after_space;
     return alts;
   };
-  const std::string end = literal(close);
+  const std::string end = ebnf_literal(close);
   std::string rules = start + " ::= " + end + steps(0, /*space_allowed=*/!trimmed) + "\n";
   rules += after_text + " ::= " + end + steps(0, true) + "\n";
   if (trimmed) rules += after_space + " ::= " + steps(0, true).substr(3) + "\n";
@@ -242,8 +225,8 @@ bool read_as_json(const ojson& prop) {
 // Any parameters (a tool without strict under "auto"): keys without markup or whitespace,
 // text values, as many as the model writes.
 ojson any_arguments(const XmlSyntax& s) {
-  return grammar("root ::= \"\" | param root\nparam ::= " + literal(s.key_open) +
-                 " key " + literal(s.key_close) +
+  return grammar("root ::= \"\" | param root\nparam ::= " + ebnf_literal(s.key_open) +
+                 " key " + ebnf_literal(s.key_close) +
                  " value\nkey ::= [^\\u0000-\\u0020<>\"\\ud800-\\udfff]+\n" +
                  text_rules(s.avoid, s.trimmed, "value", s.value_close));
 }
