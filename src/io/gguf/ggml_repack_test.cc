@@ -43,8 +43,9 @@ uint32_t bits_of(float f) {
   return u;
 }
 
-// rows x k elements of c.type: even blocks fully random bytes, odd blocks with finite scales
-// ~ N(0, 0.02) or +-0 (both signs, so ggml's -0.0 occurs). Infinite zero-point scales become NaN
+// rows x k elements of c.type: even blocks fully random bytes (every 8th with all scales NaN,
+// so two NaNs of different payloads meet in Q4_1's and the K types' last addition), odd
+// blocks with finite scales ~ N(0, 0.02) or +-0 (both signs, so ggml's -0.0 occurs). Infinite zero-point scales become NaN
 // and MXFP4's exponent 255 becomes 254: those blocks are refused (tested below).
 std::vector<uint8_t> random_rows(const TypeCase& c, int64_t rows, int64_t k, uint64_t seed) {
   const GgmlTypeInfo& info = ggml_info(c.type);
@@ -62,6 +63,12 @@ std::vector<uint8_t> random_rows(const TypeCase& c, int64_t rows, int64_t k, uin
         b[off + 1] = uint8_t(h >> 8);
       }
       if (c.type == GgmlType::kMXFP4) b[0] = uint8_t(110 + rng() % 20);
+    } else if (bl % 8 == 4) {  // every scale NaN, with its own sign and payload
+      for (int off : c.f16_scales) {
+        const uint16_t h = uint16_t(0x7c01 | (rng() & 0x83ff));
+        b[off] = uint8_t(h);
+        b[off + 1] = uint8_t(h >> 8);
+      }
     }
     if (c.zero_point_d >= 0 && std::isinf(load_f16(b + c.zero_point_d))) b[c.zero_point_d] |= 1;
     if (c.type == GgmlType::kMXFP4 && b[0] == 255) b[0] = 254;
@@ -70,7 +77,7 @@ std::vector<uint8_t> random_rows(const TypeCase& c, int64_t rows, int64_t k, uin
 }
 
 TEST(GgmlRepack, DequantizesToGgmlsBitsForEveryType) {
-  const int64_t rows = 64, k = 512;
+  const int64_t rows = 256, k = 512;
   for (const TypeCase& c : cases()) {
     SCOPED_TRACE(ggml_type_name(c.type));
     const std::vector<uint8_t> src = random_rows(c, rows, k, 1234 + uint64_t(c.type));
