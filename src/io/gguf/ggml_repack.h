@@ -1,0 +1,41 @@
+// Lossless conversion of ggml tensor rows into moex's weight formats (quant/format.h): the
+// packed codes, scales and biases that moex's kernels read, chosen so that moex's
+// dequantization of the result gives the bits gguf::dequantize gives (docs/gguf.md,
+// "Repacking into moex's formats", has the mapping per type and why it is exact).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "io/gguf/ggml_type.h"
+#include "quant/view.h"
+
+namespace moex::gguf {
+
+// The moex format rows of type t repack into: affine with F32 scales and biases for Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL (group 32), Q4_K, Q5_K, IQ4_XS (group 32, one group per
+// sub-block) and Q3_K (8-bit, group 128); mxfp4 for MXFP4; kFloat for F32, F16, BF16.
+// nullopt for a type that has no lossless form in moex (repack_unsupported_reason says why).
+std::optional<quant::Format> repack_format(GgmlType t);
+
+// Why t cannot be repacked losslessly (a static sentence naming the field that does not fit),
+// or nullptr when it can.
+const char* repack_unsupported_reason(GgmlType t);
+
+// Whether moex's dequantization of a repacked t reproduces ggml's sign of zero: false for the
+// types with an implicit zero point (Q4_0, Q5_0, Q8_0, Q3_K, IQ4_NL, IQ4_XS), where moex's scale * q + bias
+// cancels exactly to +0.0 wherever ggml's d * (q - z) is -0.0 (d < 0 and q = z, or d = +-0).
+// Every other value, NaN payloads included, is bit-identical for every type.
+bool repack_keeps_zero_sign(GgmlType t);
+
+// Converts `rows` rows of `k` elements of type t, stored contiguously at src (src_bytes
+// bytes: rows * k / block_elems blocks), into an owning moex matrix of rows x k in
+// repack_format(t). `what` (a tensor name) starts every error. moex::Error when t has no
+// lossless form, k is not a positive whole number of t's blocks, src_bytes is not the size
+// of the rows, or a block holds a scale that moex cannot reproduce (an infinite d of a
+// zero-point type, MXFP4's exponent byte 255), naming the row and block.
+quant::QuantizedMatrix repack(GgmlType t, const uint8_t* src, uint64_t src_bytes, int64_t rows,
+                              int64_t k, std::string_view what);
+
+}  // namespace moex::gguf
