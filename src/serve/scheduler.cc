@@ -1,6 +1,7 @@
 // Scheduler: admission into slots (a slot's own prefix or the prompt cache's), steps that run
-// every decoding slot's next token and prompt chunks within a token budget in one pass, each slot's Generator (processors, sampling, stop and
-// length rules), the context rule, cancellation, saving finished sequences to the prompt cache.
+// every decoding slot's next token and prompt chunks within a token budget in one pass, each
+// slot's Generator (processors, sampling, stop and length rules), the context rule,
+// cancellation, saving finished sequences to the prompt cache.
 #include "serve/scheduler.h"
 
 #include <algorithm>
