@@ -262,7 +262,8 @@ int run(const Flags& f) {
                 {"n", integer_cell(n)},
                 {"repeats", integer_cell(repeats)},
                 {"batch_tokens",
-                 integer_cell(batch_tokens ? batch_tokens : serve::kDefaultBatchTokens)},
+                 integer_cell(batch_tokens ? batch_tokens
+                                           : serve::default_batch_tokens(num_threads()))},
                 {"engine_alone_median_tps", number_cell(plain_med, 3)},
                 {"engine_alone_min_tps", number_cell(*std::min_element(plain.begin(), plain.end()), 3)},
                 {"engine_alone_max_tps", number_cell(*std::max_element(plain.begin(), plain.end()), 3)},
@@ -323,7 +324,8 @@ std::function<int()> setup_bench_serve(CLI::App& sub) {
   sub.add_option("-n", f->n, "tokens generated per request, EOS ignored (default 64)");
   sub.add_option("--repeats", f->repeats, "rounds over all stream counts (default 3)");
   sub.add_option("--batch-tokens", f->batch_tokens,
-                 "the scheduler's prompt tokens per step, as moex serve's (default 64)");
+                 "the scheduler's prompt tokens per step, as moex serve's (default: 32 per "
+                 "thread, 64 to 2048)");
   sub.add_option("--fused", f->fused, "auto|on|off");
   sub.add_option("--max-dff", f->max_dff, "fused-path Dff cap");
   sub.add_option("--threads", f->threads, "worker threads");

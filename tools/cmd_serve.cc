@@ -247,6 +247,9 @@ int run_serve(const ServeFlags& f) {
     std::fprintf(stderr, "moex serve: --parallel %d (default: %s)\n", parallel,
                  choice.reason.c_str());
   }
+  if (!f.batch_tokens)
+    std::fprintf(stderr, "moex serve: --batch-tokens %lld (default: 32 per thread x %d, 64 to 2048)\n",
+                 (long long)serve::default_batch_tokens(num_threads()), num_threads());
   if (ep) {
     cache_ram_mib = 0;
     std::fprintf(stderr, "moex serve: prompt cache off (expert parallelism)\n");
@@ -339,7 +342,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--batch-tokens", f->batch_tokens,
                  "prompt tokens one step runs beside every running request's next token: "
                  "chunks of the waiting prompts, oldest first, several short ones together "
-                 "(default 64)")
+                 "(default: 32 per thread, 64 to 2048)")
       ->type_name("INT");
   sub.add_option("--alias", f->alias,
                  "model name in /v1/models and responses (default: the "

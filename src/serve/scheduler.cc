@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "model/engine/sequence_state.h"
 #include "model/engine/session.h"
 
@@ -58,6 +59,10 @@ void fill_logprobs(const float* logits, int64_t vocab, int k, GeneratedToken& t,
 
 }  // namespace
 
+int64_t default_batch_tokens(int threads) {
+  return std::clamp<int64_t>(int64_t{32} * std::max(threads, 1), 64, 2048);
+}
+
 Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
     : engine_(engine), opt_(std::move(options)) {
   if (opt_.parallel < 1 || opt_.parallel > kMaxParallel)
@@ -66,7 +71,7 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
   if (opt_.batch_tokens < 0 || opt_.batch_tokens > kMaxBatchTokens)
     fail("batch tokens: expected 1..", kMaxBatchTokens,
          " prompt tokens per step, or 0 for the default; got ", opt_.batch_tokens);
-  batch_tokens_ = opt_.batch_tokens > 0 ? opt_.batch_tokens : kDefaultBatchTokens;
+  batch_tokens_ = opt_.batch_tokens > 0 ? opt_.batch_tokens : default_batch_tokens(num_threads());
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();

@@ -112,15 +112,17 @@ struct SchedulerOptions {
   int64_t prompt_cache_block = PromptCache::kDefaultBlock;
   // The most prompt tokens one step runs beside the decode tokens (--batch-tokens): chunks of
   // the waiting prompts, oldest first. Every decoding slot's next token runs at each step
-  // whatever the budget. 0: kDefaultBatchTokens.
+  // whatever the budget. 0: default_batch_tokens(num_threads()).
   int64_t batch_tokens = 0;
 };
 inline constexpr int kMaxParallel = 256;
 inline constexpr int64_t kMaxBatchTokens = 1 << 16;
-// Past ~32 tokens a CPU step is compute-bound (prefill 290-360 tokens/s at 32..512 tokens on
-// the 4-layer qwen3-30b-a3b shape, 2 threads): bigger steps only hold back the first tokens of
-// the prompts that would have finished first (docs/serve.md, "Steps").
-inline constexpr int64_t kDefaultBatchTokens = 64;
+// The default prompt-token budget per step: 32 per worker thread, 64 to 2048. A CPU step is
+// compute-bound past ~16 tokens per thread (prefill 290-360 tokens/s at 32..512 tokens on the
+// 4-layer qwen3-30b-a3b shape, 2 threads), so bigger steps only hold back the first tokens of
+// the prompts that would have finished first (docs/serve.md, "Steps"); the arithmetic a step
+// can absorb grows with the threads.
+int64_t default_batch_tokens(int threads);
 
 struct SchedulerStats {
   int64_t steps = 0;          // decode steps run
