@@ -34,11 +34,17 @@ struct ToolCallGrammarOptions {
   bool required = true;
   bool parallel = true;  // more than one call (parallel_tool_calls); false: exactly one
   GrammarThinking thinking = GrammarThinking::kNone;
+  // deepseek_v3 only: which of its two shapes the template writes (true: V3/R1's
+  // `function<｜tool▁sep｜>NAME\n```json\nARGS\n```` with calls a newline apart; false: V3.1's
+  // `NAME<｜tool▁sep｜>ARGS`). deepseek_calls_in_code_block (tool_calls.h) reads it off a template.
+  bool deepseek_code_block = false;
 };
 
-// Whether the format's calls can be constrained: hermes and kimi_k2 (JSON arguments) and the
-// XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h). Not deepseek_v3 and
-// harmony: tool_call_grammar_refusal(f) says why, for the client.
+// Whether the format's calls can be constrained: hermes, kimi_k2, deepseek_v3 and harmony
+// (JSON arguments) and the XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h).
+// harmony only with `required` (one call, ending with gpt-oss's <|call|> stop id: the caller
+// lets only that one end it, GrammarSpec::end_ids); tool_call_grammar_refusal(f) says why not
+// under "auto", for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
 const char* tool_call_grammar_refusal(ToolCallFormat f);
 
