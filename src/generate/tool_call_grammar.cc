@@ -5,6 +5,7 @@
 #include "generate/tool_call_grammar.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.h"
 #include "generate/marker_text.h"
@@ -29,6 +30,15 @@ json arguments(const GrammarTool& t) {
           {"max_whitespace_cnt", kMaxWhitespace}};
 }
 
+// The arguments of `t` as JSON whose strings hold none of `markers` (the format's parser would
+// end the call there); a schema whose strings xgrammar cannot bound then is refused.
+json arguments_without(const GrammarTool& t, json markers) {
+  json args = arguments(t);
+  check_schema_with_excludes(args["json_schema"], "the parameters of '" + t.name + "'");
+  args["excludes"] = std::move(markers);
+  return args;
+}
+
 json tag(std::string begin, json content, json end) {
   return {{"type", "tag"}, {"begin", std::move(begin)}, {"content", std::move(content)},
           {"end", std::move(end)}};
@@ -51,8 +61,7 @@ std::vector<json> hermes_tags(const std::vector<GrammarTool>& tools) {
 std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
   std::vector<json> tags;
   for (const GrammarTool& t : tools) {
-    json args = arguments(t);
-    args["excludes"] = {"<|tool_call_end|>", "<|tool_calls_section_end|>"};
+    json args = arguments_without(t, {"<|tool_call_end|>", "<|tool_calls_section_end|>"});
     const json index = {{"type", "grammar"},
                         {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
     const json open = {{"type", "const_string"}, {"value", "<|tool_call_argument_begin|>"}};
@@ -84,8 +93,7 @@ std::vector<json> deepseek_tags(const std::vector<GrammarTool>& tools, bool code
       fail("function '", t.name, "' cannot be written in the deepseek_v3 format (a name there "
            "is not \"function\", has no control characters, no whitespace at its ends and no "
            "call markers)");
-    json args = arguments(t);
-    args["excludes"] = {call_end, calls_end};
+    json args = arguments_without(t, {call_end, calls_end});
     if (code_block)
       tags.push_back(tag(call_begin + "function" + sep + t.name + "\n```json\n", std::move(args),
                          "\n```" + call_end));
@@ -117,8 +125,7 @@ json harmony_format(const std::vector<GrammarTool>& tools) {
     if (!ok)
       fail("function '", t.name, "' cannot be written in the harmony format (a name there has "
            "no spaces, '<' or control characters)");
-    json args = arguments(t);
-    args["excludes"] = markers;
+    const json args = arguments_without(t, markers);
     const std::string to = "to=functions." + t.name;
     for (const std::string& header : {"<|channel|>commentary " + to + " <|constrain|>json",
                                       " " + to + "<|channel|>commentary json"}) {
@@ -139,6 +146,33 @@ json thinking(GrammarThinking t) {
 }
 
 }  // namespace
+
+void check_schema_with_excludes(const json& schema, const std::string& where) {
+  static const std::set<std::string> kUnguarded = {"minLength",         "maxLength", "pattern",
+                                                   "format",            "patternProperties",
+                                                   "propertyNames"};
+  // Keywords whose values are data, not schemas; and maps of names to schemas.
+  static const std::set<std::string> kData = {"enum", "const", "default", "examples",
+                                              "description", "title", "$comment", "required"};
+  static const std::set<std::string> kMaps = {"properties", "$defs", "definitions",
+                                              "dependentSchemas"};
+  if (schema.is_array()) {
+    for (const json& s : schema) check_schema_with_excludes(s, where);
+    return;
+  }
+  if (!schema.is_object()) return;
+  for (const auto& [k, v] : schema.items()) {
+    if (kUnguarded.count(k))
+      fail(where, ": '", k, "' is not constrained by moex's grammar engine (xgrammar 0.2.9) "
+           "once the format's call markers are kept out of the arguments' strings");
+    if (kData.count(k)) continue;
+    if (kMaps.count(k) && v.is_object()) {
+      for (const auto& [name, s] : v.items()) check_schema_with_excludes(s, where);
+      continue;
+    }
+    check_schema_with_excludes(v, where);
+  }
+}
 
 bool tool_call_grammar_supported(ToolCallFormat f) {
   return f == ToolCallFormat::kHermes || f == ToolCallFormat::kKimiK2 ||

@@ -5,6 +5,7 @@
 // its arguments are constrained).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ struct ToolCallGrammarOptions {
 // under "auto", for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
 const char* tool_call_grammar_refusal(ToolCallFormat f);
+
+// Throws moex::Error naming `where` and the keyword when `schema` bounds a string in a way that
+// xgrammar 0.2.9 drops or leaves unguarded once a format's markers are excluded from the
+// arguments' strings (as every format but Hermes needs): minLength / maxLength are not enforced
+// then, and strings with a pattern or format, and patterned keys, are not kept free of the
+// markers. Such arguments could fail their schema or end the call early.
+void check_schema_with_excludes(const nlohmann::ordered_json& schema, const std::string& where);
 
 // The structural tag's JSON text for `o`. Throws moex::Error for an unsupported format or no
 // tools. The schemas are not bounded here: check them first (serve/structured_output.h).

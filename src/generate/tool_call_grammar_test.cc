@@ -170,6 +170,51 @@ TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedNamingThemAndWhy) {
   }
 }
 
+// xgrammar 0.2.9 drops minLength / maxLength from strings that exclude markers, and keeps
+// patterned and formatted strings (and patterned keys) as the schema says, markers and all:
+// every format that excludes its markers from the arguments refuses such schemas; Hermes,
+// which excludes nothing, takes them.
+TEST(ToolCallGrammar, StringBoundsTheEngineDropsUnderExclusionsAreRefused) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}})",
+       "'maxLength'"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string",
+          "minLength": 2}}}})", "'minLength'"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "items": {"$ref":
+          "#/$defs/p"}}}, "$defs": {"p": {"type": "string", "pattern": "a.*"}}})", "'pattern'"},
+      {R"({"type": "object", "properties": {"d": {"type": "string", "format": "date"}}})",
+       "'format'"},
+      {R"({"type": "object", "patternProperties": {"^x": {"type": "integer"}}})",
+       "'patternProperties'"}};
+  for (ToolCallFormat f : {ToolCallFormat::kKimiK2, ToolCallFormat::kDeepSeekV3,
+                           ToolCallFormat::kHarmony, ToolCallFormat::kQwen3Coder}) {
+    SCOPED_TRACE(tool_call_format_name(f));
+    for (const auto& [schema, says] : cases) {
+      ToolCallGrammarOptions o = hermes();
+      o.format = f;
+      // In the XML formats only a parameter read as JSON goes through the engine's schema.
+      const std::string wrapped = std::string(R"({"type": "object", "properties": {"j": )") +
+                                  schema + "}}";
+      o.tools = {{"f", is_xml_tool_call_format(f) ? wrapped : schema}};
+      try {
+        tool_call_structural_tag(o);
+        ADD_FAILURE() << schema << " accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      }
+      o.format = ToolCallFormat::kHermes;
+      o.tools = {{"f", schema}};
+      EXPECT_NO_THROW(tool_call_structural_tag(o)) << schema;
+    }
+    // A property named like those keywords is no bound.
+    ToolCallGrammarOptions o = hermes();
+    o.format = f;
+    o.tools = {{"f", R"({"type": "object", "properties": {"pattern": {"type": "integer"},
+        "format": {"type": "integer"}}})"}};
+    EXPECT_NO_THROW(tool_call_structural_tag(o));
+  }
+}
+
 // gpt-oss: the model's call header, and the template's (as it writes past calls).
 std::string harmony_call(const std::string& name, const std::string& args, bool template_order) {
   if (template_order)
@@ -571,6 +616,7 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
                           ToolCallFormat::kHarmony}) {
     SCOPED_TRACE(tool_call_format_name(f));
     std::mt19937 rng(7);
+    int reasoned = 0;  // reasoning events (harmony's analysis message)
     for (int i = 0; i < 40; ++i) {
       ToolCallGrammarOptions o = hermes(true, /*parallel=*/i % 2 == 0);
       o.format = f;
@@ -585,6 +631,7 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
       parser->push(text, ev);
       parser->flush(ev);
       int calls = 0;
+      for (const OutputEvent& e : ev) reasoned += e.kind == OutputEvent::Kind::kReasoning;
       std::vector<std::string> rendered;  // the parsed calls as the template writes them
       for (size_t k = 0; k < ev.size(); ++k) {
         ASSERT_NE(ev[k].kind, OutputEvent::Kind::kContent)
@@ -619,6 +666,9 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
       if (i % 2 || f == ToolCallFormat::kHarmony) {
         EXPECT_EQ(calls, 1) << text;
       }
+    }
+    if (f == ToolCallFormat::kHarmony) {
+      EXPECT_GT(reasoned, 0);  // the walks took the optional analysis message too
     }
   }
 }
