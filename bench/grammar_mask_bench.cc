@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     generate::GrammarEngine engine(serve::grammar_vocabulary(tok, cfg.vocab), stop);
     const double setup = seconds_since(t0);
     t0 = Clock::now();
-    const auto g = engine.compile({generate::GrammarKind::kJsonSchema, kSchema, {}});
+    const auto g = engine.compile({generate::GrammarKind::kJsonSchema, kSchema, {}, {}});
     const double compile = seconds_since(t0);
     if (argc > 3) {
       t0 = Clock::now();
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       const auto kind = text[0] == '{'                            ? generate::GrammarKind::kJsonSchema
                         : text.find("::=") != std::string::npos ? generate::GrammarKind::kEbnf
                                                                 : generate::GrammarKind::kRegex;
-      engine.compile({kind, text, {}});
+      engine.compile({kind, text, {}, {}});
       std::printf("{\"grammar_bytes\": %zu, \"kind\": %d, \"compile_s\": %.3f}\n", text.size(),
                   int(kind), seconds_since(t0));
     }

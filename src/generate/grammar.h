@@ -21,6 +21,10 @@ struct GrammarSpec {
                      // grammar (GBNF-style EBNF, its start rule `root`); kStructuralTag:
                      // xgrammar's structural tag JSON (tool_call_grammar.h builds it)
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
+  // kStructuralTag: the stop ids that may end the output once the grammar is complete (each
+  // one of the engine's); empty: all of the engine's. gpt-oss's calls end with <|call|>, not
+  // its other stop ids (tool_call_grammar.h).
+  std::vector<TokenId> end_ids;
 };
 
 // A grammar compiled for one vocabulary; shared by the requests that use it (immutable).
@@ -59,6 +63,8 @@ class GrammarEngine {
   // Whether a grammar can ever allow token `id` (false for an id given as "": a special token
   // or an unused id).
   bool writes(TokenId id) const;
+  // Whether `id` is one of the stop ids (never text to a grammar, even when given as text).
+  bool stops(TokenId id) const;
 
   struct Impl;
 

@@ -17,6 +17,7 @@ GrammarEngine::GrammarEngine(const std::vector<std::string>&, std::vector<TokenI
 GrammarEngine::~GrammarEngine() = default;
 int64_t GrammarEngine::vocab() const { return 0; }
 bool GrammarEngine::writes(TokenId) const { return false; }
+bool GrammarEngine::stops(TokenId) const { return false; }
 std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec&) const {
   fail("this build of moex has no grammar engine");
 }

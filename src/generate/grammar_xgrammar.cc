@@ -4,6 +4,7 @@
 #include <dlpack/dlpack.h>
 #include <xgrammar/xgrammar.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -21,8 +22,12 @@ constexpr const char* kAnyObjectSchema = R"({"type": "object"})";
 
 class XgProcessor final : public LogitsProcessor {
  public:
-  XgProcessor(const xgrammar::CompiledGrammar& g, int64_t vocab)
-      : matcher_(g), vocab_(vocab), mask_(size_t(xgrammar::GetBitmaskSize(int(vocab)))) {}
+  // `barred`: stop ids this grammar never ends with (GrammarSpec::end_ids).
+  XgProcessor(const xgrammar::CompiledGrammar& g, int64_t vocab, std::vector<TokenId> barred)
+      : matcher_(g),
+        vocab_(vocab),
+        mask_(size_t(xgrammar::GetBitmaskSize(int(vocab)))),
+        barred_(std::move(barred)) {}
 
   void apply(std::span<float> logits, const TokenHistory&) override {
     int64_t shape[1] = {int64_t(mask_.size())};
@@ -44,6 +49,8 @@ class XgProcessor final : public LogitsProcessor {
         if (!(bits >> (i - w * 32) & 1u)) logits[size_t(i)] = kNegInf;
     }
     for (size_t i = size_t(n); i < logits.size(); ++i) logits[i] = kNegInf;
+    for (TokenId id : barred_)
+      if (size_t(id) < logits.size()) logits[size_t(id)] = kNegInf;
   }
 
   void accept(TokenId token) override {
@@ -57,18 +64,21 @@ class XgProcessor final : public LogitsProcessor {
   xgrammar::GrammarMatcher matcher_;
   int64_t vocab_;
   std::vector<int32_t> mask_;
+  std::vector<TokenId> barred_;
 };
 
 class XgGrammar final : public Grammar {
  public:
-  XgGrammar(xgrammar::CompiledGrammar g, int64_t vocab) : g_(std::move(g)), vocab_(vocab) {}
+  XgGrammar(xgrammar::CompiledGrammar g, int64_t vocab, std::vector<TokenId> barred = {})
+      : g_(std::move(g)), vocab_(vocab), barred_(std::move(barred)) {}
   std::unique_ptr<LogitsProcessor> processor() const override {
-    return std::make_unique<XgProcessor>(g_, vocab_);
+    return std::make_unique<XgProcessor>(g_, vocab_, barred_);
   }
 
  private:
   xgrammar::CompiledGrammar g_;
   int64_t vocab_;
+  std::vector<TokenId> barred_;
 };
 
 }  // namespace
@@ -111,8 +121,22 @@ bool GrammarEngine::writes(TokenId id) const {
   return id >= 0 && size_t(id) < v.size() && !v[size_t(id)].empty();
 }
 
+bool GrammarEngine::stops(TokenId id) const {
+  const auto& s = impl_->info.GetStopTokenIds();
+  return std::find(s.begin(), s.end(), id) != s.end();
+}
+
 std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) const {
   auto& c = impl_->compiler;
+  // The engine's stop ids that this grammar may not end with.
+  std::vector<TokenId> barred;
+  if (!spec.end_ids.empty()) {
+    for (TokenId id : spec.end_ids)
+      if (!stops(id)) fail("grammar: end id ", id, " is not one of the stop ids");
+    for (int32_t id : impl_->info.GetStopTokenIds())
+      if (std::find(spec.end_ids.begin(), spec.end_ids.end(), id) == spec.end_ids.end())
+        barred.push_back(id);
+  }
   try {
     switch (spec.kind) {
       case GrammarKind::kJsonObject:
@@ -130,7 +154,8 @@ std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) c
       case GrammarKind::kEbnf:
         return std::make_shared<XgGrammar>(c.CompileGrammar(spec.text, "root"), vocab());
       case GrammarKind::kStructuralTag:
-        return std::make_shared<XgGrammar>(c.CompileStructuralTag(spec.text), vocab());
+        return std::make_shared<XgGrammar>(c.CompileStructuralTag(spec.text), vocab(),
+                                           std::move(barred));
       case GrammarKind::kChoice: {
         if (spec.choices.empty()) fail("no choices");
         std::string ebnf = "root ::= ";

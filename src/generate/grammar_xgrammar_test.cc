@@ -40,7 +40,7 @@ std::set<TokenId> allowed(LogitsProcessor& p) {
 }
 
 GrammarSpec spec(GrammarKind kind, std::string text, std::vector<std::string> choices = {}) {
-  return GrammarSpec{kind, std::move(text), std::move(choices)};
+  return GrammarSpec{kind, std::move(text), std::move(choices), {}};
 }
 
 TokenId id_of(const std::string& s) {

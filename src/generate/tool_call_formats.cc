@@ -193,6 +193,10 @@ ToolCallFormat detect_tool_call_format(std::string_view t) {
   return ToolCallFormat::kNone;
 }
 
+bool deepseek_calls_in_code_block(std::string_view t) {
+  return t.find("```json") != std::string_view::npos;
+}
+
 ToolCallMarkers tool_call_markers(ToolCallFormat f) {
   switch (f) {
     case ToolCallFormat::kMiniMaxM2: return {"<minimax:tool_call>", "</minimax:tool_call>"};

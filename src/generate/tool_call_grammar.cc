@@ -5,8 +5,10 @@
 #include "generate/tool_call_grammar.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.h"
+#include "generate/marker_text.h"
 #include "generate/xml_tool_grammar.h"
 
 namespace moex::generate {
@@ -26,6 +28,15 @@ json arguments(const GrammarTool& t) {
   json schema = json::parse(t.parameters.empty() ? kAnyObject : t.parameters);
   return {{"type", "json_schema"}, {"json_schema", std::move(schema)}, {"style", "json"},
           {"max_whitespace_cnt", kMaxWhitespace}};
+}
+
+// The arguments of `t` as JSON whose strings hold none of `markers` (the format's parser would
+// end the call there); a schema whose strings xgrammar cannot bound then is refused.
+json arguments_without(const GrammarTool& t, json markers) {
+  json args = arguments(t);
+  check_schema_with_excludes(args["json_schema"], "the parameters of '" + t.name + "'");
+  args["excludes"] = std::move(markers);
+  return args;
 }
 
 json tag(std::string begin, json content, json end) {
@@ -50,8 +61,7 @@ std::vector<json> hermes_tags(const std::vector<GrammarTool>& tools) {
 std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
   std::vector<json> tags;
   for (const GrammarTool& t : tools) {
-    json args = arguments(t);
-    args["excludes"] = {"<|tool_call_end|>", "<|tool_calls_section_end|>"};
+    json args = arguments_without(t, {"<|tool_call_end|>", "<|tool_calls_section_end|>"});
     const json index = {{"type", "grammar"},
                         {"grammar", "root ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]"}};
     const json open = {{"type", "const_string"}, {"value", "<|tool_call_argument_begin|>"}};
@@ -60,6 +70,71 @@ std::vector<json> kimi_tags(const std::vector<GrammarTool>& tools) {
                        "<|tool_call_end|>"));
   }
   return tags;
+}
+
+// DeepSeek: <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜> (V3.1), or
+// <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜> (V3, R1),
+// inside <｜tool▁calls▁begin｜>...<｜tool▁calls▁end｜>. The parser ends a call at the first call
+// end and the block at the first block end: a JSON string cannot hold them. A name is read up
+// to the separator (V3.1) or the newline (code block), then trimmed: one that would read back
+// otherwise is refused.
+std::vector<json> deepseek_tags(const std::vector<GrammarTool>& tools, bool code_block) {
+  const std::vector<std::string> m = tool_call_special_markers(ToolCallFormat::kDeepSeekV3);
+  const std::string& calls_end = m[1];
+  const std::string& call_begin = m[2];
+  const std::string& call_end = m[3];
+  const std::string& sep = m[4];
+  std::vector<json> tags;
+  for (const GrammarTool& t : tools) {
+    bool ok = !t.name.empty() && trim(t.name) == t.name && t.name != "function";
+    for (const std::string& marker : m) ok = ok && t.name.find(marker) == std::string::npos;
+    for (const unsigned char c : t.name) ok = ok && c >= 0x20;
+    if (!ok)
+      fail("function '", t.name, "' cannot be written in the deepseek_v3 format (a name there "
+           "is not \"function\", has no control characters, no whitespace at its ends and no "
+           "call markers)");
+    json args = arguments_without(t, {call_end, calls_end});
+    if (code_block)
+      tags.push_back(tag(call_begin + "function" + sep + t.name + "\n```json\n", std::move(args),
+                         "\n```" + call_end));
+    else
+      tags.push_back(tag(call_begin + t.name + sep, std::move(args), call_end));
+  }
+  return tags;
+}
+
+// gpt-oss (harmony): after the prompt's `<|start|>assistant`, an optional analysis message
+// (reasoning: free text up to <|end|>, then the next message's start), then one message to
+// the function: `<|channel|>commentary to=functions.N <|constrain|>json<|message|>{...}` as
+// the model writes it, or ` to=functions.N<|channel|>commentary json<|message|>{...}` as the
+// template writes past calls. The call ends with the <|call|> token, a stop id: the grammar
+// ends after the arguments and serve lets only that stop id end it (GrammarSpec::end_ids).
+// harmony.cc ends a message at the first of its end markers and reads the recipient up to a
+// space or '<': neither text nor arguments may hold the markers, a name neither.
+json harmony_format(const std::vector<GrammarTool>& tools) {
+  const json markers = {"<|start|>", "<|end|>",       "<|channel|>", "<|message|>",
+                        "<|call|>",  "<|constrain|>", "<|return|>"};
+  json text = {{"type", "any_text"}, {"excludes", markers}};
+  json analysis = {{"type", "optional"},
+                   {"content", tag("<|channel|>analysis<|message|>", std::move(text),
+                                   "<|end|><|start|>assistant")}};
+  std::vector<json> calls;
+  for (const GrammarTool& t : tools) {
+    bool ok = !t.name.empty();
+    for (const unsigned char c : t.name) ok = ok && c > 0x20 && c != '<';
+    if (!ok)
+      fail("function '", t.name, "' cannot be written in the harmony format (a name there has "
+           "no spaces, '<' or control characters)");
+    const json args = arguments_without(t, markers);
+    const std::string to = "to=functions." + t.name;
+    for (const std::string& header : {"<|channel|>commentary " + to + " <|constrain|>json",
+                                      " " + to + "<|channel|>commentary json"}) {
+      const json open = {{"type", "const_string"}, {"value", header + "<|message|>"}};
+      calls.push_back({{"type", "sequence"}, {"elements", {open, args}}});
+    }
+  }
+  return {{"type", "sequence"},
+          {"elements", {std::move(analysis), {{"type", "or"}, {"elements", std::move(calls)}}}}};
 }
 
 json thinking(GrammarThinking t) {
@@ -72,18 +147,45 @@ json thinking(GrammarThinking t) {
 
 }  // namespace
 
+void check_schema_with_excludes(const json& schema, const std::string& where) {
+  static const std::set<std::string> kUnguarded = {"minLength",         "maxLength", "pattern",
+                                                   "format",            "patternProperties",
+                                                   "propertyNames"};
+  // Keywords whose values are data, not schemas; and maps of names to schemas.
+  static const std::set<std::string> kData = {"enum", "const", "default", "examples",
+                                              "description", "title", "$comment", "required"};
+  static const std::set<std::string> kMaps = {"properties", "$defs", "definitions",
+                                              "dependentSchemas"};
+  if (schema.is_array()) {
+    for (const json& s : schema) check_schema_with_excludes(s, where);
+    return;
+  }
+  if (!schema.is_object()) return;
+  for (const auto& [k, v] : schema.items()) {
+    if (kUnguarded.count(k))
+      fail(where, ": '", k, "' is not constrained by moex's grammar engine (xgrammar 0.2.9) "
+           "once the format's call markers are kept out of the arguments' strings");
+    if (kData.count(k)) continue;
+    if (kMaps.count(k) && v.is_object()) {
+      for (const auto& [name, s] : v.items()) check_schema_with_excludes(s, where);
+      continue;
+    }
+    check_schema_with_excludes(v, where);
+  }
+}
+
 bool tool_call_grammar_supported(ToolCallFormat f) {
   return f == ToolCallFormat::kHermes || f == ToolCallFormat::kKimiK2 ||
+         f == ToolCallFormat::kDeepSeekV3 || f == ToolCallFormat::kHarmony ||
          is_xml_tool_call_format(f);
 }
 
 const char* tool_call_grammar_refusal(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kDeepSeekV3:
-      return "its calls (two shapes: V3/R1's json code block, V3.1's bare arguments) have no "
-             "grammar written yet";
     case ToolCallFormat::kHarmony:
-      return "its calls are messages in channels, which moex does not constrain";
+      return "its calls are messages in channels, constrained for tool_choice \"required\" or a "
+             "named function only: under \"auto\" a call may begin in either of two header "
+             "orders anywhere in the answer, which moex does not watch for";
     case ToolCallFormat::kNone: return "the template writes no tool calls";
     default: return "";
   }
@@ -94,21 +196,34 @@ std::string tool_call_structural_tag(const ToolCallGrammarOptions& o) {
     fail("tool-call format '", tool_call_format_name(o.format), "' cannot be constrained: ",
          tool_call_grammar_refusal(o.format));
   if (o.tools.empty()) fail("constrained tool calls need at least one tool");
+  if (o.format == ToolCallFormat::kHarmony) {
+    if (!o.required)
+      fail("tool-call format 'harmony' cannot be constrained under tool_choice \"auto\": ",
+           tool_call_grammar_refusal(o.format));
+    return json{{"type", "structural_tag"}, {"format", harmony_format(o.tools)}}.dump();
+  }
   std::vector<json> tags;
   if (o.format == ToolCallFormat::kHermes) {
     tags = hermes_tags(o.tools);
   } else if (o.format == ToolCallFormat::kKimiK2) {
     tags = kimi_tags(o.tools);
+  } else if (o.format == ToolCallFormat::kDeepSeekV3) {
+    tags = deepseek_tags(o.tools, o.deepseek_code_block);
   } else {
     for (const GrammarTool& t : o.tools) tags.push_back(xml_call_tag(o.format, t));
   }
   // What opens a call in free text, and what separates calls (the template's newline).
   const std::string trigger = tool_call_markers(o.format).begin;
   json calls;
-  if (o.format == ToolCallFormat::kMiniMaxM2 || o.format == ToolCallFormat::kKimiK2) {
-    // One block holds the calls: <invoke ...>...</invoke>\n each (minimax_m2), or
-    // <|tool_call_begin|>...<|tool_call_end|> each (kimi_k2, no newline after its begin).
-    const json invokes = {{"type", "tags_with_separator"}, {"tags", tags}, {"separator", ""},
+  if (o.format == ToolCallFormat::kMiniMaxM2 || o.format == ToolCallFormat::kKimiK2 ||
+      o.format == ToolCallFormat::kDeepSeekV3) {
+    // One block holds the calls: <invoke ...>...</invoke>\n each (minimax_m2),
+    // <|tool_call_begin|>...<|tool_call_end|> each (kimi_k2, no newline after its begin), or
+    // DeepSeek's calls (a newline apart in V3/R1's shape, nothing between in V3.1's).
+    const std::string separator =
+        o.format == ToolCallFormat::kDeepSeekV3 && o.deepseek_code_block ? "\n" : "";
+    const json invokes = {{"type", "tags_with_separator"}, {"tags", tags},
+                          {"separator", separator},
                           {"at_least_one", true}, {"stop_after_first", !o.parallel}};
     const std::string end = tool_call_markers(o.format).end;
     const std::string opened = o.format == ToolCallFormat::kMiniMaxM2 ? "\n" : "";

@@ -5,6 +5,7 @@
 // its arguments are constrained).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,26 @@ struct ToolCallGrammarOptions {
   bool required = true;
   bool parallel = true;  // more than one call (parallel_tool_calls); false: exactly one
   GrammarThinking thinking = GrammarThinking::kNone;
+  // deepseek_v3 only: which of its two shapes the template writes (true: V3/R1's
+  // `function<｜tool▁sep｜>NAME\n```json\nARGS\n```` with calls a newline apart; false: V3.1's
+  // `NAME<｜tool▁sep｜>ARGS`). deepseek_calls_in_code_block (tool_calls.h) reads it off a template.
+  bool deepseek_code_block = false;
 };
 
-// Whether the format's calls can be constrained: hermes and kimi_k2 (JSON arguments) and the
-// XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h). Not deepseek_v3 and
-// harmony: tool_call_grammar_refusal(f) says why, for the client.
+// Whether the format's calls can be constrained: hermes, kimi_k2, deepseek_v3 and harmony
+// (JSON arguments) and the XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h).
+// harmony only with `required` (one call, ending with gpt-oss's <|call|> stop id: the caller
+// lets only that one end it, GrammarSpec::end_ids); tool_call_grammar_refusal(f) says why not
+// under "auto", for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
 const char* tool_call_grammar_refusal(ToolCallFormat f);
+
+// Throws moex::Error naming `where` and the keyword when `schema` bounds a string in a way that
+// xgrammar 0.2.9 drops or leaves unguarded once a format's markers are excluded from the
+// arguments' strings (as every format but Hermes needs): minLength / maxLength are not enforced
+// then, and strings with a pattern or format, and patterned keys, are not kept free of the
+// markers. Such arguments could fail their schema or end the call early.
+void check_schema_with_excludes(const nlohmann::ordered_json& schema, const std::string& where);
 
 // The structural tag's JSON text for `o`. Throws moex::Error for an unsupported format or no
 // tools. The schemas are not bounded here: check them first (serve/structured_output.h).

@@ -1,7 +1,8 @@
-// Constrained tool calls on a byte vocabulary: the structural tag of each format (Hermes and
-// the XML formats qwen3_coder, glm45, minimax_m2) accepts the calls its template writes and
-// refuses other names, invalid arguments and text where a call must be; random walks through
-// the mask always give output that the format's parser reads as calls with valid arguments.
+// Constrained tool calls on a byte vocabulary: the structural tag of each format (Hermes,
+// kimi_k2, deepseek_v3, harmony and the XML formats qwen3_coder, glm45, minimax_m2) accepts
+// the calls its template writes and refuses other names, invalid arguments and text where a
+// call must be; random walks through the mask always give output that the format's parser
+// reads as calls with valid arguments.
 #include "generate/tool_call_grammar.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "generate/generator.h"
 #include "generate/grammar.h"
+#include "generate/harmony.h"
 #include "generate/xml_tool_grammar.h"
 
 namespace moex::generate::tool_call_grammar_test {
@@ -29,7 +31,10 @@ const std::vector<std::string>& vocab() {
     for (const char* s : {"<tool_call>", "</tool_call>", "\"arguments\": ", "Paris", "city",
                           "</parameter>", "\n</parameter>\n", "</param", "</function>", "</",
                           "</invoke>", "</minimax:tool_call>", "</arg_value>", "</arg_value>\n",
-                          "</tool_", "<|tool_call_end|>", "<|tool_calls_section_end|>"})
+                          "</tool_", "<|tool_call_end|>", "<|tool_calls_section_end|>",
+                          "<\uFF5Ctool\u2581call\u2581end\uFF5C>", "\n```",
+                          "<\uFF5Ctool\u2581calls\u2581end\uFF5C>", "<\uFF5Ctool", "<|end|>",
+                          "<|start|>", "<|call|>", "<|channel|>", "<|message|>"})
       v.push_back(s);
     return v;
   }();
@@ -50,7 +55,7 @@ constexpr const char* kTime = R"({"type": "object", "properties": {
     "utc": {"type": "boolean"}}, "required": ["utc"]})";
 
 std::unique_ptr<LogitsProcessor> processor(ToolCallGrammarOptions o) {
-  return engine().compile({GrammarKind::kStructuralTag, tool_call_structural_tag(o), {}})
+  return engine().compile({GrammarKind::kStructuralTag, tool_call_structural_tag(o), {}, {}})
       ->processor();
 }
 
@@ -150,10 +155,11 @@ TEST(ToolCallGrammar, ThinkingBeforeTheCalls) {
 }
 
 TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedNamingThemAndWhy) {
-  for (ToolCallFormat f : {ToolCallFormat::kDeepSeekV3, ToolCallFormat::kHarmony}) {
-    ToolCallGrammarOptions o = hermes();
+  // No format is left without one but kNone; harmony under "auto" is refused saying why.
+  ToolCallGrammarOptions o = hermes(/*required=*/false);
+  for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kHarmony}) {
     o.format = f;
-    EXPECT_FALSE(tool_call_grammar_supported(f));
+    EXPECT_EQ(tool_call_grammar_supported(f), f == ToolCallFormat::kHarmony);
     try {
       tool_call_structural_tag(o);
       ADD_FAILURE() << tool_call_format_name(f) << " accepted";
@@ -162,6 +168,110 @@ TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedNamingThemAndWhy) {
       EXPECT_NE(std::string(e.what()).find(tool_call_grammar_refusal(f)), std::string::npos);
     }
   }
+}
+
+// xgrammar 0.2.9 drops minLength / maxLength from strings that exclude markers, and keeps
+// patterned and formatted strings (and patterned keys) as the schema says, markers and all:
+// every format that excludes its markers from the arguments refuses such schemas; Hermes,
+// which excludes nothing, takes them.
+TEST(ToolCallGrammar, StringBoundsTheEngineDropsUnderExclusionsAreRefused) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}})",
+       "'maxLength'"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string",
+          "minLength": 2}}}})", "'minLength'"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "items": {"$ref":
+          "#/$defs/p"}}}, "$defs": {"p": {"type": "string", "pattern": "a.*"}}})", "'pattern'"},
+      {R"({"type": "object", "properties": {"d": {"type": "string", "format": "date"}}})",
+       "'format'"},
+      {R"({"type": "object", "patternProperties": {"^x": {"type": "integer"}}})",
+       "'patternProperties'"}};
+  for (ToolCallFormat f : {ToolCallFormat::kKimiK2, ToolCallFormat::kDeepSeekV3,
+                           ToolCallFormat::kHarmony, ToolCallFormat::kQwen3Coder}) {
+    SCOPED_TRACE(tool_call_format_name(f));
+    for (const auto& [schema, says] : cases) {
+      ToolCallGrammarOptions o = hermes();
+      o.format = f;
+      // In the XML formats only a parameter read as JSON goes through the engine's schema.
+      const std::string wrapped = std::string(R"({"type": "object", "properties": {"j": )") +
+                                  schema + "}}";
+      o.tools = {{"f", is_xml_tool_call_format(f) ? wrapped : schema}};
+      try {
+        tool_call_structural_tag(o);
+        ADD_FAILURE() << schema << " accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      }
+      o.format = ToolCallFormat::kHermes;
+      o.tools = {{"f", schema}};
+      EXPECT_NO_THROW(tool_call_structural_tag(o)) << schema;
+    }
+    // A property named like those keywords is no bound.
+    ToolCallGrammarOptions o = hermes();
+    o.format = f;
+    o.tools = {{"f", R"({"type": "object", "properties": {"pattern": {"type": "integer"},
+        "format": {"type": "integer"}}})"}};
+    EXPECT_NO_THROW(tool_call_structural_tag(o));
+  }
+}
+
+// gpt-oss: the model's call header, and the template's (as it writes past calls).
+std::string harmony_call(const std::string& name, const std::string& args, bool template_order) {
+  if (template_order)
+    return " to=functions." + name + "<|channel|>commentary json<|message|>" + args;
+  return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>" + args;
+}
+const std::string kAnalysis = "<|channel|>analysis<|message|>The user wants <b>weather</b>."
+                              "<|end|><|start|>assistant";
+
+TEST(ToolCallGrammar, HarmonyTakesOneCallAfterOptionalReasoning) {
+  ToolCallGrammarOptions o = hermes(true, /*parallel=*/false);
+  o.format = ToolCallFormat::kHarmony;
+  for (bool t : {false, true}) {
+    SCOPED_TRACE(t ? "template's header order" : "model's header order");
+    EXPECT_TRUE(accepts(o, harmony_call("get_weather", "{\"city\": \"Paris\"}", t)));
+    EXPECT_TRUE(accepts(o, kAnalysis + harmony_call("get_time", "{\"utc\": true}", t)));
+    EXPECT_FALSE(accepts(o, harmony_call("get_news", "{}", t)));
+    EXPECT_FALSE(accepts(o, harmony_call("get_weather", "{\"city\": \"Rome\"}", t)));
+    EXPECT_FALSE(accepts(o, harmony_call("get_weather", "{\"city\":   \"Paris\"}", t)));
+    EXPECT_FALSE(accepts(o, harmony_call("get_weather", "{\"city\": \"Paris\", \"note\": "
+                                                        "\"a<|end|>\"}", t)));
+    // One call: it ends the answer (its <|call|> is a stop id).
+    EXPECT_FALSE(accepts(o, harmony_call("get_time", "{\"utc\": true}", t) + "<|call|>" +
+                                harmony_call("get_time", "{\"utc\": true}", t)));
+  }
+  EXPECT_FALSE(accepts(o, ""));
+  EXPECT_FALSE(accepts(o, "<|channel|>final<|message|>It is sunny."));
+  EXPECT_FALSE(accepts(o, kAnalysis));  // reasoning alone
+  EXPECT_FALSE(accepts(o, "<|channel|>analysis<|message|>a<|call|>b<|end|><|start|>assistant" +
+                              harmony_call("get_time", "{\"utc\": true}", false)));
+  EXPECT_FALSE(
+      accepts(o, kAnalysis + kAnalysis + harmony_call("get_time", "{\"utc\": true}", false)));
+  o.tools = {{"get time", kTime}};  // the parser reads the recipient up to a space
+  EXPECT_THROW(tool_call_structural_tag(o), Error);
+}
+
+// The call ends with <|call|>, one of gpt-oss's stop ids: GrammarSpec::end_ids leaves it the
+// only one allowed after the arguments.
+TEST(ToolCallGrammar, HarmonyEndsWithTheCallToken) {
+  const TokenId call = TokenId(std::find(vocab().begin(), vocab().end(), "<|call|>") -
+                               vocab().begin());
+  GrammarEngine two_stops(vocab(), {kStop, call});
+  ToolCallGrammarOptions o = hermes();
+  o.format = ToolCallFormat::kHarmony;
+  const std::string tag = tool_call_structural_tag(o);
+  EXPECT_TRUE(two_stops.stops(call));
+  for (bool only_call : {false, true}) {
+    GrammarSpec spec{GrammarKind::kStructuralTag, tag, {}, {}};
+    if (only_call) spec.end_ids = {call};
+    auto p = two_stops.compile(spec)->processor();
+    ASSERT_TRUE(feed(*p, kAnalysis + harmony_call("get_time", "{\"utc\": false}", false)));
+    const std::vector<TokenId> want =
+        only_call ? std::vector<TokenId>{call} : std::vector<TokenId>{kStop, call};
+    EXPECT_EQ(allowed(*p), want);
+  }
+  GrammarSpec not_a_stop{GrammarKind::kStructuralTag, tag, {}, {TokenId('a')}};
+  EXPECT_THROW(two_stops.compile(not_a_stop), Error);
 }
 
 // Kimi-K2: its markers are special tokens (given to the engine as their text by serve); here
@@ -196,6 +306,77 @@ TEST(ToolCallGrammar, KimiTakesTheTemplatesCallsAndNothingElse) {
   o.parallel = true;
   EXPECT_TRUE(accepts(o, "Let me see. " + kimi({"get_time {\"utc\": true}"})));
   EXPECT_FALSE(accepts(o, "Let me see. " + kimi({"get_time {\"utc\": 1}"})));
+}
+
+// DeepSeek's markers (special tokens in its tokenizers, text to the engine as for Kimi-K2).
+const std::string kDsCallsBegin = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>";
+const std::string kDsCallsEnd = "<\uFF5Ctool\u2581calls\u2581end\uFF5C>";
+const std::string kDsCallBegin = "<\uFF5Ctool\u2581call\u2581begin\uFF5C>";
+const std::string kDsCallEnd = "<\uFF5Ctool\u2581call\u2581end\uFF5C>";
+const std::string kDsSep = "<\uFF5Ctool\u2581sep\uFF5C>";
+
+// Calls ("NAME ARGS" each) as DeepSeek's templates write them: V3/R1 (R1-Distill-Qwen-32B,
+// llama.cpp's deepseek-r1) with a json code block and a newline between calls, V3.1 bare.
+std::string deepseek(bool code_block, const std::vector<std::string>& calls) {
+  std::string out = kDsCallsBegin;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const size_t sp = calls[i].find(' ');
+    const std::string name = calls[i].substr(0, sp), args = calls[i].substr(sp + 1);
+    if (code_block)
+      out += (i ? "\n" : "") + kDsCallBegin + "function" + kDsSep + name + "\n```json\n" +
+             args + "\n```" + kDsCallEnd;
+    else
+      out += kDsCallBegin + name + kDsSep + args + kDsCallEnd;
+  }
+  return out + kDsCallsEnd;
+}
+
+ToolCallGrammarOptions deepseek_options(bool code_block) {
+  ToolCallGrammarOptions o = hermes();
+  o.format = ToolCallFormat::kDeepSeekV3;
+  o.deepseek_code_block = code_block;
+  return o;
+}
+
+TEST(ToolCallGrammar, DeepSeekTakesItsTemplatesShapeAndNothingElse) {
+  EXPECT_TRUE(tool_call_grammar_supported(ToolCallFormat::kDeepSeekV3));
+  for (bool cb : {true, false}) {
+    SCOPED_TRACE(cb ? "V3/R1 code block" : "V3.1 bare");
+    ToolCallGrammarOptions o = deepseek_options(cb);
+    EXPECT_TRUE(accepts(o, deepseek(cb, {"get_weather {\"city\": \"Paris\"}"})));
+    EXPECT_TRUE(accepts(o, deepseek(cb, {"get_weather {\"city\": \"Paris\", \"days\": 2}",
+                                         "get_time {\"utc\": false}"})));
+    EXPECT_FALSE(accepts(o, deepseek(!cb, {"get_time {\"utc\": true}"})));  // the other shape
+    EXPECT_FALSE(accepts(o, deepseek(cb, {"get_news {}"})));
+    EXPECT_FALSE(accepts(o, deepseek(cb, {"get_weather {\"city\": \"Rome\"}"})));
+    EXPECT_FALSE(accepts(o, deepseek(cb, {"get_weather {\"days\": 2}"})));
+    EXPECT_FALSE(accepts(o, deepseek(cb, {"get_weather {\"city\":   \"Paris\"}"})));
+    EXPECT_FALSE(accepts(o, deepseek(cb, {"get_weather {\"city\": \"Paris\", \"note\": \"a" +
+                                             kDsCallEnd + "\"}"})));
+    EXPECT_FALSE(accepts(o, "Sure. " + deepseek(cb, {"get_time {\"utc\": true}"})));
+    EXPECT_FALSE(accepts(o, ""));
+    o.parallel = false;
+    EXPECT_FALSE(
+        accepts(o, deepseek(cb, {"get_time {\"utc\": true}", "get_time {\"utc\": true}"})));
+    o.required = false;
+    o.parallel = true;
+    EXPECT_TRUE(accepts(o, "Let me see. " + deepseek(cb, {"get_time {\"utc\": true}"})));
+    EXPECT_FALSE(accepts(o, "Let me see. " + deepseek(cb, {"get_time {\"utc\": 1}"})));
+  }
+  ToolCallGrammarOptions o = deepseek_options(true);
+  o.tools = {{"function", kTime}};  // the parser would read the next line as the name
+  EXPECT_THROW(tool_call_structural_tag(o), Error);
+  o.tools = {{"get\ntime", kTime}};
+  EXPECT_THROW(tool_call_structural_tag(o), Error);
+}
+
+TEST(ToolCallGrammar, DeepSeekShapeIsReadOffTheTemplate) {
+  EXPECT_TRUE(deepseek_calls_in_code_block(
+      "{{'<\uFF5Ctool\u2581call\u2581begin\uFF5C>' + tool['type'] + '<\uFF5Ctool\u2581sep\uFF5C>' "
+      "+ tool['function']['name'] + '\\n' + '```json' + '\\n' + args}}"));
+  EXPECT_FALSE(deepseek_calls_in_code_block(
+      "{{'<\uFF5Ctool\u2581call\u2581begin\uFF5C>' + tool['function']['name'] + "
+      "'<\uFF5Ctool\u2581sep\uFF5C>' + tool['function']['arguments'] | tojson}}"));
 }
 
 // --- The XML formats -------------------------------------------------------------------------
@@ -362,7 +543,8 @@ TEST(ToolCallGrammar, TextAvoidingMatchesItsDefinitionOnEveryShortString) {
   const std::string alphabet = "</a> ";
   for (bool trimmed : {false, true}) {
     // '#' closes the text (the grammar's own end is not used: see xml_tool_grammar.cc).
-    auto g = engine().compile({GrammarKind::kEbnf, ebnf_text_avoiding(avoid, trimmed, "#"), {}});
+    auto g =
+        engine().compile({GrammarKind::kEbnf, ebnf_text_avoiding(avoid, trimmed, "#"), {}, {}});
     std::vector<std::string> level = {""};
     int checked = 0;
     for (int len = 0; len <= 6; ++len) {
@@ -429,20 +611,27 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
       kWeather + R"(}}, {"type": "function", "function": {"name": "get_time", "parameters": )" +
       kTime + "}}]");
   for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kKimiK2,
-                          ToolCallFormat::kQwen3Coder, ToolCallFormat::kGlm45,
-                          ToolCallFormat::kMiniMaxM2}) {
+                          ToolCallFormat::kDeepSeekV3, ToolCallFormat::kQwen3Coder,
+                          ToolCallFormat::kGlm45, ToolCallFormat::kMiniMaxM2,
+                          ToolCallFormat::kHarmony}) {
     SCOPED_TRACE(tool_call_format_name(f));
     std::mt19937 rng(7);
+    int reasoned = 0;  // reasoning events (harmony's analysis message)
     for (int i = 0; i < 40; ++i) {
       ToolCallGrammarOptions o = hermes(true, /*parallel=*/i % 2 == 0);
       o.format = f;
+      o.deepseek_code_block = i % 4 < 2;  // both of DeepSeek's shapes
       auto p = processor(o);
       const std::string text = walk(*p, rng);
-      auto parser = make_tool_call_parser(f, {.schemas = ToolSchemas(tools), .parallel = true});
+      auto parser =
+          f == ToolCallFormat::kHarmony
+              ? make_harmony_parser({})
+              : make_tool_call_parser(f, {.schemas = ToolSchemas(tools), .parallel = true});
       OutputEvents ev;
       parser->push(text, ev);
       parser->flush(ev);
       int calls = 0;
+      for (const OutputEvent& e : ev) reasoned += e.kind == OutputEvent::Kind::kReasoning;
       std::vector<std::string> rendered;  // the parsed calls as the template writes them
       for (size_t k = 0; k < ev.size(); ++k) {
         ASSERT_NE(ev[k].kind, OutputEvent::Kind::kContent)
@@ -474,9 +663,12 @@ TEST(ToolCallGrammar, RandomWalksParseAsValidCalls) {
         EXPECT_EQ(answer(f, rendered), text);
       }
       EXPECT_GE(calls, 1) << text;
-      if (i % 2) {
+      if (i % 2 || f == ToolCallFormat::kHarmony) {
         EXPECT_EQ(calls, 1) << text;
       }
+    }
+    if (f == ToolCallFormat::kHarmony) {
+      EXPECT_GT(reasoned, 0);  // the walks took the optional analysis message too
     }
   }
 }

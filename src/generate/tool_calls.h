@@ -27,6 +27,11 @@ const char* tool_call_format_name(ToolCallFormat f);
 // The format a chat template's source writes tool calls in (what its assistant turns show).
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 
+// deepseek_v3's two shapes: true when the template writes V3/R1's calls (`function`, the
+// separator, the name, then the arguments in a ```json code block), false for V3.1's bare
+// `NAME<｜tool▁sep｜>ARGS`. The parser reads both; a grammar writes the template's.
+bool deepseek_calls_in_code_block(std::string_view template_source);
+
 // One parsed call: arguments as JSON text (an object).
 struct ParsedToolCall {
   std::string name;

@@ -210,9 +210,10 @@ ojson text_value(const XmlSyntax& s, const ojson& prop, const std::string& where
 
 // A value read as JSON (its `type` names a JSON type other than string). The root's $defs go
 // with it, so that its "#/$defs/..." references resolve.
-ojson json_value(const XmlSyntax& s, ojson prop, const ojson& root) {
+ojson json_value(const XmlSyntax& s, ojson prop, const ojson& root, const std::string& where) {
   for (const char* defs : {"$defs", "definitions"})
     if (root.contains(defs) && !prop.contains(defs)) prop[defs] = root[defs];
+  check_schema_with_excludes(prop, where);
   return {{"type", "json_schema"}, {"json_schema", std::move(prop)}, {"style", "json"},
           {"max_whitespace_cnt", 1}, {"excludes", s.avoid}};
 }
@@ -261,7 +262,7 @@ ojson arguments(const XmlSyntax& s, const GrammarTool& t) {
     check_name(s, pwhere, key);
     ojson param = read_as_json(prop)
                       ? sequence({const_string(s.key_open + key + s.key_close),
-                                  json_value(s, prop, schema), const_string(s.value_close)})
+                                  json_value(s, prop, schema, pwhere), const_string(s.value_close)})
                       : sequence({const_string(s.key_open + key + s.key_close),
                                   text_value(s, prop, pwhere)});
     elements.push_back(required.count(key) ? std::move(param)

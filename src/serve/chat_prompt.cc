@@ -41,6 +41,7 @@ ChatPrompt::ChatPrompt(const chat::ChatTemplateSource& src,
       tokenizer_(std::move(tokenizer)) {
   if (tools_src.origin != src.origin) tools_template_ = parse_template(tools_src);
   tool_format_ = generate::detect_tool_call_format(tools_src.source);
+  deepseek_code_block_ = generate::deepseek_calls_in_code_block(tools_src.source);
   reasoning_ = generate::detect_reasoning_format(src.source);
   developer_as_system_ = !knows_developer(src.source);
   tools_developer_as_system_ = !knows_developer(tools_src.source);

@@ -48,6 +48,9 @@ class ChatPrompt {
   // when there is one).
   generate::ToolCallFormat tool_call_format() const { return tool_format_; }
   generate::ReasoningFormat reasoning_format() const { return reasoning_; }
+  // deepseek_v3: whether the template writes V3/R1's calls (arguments in a ```json block) or
+  // V3.1's bare ones (generate::deepseek_calls_in_code_block).
+  bool deepseek_code_block() const { return deepseek_code_block_; }
   // True when the template (the tool_use one for `tools`) never mentions "developer": OpenAI's
   // developer role, which such a template drops or refuses, is rendered as "system" (as
   // llama-server does). Templates that know it (gpt-oss's harmony) get it as it is.
@@ -65,6 +68,7 @@ class ChatPrompt {
   generate::ToolCallFormat tool_format_ = generate::ToolCallFormat::kNone;
   generate::ReasoningFormat reasoning_ = generate::ReasoningFormat::kNone;
   bool developer_as_system_ = false, tools_developer_as_system_ = false;
+  bool deepseek_code_block_ = false;
 };
 
 nlohmann::ordered_json chat_message(const std::string& role, const std::string& content);

@@ -215,6 +215,7 @@ std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPro
 
   generate::ToolCallGrammarOptions o;
   o.format = format;
+  o.deepseek_code_block = chat.deepseek_code_block();
   o.required = required;
   o.parallel = f.parallel && f.choice != ToolChoice::kNamed;
   size_t bytes = 0;
@@ -242,9 +243,19 @@ std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPro
                  : p.ends_with("</think>")               ? generate::GrammarThinking::kNone
                                                          : generate::GrammarThinking::kOptional;
   }
+  // gpt-oss's call ends with its <|call|> token, a stop id: the only one that may end the
+  // answer (the others, <|return|> and <|endoftext|>, end a final answer).
+  std::vector<int32_t> end_ids;
+  if (format == generate::ToolCallFormat::kHarmony) {
+    const std::optional<int32_t> call = tok ? tok->token_to_id("<|call|>") : std::nullopt;
+    if (!call || !engine || !engine->stops(*call))
+      bad_request(field, str_cat("'", field, "' is not supported for this model: its calls end "
+                                 "with the <|call|> token, which is not one of its stop ids"));
+    end_ids.push_back(*call);
+  }
   try {
     return GrammarField{field, {generate::GrammarKind::kStructuralTag,
-                                generate::tool_call_structural_tag(o), {}}};
+                                generate::tool_call_structural_tag(o), {}, std::move(end_ids)}};
   } catch (const Error& e) {
     bad_request(field, str_cat("'", field, "' cannot be constrained: ", e.what()));
   }

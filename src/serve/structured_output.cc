@@ -106,7 +106,8 @@ std::optional<GrammarField> parse_response_format(const ojson& v) {
     if (key != "type" && !(key == "json_schema" && type == "json_schema"))
       refuse(k + "." + key, str_cat("is not taken with type \"", type, "\""));
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return GrammarField{k, {generate::GrammarKind::kJsonObject, "", {}}};
+  if (type == "json_object")
+    return GrammarField{k, {generate::GrammarKind::kJsonObject, "", {}, {}}};
   if (type != "json_schema")
     refuse(k + ".type", str_cat("must be \"text\", \"json_object\" or \"json_schema\", got \"",
                                 type, "\""));
@@ -127,8 +128,9 @@ std::optional<GrammarField> parse_response_format(const ojson& v) {
   }
   const auto s = j->find("schema");
   if (s == j->end()) refuse(js + ".schema", "is required");
-  return GrammarField{js + ".schema",
-                      {generate::GrammarKind::kJsonSchema, schema_text(*s, js + ".schema"), {}}};
+  return GrammarField{
+      js + ".schema",
+      {generate::GrammarKind::kJsonSchema, schema_text(*s, js + ".schema"), {}, {}}};
 }
 
 GrammarField parse_guided_json(const ojson& v) {
@@ -139,9 +141,9 @@ GrammarField parse_guided_json(const ojson& v) {
       refuse(k, str_cat("is ", text.size(), " bytes; at most ", kMaxSchemaBytes, " are taken"));
     const ojson parsed = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded()) refuse(k, "is a string but not JSON");
-    return {k, {generate::GrammarKind::kJsonSchema, schema_text(parsed, k), {}}};
+    return {k, {generate::GrammarKind::kJsonSchema, schema_text(parsed, k), {}, {}}};
   }
-  return {k, {generate::GrammarKind::kJsonSchema, schema_text(v, k), {}}};
+  return {k, {generate::GrammarKind::kJsonSchema, schema_text(v, k), {}, {}}};
 }
 
 GrammarField parse_guided_regex(const ojson& v) {
@@ -151,14 +153,14 @@ GrammarField parse_guided_regex(const ojson& v) {
   if (r.empty()) refuse(k, "must not be empty");
   if (r.size() > kMaxRegexBytes)
     refuse(k, str_cat("is ", r.size(), " bytes; at most ", kMaxRegexBytes, " are taken"));
-  return {k, {generate::GrammarKind::kRegex, r, {}}};
+  return {k, {generate::GrammarKind::kRegex, r, {}, {}}};
 }
 
 GrammarField parse_guided_choice(const ojson& v) {
   const std::string k = "guided_choice";
   if (!v.is_array() || v.empty()) refuse(k, "must be a non-empty array of strings");
   if (v.size() > kMaxChoices) refuse(k, str_cat("holds at most ", kMaxChoices, " strings"));
-  GrammarField g{k, {generate::GrammarKind::kChoice, "", {}}};
+  GrammarField g{k, {generate::GrammarKind::kChoice, "", {}, {}}};
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string f = str_cat(k, "[", i, "]");
     if (!v[i].is_string()) refuse(f, "must be a string");
@@ -176,7 +178,7 @@ GrammarField parse_grammar(const std::string& k, const ojson& v) {
   if (g.empty()) refuse(k, "must not be empty");
   if (g.size() > kMaxGrammarBytes)
     refuse(k, str_cat("is ", g.size(), " bytes; at most ", kMaxGrammarBytes, " are taken"));
-  return {k, {generate::GrammarKind::kEbnf, g, {}}};
+  return {k, {generate::GrammarKind::kEbnf, g, {}, {}}};
 }
 
 std::shared_ptr<const generate::Grammar> compile_grammar(const GrammarField& g,

@@ -4,6 +4,7 @@
 // constrain, no grammar engine.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -36,25 +37,24 @@ struct Model : testing::TestModel {
   std::unique_ptr<generate::GrammarEngine> engine;
 };
 
-// GLM-4.5's tokenizer has its call markers as special tokens (its tokenizer_config.json lists
-// them among the additional special tokens); here the synthetic tokenizer's spare special
-// tokens become them, and its template writes glm45 calls.
-struct GlmModel : testing::TestModel {
-  explicit GlmModel(bool markers_to_engine = true) {
-    write_synthetic_tokenizer(dir.path(), SyntheticTokenizerArgs{kVocab, 3 + 6});
+// A model whose tokenizer has `markers` as special tokens (the synthetic tokenizer's spare
+// special tokens become them) and whose template shows `shown` with tools. `stop`: a marker
+// that is a stop id besides the tokenizer's end of sequence.
+struct MarkerModel : testing::TestModel {
+  MarkerModel(const std::vector<std::string>& markers, const std::string& shown,
+              bool markers_to_engine, const std::string& stop = "") {
+    write_synthetic_tokenizer(dir.path(), SyntheticTokenizerArgs{kVocab, 3 + int(markers.size())});
     std::stringstream text;
     text << std::ifstream(dir.file("tokenizer.json")).rdbuf();
     std::string json = text.str();
-    const char* markers[] = {"<tool_call>", "</tool_call>", "<arg_key>",
-                             "</arg_key>",  "<arg_value>",  "</arg_value>"};
-    for (int i = 0; i < 6; ++i)
-      for (size_t at; (at = json.find("<|special_" + std::to_string(3 + i) + "|>")) !=
-                      std::string::npos;)
-        json.replace(at, std::string("<|special_" + std::to_string(3 + i) + "|>").size(),
-                     markers[i]);
+    for (size_t i = 0; i < markers.size(); ++i) {
+      const std::string spare = "<|special_" + std::to_string(3 + i) + "|>";
+      for (size_t at; (at = json.find(spare)) != std::string::npos;)
+        json.replace(at, spare.size(), markers[i]);
+    }
     std::ofstream(dir.file("tokenizer.json")) << json;
     std::ofstream(dir.file("chat_template.jinja"))
-        << "{%- if tools %}TOOLS <tool_call>f<arg_key>k</arg_key></tool_call>\n{% endif -%}"
+        << "{%- if tools %}TOOLS " << shown << "\n{% endif -%}"
         << "{%- for m in messages -%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
            "{%- endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant\n{%- endif -%}";
     tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(dir.path()));
@@ -62,15 +62,35 @@ struct GlmModel : testing::TestModel {
     served.tokenizer = tokenizer.get();
     served.chat = chat.get();
     if (generate::GrammarEngine::available()) {
+      std::vector<int32_t> stops = tokenizer->eos_ids();
+      if (!stop.empty()) stops.push_back(*tokenizer->token_to_id(stop));
       engine = std::make_unique<generate::GrammarEngine>(
           grammar_vocabulary(*tokenizer, kVocab,
                              markers_to_engine ? grammar_markers(*chat)
                                                : std::vector<std::string>{}),
-          tokenizer->eos_ids());
+          stops);
       served.grammar = engine.get();
     }
   }
   std::unique_ptr<generate::GrammarEngine> engine;
+};
+
+// GLM-4.5's tokenizer has its call markers as special tokens (its tokenizer_config.json lists
+// them among the additional special tokens); its template writes glm45 calls.
+struct GlmModel : MarkerModel {
+  explicit GlmModel(bool markers_to_engine = true)
+      : MarkerModel({"<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
+                     "</arg_value>"},
+                    "<tool_call>f<arg_key>k</arg_key></tool_call>", markers_to_engine) {}
+};
+
+// gpt-oss: harmony's markers are special tokens, and <|call|> is a stop id (its
+// generation_config.json lists it among eos_token_id) unless `call_stops` is false.
+struct HarmonyModel : MarkerModel {
+  explicit HarmonyModel(bool call_stops = true)
+      : MarkerModel({"<|start|>", "<|end|>", "<|channel|>", "<|message|>", "<|constrain|>",
+                     "<|call|>"},
+                    "<|channel|>commentary", true, call_stops ? "<|call|>" : "") {}
 };
 
 constexpr const char* kTools = R"("tools": [
@@ -141,31 +161,93 @@ TEST(ToolChoice, RefusalsNameTheField) {
       "parameters": {"$ref": "#"}}}]})";
   EXPECT_EQ(refused(m.served, recursive), "tools[0].function.parameters");
 
-  Model harmony("<|channel|>");  // gpt-oss writes calls in channels: not constrained
-  if (!harmony.engine) return;
-  EXPECT_EQ(refused(harmony.served, body(R"("tool_choice": "required")"), &why), "tool_choice");
-  EXPECT_NE(why.find("'harmony' format"), std::string::npos) << why;
+  // gpt-oss's calls are constrained only when they end the answer: with <|call|> a stop id,
+  // and not under "auto".
+  HarmonyModel no_call_stop(/*call_stops=*/false);
+  if (!no_call_stop.engine) return;
+  EXPECT_EQ(refused(no_call_stop.served, body(R"("tool_choice": "required")"), &why),
+            "tool_choice");
+  EXPECT_NE(why.find("<|call|>"), std::string::npos) << why;
+  HarmonyModel harmony;
+  const std::string strict = R"({"messages": [{"role": "user", "content": "hi"}],
+      "tools": [{"type": "function", "function": {"name": "f", "strict": true,
+      "parameters": {"type": "object", "properties": {}}}}]})";
+  EXPECT_EQ(refused(harmony.served, strict, &why), "tools[0].function.strict");
+  EXPECT_NE(why.find("'harmony'"), std::string::npos) << why;
+  EXPECT_NE(why.find("\"auto\""), std::string::npos) << why;
 }
 
-TEST(ToolChoice, XmlAndKimiFormatsAreConstrained) {
+TEST(ToolChoice, HarmonyCallsAreConstrainedAndEndWithTheCallToken) {
+  HarmonyModel m;
+  if (!m.engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
+  EXPECT_EQ(m.chat->tool_call_format(), generate::ToolCallFormat::kHarmony);
+  const ApiRequest r = parse_request(Api::kChat, body(R"("tool_choice": {"type": "function",
+                                                         "function": {"name": "get_time"}})"),
+                                     m.served);
+  ASSERT_TRUE(r.generation.grammar);
+  auto p = r.generation.grammar->processor();
+  auto id = [&](const char* t) { return *m.tokenizer->token_to_id(t); };
+  auto text = [&](const char* t) { return m.tokenizer->encode(t, false); };
+  std::vector<int32_t> call = {id("<|channel|>")};
+  for (int32_t t : text("analysis")) call.push_back(t);
+  call.push_back(id("<|message|>"));
+  for (int32_t t : text("The time.")) call.push_back(t);
+  call.push_back(id("<|end|>"));
+  call.push_back(id("<|start|>"));
+  for (int32_t t : text("assistant")) call.push_back(t);
+  call.push_back(id("<|channel|>"));
+  for (int32_t t : text("commentary to=functions.get_time ")) call.push_back(t);
+  call.push_back(id("<|constrain|>"));
+  for (int32_t t : text("json")) call.push_back(t);
+  call.push_back(id("<|message|>"));
+  for (int32_t t : text("{}")) call.push_back(t);  // get_time has no parameters
+  for (int32_t t : call) EXPECT_NO_THROW(p->accept(t)) << t;
+  // The answer ends with <|call|> and nothing else (not the end of sequence).
+  std::vector<float> logits(size_t(m.engine->vocab()), 0.f);
+  p->apply(logits, generate::TokenHistory());
+  std::vector<int32_t> allowed;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] != -INFINITY) allowed.push_back(int32_t(i));
+  EXPECT_EQ(allowed, std::vector<int32_t>{id("<|call|>")});
+}
+
+// DeepSeek's templates: V3/R1 put the arguments in a ```json block, V3.1 writes them bare.
+constexpr const char* kDeepSeekCodeBlock = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>```json";
+constexpr const char* kDeepSeekBare = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>";
+
+TEST(ToolChoice, XmlKimiAndDeepSeekFormatsAreConstrained) {
   for (const char* marker : {"<function=x><parameter=y>", "<minimax:tool_call>",
-                             "<|tool_calls_section_begin|>"}) {
+                             "<|tool_calls_section_begin|>", kDeepSeekCodeBlock,
+                             kDeepSeekBare}) {
     Model m(marker);
     if (!m.engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
     const ApiRequest r = parse_request(Api::kChat, body(R"("tool_choice": "required")"), m.served);
     EXPECT_TRUE(r.generation.grammar) << marker;
-    // A text parameter bounded in length cannot be constrained as raw text: a 400 saying so.
+    // A text parameter bounded in length cannot be constrained as raw text, nor a JSON string
+    // kept free of the call markers: a 400 saying so.
     std::string why;
     const std::string bounded = R"({"messages": [{"role": "user", "content": "hi"}],
         "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"s": {"type": "string",
         "maxLength": 4}}}}}]})";
-    if (m.chat->tool_call_format() == generate::ToolCallFormat::kKimiK2) {
-      EXPECT_TRUE(parse_request(Api::kChat, bounded, m.served).generation.grammar);  // JSON
-      continue;
-    }
     EXPECT_EQ(refused(m.served, bounded, &why), "tool_choice");
-    EXPECT_NE(why.find("'maxLength' bounds a text value"), std::string::npos) << why;
+    EXPECT_NE(why.find("'maxLength'"), std::string::npos) << why;
+  }
+}
+
+TEST(ToolChoice, DeepSeekShapeFollowsTheTemplate) {
+  Model code_block(kDeepSeekCodeBlock), bare(kDeepSeekBare);
+  EXPECT_EQ(code_block.chat->tool_call_format(), generate::ToolCallFormat::kDeepSeekV3);
+  EXPECT_EQ(bare.chat->tool_call_format(), generate::ToolCallFormat::kDeepSeekV3);
+  EXPECT_TRUE(code_block.chat->deepseek_code_block());
+  EXPECT_FALSE(bare.chat->deepseek_code_block());
+  // Both take a named function.
+  for (Model* m : {&code_block, &bare}) {
+    if (!m->engine) GTEST_SKIP() << "this build has no grammar engine (xgrammar)";
+    EXPECT_TRUE(parse_request(Api::kChat, body(R"("tool_choice": {"type": "function",
+                                                  "function": {"name": "get_time"}})"),
+                              m->served)
+                    .generation.grammar);
   }
 }
 
