@@ -153,6 +153,11 @@ def suite(srv, tok):
           f"each valid ({time.time() - t0:.1f} s){' ' + repr(bad) if bad else ''}")
 
     # Streamed: the same request, the same seed: the same calls; arguments come in pieces.
+    # How many pieces a stream gets depends on how many tokens the scheduler made before the
+    # HTTP thread next wrote (a loaded machine writes a short call's arguments in one delta),
+    # so the pieces are asked of the streams together; ToolCalls.Hermes* split every answer
+    # at every byte for the parser itself.
+    most_pieces = 0
     for what, kw in [("required", {"tool_choice": "required"}),
                      ("named", {"tool_choice": {"type": "function",
                                                 "function": {"name": "get_weather"}}})]:
@@ -161,12 +166,15 @@ def suite(srv, tok):
             calls, finish, pieces, content = stream(client, s, tools=TOOLS, **kw)
             want = [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
             got = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+            most_pieces = max([most_pieces] + [pieces.get(i, 0) for i in calls])
             check(got == want and finish == whole.finish_reason == "tool_calls"
                   and sorted(calls) == list(range(len(calls))) and not content
-                  and all(pieces.get(i, 0) > 1 for i in calls),
+                  and all(pieces.get(i, 0) >= 1 for i in calls),
                   f"streamed {what} (seed {s}): indexes {sorted(calls)}, argument deltas "
                   f"{[pieces.get(i, 0) for i in sorted(calls)]} join into the whole answer's "
                   f"arguments{'' if got == want else f' ({got} != {want})'}")
+    check(most_pieces > 1, f"streamed calls: arguments in pieces (at most {most_pieces} deltas "
+          f"for one call over the 6 streams)")
 
     check(not delta_problems, f"streams: a call's id and name in its first delta only "
           f"{delta_problems[:3]}")
