@@ -357,31 +357,27 @@ const float* Engine::checked_forward(Sequence& seq, const int32_t* tokens, int64
   return run_announced([&] { return run_forward(seq, tokens, n, every_row); });
 }
 
+// The logits of the last token: forward_batch's step with one part. Every row's logits
+// (perplexity scoring): the same chunks, the head over each chunk's rows.
 const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n,
                                  bool every_row) {
+  if (!every_row) {
+    const SequenceChunk part{&seq, tokens, n, true};
+    return run_batch(&part, 1);
+  }
   const bool profiled = profiling_ && n == 1;  // prefill is not a decode step
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(n);
-  const int64_t H = cfg_.hidden, V = cfg_.vocab;
-  if (every_row && logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
-  int64_t last_rows = 0;
-  for (int64_t done = 0; done < n; done += last_rows) {
-    last_rows = std::min(prefill_chunk_, n - done);
-    segments_.assign(1, SequenceRows{&seq, 0, last_rows});
-    run_rows(tokens + done, last_rows, clock);
-    if (!every_row) continue;
-    norm(w_.final_norm, h_.data(), xn_.data(), last_rows);
-    be_->linear({.lin = &w_.lm_head, .x = xn_.data(), .rows = last_rows,
-                 .out = logits_.data() + done * V});
-    scale_logits(logits_.data() + done * V, last_rows);
-  }
-  if (!every_row) {
-    float* last = xn_.data();
-    norm(w_.final_norm, h_.data() + (last_rows - 1) * H, last, 1);
-    clock.lap(DecodeOp::kNormsResidual);
-    be_->linear({.lin = &w_.lm_head, .x = last, .rows = 1, .out = logits_.data()});
-    scale_logits(logits_.data(), 1);
-    clock.lap(DecodeOp::kLmHead);
+  const int64_t V = cfg_.vocab;
+  if (logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
+  for (int64_t done = 0, rows = 0; done < n; done += rows) {
+    rows = std::min(prefill_chunk_, n - done);
+    segments_.assign(1, SequenceRows{&seq, 0, rows});
+    run_rows(tokens + done, rows, clock);
+    norm(w_.final_norm, h_.data(), xn_.data(), rows);
+    be_->linear(
+        {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
+    scale_logits(logits_.data() + done * V, rows);
   }
   end_step(n, profiled);
   return logits_.data();
