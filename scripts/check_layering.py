@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The layering rule, checked: a production source under src/<dir>/ includes headers only from
 its own directory and from the directories below it in LAYERS. Dependencies then point one way
-(serve -> generate -> model -> moe -> kernels -> core), as docs/architecture.md states.
+(serve -> generate -> model -> moe -> backend -> kernels -> core), as docs/architecture.md states.
 
 Tests (*_test.cc, *_test_util.h), reference tools (reference/ folders) and fuzz targets may
 reach further: a lower layer's test may compare against a higher layer's reference op.
@@ -22,13 +22,13 @@ LAYERS = {
     "harness": {"core"},
     "io": {"core", "quant"},
     "kernels": {"core", "quant"},
-    "cuda": {"core", "quant", "kernels"},
-    "moe": {"core", "quant", "kernels", "cuda", "harness"},
-    "model": {"core", "quant", "io", "dist", "tokenizer", "kernels", "cuda", "moe"},
+    "backend": {"core", "quant", "kernels"},
+    "moe": {"core", "quant", "kernels", "backend", "harness"},
+    "model": {"core", "quant", "io", "dist", "tokenizer", "kernels", "backend", "moe"},
     "eval": {"core", "harness"},
-    "generate": {"core", "quant", "io", "tokenizer", "chat", "kernels", "moe", "model"},
-    "serve": {"core", "quant", "io", "tokenizer", "chat", "kernels", "moe", "model", "generate",
-              "harness"},
+    "generate": {"core", "quant", "io", "tokenizer", "chat", "kernels", "backend", "moe", "model"},
+    "serve": {"core", "quant", "io", "tokenizer", "chat", "kernels", "backend", "moe", "model",
+              "generate", "harness"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
 

@@ -92,7 +92,7 @@ if [ "${MOEX_GPU_CHECK_SKIP_BUILD:-0}" != 1 ] &&
   if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool \
        cuda_ops_test moe_cuda_backend_test; then
     built=1
-    bin="$build/src/cuda"
+    bin="$build/src/backend/cuda"
   fi
 fi
 if [ "$built" -eq 0 ]; then
@@ -111,7 +111,7 @@ fi
 if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
   run_step cuda_api_test 120 "$bin/cuda_api_test"
   run_step cuda_test 300 "$bin/cuda_test" --gtest_output="xml:$out/cuda_test.xml"
-  # The whole-model device ops (src/cuda/ops) and the CUDA MoE backend behind the engine's
+  # The whole-model device ops (src/backend/cuda/ops) and the CUDA MoE backend behind the engine's
   # contract; where they were built (not among the prebuilt binaries).
   if [ -x "$bin/cuda_ops_test" ]; then
     run_step cuda_ops_test 120 "$bin/cuda_ops_test" --gtest_output="xml:$out/cuda_ops_test.xml"

@@ -23,7 +23,7 @@
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/softmax.h"
 #include "moe/dispatch_policy.h"
 #include "moe/moe_tune.h"
 #include "tools/command.h"
@@ -114,11 +114,11 @@ Pass run_pass(eng::Engine& e, const std::vector<int32_t>& prompt, int64_t n,
     collective->reset_stats();
     e.reset_expert_parallel_stats();
   }
-  int32_t tok = int32_t(model::ops::argmax(logits, e.vocab()));
+  int32_t tok = int32_t(::moex::ops::argmax(logits, e.vocab()));
   t = now_seconds();
   for (int64_t i = 0; i < n; ++i) {
     logits = e.decode(tok);
-    tok = int32_t(model::ops::argmax(logits, e.vocab()));
+    tok = int32_t(::moex::ops::argmax(logits, e.vocab()));
   }
   p.decode_s = now_seconds() - t;
   p.generated = n;

@@ -25,7 +25,7 @@
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
 #include "model/family_registry.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/softmax.h"
 #include "serve/scheduler.h"
 #include "tools/command.h"
 #include "tools/util_flags.h"
@@ -143,9 +143,9 @@ Run run_streams(eng::Engine& e, int64_t streams, int64_t prompt_tokens, int64_t 
 double plain_decode_tps(eng::Engine& e, int64_t prompt_tokens, int64_t n, uint64_t seed) {
   e.reset();
   const float* l = e.prefill(synthetic_prompt(prompt_tokens, e.vocab(), seed));
-  int32_t tok = int32_t(model::ops::argmax(l, e.vocab()));
+  int32_t tok = int32_t(::moex::ops::argmax(l, e.vocab()));
   const double t0 = now_seconds();
-  for (int64_t i = 0; i < n; ++i) tok = int32_t(model::ops::argmax(e.decode(tok), e.vocab()));
+  for (int64_t i = 0; i < n; ++i) tok = int32_t(::moex::ops::argmax(e.decode(tok), e.vocab()));
   return double(n) / std::max(now_seconds() - t0, 1e-12);
 }
 
@@ -160,7 +160,7 @@ double engine_batch_tps(eng::Engine& e, int64_t streams, int64_t prompt_tokens, 
     seqs.push_back(e.new_sequence());
     rows.push_back(seqs.back().get());
     const auto p = synthetic_prompt(prompt_tokens, e.vocab(), seed * 1000 + uint64_t(i));
-    tokens.push_back(int32_t(model::ops::argmax(e.forward(*rows.back(), p.data(), int64_t(p.size())), e.vocab())));
+    tokens.push_back(int32_t(::moex::ops::argmax(e.forward(*rows.back(), p.data(), int64_t(p.size())), e.vocab())));
   }
   e.reset_profile();
   e.set_profiling(true);  // two clock reads per op group and step
@@ -168,7 +168,7 @@ double engine_batch_tps(eng::Engine& e, int64_t streams, int64_t prompt_tokens, 
   for (int64_t step = 0; step < n; ++step) {
     const float* l = e.decode_batch(rows.data(), tokens.data(), streams);
     for (int64_t i = 0; i < streams; ++i)
-      tokens[size_t(i)] = int32_t(model::ops::argmax(l + i * e.vocab(), e.vocab()));
+      tokens[size_t(i)] = int32_t(::moex::ops::argmax(l + i * e.vocab(), e.vocab()));
   }
   const double took = now_seconds() - t0;
   e.set_profiling(false);

@@ -282,7 +282,7 @@ int run_serve(const ServeFlags& f) {
                  name.c_str(), cfg.family.c_str(), (long long)served.context, parallel,
                  parallel == 1 ? "" : "s", stops.c_str());
     if (chat) std::fprintf(stderr, "moex serve: chat template %s\n", chat->origin().c_str());
-    model::ops::SamplerArgs defaults;
+    ::moex::ops::SamplerArgs defaults;
     const std::string used = model::apply_sampling_defaults(served.generation, {}, defaults);
     if (!used.empty())
       std::fprintf(stderr, "moex serve: sampling defaults from %s: %s (requests override each)\n",

@@ -10,8 +10,8 @@
 #include "core/sysinfo.h"
 
 #ifdef MOEX_HAVE_CUDA
-#include "cuda/cuda_bench.h"
-#include "cuda/device.h"
+#include "backend/cuda/cuda_bench.h"
+#include "backend/cuda/device.h"
 #endif
 
 namespace moex::tools {

@@ -14,8 +14,8 @@
 #include "tools/util_cuda_bench.h"
 
 #ifdef MOEX_HAVE_CUDA
-#include "cuda/cuda_bench.h"
-#include "cuda/device.h"
+#include "backend/cuda/cuda_bench.h"
+#include "backend/cuda/device.h"
 #endif
 
 namespace moex::tools {

@@ -56,7 +56,7 @@ std::vector<std::pair<generate::TokenId, float>> parse_logit_bias_flag(const std
 namespace {
 
 std::string apply_generation_defaults(const model::GenerationConfig& g, const SamplingFlags& f,
-                                      model::ops::SamplerArgs& sa) {
+                                      ::moex::ops::SamplerArgs& sa) {
   if (g.source.empty() || !(g.temperature || g.top_p || g.top_k)) return "";
   if (!g.do_sample)
     return g.source + ": sampling values ignored (do_sample is not true): greedy unless flags say";
@@ -70,7 +70,7 @@ std::string apply_generation_defaults(const model::GenerationConfig& g, const Sa
 
 SamplingSetup sampling_setup(const SamplingFlags& f, const model::GenerationConfig& g) {
   SamplingSetup s;
-  model::ops::SamplerArgs& sa = s.args;
+  ::moex::ops::SamplerArgs& sa = s.args;
   if (f.temp) sa.temperature = parse_double_strict(*f.temp, "--temp");
   if (f.top_k) sa.top_k = parse_int_strict(*f.top_k, "--top-k", 0, INT32_MAX);
   if (f.top_p) sa.top_p = parse_double_strict(*f.top_p, "--top-p");

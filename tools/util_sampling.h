@@ -11,7 +11,7 @@
 
 #include "model/generation_config.h"
 #include "generate/logits_processors.h"
-#include "model/ops/sampling.h"
+#include "backend/cpu/sampling.h"
 
 namespace moex::tools {
 
@@ -23,7 +23,7 @@ struct SamplingFlags {
 void add_sampling_options(CLI::App& sub, SamplingFlags& f);
 
 struct SamplingSetup {
-  model::ops::SamplerArgs args;
+  ::moex::ops::SamplerArgs args;
   generate::LogitsArgs logits;  // token ids are checked against the vocabulary by Generator
   std::string defaults_note;  // what -v says about generation_config.json ("" if nothing)
   bool seed_given = false;

@@ -11,7 +11,7 @@
 namespace moex::generate {
 
 void Generator::validate(const GenerationParams& p, int64_t vocab) {
-  model::ops::Sampler check(p.sampling);  // throws naming the sampling field
+  ::moex::ops::Sampler check(p.sampling);  // throws naming the sampling field
   validate_logits_args(p.logits, vocab);
   if (p.max_tokens < 1) fail("max_tokens: expected at least 1, got ", p.max_tokens);
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "generate/logits_processors.h"
-#include "model/ops/sampling.h"
+#include "backend/cpu/sampling.h"
 
 namespace moex::generate {
 
 struct GenerationParams {
-  model::ops::SamplerArgs sampling;
+  ::moex::ops::SamplerArgs sampling;
   LogitsArgs logits;          // logit bias and penalties
   int64_t max_tokens = 1;     // >= 1: output tokens at most (a stop token is not counted)
   int64_t min_tokens = 0;     // vLLM's: the stop ids cannot be sampled before this many
@@ -62,7 +62,7 @@ class Generator {
   std::vector<TokenId> stop_ids_;
   int64_t vocab_;
   TokenHistory history_;
-  model::ops::Sampler sampler_;
+  ::moex::ops::Sampler sampler_;
   std::vector<std::unique_ptr<LogitsProcessor>> chain_;
   std::vector<float> work_;
 };

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "model/ops/sampling.h"
+#include "backend/cpu/sampling.h"
 
 namespace moex::model {
 

@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 #if MOEX_HAVE_CUDA
-#include "cuda/device.h"
+#include "backend/cuda/device.h"
 #include "moe/cuda/cuda_moe_backend.h"
 #endif
 

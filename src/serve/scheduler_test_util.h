@@ -25,7 +25,7 @@ inline std::vector<int32_t> prompt_of(int64_t n, int64_t seed, int64_t vocab) {
 // Greedy tokens of `prompt` on a fresh engine, one sequence, no stop ids.
 inline std::vector<int32_t> alone(const std::string& dir, const std::vector<int32_t>& prompt, int n) {
   auto e = eng::Engine::open(dir, eng::test::options_for_fused("auto"));
-  model::ops::Sampler greedy({});
+  ::moex::ops::Sampler greedy({});
   std::vector<int32_t> out;
   const float* l = e->prefill(prompt);
   for (int i = 0; i < n; ++i) {

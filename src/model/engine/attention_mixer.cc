@@ -29,7 +29,7 @@ void AttentionScratch::ensure(const ModelConfig& cfg, int64_t n) {
   v.resize(N * size_t(kv_dim));
 }
 
-AttentionMixer::AttentionMixer(const ModelBackend& be, const ModelConfig& cfg, int64_t layer,
+AttentionMixer::AttentionMixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
                                const AttentionWeights& w, const ops::Rope& rope,
                                AttentionScratch& s)
     : be_(be), cfg_(cfg), plan_(cfg.layers[size_t(layer)]), layer_(layer), w_(w), rope_(rope),

@@ -10,7 +10,7 @@ namespace moex::model::engine {
 
 class AttentionMixer final : public Mixer {
  public:
-  AttentionMixer(const ModelBackend& be, const ModelConfig& cfg, int64_t layer,
+  AttentionMixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
                  const AttentionWeights& w, const ops::Rope& rope, AttentionScratch& scratch);
   void forward(const MixerStep& step) override;
   void init_state(Sequence& seq, int64_t context) const override;
@@ -19,7 +19,7 @@ class AttentionMixer final : public Mixer {
   void qk_norm(float* q, float* k, int64_t n, bool after_rope) const;
   void attend(const SequenceRows& s);  // scratch q, k, v rows -> att rows
 
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const ModelConfig& cfg_;
   const LayerPlan& plan_;
   int64_t layer_;

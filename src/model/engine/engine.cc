@@ -16,10 +16,11 @@
 #include "io/safetensors.h"
 #include "model/family_registry.h"
 #include "model/model_checkpoint.h"
-#include "model/ops/linear.h"
-#include "model/ops/norm.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/norm.h"
+#include "backend/cpu/softmax.h"
 #include "moe/calibration.h"
+#include "moe/moe_backend.h"
 #include "moe/moe_tune.h"
 
 namespace moex::model::engine {
@@ -121,10 +122,12 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   } else if (opt.populate) {
     for (const auto& f : ckpt_.files()) f->populate();
   }
-  // Every op runs on the chosen backend; its MoE backend's capability is a policy input.
-  be_ = &model_backend(opt.backend);
+  // The whole-model ops run on the CPU backend (activations and KV caches in host memory); the
+  // MoE blocks on the chosen backend, whose capability is a policy input (--backend cuda keeps
+  // the experts on the device).
+  be_ = &backend::cpu_backend();
   moe::MoePolicy policy;
-  policy.backend = &be_->moe();
+  policy.backend = &moe::moe_backend(opt.backend);
   policy.settings = opt.fused;
   policy.calibration = opt.calibration;
   policy_ = std::make_unique<PolicyControl>(std::move(policy));

@@ -15,7 +15,7 @@
 #include "dist/collective.h"
 #include "dist/expert_placement.h"
 #include "io/checkpoint.h"
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/engine/decode_profile.h"
 #include "model/engine/gated_deltanet.h"
 #include "model/engine/mixer.h"
@@ -27,8 +27,8 @@
 #include "model/engine/short_conv.h"
 #include "model/model_checkpoint.h"
 #include "model/model_config.h"
-#include "model/ops/attention.h"
-#include "model/ops/rope.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/rope.h"
 #include "model/weight_bytes.h"
 #include "moe/dispatch_policy.h"
 #include "moe/online_measure.h"
@@ -236,7 +236,7 @@ class Engine {
   void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
 
   std::string dir_;
-  const ModelBackend* be_ = nullptr;  // every op of the forward pass
+  const backend::ModelBackend* be_ = nullptr;  // every op of the forward pass
   std::unique_ptr<PolicyControl> policy_;  // the MoE layers' policy and its measurement
   ModelConfig cfg_;
   io::Checkpoint ckpt_;                  // the mapping every weight view points into

@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "model/engine/scratch_grow.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/softmax.h"
 
 namespace moex::model::engine {
 
-GatedDeltaNet::GatedDeltaNet(const ModelBackend& be, const GatedDeltaNetWeights& w,
+GatedDeltaNet::GatedDeltaNet(const backend::ModelBackend& be, const GatedDeltaNetWeights& w,
                              const GatedDeltaParams& p, int64_t hidden, double norm_eps)
     : be_(be),
       w_(w),

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/model_config.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
 
 namespace moex::model::engine {
 
@@ -34,7 +34,7 @@ struct GatedDeltaNetScratch {
 
 class GatedDeltaNet {
  public:
-  GatedDeltaNet(const ModelBackend& be, const GatedDeltaNetWeights& w, const GatedDeltaParams& p,
+  GatedDeltaNet(const backend::ModelBackend& be, const GatedDeltaNetWeights& w, const GatedDeltaParams& p,
                 int64_t hidden, double norm_eps);
   // x [n][H] (consecutive positions of one sequence) -> out [n][H]; advances that sequence's
   // `state` (state_size() floats: the conv state [(L-1)][C], oldest first, then the
@@ -50,7 +50,7 @@ class GatedDeltaNet {
   // The projections, as [q; k; v] rows into `mixed` ([n][C]) and z, b, a.
   void project(const float* x, int64_t n, float* mixed, GatedDeltaNetScratch& s) const;
 
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const GatedDeltaNetWeights& w_;
   GatedDeltaParams p_;
   int64_t hidden_;

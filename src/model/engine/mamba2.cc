@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "model/engine/scratch_grow.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/softmax.h"
 
 namespace moex::model::engine {
 
-Mamba2Mixer::Mamba2Mixer(const ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
+Mamba2Mixer::Mamba2Mixer(const backend::ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
                          double norm_eps)
     : be_(be),
       w_(w),

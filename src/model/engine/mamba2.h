@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/model_config.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
 
 namespace moex::model::engine {
 
@@ -30,7 +30,7 @@ struct Mamba2Scratch {
 
 class Mamba2Mixer {
  public:
-  Mamba2Mixer(const ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
+  Mamba2Mixer(const backend::ModelBackend& be, const Mamba2Weights& w, const Mamba2Params& p,
               double norm_eps);
   // x [n][H] (consecutive positions of one sequence) -> out [n][H]; advances that sequence's
   // `state` (state_size() floats: the conv state [(L-1)][C], oldest first, then the SSM state
@@ -42,7 +42,7 @@ class Mamba2Mixer {
   const Mamba2Weights& weights() const { return w_; }
 
  private:
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const Mamba2Weights& w_;
   Mamba2Params p_;
   float norm_eps_;

@@ -8,12 +8,12 @@
 #include <memory>
 #include <vector>
 
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/engine/decode_profile.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/sequence.h"
 #include "model/model_config.h"
-#include "model/ops/rope.h"
+#include "backend/cpu/rope.h"
 
 namespace moex::model::engine {
 
@@ -63,7 +63,7 @@ struct MixerScratch {
 
 // The mixer of `layer` (nullptr for a layer without one: Nemotron-H's FFN-only blocks).
 // `weights`, `rope` and `scratch` must outlive it.
-std::unique_ptr<Mixer> make_mixer(const ModelBackend& be, const ModelConfig& cfg, int64_t layer,
+std::unique_ptr<Mixer> make_mixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
                                   const LayerWeights& weights, const ops::Rope& rope,
                                   MixerScratch& scratch);
 

@@ -65,7 +65,7 @@ class MlaMixer final : public Mixer {
 
 }  // namespace
 
-std::unique_ptr<Mixer> make_mixer(const ModelBackend& be, const ModelConfig& cfg, int64_t layer,
+std::unique_ptr<Mixer> make_mixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
                                   const LayerWeights& w, const ops::Rope& rope,
                                   MixerScratch& s) {
   const int64_t H = cfg.hidden;

@@ -14,7 +14,7 @@ constexpr float kLoraNormEps = 1e-6f;
 
 }  // namespace
 
-Mla::Mla(const ModelBackend& be, const MlaWeights& w, const MlaParams& p, int64_t heads,
+Mla::Mla(const backend::ModelBackend& be, const MlaWeights& w, const MlaParams& p, int64_t heads,
          float scale, const ops::Rope& rope)
     : be_(be), w_(w), p_(p), heads_(heads), scale_(scale), rope_(rope) {}
 

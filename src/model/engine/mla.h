@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "kernels/moe_contract.h"
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/model_config.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
-#include "model/ops/rope.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/rope.h"
 
 namespace moex::model::engine {
 
@@ -37,7 +37,7 @@ struct MlaScratch {
 class Mla {
  public:
   // `rope` rotates rope_dim features (traditional pairs, as mlx-lm's deepseek_v3).
-  Mla(const ModelBackend& be, const MlaWeights& w, const MlaParams& p, int64_t heads,
+  Mla(const backend::ModelBackend& be, const MlaWeights& w, const MlaParams& p, int64_t heads,
       float scale, const ops::Rope& rope);
   // The projections of x [n][H], all rows at once: q, the normed latent with k_pe, and the
   // absorbed no-RoPE queries.
@@ -54,7 +54,7 @@ class Mla {
   }
 
  private:
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const MlaWeights& w_;
   MlaParams p_;
   int64_t heads_;

@@ -13,8 +13,8 @@
 #include "model/engine/short_conv.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
 
 namespace moex::model::engine {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/ops/linear.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/softmax.h"
 
 namespace moex::model::engine {
 
@@ -25,7 +25,7 @@ moe::RouterConfig router_config_for(const ModelConfig& c, const MoeWeights& w) {
   return r;
 }
 
-MoeFfn::MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w,
+MoeFfn::MoeFfn(const backend::ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w,
                int64_t layer, const moe::MoePolicy& policy, std::optional<ExpertParallelLayer> ep)
     : be_(be),
       cfg_(cfg), w_(w), layer_(layer), router_(router_config_for(cfg, w)), ep_(std::move(ep)) {

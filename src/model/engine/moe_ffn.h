@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dist/collective.h"
-#include "model/backend/model_backend.h"
+#include "backend/model_backend.h"
 #include "model/engine/model_weights.h"
 #include "model/model_config.h"
 #include "moe/dispatch_policy.h"
@@ -54,9 +54,9 @@ struct ExpertParallelLayer {
 
 class MoeFfn {
  public:
-  // policy.backend must be be.moe().
+  // policy.backend is the MoE backend the engine pairs with `be`.
   // ep: this process's share of an expert-parallel run (nullopt: it runs every expert).
-  MoeFfn(const ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
+  MoeFfn(const backend::ModelBackend& be, const ModelConfig& cfg, const MoeWeights& w, int64_t layer,
          const moe::MoePolicy& policy, std::optional<ExpertParallelLayer> ep = std::nullopt);
 
   // x [n][H] -> out [n][H] (overwritten). x is what the engine gives the block: the normed
@@ -82,7 +82,7 @@ class MoeFfn {
   void run_expert_parallel(const moe::MoeBlockCall& call, moe::PathCounters& counters,
                            MoeFfnScratch& s);
 
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const ModelConfig& cfg_;
   const MoeWeights& w_;
   int64_t layer_;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/ops/attention.h"
+#include "backend/cpu/attention.h"
 
 namespace moex::model::engine {
 

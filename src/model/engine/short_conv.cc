@@ -5,7 +5,7 @@
 
 namespace moex::model::engine {
 
-ShortConv::ShortConv(const ModelBackend& be, const ShortConvWeights& w, int64_t hidden,
+ShortConv::ShortConv(const backend::ModelBackend& be, const ShortConvWeights& w, int64_t hidden,
                      int64_t kernel)
     : be_(be), w_(w), hidden_(hidden), kernel_(kernel) {}
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/backend/model_backend.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
+#include "backend/model_backend.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
 
 namespace moex::model::engine {
 
@@ -26,7 +26,7 @@ struct ShortConvScratch {
 
 class ShortConv {
  public:
-  ShortConv(const ModelBackend& be, const ShortConvWeights& w, int64_t hidden, int64_t kernel);
+  ShortConv(const backend::ModelBackend& be, const ShortConvWeights& w, int64_t hidden, int64_t kernel);
   // x [n][H] (consecutive positions of one sequence) -> out [n][H]; advances that sequence's
   // `state` ([(kernel-1)][H], oldest first; state_size() floats) by n positions.
   void forward(const float* x, int64_t n, float* out, float* state,
@@ -34,7 +34,7 @@ class ShortConv {
   int64_t state_size() const { return (kernel_ - 1) * hidden_; }
 
  private:
-  const ModelBackend& be_;
+  const backend::ModelBackend& be_;
   const ShortConvWeights& w_;
   int64_t hidden_, kernel_;
 };

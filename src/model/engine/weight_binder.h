@@ -19,8 +19,8 @@
 #include "io/checkpoint.h"
 #include "io/quant_config.h"
 #include "kernels/moe_contract.h"
-#include "model/ops/float_vec.h"
-#include "model/ops/linear.h"
+#include "backend/cpu/float_vec.h"
+#include "backend/cpu/linear.h"
 
 namespace moex::model::engine {
 

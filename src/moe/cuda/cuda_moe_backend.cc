@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "core/error.h"
-#include "cuda/device.h"
-#include "cuda/device_moe_layer.h"
-#include "cuda/moe_decode.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/device_moe_layer.h"
+#include "backend/cuda/moe_decode.h"
 
 namespace moex::moe {
 namespace {

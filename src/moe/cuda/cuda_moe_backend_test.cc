@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "cuda/device.h"
+#include "backend/cuda/device.h"
 #include "kernels/kernels_test_util.h"
 #include "moe/moe_block.h"
 #include "moe/synthetic_experts.h"

@@ -17,15 +17,15 @@
 
 #include "core/isa.h"
 #include "kernels/qdot.h"
-#include "model/ops/attention.h"
-#include "model/ops/linear.h"
-#include "model/ops/norm.h"
-#include "model/ops/rope.h"
-#include "model/ops/sampling.h"
-#include "model/ops/softmax.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/norm.h"
+#include "backend/cpu/rope.h"
+#include "backend/cpu/sampling.h"
+#include "backend/cpu/softmax.h"
 #include "quant/quantize.h"
 
-namespace moex::model::ops {
+namespace moex::ops {
 namespace {
 
 namespace fs = std::filesystem;
@@ -211,4 +211,4 @@ TEST(OpsReference, MatchesMlx) {
 }
 
 }  // namespace
-}  // namespace moex::model::ops
+}  // namespace moex::ops

@@ -1,0 +1,105 @@
+// mla_attention_scalar (the reference) and mla_attention (vector primitives, parallel blocks).
+#include "backend/cpu/mla_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/isa.h"
+#include "kernels/vector_f32.h"
+#include "backend/cpu/parallel_work.h"
+#include "backend/cpu/softmax.h"
+
+namespace moex::ops {
+
+namespace {
+
+void check(const MlaAttentionArgs& a) {
+  const KvCache& c = *a.cache;
+  // Callers are engine code; shapes were validated at load, so a mismatch is a bug.
+  if (c.kv_heads() != 1 || c.has_values() || a.latent_dim < 1 || a.latent_dim > c.head_dim() ||
+      a.pos0 + a.rows > c.length())
+    fail("mla_attention: the cache must be keys-only with one head wider than the latent (",
+         a.latent_dim, ") and hold ", a.pos0 + a.rows, " positions; it has ", c.kv_heads(),
+         " heads of ", c.head_dim(), ", ", c.length(), " positions");
+}
+
+// Heads per unit of work: the cache rows are read once for this many heads.
+constexpr int64_t kMlaHeadsPerUnit = 8;
+
+}  // namespace
+
+void mla_attention_scalar(const MlaAttentionArgs& a) {
+  check(a);
+  const KvCache& c = *a.cache;
+  const int64_t dim = c.head_dim(), L = a.latent_dim;
+  std::vector<float> s;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t n = a.pos0 + r + 1;
+    s.assign(size_t(n), 0.f);
+    for (int64_t h = 0; h < a.heads; ++h) {
+      const float* q = a.q + (r * a.heads + h) * dim;
+      float m = -INFINITY;
+      for (int64_t t = 0; t < n; ++t) {
+        const float* k = c.key(t, 0);
+        float d = 0.f;
+        for (int64_t i = 0; i < dim; ++i) d += q[i] * k[i];
+        s[size_t(t)] = d * a.scale;
+        m = std::max(m, s[size_t(t)]);
+      }
+      float sum = 0.f;
+      for (int64_t t = 0; t < n; ++t) {
+        s[size_t(t)] = std::exp(s[size_t(t)] - m);
+        sum += s[size_t(t)];
+      }
+      float* o = a.out + (r * a.heads + h) * L;
+      for (int64_t i = 0; i < L; ++i) o[i] = 0.f;
+      for (int64_t t = 0; t < n; ++t) {
+        const float p = s[size_t(t)] / sum;
+        const float* k = c.key(t, 0);
+        for (int64_t i = 0; i < L; ++i) o[i] += p * k[i];
+      }
+    }
+  }
+}
+
+void mla_attention(const MlaAttentionArgs& a) {
+  check(a);
+  const KvCache& c = *a.cache;
+  const int64_t dim = c.head_dim(), L = a.latent_dim;
+  const int64_t per_unit = std::min(a.heads, kMlaHeadsPerUnit);
+  const int64_t blocks = (a.heads + per_unit - 1) / per_unit;
+  const int64_t max_keys = a.pos0 + a.rows;
+  const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
+  parallel_for_work(a.rows * blocks, per_unit * max_keys * (dim + L), [&](int64_t lo, int64_t hi) {
+    std::vector<float> scores(size_t(per_unit * max_keys));
+    for (int64_t u = lo; u < hi; ++u) {
+      const int64_t r = u / blocks, h0 = (u % blocks) * per_unit;
+      const int64_t nh = std::min(per_unit, a.heads - h0), n = a.pos0 + r + 1;
+      const float* q = a.q + (r * a.heads + h0) * dim;
+      for (int64_t t = 0; t < n; ++t) {
+        const float* k = c.key(t, 0);
+        for (int64_t j = 0; j < nh; ++j)
+          scores[size_t(j * max_keys + t)] = vec.dot(q + j * dim, k, dim) * a.scale;
+      }
+      for (int64_t j = 0; j < nh; ++j) softmax(scores.data() + j * max_keys, n);
+      float* o = a.out + (r * a.heads + h0) * L;
+      std::fill(o, o + nh * L, 0.f);
+      for (int64_t t = 0; t < n; ++t) {
+        const float* k = c.key(t, 0);
+        for (int64_t j = 0; j < nh; ++j) vec.axpy(scores[size_t(j * max_keys + t)], k, o + j * L, L);
+      }
+    }
+  });
+}
+
+const char* mla_attention_name() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return "mla_attention_f32__avx512";
+    case Isa::kAvx2: return "mla_attention_f32__avx2";
+    default: return "mla_attention_f32__scalar";
+  }
+}
+
+}  // namespace moex::ops

@@ -1,0 +1,48 @@
+// The residual-stream elementwise ops (see stream_ops.h).
+#include "backend/cpu/stream_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moex::ops {
+
+void add_scaled(float* x, const float* y, int64_t n, float scale) {
+  if (scale == 1.f) {
+    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] += scale * y[i];
+}
+
+void scale_in_place(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void sigmoid_gate(float* x, const float* gate, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= 1.f / (1.f + std::exp(-gate[i]));
+}
+
+void divide_and_softcap(float* x, int64_t n, float divisor, float cap) {
+  if (divisor != 1.f)
+    for (int64_t i = 0; i < n; ++i) x[i] /= divisor;
+  if (cap > 0)
+    for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] / cap) * cap;
+}
+
+void query_temperature(const QueryTemperatureArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float t =
+        std::log(std::floor(float(a.pos0 + r + 1) / a.floor_scale) + 1.f) * a.attn_scale + 1.f;
+    float* qr = a.q + r * a.width;
+    for (int64_t i = 0; i < a.width; ++i) qr[i] *= t;
+  }
+}
+
+void split_halves(const float* src, float* first, float* second, int64_t rows, int64_t half) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(src + r * 2 * half, half, first + r * half);
+    std::copy_n(src + r * 2 * half + half, half, second + r * half);
+  }
+}
+
+}  // namespace moex::ops
