@@ -20,6 +20,7 @@
 #include "backend/cpu/rope.h"
 #include "backend/cpu/ssm_scan.h"
 #include "backend/cpu/stream_ops.h"
+#include "backend/kv_cache.h"
 #include "backend/op.h"
 #include "kernels/moe_contract.h"
 
@@ -40,6 +41,9 @@ class ModelBackend {
   // Copies between host memory and this backend's memory; both complete before returning.
   virtual void upload(void* dst, const void* host_src, int64_t bytes) const = 0;
   virtual void download(void* host_dst, const void* src, int64_t bytes) const = 0;
+  // An empty KV cache in this backend's memory (ops::KvCache; values = false: keys only).
+  ops::KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity,
+                            bool values = true) const;
 
   // out[r] = W x[r] + b (ops::linear's contract: every quant::Format, unquantized included).
   virtual void linear(const ops::LinearArgs& a) const = 0;

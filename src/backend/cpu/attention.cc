@@ -14,30 +14,6 @@
 
 namespace moex::ops {
 
-KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
-    : kv_heads_(kv_heads), head_dim_(head_dim), capacity_(capacity) {
-  k_.resize(size_t(capacity * kv_heads * head_dim));
-  if (values) v_.resize(k_.size());
-}
-
-void KvCache::append(const float* k, const float* v, int64_t rows) {
-  if (length_ + rows > capacity_)
-    fail("context length exceeded: ", length_ + rows, " positions needed, the KV cache holds ",
-         capacity_);
-  const size_t hd = size_t(head_dim_);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < kv_heads_; ++h) {
-      const size_t from = size_t(r * kv_heads_ + h) * hd;
-      std::copy(k + from, k + from + hd, k_.begin() + offset(length_ + r, h));
-      if (!v_.empty()) std::copy(v + from, v + from + hd, v_.begin() + offset(length_ + r, h));
-    }
-  length_ += rows;
-}
-
-void KvCache::truncate(int64_t length) {
-  if (length < length_) length_ = length < 0 ? 0 : length;
-}
-
 namespace {
 
 // Query heads per unit of work: the heads of one group that share a kv head are computed

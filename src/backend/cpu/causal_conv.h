@@ -4,18 +4,12 @@
 // where x holds the taps - 1 rows carried from earlier steps followed by this call's rows.
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace moex::ops {
-
-struct CausalConvArgs {
-  const float* x = nullptr;     // [taps - 1 + steps][channels]
-  const float* w = nullptr;     // [taps][channels], tap-major (see transpose_conv_weight)
-  const float* bias = nullptr;  // [channels] or nullptr
-  float* out = nullptr;         // [steps][channels]
-  int64_t steps = 0, channels = 0, taps = 0;
-};
 
 // The plain reference: one thread, std::exp. The oracle of causal_conv_silu().
 void causal_conv_silu_scalar(const CausalConvArgs& a);

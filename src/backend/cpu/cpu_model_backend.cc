@@ -25,11 +25,9 @@ class CpuModelBackend final : public ModelBackend {
   Buffer alloc(int64_t bytes) const override {
     if (bytes < 0) throw Error("cpu backend: alloc of a negative size " + std::to_string(bytes));
     if (bytes == 0) return {};
-    // 64-byte lines, as the SIMD kernels' loads prefer; calloc's zero pages come for free.
-    const size_t rounded = (size_t(bytes) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    // calloc: large blocks come as untouched zero pages, committed as they are written.
+    void* p = std::calloc(size_t(bytes), 1);
     if (!p) throw Error("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
-    std::memset(p, 0, rounded);
     return Buffer(p, bytes, Memory::kHost, free_host);
   }
   void upload(void* dst, const void* host_src, int64_t bytes) const override {

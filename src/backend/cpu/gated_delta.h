@@ -4,20 +4,11 @@
 // Each state row S[i] depends only on itself, k, q, v[i], g and beta, so rows run in parallel.
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 
 namespace moex::ops {
-
-struct GatedDeltaArgs {
-  const float* q = nullptr;     // [steps][k_heads][k_dim] (normalized and scaled by the caller)
-  const float* k = nullptr;     // [steps][k_heads][k_dim]
-  const float* v = nullptr;     // [steps][v_heads][v_dim]
-  const float* g = nullptr;     // [steps][v_heads] decay factors
-  const float* beta = nullptr;  // [steps][v_heads]
-  float* state = nullptr;       // [v_heads][v_dim][k_dim], updated in place
-  float* out = nullptr;         // [steps][v_heads][v_dim]
-  int64_t steps = 0, k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;
-};
 
 // The plain reference: one thread, sums in index order. The oracle of gated_delta().
 void gated_delta_scalar(const GatedDeltaArgs& a);

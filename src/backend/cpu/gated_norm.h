@@ -5,21 +5,11 @@
 // Each row of `dim` features is normalized in `groups` equal parts; weight spans the whole row.
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 
 namespace moex::ops {
-
-enum class GateOrder { kNormThenGate, kGateThenNorm };
-
-struct GatedRmsNormArgs {
-  GateOrder order = GateOrder::kNormThenGate;
-  const float* x = nullptr;       // [rows][dim]
-  const float* gate = nullptr;    // [rows][dim]
-  const float* weight = nullptr;  // [dim]
-  float* out = nullptr;           // [rows][dim]; may alias x (not gate)
-  int64_t rows = 1, dim = 0, groups = 1;
-  float eps = 1e-6f;
-};
 
 // The reference: silu with std::exp. The oracle of gated_rms_norm().
 void gated_rms_norm_scalar(const GatedRmsNormArgs& a);

@@ -8,23 +8,13 @@
 // scaled_dot_product_attention(embed_q(q_nope), latent, latent, mask = q_pe . k_pe * scale).
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 
 #include "backend/cpu/attention.h"
 
 namespace moex::ops {
-
-struct MlaAttentionArgs {
-  const float* q = nullptr;        // [rows][heads][latent_dim + rope_dim]
-  const KvCache* cache = nullptr;  // keys only, 1 kv head of latent_dim + rope_dim, holding
-                                   // at least pos0 + rows positions
-  int64_t latent_dim = 0;          // kv_lora_rank: the leading features of a cache row
-  int64_t rows = 1;                // row r is at position pos0 + r and sees [0, pos0 + r]
-  int64_t pos0 = 0;
-  int64_t heads = 0;
-  float scale = 1.f;
-  float* out = nullptr;            // [rows][heads][latent_dim]
-};
 
 // The plain reference: one thread, sums in index order. The oracle of mla_attention().
 void mla_attention_scalar(const MlaAttentionArgs& a);

@@ -5,21 +5,11 @@
 // Each state row S[h][d] depends only on itself and its head's inputs, so rows run in parallel.
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 
 namespace moex::ops {
-
-struct SsmScanArgs {
-  const float* x = nullptr;   // [steps][heads][head_dim]
-  const float* dt = nullptr;  // [steps][heads], after softplus(dt + dt_bias) and the limits
-  const float* a = nullptr;   // [heads], A = -exp(A_log)
-  const float* b = nullptr;   // [steps][groups][state_dim]
-  const float* c = nullptr;   // [steps][groups][state_dim]
-  const float* d = nullptr;   // [heads], the skip weight D
-  float* state = nullptr;     // [heads][head_dim][state_dim], updated in place
-  float* out = nullptr;       // [steps][heads][head_dim]
-  int64_t steps = 0, heads = 0, head_dim = 0, groups = 0, state_dim = 0;
-};
 
 // The plain reference: one thread, sums in index order. The oracle of ssm_scan().
 void ssm_scan_scalar(const SsmScanArgs& a);

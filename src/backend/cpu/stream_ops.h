@@ -5,6 +5,8 @@
 // them (backend/model_backend.h).
 #pragma once
 
+#include "backend/op_args.h"
+
 #include <cstdint>
 
 namespace moex::ops {
@@ -19,12 +21,6 @@ void sigmoid_gate(float* x, const float* gate, int64_t n);
 // logits_scaling and Gemma's final logit soft-capping.
 void divide_and_softcap(float* x, int64_t n, float divisor, float cap);
 
-struct QueryTemperatureArgs {
-  float* q = nullptr;  // [rows][width]
-  int64_t rows = 0, width = 0;
-  int64_t pos0 = 0;    // position of row 0
-  float floor_scale = 1, attn_scale = 0;
-};
 // Llama-4's NoPE layers: row r *= log(floor((pos0 + r + 1) / floor_scale) + 1) * attn_scale + 1.
 void query_temperature(const QueryTemperatureArgs& a);
 

@@ -61,6 +61,21 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   }
 }
 
+backend::Buffer device_buffer(int64_t bytes) {
+  if (bytes < 0) fail("cuda device_buffer: a negative size ", bytes);
+  if (bytes == 0) return {};
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, size_t(bytes));
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail("CUDA error in cudaMalloc of ", bytes, " bytes: ", cudaGetErrorName(err), " (",
+         cudaGetErrorString(err), ")");
+  }
+  backend::Buffer b(p, bytes, backend::Memory::kCuda, [](void* q) { (void)cudaFree(q); });
+  MOEX_CUDA_CHECK(cudaMemset(p, 0, size_t(bytes)));
+  return b;
+}
+
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_) (void)cudaFree(ptr_);
 }

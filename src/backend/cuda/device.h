@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/buffer.h"
+
 namespace moex::cuda {
 
 // True when the CUDA runtime finds at least one device; never throws (no driver, no device
@@ -58,6 +60,11 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// `bytes` of device memory, zero-filled, as the device-neutral handle of the backend contract
+// (backend/buffer.h: Memory::kCuda, freed with cudaFree). Throws moex::Error (out of memory,
+// no device).
+backend::Buffer device_buffer(int64_t bytes);
 
 // Convenience: a device copy of a host vector / a host copy of n device elements.
 template <typename T>

@@ -36,8 +36,8 @@ AttentionMixer::AttentionMixer(const backend::ModelBackend& be, const ModelConfi
       s_(s) {}
 
 void AttentionMixer::init_state(Sequence& seq, int64_t context) const {
-  seq.kv_cache(layer_) = ops::KvCache(cfg_.layer_kv_heads(layer_), cfg_.layer_head_dim(layer_),
-                                      context);
+  seq.kv_cache(layer_) =
+      be_.new_kv_cache(cfg_.layer_kv_heads(layer_), cfg_.layer_head_dim(layer_), context);
 }
 
 // q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,

@@ -50,7 +50,7 @@ class Mla {
   void output(int64_t n, float* out, MlaScratch& s) const;
   // The keys-only cache of one sequence (capacity positions).
   ops::KvCache new_cache(int64_t capacity) const {
-    return ops::KvCache(1, p_.cache_dim(), capacity, false);
+    return be_.new_kv_cache(1, p_.cache_dim(), capacity, false);
   }
 
  private:

@@ -104,23 +104,21 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p) {
 
 }  // namespace
 
-DeviceKvCache::DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
-    : kv_heads_(kv_heads), head_dim_(head_dim), capacity_(capacity) {
+KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values) {
   if (kv_heads < 1 || head_dim < 1 || capacity < 1)
-    fail("cuda DeviceKvCache: kv_heads = ", kv_heads, ", head_dim = ", head_dim,
+    fail("cuda new_kv_cache: kv_heads = ", kv_heads, ", head_dim = ", head_dim,
          ", capacity = ", capacity, "; expected positive sizes");
-  const size_t bytes = size_t(kv_heads) * size_t(head_dim) * size_t(capacity) * sizeof(float);
-  k_ = DeviceBuffer(bytes);
-  if (values) v_ = DeviceBuffer(bytes);
+  const int64_t bytes = kv_heads * head_dim * capacity * int64_t(sizeof(float));
+  return KvCache(device_buffer(bytes), values ? device_buffer(bytes) : backend::Buffer(),
+                 kv_heads, head_dim, capacity);
 }
 
-void kv_append(DeviceKvCache& cache, const float* k, const float* v, int64_t rows) {
+void kv_append(KvCache& cache, const float* k, const float* v, int64_t rows) {
   if (!k || (!v && cache.has_values()) || !cache.keys())
     fail("cuda kv_append: null k, v or cache");
   if (rows < 0) fail("cuda kv_append: rows = ", rows);
-  if (cache.length() + rows > cache.capacity())
-    fail("context length exceeded: ", cache.length() + rows,
-         " positions needed, the KV cache holds ", cache.capacity());
+  if (cache.memory() != backend::Memory::kCuda) fail("cuda kv_append: a cache in host memory");
+  cache.check_room(rows);
   if (rows == 0) return;
   const int64_t total = rows * cache.kv_heads() * cache.head_dim();
   kv_append_kernel<<<detail::elementwise_blocks(total), 256>>>(
@@ -135,11 +133,12 @@ int64_t attention_scratch_floats(int64_t rows, int64_t heads, int64_t pos0) {
   return rows * heads * (pos0 + rows);
 }
 
-void attention(const AttentionArgs& a) {
-  if (!a.q || !a.cache || !a.out || !a.scores || !a.cache->keys())
-    fail("cuda attention: null q, cache, out or scores");
+void attention(const AttentionArgs& a, float* scores) {
+  if (!a.q || !a.cache || !a.out || !scores || !a.cache->keys() ||
+      a.cache->memory() != backend::Memory::kCuda)
+    fail("cuda attention: null q, cache, out or scores, or a cache in host memory");
   if (!a.cache->has_values()) fail("cuda attention: a keys-only cache (MLA's: mla_attention)");
-  const DeviceKvCache& c = *a.cache;
+  const KvCache& c = *a.cache;
   if (a.heads < 1 || a.heads % c.kv_heads() != 0 || a.rows < 0 || a.pos0 < 0 ||
       a.pos0 + a.rows > c.length() || a.rows * a.heads > (int64_t{1} << 31) - 1)
     fail("cuda attention: ", a.heads, " heads over ", c.kv_heads(), " kv heads, rows up to ",
@@ -151,7 +150,7 @@ void attention(const AttentionArgs& a) {
   p.values = c.values();
   p.sinks = a.sinks;
   p.out = a.out;
-  p.scores = a.scores;
+  p.scores = scores;
   p.heads = a.heads;
   p.group = a.heads / c.kv_heads();
   p.head_dim = c.head_dim();
@@ -167,10 +166,11 @@ void attention(const AttentionArgs& a) {
   MOEX_CUDA_CHECK_LAUNCH("attention");
 }
 
-void mla_attention(const MlaAttentionArgs& a) {
-  if (!a.q || !a.cache || !a.out || !a.scores || !a.cache->keys())
-    fail("cuda mla_attention: null q, cache, out or scores");
-  const DeviceKvCache& c = *a.cache;
+void mla_attention(const MlaAttentionArgs& a, float* scores) {
+  if (!a.q || !a.cache || !a.out || !scores || !a.cache->keys() ||
+      a.cache->memory() != backend::Memory::kCuda)
+    fail("cuda mla_attention: null q, cache, out or scores, or a cache in host memory");
+  const KvCache& c = *a.cache;
   if (c.kv_heads() != 1 || c.has_values() || a.latent_dim < 1 || a.latent_dim > c.head_dim() ||
       a.heads < 1 || a.rows < 0 || a.pos0 < 0 || a.pos0 + a.rows > c.length() ||
       a.rows * a.heads > (int64_t{1} << 31) - 1)
@@ -184,7 +184,7 @@ void mla_attention(const MlaAttentionArgs& a) {
   p.values = c.keys();  // the latent: each row's first latent_dim features
   p.sinks = nullptr;
   p.out = a.out;
-  p.scores = a.scores;
+  p.scores = scores;
   p.heads = a.heads;
   p.group = a.heads;  // every query head reads kv head 0
   p.head_dim = c.head_dim();

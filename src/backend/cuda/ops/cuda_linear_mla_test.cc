@@ -216,12 +216,12 @@ TEST_F(CudaOps, MlaAttentionMatchesCpu) {
     mo::KvCache cpu_cache(1, dim, len + 2, /*values=*/false);
     cpu_cache.append(rows.data(), nullptr, len);
     // Device: a keys-only cache filled as a prefill of pos0 rows, then one append per row.
-    DeviceKvCache cache(1, dim, len + 2, /*values=*/false);
+    KvCache cache = new_kv_cache(1, dim, len + 2, /*values=*/false);
     ASSERT_FALSE(cache.has_values());
     DeviceBuffer drows = to_device(rows);
-    kv_append(cache, drows.as<float>(), nullptr, c.pos0);
+    cuda::ops::kv_append(cache, drows.as<float>(), nullptr, c.pos0);
     for (int64_t r = 0; r < c.rows; ++r)
-      kv_append(cache, drows.as<float>() + (c.pos0 + r) * dim, nullptr, 1);
+      cuda::ops::kv_append(cache, drows.as<float>() + (c.pos0 + r) * dim, nullptr, 1);
     ASSERT_EQ(cache.length(), len);
     std::vector<float> dev_keys(size_t(len * dim));
     MOEX_CUDA_CHECK(cudaMemcpy(dev_keys.data(), cache.keys(), dev_keys.size() * 4,
@@ -253,8 +253,7 @@ TEST_F(CudaOps, MlaAttentionMatchesCpu) {
     a.heads = c.heads;
     a.scale = ca.scale;
     a.out = out.data();
-    a.scores = scores.as<float>();
-    mla_attention(a);
+    cuda::ops::mla_attention(a, scores.as<float>());
     const std::vector<float> got = out.values();
     EXPECT_TRUE(out.canaries_intact()) << c.name;
     ASSERT_EQ(non_finite(got), 0) << c.name;
@@ -266,27 +265,26 @@ TEST_F(CudaOps, MlaAttentionMatchesCpu) {
 
 TEST_F(CudaOps, KeysOnlyCacheRefusesValueUses) {
   MOEX_REQUIRE_CUDA_DEVICE();
-  DeviceKvCache keys_only(1, 64, 4, /*values=*/false), full(1, 64, 4);
+  KvCache keys_only = new_kv_cache(1, 64, 4, /*values=*/false);
+  KvCache full = new_kv_cache(1, 64, 4);
   DeviceBuffer kv(size_t(4 * 64) * 4), scores(64 * 4);
-  kv_append(keys_only, kv.as<float>(), nullptr, 2);
+  cuda::ops::kv_append(keys_only, kv.as<float>(), nullptr, 2);
   EXPECT_EQ(keys_only.length(), 2);
-  EXPECT_THROW(kv_append(full, kv.as<float>(), nullptr, 1), Error);  // values needed
-  kv_append(full, kv.as<float>(), kv.as<float>(), 2);
+  EXPECT_THROW(cuda::ops::kv_append(full, kv.as<float>(), nullptr, 1), Error);  // values needed
+  cuda::ops::kv_append(full, kv.as<float>(), kv.as<float>(), 2);
   AttentionArgs a;
   a.q = kv.as<float>();
   a.cache = &keys_only;
   a.heads = 1;
   a.out = kv.as<float>();
-  a.scores = scores.as<float>();
-  EXPECT_THROW(attention(a), Error);  // no values to attend over
+  EXPECT_THROW(cuda::ops::attention(a, scores.as<float>()), Error);  // no values to attend over
   MlaAttentionArgs m;
   m.q = kv.as<float>();
   m.cache = &full;
   m.latent_dim = 32;
   m.heads = 1;
   m.out = kv.as<float>();
-  m.scores = scores.as<float>();
-  EXPECT_THROW(mla_attention(m), Error);  // MLA reads a keys-only cache
+  EXPECT_THROW(cuda::ops::mla_attention(m, scores.as<float>()), Error);  // MLA reads a keys-only cache
 }
 
 }  // namespace

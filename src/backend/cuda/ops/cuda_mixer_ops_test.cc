@@ -79,7 +79,7 @@ TEST_F(CudaOps, GatedRmsNormMatchesCpu) {
       GatedRmsNormArgs a{.order = GateOrder(int(c.order)), .x = gx.data(), .gate = gg.data(),
                          .weight = gw.data(), .out = out.data(), .rows = c.rows, .dim = c.dim,
                          .groups = c.groups, .eps = 1e-6f};
-      gated_rms_norm(a);
+      cuda::ops::gated_rms_norm(a);
       const std::vector<float> got = out.values();
       EXPECT_TRUE(out.canaries_intact()) << c.name;
       ASSERT_EQ(non_finite(got), 0) << c.name;
@@ -102,7 +102,7 @@ TEST_F(CudaOps, GatedRmsNormMatchesCpu) {
       }
       // In place (out aliases x), as the mixers call it: the same bits.
       a.out = gx.data();
-      gated_rms_norm(a);
+      cuda::ops::gated_rms_norm(a);
       EXPECT_TRUE(same_bits(gx.values(), got)) << c.name << " in place";
       EXPECT_TRUE(gx.canaries_intact() && gg.canaries_intact()) << c.name;
     }
@@ -188,7 +188,7 @@ TEST_F(CudaOps, GatedDeltaGivesTheCpuBits) {
                      .beta = gb.data(), .state = state.data(), .out = out.data(),
                      .steps = c.steps, .k_heads = c.k_heads, .v_heads = c.v_heads,
                      .k_dim = c.k_dim, .v_dim = c.v_dim};
-    gated_delta(a);
+    cuda::ops::gated_delta(a);
     const std::vector<float> got = out.values();
     EXPECT_TRUE(out.canaries_intact() && state.canaries_intact()) << c.name;
     ASSERT_EQ(non_finite(got), 0) << c.name;
@@ -207,7 +207,7 @@ TEST_F(CudaOps, GatedDeltaGivesTheCpuBits) {
       s.beta = gb.data() + t * c.v_heads;
       s.out = out.data() + t * c.v_heads * c.v_dim;
       s.steps = 1;
-      gated_delta(s);
+      cuda::ops::gated_delta(s);
     }
     EXPECT_TRUE(same_bits(out.values(), cpu) && same_bits(state.values(), cpu_state))
         << c.name << ": step by step";
@@ -257,7 +257,7 @@ TEST_F(CudaOps, SsmScanMatchesCpu) {
                   .c = gc.data(), .d = gd.data(), .state = state.data(), .out = out.data(),
                   .steps = c.steps, .heads = c.heads, .head_dim = c.head_dim,
                   .groups = c.groups, .state_dim = c.state_dim};
-    ssm_scan(a);
+    cuda::ops::ssm_scan(a);
     const std::vector<float> got = out.values(), got_state = state.values();
     EXPECT_TRUE(out.canaries_intact() && state.canaries_intact()) << c.name;
     ASSERT_EQ(non_finite(got), 0) << c.name;
@@ -283,7 +283,7 @@ TEST_F(CudaOps, SsmScanMatchesCpu) {
       s.c = gc.data() + t * c.groups * c.state_dim;
       s.out = out.data() + t * c.heads * c.head_dim;
       s.steps = 1;
-      ssm_scan(s);
+      cuda::ops::ssm_scan(s);
     }
     EXPECT_TRUE(same_bits(out.values(), got) && same_bits(state.values(), got_state))
         << c.name << ": step by step";

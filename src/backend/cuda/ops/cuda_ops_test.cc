@@ -362,11 +362,11 @@ TEST_F(CudaOps, KvAppendAndAttentionMatchCpu) {
     mo::KvCache cpu_cache(c.kv_heads, c.head_dim, len + 2);
     cpu_cache.append(k.data(), v.data(), len);
     // Device: the same positions appended as a prefill of pos0 rows, then one call per row.
-    DeviceKvCache cache(c.kv_heads, c.head_dim, len + 2);
+    KvCache cache = new_kv_cache(c.kv_heads, c.head_dim, len + 2);
     DeviceBuffer dk = to_device(k), dv = to_device(v);
-    kv_append(cache, dk.as<float>(), dv.as<float>(), c.pos0);
+    cuda::ops::kv_append(cache, dk.as<float>(), dv.as<float>(), c.pos0);
     for (int64_t r = 0; r < c.rows; ++r)
-      kv_append(cache, dk.as<float>() + (c.pos0 + r) * kvd, dv.as<float>() + (c.pos0 + r) * kvd, 1);
+      cuda::ops::kv_append(cache, dk.as<float>() + (c.pos0 + r) * kvd, dv.as<float>() + (c.pos0 + r) * kvd, 1);
     ASSERT_EQ(cache.length(), len);
     std::vector<float> dev_keys(size_t(c.kv_heads * (len + 2) * c.head_dim));
     MOEX_CUDA_CHECK(cudaMemcpy(dev_keys.data(), cache.keys(), dev_keys.size() * 4,
@@ -408,8 +408,7 @@ TEST_F(CudaOps, KvAppendAndAttentionMatchCpu) {
     a.chunk = c.chunk;
     a.window = c.window;
     a.sinks = c.sinks ? dsinks.as<float>() : nullptr;
-    a.scores = scores.as<float>();
-    attention(a);
+    cuda::ops::attention(a, scores.as<float>());
     const std::vector<float> got = out.values();
     EXPECT_TRUE(out.canaries_intact()) << c.name;
     ASSERT_EQ(non_finite(got), 0) << c.name;
@@ -421,12 +420,12 @@ TEST_F(CudaOps, KvAppendAndAttentionMatchCpu) {
 
 TEST_F(CudaOps, KvAppendPastCapacityThrows) {
   MOEX_REQUIRE_CUDA_DEVICE();
-  DeviceKvCache cache(2, 64, 4);
+  KvCache cache = new_kv_cache(2, 64, 4);
   DeviceBuffer kv(size_t(5 * 2 * 64) * 4);
-  kv_append(cache, kv.as<float>(), kv.as<float>(), 3);
-  EXPECT_THROW(kv_append(cache, kv.as<float>(), kv.as<float>(), 2), Error);
+  cuda::ops::kv_append(cache, kv.as<float>(), kv.as<float>(), 3);
+  EXPECT_THROW(cuda::ops::kv_append(cache, kv.as<float>(), kv.as<float>(), 2), Error);
   EXPECT_EQ(cache.length(), 3);
-  kv_append(cache, kv.as<float>(), kv.as<float>(), 1);
+  cuda::ops::kv_append(cache, kv.as<float>(), kv.as<float>(), 1);
   EXPECT_EQ(cache.length(), 4);
 }
 

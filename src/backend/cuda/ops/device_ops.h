@@ -19,31 +19,26 @@
 #include "core/dtype.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/device_moe_layer.h"
+#include "backend/op_args.h"
 #include "kernels/moe_contract.h"
 #include "quant/view.h"
 
 namespace moex::cuda::ops {
 
+// The contract's argument structs (backend/op_args.h), declared once for every backend; here
+// every pointer in them is device memory, and a KvCache's buffers are device buffers
+// (new_kv_cache below).
+using ::moex::ops::AttentionArgs;
+using ::moex::ops::KvCache;
+using ::moex::ops::LayerNormArgs;
+using ::moex::ops::MlaAttentionArgs;
+using ::moex::ops::RmsNormArgs;
+
 // --- norms (backend/cpu/norm.h) ---------------------------------------------------------------
 
-struct RmsNormArgs {
-  const float* x = nullptr;       // device [rows][dim]
-  float* out = nullptr;           // device [rows][dim]; may alias x
-  const float* weight = nullptr;  // device [dim]; nullptr means all ones
-  int64_t rows = 1, dim = 0;
-  float eps = 1e-6f;
-};
 // out = x * rsqrt(mean(x^2) + eps) * weight (f32 sums).
 void rms_norm(const RmsNormArgs& a);
 
-struct LayerNormArgs {
-  const float* x = nullptr;       // device [rows][dim]
-  float* out = nullptr;           // device [rows][dim]; may alias x
-  const float* weight = nullptr;  // device [dim] or nullptr (ones)
-  const float* bias = nullptr;    // device [dim] or nullptr (zeros)
-  int64_t rows = 1, dim = 0;
-  float eps = 1e-5f;
-};
 // out = (x - mean) * rsqrt(var + eps) * weight + bias (biased variance).
 void layer_norm(const LayerNormArgs& a);
 
@@ -157,74 +152,31 @@ void gated_activation(kernels::Activation act, const float* gate, const float* u
 // stream. The length lives on the host (no device round trip to append). A keys-only cache
 // (values = false, as the CPU KvCache's MLA mode) holds no values: values() is null, and
 // each key row is an MLA latent row [latent_dim + rope_dim].
-class DeviceKvCache {
- public:
-  DeviceKvCache() = default;
-  DeviceKvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
-  const float* keys() const { return k_.as<const float>(); }
-  const float* values() const { return v_.as<const float>(); }
-  float* keys() { return k_.as<float>(); }
-  float* values() { return v_.as<float>(); }
-  bool has_values() const { return v_.data() != nullptr; }
-  int64_t kv_heads() const { return kv_heads_; }
-  int64_t head_dim() const { return head_dim_; }
-  int64_t capacity() const { return capacity_; }
-  int64_t length() const { return length_; }
-  void clear() { length_ = 0; }
-  void truncate(int64_t length) {
-    if (length < length_) length_ = length < 0 ? 0 : length;
-  }
-  // Called by kv_append after its copy is queued.
-  void grow(int64_t rows) { length_ += rows; }
 
- private:
-  DeviceBuffer k_, v_;
-  int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
-};
+// A KV cache in device memory, zero-filled, the CPU cache's layout [kv_heads][capacity][head_dim]
+// (values = false: keys only, an MLA latent row [latent_dim + rope_dim] per position).
+KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
 
 // Appends k, v (device [rows][kv_heads][head_dim]; v ignored, may be null, for a keys-only
 // cache) at positions length .. length + rows - 1. Throws moex::Error ("context length
 // exceeded") past the capacity, as KvCache::append.
-void kv_append(DeviceKvCache& cache, const float* k, const float* v, int64_t rows);
+void kv_append(KvCache& cache, const float* k, const float* v, int64_t rows);
 
-struct AttentionArgs {
-  const float* q = nullptr;             // device [rows][heads][head_dim]
-  const DeviceKvCache* cache = nullptr; // holds positions up to at least pos0 + rows
-  int64_t rows = 1;                     // query rows; row r at position pos0 + r
-  int64_t pos0 = 0;
-  int64_t heads = 0;                    // a multiple of cache->kv_heads()
-  float scale = 1.f;
-  float* out = nullptr;                 // device [rows][heads][head_dim]
-  int64_t chunk = 0;                    // > 0: Llama-4 chunked attention
-  int64_t window = 0;                   // > 0: sliding window of `window` keys
-  const float* sinks = nullptr;         // device [heads] or nullptr (gpt-oss sink logits)
-  float* scores = nullptr;              // device scratch, attention_scratch_floats(...) floats
-};
 // Floats of AttentionArgs::scores for rows x heads queries at positions up to pos0 + rows.
 int64_t attention_scratch_floats(int64_t rows, int64_t heads, int64_t pos0);
 // ops::attention's contract: query head h reads kv head h / (heads / kv_heads); row r at p
 // attends to keys [attention_first_key(p, chunk, window), p]; softmax with the max
 // subtracted (and the sink logit, if any), f32 sums; out = sum_t p_t v_t in key order.
-// The cache must hold values.
-void attention(const AttentionArgs& a);
+// The cache (device buffers) must hold values. scores: device scratch of
+// attention_scratch_floats(rows, heads, pos0) floats.
+void attention(const AttentionArgs& a, float* scores);
 
-struct MlaAttentionArgs {
-  const float* q = nullptr;              // device [rows][heads][latent_dim + rope_dim]
-  const DeviceKvCache* cache = nullptr;  // keys-only, 1 kv head of latent_dim + rope_dim,
-                                         // holding at least pos0 + rows positions
-  int64_t latent_dim = 0;                // kv_lora_rank: the leading features of a cache row
-  int64_t rows = 1;                      // row r at position pos0 + r sees [0, pos0 + r]
-  int64_t pos0 = 0;
-  int64_t heads = 0;
-  float scale = 1.f;
-  float* out = nullptr;                  // device [rows][heads][latent_dim]
-  float* scores = nullptr;  // device scratch, attention_scratch_floats(rows, heads, pos0)
-};
-// ops::mla_attention's contract (absorbed multi-head latent attention): per head
+// ops::mla_attention's contract (absorbed multi-head latent attention; the cache keys-only, one
+// kv head of latent_dim + rope_dim, in device buffers): per head
 // s_t = scale (q . row_t), p = softmax(s), out = sum_t p_t latent_t in key order. The
 // attention kernel with every head on kv head 0 and the values the rows' first latent_dim
 // features (one block per (row, head): the cache is read once per head).
-void mla_attention(const MlaAttentionArgs& a);
+void mla_attention(const MlaAttentionArgs& a, float* scores);
 
 // --- greedy decode ---------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-// Names of the contract's ops and memories, and the refusal of an op a backend lacks.
+// The contract's shared parts: names of its ops and memories, the refusal of an op a backend
+// lacks, and KV caches over a backend's allocations.
 #include "backend/op.h"
 
 #include <string>
@@ -23,6 +24,16 @@ const char* op_name(Op op) {
 }
 
 const char* memory_name(Memory m) { return m == Memory::kHost ? "host" : "cuda"; }
+
+ops::KvCache ModelBackend::new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity,
+                                        bool values) const {
+  if (kv_heads < 1 || head_dim < 1 || capacity < 1)
+    fail(name(), " backend: a KV cache of kv_heads ", kv_heads, ", head_dim ", head_dim,
+         ", capacity ", capacity);
+  const int64_t plane = kv_heads * head_dim * capacity * int64_t(sizeof(float));
+  return ops::KvCache(alloc(plane), values ? alloc(plane) : Buffer(), kv_heads, head_dim,
+                      capacity);
+}
 
 void require_op(const ModelBackend& be, Op op) {
   if (!be.supports_op(op))

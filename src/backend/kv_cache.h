@@ -1,0 +1,105 @@
+// The KV cache of one attention layer, in the memory of the backend that runs its ops (a
+// backend::Buffer each for keys and values): [kv_heads][capacity][head_dim] f32, so that one
+// head's keys (and values) are contiguous and decode reads them as one stream. (Position-major
+// [capacity][kv_heads][head_dim] put a head's keys 2 KB apart at Qwen3's shape, and decode
+// attention ran ~100 cycles per key per head.) With no values it holds keys only (multi-head
+// latent attention's cache: one row of latent + rotated key per position, read as both keys
+// and values; cpu/mla_attention.h). The length lives on the host: appending is a backend op
+// (ModelBackend::kv_append) that copies the rows and then calls grow().
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "backend/buffer.h"
+#include "core/error.h"
+
+namespace moex::ops {
+
+class KvCache {
+ public:
+  KvCache() = default;
+  // Over buffers of one backend holding kv_heads * capacity * head_dim floats each (`values`
+  // empty: keys only). Throws moex::Error when a buffer is too small or the sizes are not
+  // positive.
+  KvCache(backend::Buffer keys, backend::Buffer values, int64_t kv_heads, int64_t head_dim,
+          int64_t capacity)
+      : k_(std::move(keys)), v_(std::move(values)), kv_heads_(kv_heads), head_dim_(head_dim),
+        capacity_(capacity) {
+    if (kv_heads < 1 || head_dim < 1 || capacity < 1 || k_.bytes() < plane_bytes() ||
+        (!v_.empty() && (v_.bytes() < plane_bytes() || v_.memory() != k_.memory())))
+      fail("KV cache: kv_heads ", kv_heads, ", head_dim ", head_dim, ", capacity ", capacity,
+           " over buffers of ", k_.bytes(), " and ", v_.bytes(), " bytes");
+  }
+  // In host memory (the CPU backend's), zero-filled.
+  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true)
+      : KvCache(host_plane(kv_heads, head_dim, capacity),
+                values ? host_plane(kv_heads, head_dim, capacity) : backend::Buffer(), kv_heads,
+                head_dim, capacity) {}
+
+  // Throws moex::Error ("context length exceeded") unless `rows` more positions fit.
+  void check_room(int64_t rows) const {
+    if (rows < 0 || length_ + rows > capacity_)
+      fail("context length exceeded: ", length_ + rows, " positions needed, the KV cache holds ",
+           capacity_);
+  }
+  // Counts `rows` positions appended after the backend wrote them (check_room first).
+  void grow(int64_t rows) { length_ += rows; }
+  // Appends `rows` positions from host memory into a host cache: k, v are
+  // [rows][kv_heads][head_dim] (v ignored, may be null, in a keys-only cache).
+  void append(const float* k, const float* v, int64_t rows) {
+    if (memory() != backend::Memory::kHost)
+      fail("KV cache: a host append into ", backend::memory_name(memory()), " memory");
+    check_room(rows);
+    const int64_t hd = head_dim_;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < kv_heads_; ++h) {
+        const int64_t from = (r * kv_heads_ + h) * hd;
+        float* kd = keys() + offset(length_ + r, h);
+        for (int64_t i = 0; i < hd; ++i) kd[i] = k[from + i];
+        if (has_values()) {
+          float* vd = values() + offset(length_ + r, h);
+          for (int64_t i = 0; i < hd; ++i) vd[i] = v[from + i];
+        }
+      }
+    grow(rows);
+  }
+  void clear() { length_ = 0; }
+  void truncate(int64_t length) {  // keep the first `length` positions
+    if (length < length_) length_ = length < 0 ? 0 : length;
+  }
+
+  // Addresses in the backend's memory (host code may read them only for a host cache).
+  float* keys() const { return k_.as<float>(); }
+  float* values() const { return v_.as<float>(); }
+  const float* key(int64_t pos, int64_t kv_head) const { return keys() + offset(pos, kv_head); }
+  const float* value(int64_t pos, int64_t kv_head) const {
+    return values() + offset(pos, kv_head);
+  }
+  int64_t offset(int64_t pos, int64_t kv_head) const {
+    return (kv_head * capacity_ + pos) * head_dim_;
+  }
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  bool has_values() const { return !v_.empty(); }
+  backend::Memory memory() const { return k_.memory(); }
+  int64_t bytes() const { return k_.empty() ? 0 : plane_bytes() * (has_values() ? 2 : 1); }
+
+ private:
+  int64_t plane_bytes() const { return kv_heads_ * capacity_ * head_dim_ * int64_t(sizeof(float)); }
+  static backend::Buffer host_plane(int64_t kv_heads, int64_t head_dim, int64_t capacity) {
+    if (kv_heads < 1 || head_dim < 1 || capacity < 1) return {};
+    const int64_t bytes = kv_heads * capacity * head_dim * int64_t(sizeof(float));
+    void* p = std::calloc(size_t(bytes), 1);
+    if (!p) fail("KV cache: out of memory allocating ", bytes, " bytes");
+    return backend::Buffer(p, bytes, backend::Memory::kHost, [](void* q) { std::free(q); });
+  }
+  backend::Buffer k_, v_;
+  int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
+};
+
+}  // namespace moex::ops

@@ -1,0 +1,107 @@
+// The argument structs of the backend contract's ops that take only pointers and sizes,
+// declared once and used by every backend: the CPU ops (backend/cpu) and the CUDA ops
+// (backend/cuda/ops) take these very structs. Every pointer is memory of the backend that runs
+// the op. What each op computes is stated beside its CPU declaration (backend/cpu/<op>.h).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/kv_cache.h"
+
+namespace moex::ops {
+
+struct RmsNormArgs {
+  const float* x = nullptr;       // [rows][dim]
+  float* out = nullptr;           // [rows][dim]; may alias x
+  const float* weight = nullptr;  // [dim]; nullptr means all ones
+  int64_t rows = 1, dim = 0;
+  float eps = 1e-6f;
+};
+
+struct LayerNormArgs {
+  const float* x = nullptr;       // [rows][dim]
+  float* out = nullptr;           // [rows][dim]; may alias x
+  const float* weight = nullptr;  // [dim]; nullptr means ones
+  const float* bias = nullptr;    // [dim]; nullptr means zeros
+  int64_t rows = 1, dim = 0;
+  float eps = 1e-5f;
+};
+
+// The gated RMSNorms' two orders (cpu/gated_norm.h).
+enum class GateOrder { kNormThenGate, kGateThenNorm };
+
+struct GatedRmsNormArgs {
+  GateOrder order = GateOrder::kNormThenGate;
+  const float* x = nullptr;       // [rows][dim]
+  const float* gate = nullptr;    // [rows][dim]
+  const float* weight = nullptr;  // [dim]
+  float* out = nullptr;           // [rows][dim]; may alias x (not gate)
+  int64_t rows = 1, dim = 0, groups = 1;
+  float eps = 1e-6f;
+};
+
+struct CausalConvArgs {
+  const float* x = nullptr;     // [taps - 1 + steps][channels]
+  const float* w = nullptr;     // [taps][channels], tap-major (see transpose_conv_weight)
+  const float* bias = nullptr;  // [channels] or nullptr
+  float* out = nullptr;         // [steps][channels]
+  int64_t steps = 0, channels = 0, taps = 0;
+};
+
+struct GatedDeltaArgs {
+  const float* q = nullptr;     // [steps][k_heads][k_dim] (normalized and scaled by the caller)
+  const float* k = nullptr;     // [steps][k_heads][k_dim]
+  const float* v = nullptr;     // [steps][v_heads][v_dim]
+  const float* g = nullptr;     // [steps][v_heads] decay factors
+  const float* beta = nullptr;  // [steps][v_heads]
+  float* state = nullptr;       // [v_heads][v_dim][k_dim], updated in place
+  float* out = nullptr;         // [steps][v_heads][v_dim]
+  int64_t steps = 0, k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;
+};
+
+struct SsmScanArgs {
+  const float* x = nullptr;   // [steps][heads][head_dim]
+  const float* dt = nullptr;  // [steps][heads], after softplus(dt + dt_bias) and the limits
+  const float* a = nullptr;   // [heads], A = -exp(A_log)
+  const float* b = nullptr;   // [steps][groups][state_dim]
+  const float* c = nullptr;   // [steps][groups][state_dim]
+  const float* d = nullptr;   // [heads], the skip weight D
+  float* state = nullptr;     // [heads][head_dim][state_dim], updated in place
+  float* out = nullptr;       // [steps][heads][head_dim]
+  int64_t steps = 0, heads = 0, head_dim = 0, groups = 0, state_dim = 0;
+};
+
+struct QueryTemperatureArgs {
+  float* q = nullptr;  // [rows][width]
+  int64_t rows = 0, width = 0;
+  int64_t pos0 = 0;    // position of row 0
+  float floor_scale = 1, attn_scale = 0;
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;       // [rows][heads][head_dim]
+  const KvCache* cache = nullptr; // holds keys/values up to at least pos0 + rows
+  int64_t rows = 1;               // query rows; row r is at position pos0 + r
+  int64_t pos0 = 0;
+  int64_t heads = 0;
+  float scale = 1.f;              // usually head_dim^-0.5
+  float* out = nullptr;           // [rows][heads][head_dim]
+  int64_t chunk = 0;              // > 0: Llama-4 chunked attention (cpu/attention.h)
+  int64_t window = 0;             // > 0: sliding window, row at p sees keys p-window+1..p
+  const float* sinks = nullptr;   // [heads] or nullptr: one extra softmax logit per head
+                                  // that takes mass and adds nothing (gpt-oss)
+};
+
+struct MlaAttentionArgs {
+  const float* q = nullptr;        // [rows][heads][latent_dim + rope_dim]
+  const KvCache* cache = nullptr;  // keys only, 1 kv head of latent_dim + rope_dim, holding
+                                   // at least pos0 + rows positions
+  int64_t latent_dim = 0;          // kv_lora_rank: the leading features of a cache row
+  int64_t rows = 1;                // row r is at position pos0 + r and sees [0, pos0 + r]
+  int64_t pos0 = 0;
+  int64_t heads = 0;
+  float scale = 1.f;
+  float* out = nullptr;            // [rows][heads][latent_dim]
+};
+
+}  // namespace moex::ops
