@@ -32,6 +32,7 @@ using ::moex::ops::AttentionArgs;
 using ::moex::ops::KvCache;
 using ::moex::ops::LayerNormArgs;
 using ::moex::ops::MlaAttentionArgs;
+using ::moex::ops::QueryTemperatureArgs;
 using ::moex::ops::RmsNormArgs;
 
 // --- norms (backend/cpu/norm.h) ---------------------------------------------------------------
@@ -177,6 +178,15 @@ void attention(const AttentionArgs& a, float* scores);
 // attention kernel with every head on kv head 0 and the values the rows' first latent_dim
 // features (one block per (row, head): the cache is read once per head).
 void mla_attention(const MlaAttentionArgs& a, float* scores);
+
+// --- the residual stream's elementwise ops (backend/cpu/stream_ops.h) -----------------------
+
+void add_scaled(float* x, const float* y, int64_t n, float scale);
+void scale_in_place(float* x, int64_t n, float s);
+void sigmoid_gate(float* x, const float* gate, int64_t n);
+void divide_and_softcap(float* x, int64_t n, float divisor, float cap);
+void query_temperature(const QueryTemperatureArgs& a);
+void split_halves(const float* src, float* first, float* second, int64_t rows, int64_t half);
 
 // --- greedy decode ---------------------------------------------------------------------------
 
