@@ -4,6 +4,7 @@
 #include "model/engine/engine.h"
 #include "model/engine/decode_op_bytes.h"
 #include "model/engine/expert_parallel.h"
+#include "model/engine/ffn.h"
 #include "model/weight_bytes.h"
 
 #include <algorithm>
@@ -148,7 +149,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     ep_stats_.rank = collective_->rank();
     ep_stats_.ranks = collective_->size();
     ep_stats_.experts_run.assign(size_t(ep_stats_.ranks), 0);
-    moe_scratch_.rank_experts.assign(size_t(ep_stats_.ranks), 0);
+    ffn_scratch_.moe.rank_experts.assign(size_t(ep_stats_.ranks), 0);
     for (const FileRange& r :
          expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, collective_->rank())) {
       if (opt.populate) r.file->populate(r.offset, r.bytes);
@@ -179,25 +180,23 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
          kDefaultPrefillChunk, "), got ", opt.prefill_chunk);
   prefill_chunk_ = opt.prefill_chunk > 0 ? opt.prefill_chunk : kDefaultPrefillChunk;
   moe_.resize(size_t(cfg_.num_layers));
+  ffns_.resize(size_t(cfg_.num_layers));
   mixers_.resize(size_t(cfg_.num_layers));
-  dense_act_ = kernel_activation(cfg_.dense_activation);
-  for (const LayerPlan& l : cfg_.layers) any_parallel_dense_ |= l.parallel_dense_dff > 0;
   int64_t moe_index = 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
     mixers_[size_t(i)] =
         make_mixer(*be_, cfg_, i, w_.layers[size_t(i)], ropes_[size_t(i)], mixer_scratch_);
-    if (plan.ffn != FfnKind::kMoe) continue;
     std::optional<ExpertParallelLayer> ep;
-    if (collective_) {
+    if (plan.ffn == FfnKind::kMoe && collective_) {
       ep = expert_parallel_layer(*opt.placement, *collective_, i, moe_index);
       if (moe_index == 0) ep_stats_.first_moe_layer = i;
       ep_stats_.shared_share += ep->runs_shared() ? 1.0 / double(cfg_.num_moe_layers()) : 0.0;
     }
-    ++moe_index;
-    moe_[size_t(i)] =
-        std::make_unique<MoeFfn>(*be_, cfg_, w_.layers[size_t(i)].moe, i, policy_->policy(),
-                                 std::move(ep));
+    if (plan.ffn == FfnKind::kMoe) ++moe_index;
+    ffns_[size_t(i)] =
+        make_ffn(*be_, cfg_, i, w_.layers[size_t(i)], *policy_, std::move(ep), ffn_scratch_);
+    moe_[size_t(i)] = ffns_[size_t(i)] ? ffns_[size_t(i)]->moe() : nullptr;
   }
   own_ = new_sequence();
   PolicyControl::Layers moe_layers;
@@ -206,7 +205,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (!moe_[size_t(i)]) continue;
     const kernels::MoeExpertsView& ex = w_.layers[size_t(i)].moe.experts;
     moe_layers.shapes[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
-    moe_layers.ffn.push_back(moe_[size_t(i)].get());
+    moe_layers.ffn.push_back(moe_[size_t(i)]);
   }
   policy_->attach(std::move(moe_layers), opt.measure_policy, collective_ != nullptr,
                   opt.measure_time);
@@ -244,65 +243,15 @@ void Engine::ensure_rows(int64_t n) {
   if (n <= rows_) return;
   rows_ = n;
   const size_t H = size_t(cfg_.hidden), N = size_t(n);
-  int64_t dff = cfg_.dense_dff;
-  for (const LayerPlan& l : cfg_.layers) dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
   h_.resize(N * H);
   xn_.resize(N * H);
   mix_.resize(N * H);
-  if (any_parallel_dense_) branch_.resize(N * H);
   mixer_scratch_.attention.ensure(cfg_, n);
-  gate_.resize(N * size_t(dff));
-  up_.resize(N * size_t(dff));
+  ffn_scratch_.ensure(cfg_, n);
 }
 
 void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows) const {
-  if (cfg_.norm == NormKind::kLayerNorm) {
-    be_->layer_norm({.x = x, .out = out, .weight = w.weight.data(), .bias = w.bias.data(),
-                     .rows = rows, .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
-  } else {
-    be_->rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows,
-                   .dim = cfg_.hidden, .eps = float(cfg_.norm_eps)});
-  }
-}
-
-void Engine::dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out) {
-  if (!m.gate.w.valid()) {  // relu2 (Nemotron-H): down(relu(up(x))^2), no gate projection
-    const int64_t dff = m.up.w.n();
-    be_->linear({.lin = &m.up, .x = x, .rows = n, .out = up_.data()});
-    be_->gated_activation(kernels::Activation::kSquaredReLU, nullptr, up_.data(), up_.data(),
-                          n * dff);
-    be_->linear({.lin = &m.down, .x = up_.data(), .rows = n, .out = out});
-    return;
-  }
-  const int64_t dff = m.gate.w.n();
-  const ops::Linear* gate_up[] = {&m.gate, &m.up};
-  float* gate_up_out[] = {gate_.data(), up_.data()};
-  be_->linear_same_input(gate_up, gate_up_out, 2, x, n);
-  be_->gated_activation(dense_act_, gate_.data(), up_.data(), gate_.data(), n * dff);
-  be_->linear({.lin = &m.down, .x = gate_.data(), .rows = n, .out = out});
-}
-
-void Engine::ffn_layer(int64_t layer, int64_t n) {
-  const LayerPlan& plan = cfg_.layers[size_t(layer)];
-  const LayerWeights& lw = w_.layers[size_t(layer)];
-  if (plan.ffn == FfnKind::kDense) {
-    dense_mlp(lw.dense, xn_.data(), n, mix_.data());
-    return;
-  }
-  // Gemma-4: a dense MLP on the normed input beside the experts, its output normed, the two
-  // branches added; the experts' block then normalizes the raw residual itself.
-  float* moe_out = mix_.data();
-  if (plan.parallel_dense_dff > 0) {
-    dense_mlp(lw.dense, xn_.data(), n, mix_.data());
-    norm_if(lw.dense_out_norm, mix_.data(), n);
-    moe_out = branch_.data();
-  }
-  MoeFfn& moe = *moe_[size_t(layer)];
-  const bool timed = policy_->timing(n);
-  const double t0 = timed ? now_seconds() : 0;
-  moe.forward(moe.input_is_raw() ? h_.data() : xn_.data(), n, moe_out, counters_, moe_scratch_);
-  if (timed) policy_->record(layer, now_seconds() - t0);
-  if (moe_out != mix_.data()) be_->add_scaled(mix_.data(), moe_out, n * cfg_.hidden, 1.f);
+  apply_norm(*be_, cfg_, w, x, out, rows);
 }
 
 // x = norm(x) in place over n rows when the layer has that norm (its weight is not empty).
@@ -325,7 +274,7 @@ void Engine::begin_step(int64_t n) {
 void Engine::end_step(int64_t n, bool profiled) {
   if (profiled) ++profile_.steps;
   if (collective_) {
-    std::vector<int64_t>& run = moe_scratch_.rank_experts;
+    std::vector<int64_t>& run = ffn_scratch_.moe.rank_experts;
     int64_t most = 0, total = 0;
     for (size_t r = 0; r < run.size(); ++r) {
       ep_stats_.experts_run[r] += run[r];
@@ -424,7 +373,6 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   if (cfg_.embedding_scale != 1.0) be_->scale(h_.data(), n * H, float(cfg_.embedding_scale));
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-    const LayerPlan& plan = cfg_.layers[size_t(l)];
     const LayerWeights& lw = w_.layers[size_t(l)];
     if (Mixer* mixer = mixers_[size_t(l)].get()) {  // a Nemotron-H FFN block has no mixer half
       norm(lw.input_norm, h_.data(), xn_.data(), n);
@@ -434,11 +382,12 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
       norm_if(lw.attn_out_norm, mix_.data(), n);
       add_residual(n);
     }
-    if (plan.ffn != FfnKind::kNone) {  // nor a Nemotron-H mixer block an FFN half
+    if (Ffn* ffn = ffns_[size_t(l)].get()) {  // nor a Nemotron-H mixer block an FFN half
       norm(lw.post_norm, h_.data(), xn_.data(), n);
       clock.lap(DecodeOp::kNormsResidual);
-      ffn_layer(l, n);
-      clock.lap(plan.ffn == FfnKind::kDense ? DecodeOp::kDenseMlp : DecodeOp::kMoe);
+      ffn->forward({.normed = xn_.data(), .raw = h_.data(), .n = n, .out = mix_.data(),
+                    .counters = &counters_});
+      clock.lap(ffn->op());
       norm_if(lw.ffn_out_norm, mix_.data(), n);
       add_residual(n);
     }
@@ -464,12 +413,9 @@ const kernels::MoeExpertsView* Engine::first_moe_experts() const {
 int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_; }
 
 int64_t Engine::scratch_bytes() const {
-  int64_t total = moe_scratch_.block.bytes() + mixer_scratch_.bytes();
+  int64_t total = ffn_scratch_.bytes() + mixer_scratch_.bytes();
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
-  for (const auto* v : {&moe_scratch_.logits, &moe_scratch_.scores, &h_, &xn_, &mix_, &gate_,
-                        &up_, &branch_, &moe_scratch_.router_in, &moe_scratch_.experts_in})
-    add(*v);
-  add(moe_scratch_.ids);
+  for (const auto* v : {&h_, &xn_, &mix_}) add(*v);
   return total;
 }
 

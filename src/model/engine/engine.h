@@ -17,6 +17,7 @@
 #include "io/checkpoint.h"
 #include "backend/model_backend.h"
 #include "model/engine/decode_profile.h"
+#include "model/engine/ffn.h"
 #include "model/engine/gated_deltanet.h"
 #include "model/engine/mixer.h"
 #include "model/engine/mla.h"
@@ -232,8 +233,6 @@ class Engine {
   void scale_logits(float* logits, int64_t rows) const;
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void norm_if(const NormWeights& w, float* x, int64_t rows) const;
-  void dense_mlp(const MlpWeights& m, const float* x, int64_t n, float* out);
-  void ffn_layer(int64_t layer, int64_t n);        // xn_ -> mix_
 
   std::string dir_;
   const backend::ModelBackend* be_ = nullptr;  // every op of the forward pass
@@ -247,10 +246,9 @@ class Engine {
   std::unique_ptr<WeightBinder> binder_; // owns stacked copies of per-expert layouts
   ModelWeights w_;
   std::vector<ops::Rope> ropes_;  // per attention layer (each layer's own RoPE and head_dim)
-  kernels::Activation dense_act_ = kernels::Activation::kSwiGLU;  // of the dense MLPs
-  bool any_parallel_dense_ = false;
   std::vector<std::unique_ptr<Mixer>> mixers_;  // per layer; null where the layer has none
-  std::vector<std::unique_ptr<MoeFfn>> moe_;  // per layer; null for dense layers
+  std::vector<std::unique_ptr<Ffn>> ffns_;  // per layer; null where the layer has none
+  std::vector<MoeFfn*> moe_;  // per layer: ffns_'s MoE block, null for the other layers
   moe::PathCounters counters_;
   std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
   std::vector<SequenceRows> segments_;  // of the chunk run_rows runs
@@ -281,10 +279,9 @@ class Engine {
 
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).
-  MoeFfnScratch moe_scratch_;
+  FfnScratch ffn_scratch_;
   MixerScratch mixer_scratch_;
-  std::vector<float> h_, xn_, mix_, gate_, up_, logits_;
-  std::vector<float> branch_;  // the MoE output beside a parallel dense MLP (Gemma-4)
+  std::vector<float> h_, xn_, mix_, logits_;
   std::vector<const Sequence*> batch_seen_;  // forward_batch's duplicate check
   std::vector<SequenceChunk> batch_parts_;   // decode_batch's parts
   std::vector<int32_t> batch_tokens_;        // the tokens of one call of run_rows

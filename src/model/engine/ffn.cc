@@ -1,0 +1,139 @@
+// The dense and MoE feed-forward halves behind the Ffn interface (ffn.h).
+#include "model/engine/ffn.h"
+
+#include <algorithm>
+
+#include "core/sysinfo.h"
+#include "model/engine/policy_control.h"
+#include "model/engine/scratch_grow.h"
+
+namespace moex::model::engine {
+
+void FfnScratch::ensure(const ModelConfig& cfg, int64_t n) {
+  int64_t dff = cfg.dense_dff;
+  bool parallel_dense = false;
+  for (const LayerPlan& l : cfg.layers) {
+    dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
+    parallel_dense |= l.parallel_dense_dff > 0;
+  }
+  grow(gate, n * dff);
+  grow(up, n * dff);
+  if (parallel_dense) grow(branch, n * cfg.hidden);
+}
+
+int64_t FfnScratch::bytes() const {
+  int64_t total = moe.block.bytes();
+  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
+  for (const auto* v : {&gate, &up, &branch, &moe.logits, &moe.scores, &moe.router_in,
+                        &moe.experts_in})
+    add(*v);
+  add(moe.ids);
+  return total;
+}
+
+void apply_norm(const backend::ModelBackend& be, const ModelConfig& cfg, const NormWeights& w,
+                const float* x, float* out, int64_t rows) {
+  if (cfg.norm == NormKind::kLayerNorm) {
+    be.layer_norm({.x = x, .out = out, .weight = w.weight.data(), .bias = w.bias.data(),
+                   .rows = rows, .dim = cfg.hidden, .eps = float(cfg.norm_eps)});
+  } else {
+    be.rms_norm({.x = x, .out = out, .weight = w.weight.data(), .rows = rows, .dim = cfg.hidden,
+                 .eps = float(cfg.norm_eps)});
+  }
+}
+
+namespace {
+
+// down(act(gate(x), up(x))); relu2 (Nemotron-H): down(relu(up(x))^2), no gate projection.
+void dense_mlp(const backend::ModelBackend& be, const MlpWeights& m, kernels::Activation act,
+               const float* x, int64_t n, float* out, FfnScratch& s) {
+  if (!m.gate.w.valid()) {
+    const int64_t dff = m.up.w.n();
+    be.linear({.lin = &m.up, .x = x, .rows = n, .out = s.up.data()});
+    be.gated_activation(kernels::Activation::kSquaredReLU, nullptr, s.up.data(), s.up.data(),
+                        n * dff);
+    be.linear({.lin = &m.down, .x = s.up.data(), .rows = n, .out = out});
+    return;
+  }
+  const int64_t dff = m.gate.w.n();
+  const ops::Linear* gate_up[] = {&m.gate, &m.up};
+  float* gate_up_out[] = {s.gate.data(), s.up.data()};
+  be.linear_same_input(gate_up, gate_up_out, 2, x, n);
+  be.gated_activation(act, s.gate.data(), s.up.data(), s.gate.data(), n * dff);
+  be.linear({.lin = &m.down, .x = s.gate.data(), .rows = n, .out = out});
+}
+
+class DenseFfn final : public Ffn {
+ public:
+  DenseFfn(const backend::ModelBackend& be, const MlpWeights& w, kernels::Activation act,
+           FfnScratch& s)
+      : be_(be), w_(w), act_(act), s_(s) {}
+  void forward(const FfnCall& c) override { dense_mlp(be_, w_, act_, c.normed, c.n, c.out, s_); }
+  DecodeOp op() const override { return DecodeOp::kDenseMlp; }
+
+ private:
+  const backend::ModelBackend& be_;
+  const MlpWeights& w_;
+  kernels::Activation act_;
+  FfnScratch& s_;
+};
+
+class MoeLayerFfn final : public Ffn {
+ public:
+  MoeLayerFfn(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
+              const LayerWeights& w, PolicyControl& policy, std::optional<ExpertParallelLayer> ep,
+              FfnScratch& s)
+      : be_(be), cfg_(cfg), layer_(layer), w_(w), policy_(policy), s_(s),
+        moe_(be, cfg, w.moe, layer, policy.policy(), std::move(ep)),
+        parallel_dense_(cfg.layers[size_t(layer)].parallel_dense_dff > 0) {}
+
+  // Gemma-4: a dense MLP on the normed input beside the experts, its output normed, the two
+  // branches added; the experts' block then normalizes the raw residual itself.
+  void forward(const FfnCall& c) override {
+    float* moe_out = c.out;
+    if (parallel_dense_) {
+      dense_mlp(be_, w_.dense, kernel_activation(cfg_.dense_activation), c.normed, c.n, c.out,
+                s_);
+      if (!w_.dense_out_norm.weight.empty())
+        apply_norm(be_, cfg_, w_.dense_out_norm, c.out, c.out, c.n);
+      moe_out = s_.branch.data();
+    }
+    const bool timed = policy_.timing(c.n);
+    const double t0 = timed ? now_seconds() : 0;
+    moe_.forward(moe_.input_is_raw() ? c.raw : c.normed, c.n, moe_out, *c.counters, s_.moe);
+    if (timed) policy_.record(layer_, now_seconds() - t0);
+    if (moe_out != c.out) be_.add_scaled(c.out, moe_out, c.n * cfg_.hidden, 1.f);
+  }
+  DecodeOp op() const override { return DecodeOp::kMoe; }
+  MoeFfn* moe() override { return &moe_; }
+
+ private:
+  const backend::ModelBackend& be_;
+  const ModelConfig& cfg_;
+  int64_t layer_;
+  const LayerWeights& w_;
+  PolicyControl& policy_;
+  FfnScratch& s_;
+  MoeFfn moe_;
+  bool parallel_dense_;
+};
+
+}  // namespace
+
+std::unique_ptr<Ffn> make_ffn(const backend::ModelBackend& be, const ModelConfig& cfg,
+                              int64_t layer, const LayerWeights& weights, PolicyControl& policy,
+                              std::optional<ExpertParallelLayer> ep, FfnScratch& scratch) {
+  switch (cfg.layers[size_t(layer)].ffn) {
+    case FfnKind::kNone:
+      return nullptr;
+    case FfnKind::kDense:
+      return std::make_unique<DenseFfn>(be, weights.dense, kernel_activation(cfg.dense_activation),
+                                        scratch);
+    case FfnKind::kMoe:
+      return std::make_unique<MoeLayerFfn>(be, cfg, layer, weights, policy, std::move(ep),
+                                           scratch);
+  }
+  return nullptr;
+}
+
+}  // namespace moex::model::engine
