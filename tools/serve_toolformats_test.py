@@ -339,15 +339,30 @@ def langchain(name, f, srv, tok):
           f"({back.response_metadata.get('finish_reason')})")
 
 
-def harmony_400s(client):
+def harmony_strict_auto(client, tok):
+    """A strict tool under auto: taken (it was a 400 before moex watched for harmony's call
+    recipient), the messages free, and a call, once `to=functions.` is written, must name a
+    tool and have valid arguments. The recipient is 8 pieces in the tiny tokenizer: even with
+    them biased the random model did not write it in these seeds (0 of 8 opened a call), so
+    what is checked end to end is that such requests are answered and any call validates; the
+    constraint itself is ToolCallGrammar.HarmonyUnderAutoLeavesMessagesFreeAndConstrainsACall
+    and ToolChoice.HarmonyStrictToolUnderAutoIsConstrained."""
     strict = [{"type": "function", "function": dict(t["function"], strict=True)} for t in TOOLS]
-    try:
-        client.chat(0, tools=strict)
-        check(False, "harmony: a strict tool under auto is refused")
-    except openai.BadRequestError as e:
-        msg = (e.body or {}).get("message", "")
-        check(e.body.get("param") == "tools[0].function.strict" and "harmony" in msg,
-              f"harmony: a strict tool under auto is a 400 naming it ({msg})")
+    bias = dict(client.bias)
+    for i in tok.encode("to=functions.", add_special_tokens=False).ids:
+        bias[str(i)] = 8
+    t0, bad, opened, finishes = time.time(), [], 0, []
+    for s in range(8):
+        c = client.chat(s, tools=strict, logit_bias=bias).choices[0]
+        finishes.append(c.finish_reason)
+        if c.message.tool_calls:
+            opened += 1
+            p = [x for x in problems(c, set(SCHEMAS), one=True) if not x.startswith("content")]
+            if p:
+                bad.append((s, p))
+    check(not bad, f"harmony strict tool under auto: taken; {opened} of 8 answers opened a call, "
+          f"each valid (finish reasons {finishes}, {time.time() - t0:.1f} s)"
+          f"{' ' + repr(bad) if bad else ''}")
 
 
 def main():
@@ -365,7 +380,7 @@ def main():
         constrained(name, client)
         langchain(name, f, srv, tok)
         if name == "harmony":
-            harmony_400s(client)
+            harmony_strict_auto(client, tok)
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
