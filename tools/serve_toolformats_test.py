@@ -276,16 +276,18 @@ def constrained(name, client):
               {"tool_choice": "required", "parallel_tool_calls": False}, set(SCHEMAS), True),
              ("named", {"tool_choice": NAMED}, {"get_time"}, True)]
     for what, kw, names, one in cases:
-        t0, bad, ncalls, args = time.time(), [], [], []
+        t0, bad, ncalls, args, reasoned = time.time(), [], [], [], 0
         for s in SEEDS:
             c = client.chat(s, tools=TOOLS, **kw).choices[0]
             ncalls.append(len(c.message.tool_calls or []))
+            reasoned += bool((c.message.model_extra or {}).get("reasoning_content"))
             args += [x.function.arguments for x in c.message.tool_calls or []][:1]
             if problems(c, names, one):
                 bad.append((s, problems(c, names, one)))
         check(not bad, f"{name} {what}: {len(SEEDS)} answers are calls to {sorted(names)} whose "
-              f"arguments validate, finish_reason tool_calls (calls per answer {ncalls}, e.g. "
-              f"{args[:2]}, {time.time() - t0:.1f} s){' ' + repr(bad) if bad else ''}")
+              f"arguments validate, finish_reason tool_calls (calls per answer {ncalls}, "
+              f"{reasoned} with reasoning_content, e.g. {args[:2]}, {time.time() - t0:.1f} s)"
+              f"{' ' + repr(bad) if bad else ''}")
     for what, kw in [("required", {"tool_choice": "required"}), ("named", {"tool_choice": NAMED})]:
         for s in SEEDS[:2]:
             whole = client.chat(s, tools=TOOLS, **kw).choices[0]
@@ -339,6 +341,34 @@ def langchain(name, f, srv, tok):
           f"({back.response_metadata.get('finish_reason')})")
 
 
+def harmony_analysis(client, tok):
+    """Calls after an analysis message: with `analysis` biased, the answers reason first (the
+    grammar's optional analysis message, free text up to <|end|>), then call; reasoning_content
+    holds the analysis, content nothing, and a stream gives the same."""
+    bias = dict(client.bias)
+    for i in [tok.token_to_id("<|channel|>")] + tok.encode("analysis",
+                                                            add_special_tokens=False).ids:
+        bias[str(i)] = 5
+    bad, reasoned = [], 0
+    for s in SEEDS:
+        c = client.chat(s, tools=TOOLS, tool_choice="required", logit_bias=bias).choices[0]
+        r = (c.message.model_extra or {}).get("reasoning_content") or ""
+        reasoned += bool(r)
+        if problems(c, set(SCHEMAS), one=True):
+            bad.append((s, problems(c, set(SCHEMAS), one=True)))
+    calls, finish, content, reasoning, dbad = client.stream(0, tools=TOOLS, tool_choice="required",
+                                                            logit_bias=bias)
+    whole = client.chat(0, tools=TOOLS, tool_choice="required", logit_bias=bias).choices[0]
+    same = ([(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+            == [(x.function.name, x.function.arguments) for x in whole.message.tool_calls or []]
+            and reasoning == (whole.message.model_extra or {}).get("reasoning_content")
+            and not content and finish == "tool_calls" and not dbad)
+    check(not bad and reasoned == len(SEEDS) and same,
+          f"harmony: calls after an analysis message ({reasoned} of {len(SEEDS)} answers with "
+          f"reasoning_content, e.g. {reasoning[:40]!r}; the stream the same: {same})"
+          f"{' ' + repr(bad) if bad else ''}")
+
+
 def harmony_strict_auto(client, tok):
     """A strict tool under auto: taken (it was a 400 before moex watched for harmony's call
     recipient), the messages free, and a call, once `to=functions.` is written, must name a
@@ -380,6 +410,7 @@ def main():
         constrained(name, client)
         langchain(name, f, srv, tok)
         if name == "harmony":
+            harmony_analysis(client, tok)
             harmony_strict_auto(client, tok)
     finally:
         rc = srv.stop()
