@@ -14,8 +14,8 @@ function answer with calls whose arguments validate with `jsonschema`, finish_re
 "tool_calls" and no content; a stream of the same request (same seed) gives the same calls, its
 first delta of a call with id and name, indexes 0..n-1, no content; LangChain's bind_tools
 (tool_choice required, streamed and whole) parses the same calls, and a LangChain round trip
-(AIMessage with tool_calls, ToolMessage) renders. Formats-specific 400s: harmony's strict tool
-under auto.
+(AIMessage with tool_calls, ToolMessage) renders. harmony also: calls after an analysis
+message (reasoning_content), and a strict tool under auto taken, any call it opens valid.
 
 usage: serve_toolformats_test.py --moex BIN --work DIR --templates CORPUS_DIR --format F
 """
@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import jsonschema
-import openai
 from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
