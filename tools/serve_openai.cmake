@@ -45,3 +45,18 @@ add_test(NAME serve_toolchoice_test
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_toolchoice
           --templates ${MOEX_CHAT_TEMPLATE_CORPUS} --engine ${_moex_grammar_engine})
 set_tests_properties(serve_toolchoice_test PROPERTIES LABELS reference TIMEOUT 300)
+# Tool calls end to end in the other constrained formats (harmony, DeepSeek V3.1 and R1 shapes,
+# GLM-4.5, MiniMax-M2, Kimi-K2): each on its family's tiny preset with the family's template
+# from the corpus and its markers as special tokens, the openai client and LangChain; about
+# 4 s each. Without xgrammar the constrained requests are 400s (serve_toolchoice_test's).
+if(MOEX_HAVE_XGRAMMAR)
+  foreach(_moex_format harmony deepseek_v3 deepseek_r1 glm45 minimax_m2 kimi_k2)
+    add_test(NAME serve_toolformats_test_${_moex_format}
+      COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_toolformats_test.py
+              --moex $<TARGET_FILE:moex>
+              --work ${CMAKE_CURRENT_BINARY_DIR}/serve_toolformats_${_moex_format}
+              --templates ${MOEX_CHAT_TEMPLATE_CORPUS} --format ${_moex_format})
+    set_tests_properties(serve_toolformats_test_${_moex_format} PROPERTIES LABELS reference
+                         TIMEOUT 180)
+  endforeach()
+endif()

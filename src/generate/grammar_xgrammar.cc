@@ -1,6 +1,9 @@
 // GrammarEngine on xgrammar's C++ core (built when MOEX_HAVE_XGRAMMAR): the vocabulary as
 // raw token bytes, JSON schemas compiled without free whitespace (so a model cannot pad the
-// output forever), and a per-request GrammarMatcher whose bitmask becomes -inf logits.
+// output forever), and a per-request GrammarMatcher whose bitmask, narrowed to the tokens that
+// keep the output well-formed UTF-8 (utf8_mask.h), becomes -inf logits.
+#include "generate/grammar.h"
+
 #include <dlpack/dlpack.h>
 #include <xgrammar/xgrammar.h>
 
@@ -12,7 +15,7 @@
 
 #include "core/error.h"
 #include "generate/ebnf_text.h"
-#include "generate/grammar.h"
+#include "generate/utf8_mask.h"
 
 namespace moex::generate {
 namespace {
@@ -23,11 +26,13 @@ constexpr const char* kAnyObjectSchema = R"({"type": "object"})";
 class XgProcessor final : public LogitsProcessor {
  public:
   // `barred`: stop ids this grammar never ends with (GrammarSpec::end_ids).
-  XgProcessor(const xgrammar::CompiledGrammar& g, int64_t vocab, std::vector<TokenId> barred)
+  XgProcessor(const xgrammar::CompiledGrammar& g, int64_t vocab, std::vector<TokenId> barred,
+              std::shared_ptr<const Utf8TokenMasks> utf8)
       : matcher_(g),
         vocab_(vocab),
         mask_(size_t(xgrammar::GetBitmaskSize(int(vocab)))),
-        barred_(std::move(barred)) {}
+        barred_(std::move(barred)),
+        utf8_(std::move(utf8)) {}
 
   void apply(std::span<float> logits, const TokenHistory&) override {
     int64_t shape[1] = {int64_t(mask_.size())};
@@ -38,6 +43,9 @@ class XgProcessor final : public LogitsProcessor {
     t.dtype = xgrammar::GetBitmaskDLType();
     t.shape = shape;
     matcher_.FillNextTokenBitmask(&t);
+    const std::vector<uint32_t>& utf8 = utf8_->allowed(utf8_state_);
+    for (size_t w = 0; w < mask_.size() && w < utf8.size(); ++w)
+      mask_[w] = int32_t(uint32_t(mask_[w]) & utf8[w]);
     // A set bit allows the token. Words of all ones (most of a JSON string's) are skipped.
     const int64_t n = std::min<int64_t>(vocab_, int64_t(logits.size()));
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -56,6 +64,7 @@ class XgProcessor final : public LogitsProcessor {
   void accept(TokenId token) override {
     if (!matcher_.AcceptToken(token))
       fail("grammar: token ", token, " does not continue the output the grammar allows");
+    utf8_state_ = utf8_->after(utf8_state_, token);
   }
 
   const char* name() const override { return "grammar"; }
@@ -65,17 +74,21 @@ class XgProcessor final : public LogitsProcessor {
   int64_t vocab_;
   std::vector<int32_t> mask_;
   std::vector<TokenId> barred_;
+  std::shared_ptr<const Utf8TokenMasks> utf8_;
+  Utf8State utf8_state_ = Utf8State::kStart;
 };
 
 class XgGrammar final : public Grammar {
  public:
-  XgGrammar(xgrammar::CompiledGrammar g, int64_t vocab, std::vector<TokenId> barred = {})
-      : g_(std::move(g)), vocab_(vocab), barred_(std::move(barred)) {}
+  XgGrammar(std::shared_ptr<const Utf8TokenMasks> utf8, xgrammar::CompiledGrammar g, int64_t vocab,
+            std::vector<TokenId> barred = {})
+      : utf8_(std::move(utf8)), g_(std::move(g)), vocab_(vocab), barred_(std::move(barred)) {}
   std::unique_ptr<LogitsProcessor> processor() const override {
-    return std::make_unique<XgProcessor>(g_, vocab_, barred_);
+    return std::make_unique<XgProcessor>(g_, vocab_, barred_, utf8_);
   }
 
  private:
+  std::shared_ptr<const Utf8TokenMasks> utf8_;
   xgrammar::CompiledGrammar g_;
   int64_t vocab_;
   std::vector<TokenId> barred_;
@@ -90,9 +103,11 @@ struct GrammarEngine::Impl {
         // Compiling runs on the request's thread; one more worker thread at most, so that a
         // compile leaves a core to the decode loop on small machines.
         compiler(info, std::max(1, std::min(2, int(std::thread::hardware_concurrency()) / 2)),
-                 /*cache_enabled=*/true, /*max_memory_bytes=*/int64_t(256) << 20) {}
+                 /*cache_enabled=*/true, /*max_memory_bytes=*/int64_t(256) << 20),
+        utf8(std::make_shared<const Utf8TokenMasks>(bytes)) {}
   xgrammar::TokenizerInfo info;
   xgrammar::GrammarCompiler compiler;
+  std::shared_ptr<const Utf8TokenMasks> utf8;
 };
 
 bool GrammarEngine::available() { return true; }
@@ -141,27 +156,30 @@ std::shared_ptr<const Grammar> GrammarEngine::compile(const GrammarSpec& spec) c
     switch (spec.kind) {
       case GrammarKind::kJsonObject:
         return std::make_shared<XgGrammar>(
+            impl_->utf8,
             c.CompileJSONSchema(kAnyObjectSchema, /*any_whitespace=*/false, std::nullopt,
                                 std::nullopt, /*strict_mode=*/false),
             vocab());
       case GrammarKind::kJsonSchema:
         return std::make_shared<XgGrammar>(
+            impl_->utf8,
             c.CompileJSONSchema(spec.text, /*any_whitespace=*/false, std::nullopt, std::nullopt,
                                 /*strict_mode=*/true),
             vocab());
       case GrammarKind::kRegex:
-        return std::make_shared<XgGrammar>(c.CompileRegex(spec.text), vocab());
+        return std::make_shared<XgGrammar>(impl_->utf8, c.CompileRegex(spec.text), vocab());
       case GrammarKind::kEbnf:
-        return std::make_shared<XgGrammar>(c.CompileGrammar(spec.text, "root"), vocab());
+        return std::make_shared<XgGrammar>(impl_->utf8, c.CompileGrammar(spec.text, "root"),
+                                           vocab());
       case GrammarKind::kStructuralTag:
-        return std::make_shared<XgGrammar>(c.CompileStructuralTag(spec.text), vocab(),
+        return std::make_shared<XgGrammar>(impl_->utf8, c.CompileStructuralTag(spec.text), vocab(),
                                            std::move(barred));
       case GrammarKind::kChoice: {
         if (spec.choices.empty()) fail("no choices");
         std::string ebnf = "root ::= ";
         for (size_t i = 0; i < spec.choices.size(); ++i)
           ebnf += (i ? " | " : "") + ebnf_literal(spec.choices[i]);
-        return std::make_shared<XgGrammar>(c.CompileGrammar(ebnf, "root"), vocab());
+        return std::make_shared<XgGrammar>(impl_->utf8, c.CompileGrammar(ebnf, "root"), vocab());
       }
     }
   } catch (const Error&) {

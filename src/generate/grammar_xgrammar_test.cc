@@ -8,6 +8,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "generate/generator.h"
@@ -174,6 +175,95 @@ TEST(Grammar, RandomLogitsThroughTheMaskAlwaysGiveValidOutput) {
     }
   }
   EXPECT_GE(finished, 100) << "too few outputs ended before max_tokens to judge the mask";
+}
+
+// A byte-level vocabulary: id 0 the stop id, id b (1..255) the byte b.
+GrammarEngine& byte_engine() {
+  static GrammarEngine e(
+      [] {
+        std::vector<std::string> v = {"<eos>"};
+        for (int b = 1; b < 256; ++b) v.push_back(std::string(1, char(b)));
+        return v;
+      }(),
+      {0});
+  return e;
+}
+
+std::set<int> allowed_bytes(LogitsProcessor& p) {
+  std::vector<float> logits(256, 0.f);
+  p.apply(logits, TokenHistory());
+  std::set<int> out;
+  for (int i = 1; i < 256; ++i)
+    if (logits[size_t(i)] != -INFINITY) out.insert(i);
+  return out;
+}
+
+std::set<int> byte_range(int lo, int hi) {
+  std::set<int> out;
+  for (int b = lo; b <= hi; ++b) out.insert(b);
+  return out;
+}
+
+// xgrammar 0.2.9 reads a multi-byte character by its lead byte's length alone; the mask keeps
+// the output UTF-8: no overlong leads (C0, C1), nothing above U+10FFFF (F5..FF, F4 90..), no
+// surrogates (ED A0..BF), no overlong 3- and 4-byte forms (E0 80..9F, F0 80..8F). In a JSON
+// string, a negated regex class and an EBNF negated class alike.
+TEST(Grammar, OutputIsWellFormedUtf8) {
+  for (const auto& [kind, text] : std::vector<std::pair<GrammarKind, std::string>>{
+           {GrammarKind::kJsonSchema, R"({"type": "string"})"},
+           {GrammarKind::kJsonSchema, R"({"type": "string", "maxLength": 3})"},
+           {GrammarKind::kRegex, R"("[^"]*")"},
+           {GrammarKind::kEbnf, R"(root ::= "\"" [^"]* "\"")"}}) {
+    SCOPED_TRACE(text);
+    const auto g = byte_engine().compile(spec(kind, text));
+    auto p = g->processor();
+    p->accept('"');
+    const std::set<int> first = allowed_bytes(*p);
+    for (int b : {0xC0, 0xC1, 0xF5, 0xF8, 0xFF, 0x80, 0xBF}) EXPECT_FALSE(first.count(b)) << b;
+    for (int b : {int('a'), 0xC2, 0xE0, 0xED, 0xF0, 0xF4}) EXPECT_TRUE(first.count(b)) << b;
+    for (const auto& [lead, lo, hi] : std::vector<std::tuple<int, int, int>>{
+             {0xE0, 0xA0, 0xBF}, {0xED, 0x80, 0x9F}, {0xF0, 0x90, 0xBF}, {0xF4, 0x80, 0x8F},
+             {0xC2, 0x80, 0xBF}}) {
+      auto q = g->processor();
+      q->accept('"');
+      q->accept(TokenId(lead));
+      EXPECT_EQ(allowed_bytes(*q), byte_range(lo, hi)) << "after " << lead;
+    }
+  }
+}
+
+// Random bytes through a length-bounded JSON string: every finished string is UTF-8 (it
+// parses) and holds at most maxLength code points, which xgrammar counts as characters.
+TEST(Grammar, RandomBytesInABoundedJsonStringStayWithinItsLength) {
+  const auto g = byte_engine().compile(spec(GrammarKind::kJsonSchema,
+                                            R"({"type": "string", "maxLength": 3})"));
+  std::mt19937 rng(11);
+  int multi_byte = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto p = g->processor();
+    std::string text;
+    for (int step = 0; step < 40; ++step) {
+      std::set<int> a = allowed_bytes(*p);
+      std::vector<float> logits(256, 0.f);
+      p->apply(logits, TokenHistory());
+      if (logits[0] != -INFINITY && (a.empty() || rng() % 4 == 0)) break;  // the stop id
+      ASSERT_FALSE(a.empty()) << text;
+      // Bytes >= 0x80 are drawn as often as the rest, so that multi-byte characters appear.
+      std::vector<int> hi(a.lower_bound(0x80), a.end());
+      std::vector<int> lo(a.begin(), a.lower_bound(0x80));
+      const std::vector<int>& from = !hi.empty() && (lo.empty() || rng() % 2) ? hi : lo;
+      const int b = from[rng() % from.size()];
+      p->accept(TokenId(b));
+      text += char(b);
+    }
+    const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_string()) << text;
+    int code_points = 0;
+    for (unsigned char c : j.get<std::string>()) code_points += (c & 0xC0) != 0x80;
+    EXPECT_LE(code_points, 3) << text;
+    multi_byte += j.get<std::string>().size() > size_t(code_points);
+  }
+  EXPECT_GE(multi_byte, 100) << "too few strings held a multi-byte character";
 }
 
 }  // namespace

@@ -103,38 +103,77 @@ std::vector<json> deepseek_tags(const std::vector<GrammarTool>& tools, bool code
   return tags;
 }
 
-// gpt-oss (harmony): after the prompt's `<|start|>assistant`, an optional analysis message
-// (reasoning: free text up to <|end|>, then the next message's start), then one message to
-// the function: `<|channel|>commentary to=functions.N <|constrain|>json<|message|>{...}` as
-// the model writes it, or ` to=functions.N<|channel|>commentary json<|message|>{...}` as the
-// template writes past calls. The call ends with the <|call|> token, a stop id: the grammar
-// ends after the arguments and serve lets only that stop id end it (GrammarSpec::end_ids).
-// harmony.cc ends a message at the first of its end markers and reads the recipient up to a
-// space or '<': neither text nor arguments may hold the markers, a name neither.
+// gpt-oss (harmony): harmony.cc ends a message at the first of its end markers and reads the
+// recipient up to a space or '<': neither text nor arguments may hold the markers, a name
+// neither.
+const json& harmony_markers() {
+  static const json m = {"<|start|>", "<|end|>",       "<|channel|>", "<|message|>",
+                         "<|call|>",  "<|constrain|>", "<|return|>"};
+  return m;
+}
+
+void check_harmony_name(const std::string& name) {
+  bool ok = !name.empty();
+  for (const unsigned char c : name) ok = ok && c > 0x20 && c != '<';
+  if (!ok)
+    fail("function '", name, "' cannot be written in the harmony format (a name there has "
+         "no spaces, '<' or control characters)");
+}
+
+// The two headers of a call after `to=functions.N`: the model's order (`<|channel|>commentary
+// to=functions.N <|constrain|>json<|message|>`) and the template's, as it writes past calls
+// (`<|start|>assistant to=functions.N<|channel|>commentary json<|message|>`).
+constexpr const char* kHarmonyModelTail = " <|constrain|>json<|message|>";
+constexpr const char* kHarmonyTemplateTail = "<|channel|>commentary json<|message|>";
+
+// For "required" / a named function: after the prompt's `<|start|>assistant`, an optional
+// analysis message (reasoning: free text up to <|end|>, then the next message's start), then
+// one message to the function in either header order. The call ends with the <|call|> token,
+// a stop id: the grammar ends after the arguments and serve lets only that stop id end it
+// (GrammarSpec::end_ids).
 json harmony_format(const std::vector<GrammarTool>& tools) {
-  const json markers = {"<|start|>", "<|end|>",       "<|channel|>", "<|message|>",
-                        "<|call|>",  "<|constrain|>", "<|return|>"};
-  json text = {{"type", "any_text"}, {"excludes", markers}};
+  json text = {{"type", "any_text"}, {"excludes", harmony_markers()}};
   json analysis = {{"type", "optional"},
                    {"content", tag("<|channel|>analysis<|message|>", std::move(text),
                                    "<|end|><|start|>assistant")}};
   std::vector<json> calls;
   for (const GrammarTool& t : tools) {
-    bool ok = !t.name.empty();
-    for (const unsigned char c : t.name) ok = ok && c > 0x20 && c != '<';
-    if (!ok)
-      fail("function '", t.name, "' cannot be written in the harmony format (a name there has "
-           "no spaces, '<' or control characters)");
-    const json args = arguments_without(t, markers);
+    check_harmony_name(t.name);
+    const json args = arguments_without(t, harmony_markers());
     const std::string to = "to=functions." + t.name;
-    for (const std::string& header : {"<|channel|>commentary " + to + " <|constrain|>json",
-                                      " " + to + "<|channel|>commentary json"}) {
-      const json open = {{"type", "const_string"}, {"value", header + "<|message|>"}};
+    for (const std::string& header : {"<|channel|>commentary " + to + kHarmonyModelTail,
+                                      " " + to + kHarmonyTemplateTail}) {
+      const json open = {{"type", "const_string"}, {"value", header}};
       calls.push_back({{"type", "sequence"}, {"elements", {open, args}}});
     }
   }
   return {{"type", "sequence"},
           {"elements", {std::move(analysis), {{"type", "or"}, {"elements", std::move(calls)}}}}};
+}
+
+// Under "auto" with a strict tool: the messages are free (analysis, commentary, final, with
+// their markers) until the text holds `to=functions.`, the recipient of a call in either
+// header order; from there it is one call to a listed tool: the name, either header's tail,
+// the arguments (a strict tool's schema; any object for the others), and the grammar ends
+// (the answer's next token is a stop id: the model writes <|call|>). llama-server does the
+// same for gpt-oss (llama.cpp's common/parsers/gpt-oss.cpp: a grammar triggered by the
+// recipient's `to=`, every tool's arguments by its schema).
+json harmony_auto_format(const std::vector<GrammarTool>& tools) {
+  std::vector<json> tags;
+  for (const GrammarTool& t : tools) {
+    check_harmony_name(t.name);
+    const json tails = {
+        {"type", "or"},
+        {"elements",
+         {{{"type", "const_string"}, {"value", kHarmonyModelTail}},
+          {{"type", "const_string"}, {"value", kHarmonyTemplateTail}}}}};
+    tags.push_back(tag("to=functions." + t.name,
+                       {{"type", "sequence"},
+                        {"elements", {tails, arguments_without(t, harmony_markers())}}},
+                       ""));
+  }
+  return {{"type", "triggered_tags"}, {"triggers", {"to=functions."}}, {"tags", std::move(tags)},
+          {"at_least_one", false},    {"stop_after_first", true}};
 }
 
 json thinking(GrammarThinking t) {
@@ -182,10 +221,6 @@ bool tool_call_grammar_supported(ToolCallFormat f) {
 
 const char* tool_call_grammar_refusal(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kHarmony:
-      return "its calls are messages in channels, constrained for tool_choice \"required\" or a "
-             "named function only: under \"auto\" a call may begin in either of two header "
-             "orders anywhere in the answer, which moex does not watch for";
     case ToolCallFormat::kNone: return "the template writes no tool calls";
     default: return "";
   }
@@ -196,12 +231,10 @@ std::string tool_call_structural_tag(const ToolCallGrammarOptions& o) {
     fail("tool-call format '", tool_call_format_name(o.format), "' cannot be constrained: ",
          tool_call_grammar_refusal(o.format));
   if (o.tools.empty()) fail("constrained tool calls need at least one tool");
-  if (o.format == ToolCallFormat::kHarmony) {
-    if (!o.required)
-      fail("tool-call format 'harmony' cannot be constrained under tool_choice \"auto\": ",
-           tool_call_grammar_refusal(o.format));
-    return json{{"type", "structural_tag"}, {"format", harmony_format(o.tools)}}.dump();
-  }
+  if (o.format == ToolCallFormat::kHarmony)
+    return json{{"type", "structural_tag"},
+                {"format", o.required ? harmony_format(o.tools) : harmony_auto_format(o.tools)}}
+        .dump();
   std::vector<json> tags;
   if (o.format == ToolCallFormat::kHermes) {
     tags = hermes_tags(o.tools);

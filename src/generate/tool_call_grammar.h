@@ -43,9 +43,10 @@ struct ToolCallGrammarOptions {
 
 // Whether the format's calls can be constrained: hermes, kimi_k2, deepseek_v3 and harmony
 // (JSON arguments) and the XML formats qwen3_coder, glm45 and minimax_m2 (xml_tool_grammar.h).
-// harmony only with `required` (one call, ending with gpt-oss's <|call|> stop id: the caller
-// lets only that one end it, GrammarSpec::end_ids); tool_call_grammar_refusal(f) says why not
-// under "auto", for the client.
+// A harmony answer holds one call, which ends with gpt-oss's <|call|> stop id: with `required`
+// the caller lets only that one end it (GrammarSpec::end_ids); under "auto" the grammar ends
+// after the call's arguments. tool_call_grammar_refusal(f) says why a format is not
+// supported, for the client.
 bool tool_call_grammar_supported(ToolCallFormat f);
 const char* tool_call_grammar_refusal(ToolCallFormat f);
 

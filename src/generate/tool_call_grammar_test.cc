@@ -155,18 +155,17 @@ TEST(ToolCallGrammar, ThinkingBeforeTheCalls) {
 }
 
 TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedNamingThemAndWhy) {
-  // No format is left without one but kNone; harmony under "auto" is refused saying why.
+  // No format is left without one but kNone.
   ToolCallGrammarOptions o = hermes(/*required=*/false);
-  for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kHarmony}) {
-    o.format = f;
-    EXPECT_EQ(tool_call_grammar_supported(f), f == ToolCallFormat::kHarmony);
-    try {
-      tool_call_structural_tag(o);
-      ADD_FAILURE() << tool_call_format_name(f) << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(tool_call_format_name(f)), std::string::npos);
-      EXPECT_NE(std::string(e.what()).find(tool_call_grammar_refusal(f)), std::string::npos);
-    }
+  o.format = ToolCallFormat::kNone;
+  EXPECT_FALSE(tool_call_grammar_supported(o.format));
+  try {
+    tool_call_structural_tag(o);
+    ADD_FAILURE() << "kNone accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(tool_call_format_name(o.format)), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(tool_call_grammar_refusal(o.format)),
+              std::string::npos);
   }
 }
 
@@ -248,6 +247,38 @@ TEST(ToolCallGrammar, HarmonyTakesOneCallAfterOptionalReasoning) {
   EXPECT_FALSE(
       accepts(o, kAnalysis + kAnalysis + harmony_call("get_time", "{\"utc\": true}", false)));
   o.tools = {{"get time", kTime}};  // the parser reads the recipient up to a space
+  EXPECT_THROW(tool_call_structural_tag(o), Error);
+}
+
+// Under "auto" (a strict tool): the messages are free, analysis, commentary and final alike;
+// once `to=functions.` is written, in either header order, it is one call to a listed tool
+// with valid arguments, and then the end (gpt-oss writes <|call|>, a stop id).
+TEST(ToolCallGrammar, HarmonyUnderAutoLeavesMessagesFreeAndConstrainsACall) {
+  ToolCallGrammarOptions o = hermes(/*required=*/false);
+  o.format = ToolCallFormat::kHarmony;
+  const std::string final = "<|channel|>final<|message|>It is sunny, to= nobody.";
+  EXPECT_TRUE(accepts(o, ""));
+  EXPECT_TRUE(accepts(o, final));
+  EXPECT_TRUE(accepts(o, kAnalysis + final));
+  EXPECT_TRUE(accepts(o, "<|channel|>commentary to=assistant<|message|>hm<|end|>"));
+  for (bool t : {false, true}) {
+    SCOPED_TRACE(t ? "template's header order" : "model's header order");
+    const std::string before = t ? kAnalysis : "";
+    EXPECT_TRUE(accepts(o, harmony_call("get_weather", "{\"city\": \"Paris\"}", t)));
+    EXPECT_TRUE(accepts(o, kAnalysis + harmony_call("get_time", "{\"utc\": true}", t)));
+    EXPECT_FALSE(accepts(o, before + harmony_call("get_news", "{}", t)));
+    EXPECT_FALSE(accepts(o, before + harmony_call("get_weather", "{\"city\": \"Rome\"}", t)));
+    EXPECT_FALSE(accepts(o, before + harmony_call("get_weather", "{\"city\": \"Paris\", "
+                                                                 "\"note\": \"a<|end|>\"}", t)));
+    // The call ends the answer: nothing after its arguments.
+    EXPECT_FALSE(accepts(o, harmony_call("get_time", "{\"utc\": true}", t) + " ok"));
+  }
+  // A non-strict tool's arguments are any JSON object; its name must still be listed.
+  o.tools = {{"get_weather", kWeather}, {"get_time", ""}};
+  EXPECT_TRUE(accepts(o, harmony_call("get_time", "{\"zone\": 1}", false)));
+  EXPECT_FALSE(accepts(o, harmony_call("get_time", "[1]", false)));
+  EXPECT_FALSE(accepts(o, harmony_call("get_weather", "{\"zone\": 1}", false)));
+  o.tools = {{"get time", kTime}};
   EXPECT_THROW(tool_call_structural_tag(o), Error);
 }
 
@@ -565,15 +596,13 @@ TEST(ToolCallGrammar, TextAvoidingMatchesItsDefinitionOnEveryShortString) {
 }
 
 // Random walks: sample uniformly among the allowed tokens until only the stop id is left (or
-// it is drawn); the text must parse as calls whose arguments follow the schemas. Byte 0xED is
-// never drawn: xgrammar's JSON strings take the UTF-8-style encodings of UTF-16 surrogates
-// (ED A0..BF xx), which are not UTF-8 (a real vocabulary's decoding replaces them); the XML
-// formats' text refuses them (XmlTextValuesAreUtf8).
+// it is drawn); the text must parse as calls whose arguments follow the schemas. Every byte
+// may be drawn: the mask keeps the text UTF-8 (utf8_mask.h; xgrammar alone let JSON strings
+// take the 3-byte encodings of UTF-16 surrogates, ED A0..BF xx, which nlohmann::json refuses).
 std::string walk(LogitsProcessor& p, std::mt19937& rng) {
   std::string text;
   for (int step = 0; step < 4000; ++step) {
     auto a = allowed(p);
-    std::erase(a, TokenId(0xED));
     EXPECT_FALSE(a.empty());
     if (a.empty()) break;
     const TokenId t = a[std::uniform_int_distribution<size_t>(0, a.size() - 1)(rng)];

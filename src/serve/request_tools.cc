@@ -243,15 +243,17 @@ std::optional<GrammarField> tool_call_grammar(const ToolFields& f, const ChatPro
                  : p.ends_with("</think>")               ? generate::GrammarThinking::kNone
                                                          : generate::GrammarThinking::kOptional;
   }
-  // gpt-oss's call ends with its <|call|> token, a stop id: the only one that may end the
-  // answer (the others, <|return|> and <|endoftext|>, end a final answer).
+  // gpt-oss's call ends with its <|call|> token, a stop id. With "required" or a named
+  // function it is the only one that may end the answer (the others, <|return|> and
+  // <|endoftext|>, end a final answer); under "auto" a final answer may come instead, so all
+  // stay (after a call the grammar is complete: the model ends it with <|call|>).
   std::vector<int32_t> end_ids;
   if (format == generate::ToolCallFormat::kHarmony) {
     const std::optional<int32_t> call = tok ? tok->token_to_id("<|call|>") : std::nullopt;
     if (!call || !engine || !engine->stops(*call))
       bad_request(field, str_cat("'", field, "' is not supported for this model: its calls end "
                                  "with the <|call|> token, which is not one of its stop ids"));
-    end_ids.push_back(*call);
+    if (required) end_ids.push_back(*call);
   }
   try {
     return GrammarField{field, {generate::GrammarKind::kStructuralTag,
