@@ -90,7 +90,7 @@ built=0
 if [ "${MOEX_GPU_CHECK_SKIP_BUILD:-0}" != 1 ] &&
    run_step configure 300 cmake -S "$repo" -B "$build" -DMOEX_CUDA=ON -DCMAKE_BUILD_TYPE=Release; then
   if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool \
-       cuda_ops_test moe_cuda_backend_test; then
+       cuda_ops_test moe_cuda_backend_test backend_conformance_test; then
     built=1
     bin="$build/src/backend/cuda"
   fi
@@ -118,6 +118,11 @@ if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
   fi
   if [ -x "$build/src/moe/moe_cuda_backend_test" ]; then
     run_step moe_cuda_backend_test 120 "$build/src/moe/moe_cuda_backend_test"
+  fi
+  # The conformance harness's CUDA rows: every op case on the CUDA ModelBackend.
+  if [ -x "$build/src/backend/backend_conformance_test" ]; then
+    run_step backend_conformance 180 "$build/src/backend/backend_conformance_test" \
+      --gtest_output="xml:$out/backend_conformance_test.xml"
   fi
 
   # Memory and shared-memory race checks of a subset (compute-sanitizer, where the machine has it).

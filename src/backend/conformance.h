@@ -14,6 +14,34 @@
 
 namespace moex::backend::conformance {
 
+// The inputs of one run in the memory of the backend under test: a host backend reads the
+// case's vectors in place; any other gets a copy (upload), held until the run ends. Cases
+// hand ops only pointers from here and from their output parts, so one table serves every
+// backend.
+class Stage {
+ public:
+  explicit Stage(const ModelBackend& b) : b_(b) {}
+  const float* operator()(const std::vector<float>& host) { return place(host); }
+  const int32_t* operator()(const std::vector<int32_t>& host) { return place(host); }
+  // out[0..n) = host[0..n) (n < 0: all of host), for the ops that update in place.
+  void fill(float* out, const std::vector<float>& host, int64_t n = -1) {
+    const int64_t count = n < 0 ? int64_t(host.size()) : n;
+    b_.upload(out, host.data(), count * int64_t(sizeof(float)));
+  }
+
+ private:
+  template <class T>
+  const T* place(const std::vector<T>& host) {
+    if (b_.memory() == Memory::kHost) return host.data();
+    const int64_t bytes = int64_t(host.size() * sizeof(T));
+    held_.push_back(b_.alloc(bytes));
+    b_.upload(held_.back().data(), host.data(), bytes);
+    return held_.back().as<const T>();
+  }
+  const ModelBackend& b_;
+  std::vector<Buffer> held_;
+};
+
 // One case. run() calls the backend and writes each output part; the harness hands it one
 // guarded buffer per part (canaries on both sides, NaN inside), so a value not written or
 // written out of bounds is caught. Inputs live in the lambdas' captures and are never
@@ -21,7 +49,10 @@ namespace moex::backend::conformance {
 struct Case {
   std::string id;              // "linear/affine4g64/rows=3,in=256,out=130"
   std::vector<int64_t> parts;  // floats per output part
-  std::function<void(const ModelBackend&, float* const* outs)> run;
+  std::function<void(const ModelBackend&, Stage&, float* const* outs)> run;
+  // run() reads and writes host memory on every backend (the MoE backend's contract), so its
+  // outputs are never staged.
+  bool host_memory = false;
   // |op at `isa` - the shared oracle| per output (the parts concatenated), computed from the
   // inputs with `isa` active: an op whose code is the same at every ISA returns zeros (it
   // must then match the reference bit for bit). The tolerance of a target is its bound plus

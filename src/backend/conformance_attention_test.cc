@@ -53,13 +53,15 @@ void add_attention(std::vector<Case>& cases, const AttnSpec& s, uint64_t seed) {
          (s.chunk ? ",chunk=" + std::to_string(s.chunk) : "") + (s.sinks ? ",sinks" : "");
   // Parts: the attention output, then every cached key and value read back (kv_append).
   c.parts = {s.rows * s.heads * hd, s.len * kvh * hd, s.len * kvh * hd};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    ops::KvCache cache(kvh, hd, s.len + 3);
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    ops::KvCache cache = b.new_kv_cache(kvh, hd, s.len + 3);
     const int64_t first = pos0 > 0 ? pos0 : s.len;  // two appends when there is a prefix
-    b.kv_append(cache, k->data(), v->data(), first);
+    const float* ks = st(*k);
+    const float* vs = st(*v);
+    b.kv_append(cache, ks, vs, first);
     if (first < s.len)
-      b.kv_append(cache, k->data() + first * kvh * hd, v->data() + first * kvh * hd, s.len - first);
-    b.attention({.q = q->data(),
+      b.kv_append(cache, ks + first * kvh * hd, vs + first * kvh * hd, s.len - first);
+    b.attention({.q = st(*q),
                  .cache = &cache,
                  .rows = s.rows,
                  .pos0 = pos0,
@@ -68,7 +70,7 @@ void add_attention(std::vector<Case>& cases, const AttnSpec& s, uint64_t seed) {
                  .out = outs[0],
                  .chunk = s.chunk,
                  .window = s.window,
-                 .sinks = s.sinks ? sinks->data() : nullptr});
+                 .sinks = s.sinks ? st(*sinks) : nullptr});
     for (int64_t p = 0; p < s.len; ++p)
       for (int64_t h = 0; h < kvh; ++h)
         for (int64_t i = 0; i < hd; ++i) {
@@ -112,10 +114,10 @@ void add_mla(std::vector<Case>& cases, int64_t heads, int64_t latent, int64_t ro
          ",rope=" + std::to_string(rope) + ",len=" + std::to_string(len) +
          ",rows=" + std::to_string(rows);
   c.parts = {rows * heads * latent};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    ops::KvCache cache(1, d, len, /*values=*/false);
-    b.kv_append(cache, cache_rows->data(), nullptr, len);
-    b.mla_attention({.q = q->data(),
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    ops::KvCache cache = b.new_kv_cache(1, d, len, /*values=*/false);
+    b.kv_append(cache, st(*cache_rows), nullptr, len);
+    b.mla_attention({.q = st(*q),
                      .cache = &cache,
                      .latent_dim = latent,
                      .rows = rows,
@@ -153,8 +155,8 @@ void add_rope(std::vector<Case>& cases, const std::string& name, const ops::Rope
          ",dim=" + std::to_string(hd) + ",rotated=" + std::to_string(spec.dims) +
          ",pos0=" + std::to_string(pos0);
   c.parts = {rows * heads * hd};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    std::copy(x->begin(), x->end(), outs[0]);
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    st.fill(outs[0], *x);
     b.rope(*rope, outs[0], rows, heads, hd, pos0);
   };
   c.bound = shared_code(c.parts[0]);
@@ -171,18 +173,18 @@ void add_norm(std::vector<Case>& cases, bool layer, int64_t rows, int64_t dim, b
   c.id = std::string(layer ? "layer_norm" : "rms_norm") + "/f32/rows=" + std::to_string(rows) +
          ",dim=" + std::to_string(dim) + (weighted ? ",weight" : "");
   c.parts = {rows * dim};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
     if (layer)
-      b.layer_norm({.x = x->data(),
+      b.layer_norm({.x = st(*x),
                     .out = outs[0],
-                    .weight = weighted ? w->data() : nullptr,
-                    .bias = weighted ? bias->data() : nullptr,
+                    .weight = weighted ? st(*w) : nullptr,
+                    .bias = weighted ? st(*bias) : nullptr,
                     .rows = rows,
                     .dim = dim});
     else
-      b.rms_norm({.x = x->data(),
+      b.rms_norm({.x = st(*x),
                   .out = outs[0],
-                  .weight = weighted ? w->data() : nullptr,
+                  .weight = weighted ? st(*w) : nullptr,
                   .rows = rows,
                   .dim = dim});
   };

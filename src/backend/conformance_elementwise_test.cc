@@ -25,11 +25,11 @@ void add_activation(std::vector<Case>& cases, Activation act, bool via_swiglu, i
   c.id = std::string(via_swiglu ? "swiglu" : "gated_activation") + "/" +
          kernels::activation_name(act) + "/n=" + std::to_string(n);
   c.parts = {n};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
     if (via_swiglu)
-      b.swiglu(g->data(), u->data(), outs[0], n);
+      b.swiglu(st(*g), st(*u), outs[0], n);
     else
-      b.gated_activation(act, g->data(), u->data(), outs[0], n);
+      b.gated_activation(act, st(*g), st(*u), outs[0], n);
   };
   if (act == Activation::kSwiGLU) {
     c.bound = shared_code(n);
@@ -57,11 +57,11 @@ void add_gated_norm(std::vector<Case>& cases, ops::GateOrder order, int64_t rows
          "/rows=" + std::to_string(rows) + ",dim=" + std::to_string(dim) +
          ",groups=" + std::to_string(groups);
   c.parts = {rows * dim};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
     b.gated_rms_norm({.order = order,
-                      .x = x->data(),
-                      .gate = gate->data(),
-                      .weight = w->data(),
+                      .x = st(*x),
+                      .gate = st(*gate),
+                      .weight = st(*w),
                       .out = outs[0],
                       .rows = rows,
                       .dim = dim,
@@ -120,10 +120,10 @@ void add_conv(std::vector<Case>& cases, int64_t steps, int64_t channels, int64_t
          ",channels=" + std::to_string(channels) + ",taps=" + std::to_string(taps) +
          (bias ? ",bias" : "");
   c.parts = {steps * channels};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    b.causal_conv_silu({.x = x->data(),
-                        .w = w->data(),
-                        .bias = bias ? bs->data() : nullptr,
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    b.causal_conv_silu({.x = st(*x),
+                        .w = st(*w),
+                        .bias = bias ? st(*bs) : nullptr,
                         .out = outs[0],
                         .steps = steps,
                         .channels = channels,
@@ -152,7 +152,7 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
   auto x = std::make_shared<std::vector<float>>(random_vec(n, seed, -30.f, 30.f));
   auto y = std::make_shared<std::vector<float>>(random_vec(n, seed + 1, -6.f, 6.f));
   auto add = [&](std::string id, std::vector<int64_t> parts,
-                 std::function<void(const ModelBackend&, float* const*)> run) {
+                 std::function<void(const ModelBackend&, Stage&, float* const*)> run) {
     Case c;
     c.id = std::move(id);
     int64_t total = 0;
@@ -163,38 +163,37 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
     c.rule = "bit-equal: ops/stream_ops.cc is compiled once for every ISA";
     cases.push_back(std::move(c));
   };
-  auto from_x = [x](float* out) { std::copy(x->begin(), x->end(), out); };
   for (float scale : {1.f, 0.5f})
     add("add_scaled/scale=" + std::to_string(scale).substr(0, 3) + "/n=1037", {n},
-        [=](const ModelBackend& b, float* const* o) {
-          from_x(o[0]);
-          b.add_scaled(o[0], y->data(), n, scale);
+        [=](const ModelBackend& b, Stage& st, float* const* o) {
+          st.fill(o[0], *x);
+          b.add_scaled(o[0], st(*y), n, scale);
         });
-  add("scale/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) {
-    from_x(o[0]);
+  add("scale/f32/n=1037", {n}, [=](const ModelBackend& b, Stage& st, float* const* o) {
+    st.fill(o[0], *x);
     b.scale(o[0], n, 0.37f);
   });
-  add("sigmoid_gate/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) {
-    from_x(o[0]);
-    b.sigmoid_gate(o[0], y->data(), n);
+  add("sigmoid_gate/f32/n=1037", {n}, [=](const ModelBackend& b, Stage& st, float* const* o) {
+    st.fill(o[0], *x);
+    b.sigmoid_gate(o[0], st(*y), n);
   });
   const struct { float divisor, cap; } softcaps[] = {{2.5f, 30.f}, {1.f, 15.f}, {8.f, 0.f}};
   for (const auto& sc : softcaps)
     add("divide_and_softcap/divisor=" + std::to_string(int(sc.divisor * 10)) +
             "e-1,cap=" + std::to_string(int(sc.cap)) + "/n=1037",
-        {n}, [=](const ModelBackend& b, float* const* o) {
-          from_x(o[0]);
+        {n}, [=](const ModelBackend& b, Stage& st, float* const* o) {
+          st.fill(o[0], *x);
           b.divide_and_softcap(o[0], n, sc.divisor, sc.cap);
         });
   add("query_temperature/f32/rows=5,width=48,pos0=8190", {5 * 48},
-      [=](const ModelBackend& b, float* const* o) {
-        std::copy_n(x->begin(), 5 * 48, o[0]);
+      [=](const ModelBackend& b, Stage& st, float* const* o) {
+        st.fill(o[0], *x, 5 * 48);
         b.query_temperature({.q = o[0], .rows = 5, .width = 48, .pos0 = 8190,
                              .floor_scale = 8192.f, .attn_scale = 0.1f});
       });
   add("split_halves/f32/rows=7,half=16", {7 * 16, 7 * 16},
-      [=](const ModelBackend& b, float* const* o) { b.split_halves(x->data(), o[0], o[1], 7, 16); });
-  add("copy/f32/n=1037", {n}, [=](const ModelBackend& b, float* const* o) { b.copy(o[0], x->data(), n); });
+      [=](const ModelBackend& b, Stage& st, float* const* o) { b.split_halves(st(*x), o[0], o[1], 7, 16); });
+  add("copy/f32/n=1037", {n}, [=](const ModelBackend& b, Stage& st, float* const* o) { b.copy(o[0], st(*x), n); });
 }
 
 }  // namespace

@@ -77,8 +77,8 @@ void add_linear(std::vector<Case>& cases, const quant::Format& f, int64_t rows, 
   c.id = "linear/" + format_id(f) + "/rows=" + std::to_string(rows) + ",in=" + std::to_string(k) +
          ",out=" + std::to_string(n) + (bias ? ",bias" : "");
   c.parts = {rows * n};
-  c.run = [l, x, rows](const ModelBackend& b, float* const* outs) {
-    b.linear({.lin = &l->lin, .x = x->data(), .rows = rows, .out = outs[0]});
+  c.run = [l, x, rows](const ModelBackend& b, Stage& st, float* const* outs) {
+    b.linear({.lin = &l->lin, .x = st(*x), .rows = rows, .out = outs[0]});
   };
   c.bound = [l, x, rows](Isa isa) {
     std::vector<double> v;
@@ -105,11 +105,12 @@ void add_same_input(std::vector<Case>& cases, int64_t rows) {
          ",in=256,out=72+24+40";
   for (int rep = 0; rep < 2; ++rep)
     for (int64_t n : ns) c.parts.push_back(rows * n);
-  c.run = [ls, x, rows](const ModelBackend& b, float* const* outs) {
+  c.run = [ls, x, rows](const ModelBackend& b, Stage& st, float* const* outs) {
     const ops::Linear* lins[3] = {&(*ls)[0]->lin, &(*ls)[1]->lin, &(*ls)[2]->lin};
-    b.linear_same_input(lins, outs, 3, x->data(), rows);
+    const float* xs = st(*x);
+    b.linear_same_input(lins, outs, 3, xs, rows);
     for (int i = 0; i < 3; ++i)
-      b.linear({.lin = lins[i], .x = x->data(), .rows = rows, .out = outs[3 + i]});
+      b.linear({.lin = lins[i], .x = xs, .rows = rows, .out = outs[3 + i]});
   };
   c.bound = [ls, x, rows](Isa isa) {
     std::vector<double> v;
@@ -134,8 +135,8 @@ void add_multi_linear(std::vector<Case>& cases, const quant::Format& f, int64_t 
   c.id = "multi_linear/" + format_id(f) + "/rows=" + std::to_string(rows) +
          ",groups=3,in=" + std::to_string(k) + ",out=24";
   c.parts = {rows * groups * n};
-  c.run = [q, x, rows](const ModelBackend& b, float* const* outs) {
-    b.multi_linear({.w = &q->view, .x = x->data(), .rows = rows, .out = outs[0]});
+  c.run = [q, x, rows](const ModelBackend& b, Stage& st, float* const* outs) {
+    b.multi_linear({.w = &q->view, .x = st(*x), .rows = rows, .out = outs[0]});
   };
   c.bound = [q, x, rows, groups, n, k](Isa isa) {
     const kernels::QdotKernel& kern = kernels::qdot_kernel(isa, q->view);
@@ -158,8 +159,8 @@ void add_embedding(std::vector<Case>& cases, const quant::Format& f) {
   Case c;
   c.id = "embedding_rows/" + format_id(f) + "/vocab=50,dim=" + std::to_string(k) + ",tokens=5";
   c.parts = {int64_t(tokens->size()) * k};
-  c.run = [l, tokens](const ModelBackend& b, float* const* outs) {
-    b.embedding_rows(l->lin.w, tokens->data(), int64_t(tokens->size()), outs[0]);
+  c.run = [l, tokens](const ModelBackend& b, Stage& st, float* const* outs) {
+    b.embedding_rows(l->lin.w, st(*tokens), int64_t(tokens->size()), outs[0]);
   };
   c.bound = shared_code(c.parts[0]);
   c.rule = "bit-equal: one dequantizing loop for every ISA";

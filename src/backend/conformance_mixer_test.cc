@@ -36,13 +36,13 @@ void add_gated_delta(std::vector<Case>& cases, const DeltaSpec& s, uint64_t seed
          ",v_heads=" + std::to_string(hv) + ",k_dim=" + std::to_string(kd) +
          ",v_dim=" + std::to_string(vd);
   c.parts = {s.steps * hv * vd, hv * vd * kd};  // the outputs, then the state after the call
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    std::copy(state->begin(), state->end(), outs[1]);
-    b.gated_delta({.q = q->data(),
-                   .k = k->data(),
-                   .v = v->data(),
-                   .g = g->data(),
-                   .beta = beta->data(),
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    st.fill(outs[1], *state);
+    b.gated_delta({.q = st(*q),
+                   .k = st(*k),
+                   .v = st(*v),
+                   .g = st(*g),
+                   .beta = st(*beta),
                    .state = outs[1],
                    .out = outs[0],
                    .steps = s.steps,
@@ -97,14 +97,14 @@ void add_ssm_scan(std::vector<Case>& cases, const ScanSpec& s, uint64_t seed) {
          ",head_dim=" + std::to_string(p_) + ",groups=" + std::to_string(g_) +
          ",state=" + std::to_string(n_);
   c.parts = {s.steps * h_ * p_, h_ * p_ * n_};
-  c.run = [=](const ModelBackend& be, float* const* outs) {
-    std::copy(state->begin(), state->end(), outs[1]);
-    be.ssm_scan({.x = x->data(),
-                 .dt = dt->data(),
-                 .a = a->data(),
-                 .b = b->data(),
-                 .c = cc->data(),
-                 .d = d->data(),
+  c.run = [=](const ModelBackend& be, Stage& st, float* const* outs) {
+    st.fill(outs[1], *state);
+    be.ssm_scan({.x = st(*x),
+                 .dt = st(*dt),
+                 .a = st(*a),
+                 .b = st(*b),
+                 .c = st(*cc),
+                 .d = st(*d),
                  .state = outs[1],
                  .out = outs[0],
                  .steps = s.steps,
@@ -169,10 +169,12 @@ void add_moe(std::vector<Case>& cases, bool fused, const kernels::testing::Exper
          ",dff=" + std::to_string(spec.dff) + ",top_k=" + std::to_string(top_k) +
          (duplicates ? ",duplicate_ids" : "");
   c.parts = {tokens * din};
-  c.run = [=](const ModelBackend& b, float* const* outs) {
-    // The MoE backend paired with b: the CPU's for host memory, else the device's.
-    const moe::MoeBackend& m = b.memory() == Memory::kHost ? moe::cpu_moe_backend()
-                                                           : moe::moe_backend(moe::Backend::kCuda);
+  c.host_memory = true;  // the MoE backend takes host x, ids and scores and writes host out
+  c.run = [=](const ModelBackend& b, Stage&, float* const* outs) {
+    // The MoE backend paired with b: the device's for CUDA, else the CPU's.
+    const moe::MoeBackend& m = std::string(b.name()) == "cuda"
+                                   ? moe::moe_backend(moe::Backend::kCuda)
+                                   : moe::cpu_moe_backend();
     const auto prepared = m.prepare(ex->view, "conformance experts");
     moe::MoeWorkspace ws;
     const moe::RoutedCall call{.x = x->data(),

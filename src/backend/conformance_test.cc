@@ -5,8 +5,13 @@
 // other built backend. Each output is guarded by canaries and NaN poison, must be finite and
 // must lie within the case's bound of the reference (bit equality where the code is shared).
 // MOEX_CONFORMANCE_FILTER=substring runs only the cases whose id contains it.
-// CUDA: its rows are reported skipped with the reason (no CUDA backend built, or no device).
+// CUDA (built with nvcc and a device present): every case also runs on the CUDA ModelBackend,
+// its inputs and outputs staged through alloc/upload/download (Stage), within the case's bound
+// at AVX2 (any summation order, with or without FMA) plus the reference's, widened by 4 ulp of
+// each output for CUDA's expf/tanhf/sincosf (within 2 ulp of the C library's); otherwise its
+// rows are reported skipped with the reason.
 #include "backend/conformance.h"
+#include "backend/foreign_backend_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +25,10 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/kernels_test_util.h"
+#ifdef MOEX_HAVE_CUDA
+#include "backend/cuda/cuda_model_backend.h"
+#include "backend/cuda/device.h"
+#endif
 
 namespace moex::backend::conformance {
 namespace {
@@ -44,9 +53,12 @@ class Guarded {
   void append_to(std::vector<float>& out) const {
     out.insert(out.end(), v_.begin() + kCanary, v_.begin() + kCanary + n_);
   }
+  // The whole buffer, canaries included (what a device copy of it holds).
+  float* guarded() { return v_.data(); }
+  int64_t guarded_floats() const { return int64_t(v_.size()); }
+  static constexpr int64_t kCanary = 16;
 
  private:
-  static constexpr int64_t kCanary = 16;
   static constexpr uint32_t kCanaryBits = 0x7fc0beefu;  // a NaN payload no op writes
   static constexpr uint32_t kPoison = 0xffffffffu;      // NaN
   static float as_float(uint32_t b) {
@@ -73,8 +85,23 @@ Outputs run_case(const Case& c, const ModelBackend& b) {
   std::vector<float*> ptrs;
   guards.reserve(c.parts.size());
   for (int64_t n : c.parts) guards.emplace_back(n);
-  for (Guarded& g : guards) ptrs.push_back(g.data());
-  c.run(b, ptrs.data());
+  Stage stage(b);
+  if (b.memory() == Memory::kHost || c.host_memory) {
+    for (Guarded& g : guards) ptrs.push_back(g.data());
+    c.run(b, stage, ptrs.data());
+  } else {  // each guarded part, canaries and poison included, goes to the device and back
+    std::vector<Buffer> dev;
+    for (size_t i = 0; i < guards.size(); ++i) {
+      const int64_t bytes = guards[i].guarded_floats() * int64_t(sizeof(float));
+      dev.push_back(b.alloc(bytes));
+      b.upload(dev.back().data(), guards[i].guarded(), bytes);
+      ptrs.push_back(dev.back().as<float>() + Guarded::kCanary);
+    }
+    c.run(b, stage, ptrs.data());
+    for (size_t i = 0; i < guards.size(); ++i)
+      b.download(guards[i].guarded(), dev[i].data(),
+                 guards[i].guarded_floats() * int64_t(sizeof(float)));
+  }
   Outputs r;
   for (const Guarded& g : guards) {
     r.canaries = r.canaries && g.canaries_intact();
@@ -149,10 +176,20 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-// Why the CUDA rows cannot run.
+// The CUDA backend when its rows can run, else nullptr and why not.
+const ModelBackend* cuda_target(std::string* why) {
+#ifdef MOEX_HAVE_CUDA
+  if (cuda::device_available()) return &cuda_backend();
+  *why = "no CUDA device: " + cuda::device_unavailable_reason();
+#else
+  *why = "moex was built without CUDA (no nvcc)";
+#endif
+  return nullptr;
+}
+
 std::string cuda_skip_reason() {
-  return "the harness does not stage inputs in device memory yet (the CUDA device ops are "
-         "checked by cuda_ops_test, label gpu)";
+  std::string why;
+  return cuda_target(&why) ? "" : why;
 }
 
 std::string op_of(const std::string& id) { return id.substr(0, id.find('/')); }
@@ -187,10 +224,38 @@ TEST(BackendConformance, CompareCatchesEachKindOfFault) {
   // A run that writes past its part trips the canary.
   Case c;
   c.parts = {4};
-  c.run = [](const ModelBackend&, float* const* outs) {
+  c.run = [](const ModelBackend&, Stage&, float* const* outs) {
     for (int i = 0; i <= 4; ++i) outs[0][i] = 0.f;
   };
   EXPECT_FALSE(run_case(c, cpu_backend()).canaries);
+}
+
+// The staging a device target needs, checked without a device: every case on a backend whose
+// memory the case cannot touch (each op checks that its pointers are staged allocations) gives
+// the CPU backend's bits at the same ISA, its canaries intact after the round trip.
+TEST(BackendConformance, EveryCaseStagesItsInputsAndOutputsForAForeignMemoryBackend) {
+  const std::string filter = conformance_filter();
+  kernels::testing::IsaGuard guard;
+  const ForeignMemoryBackend foreign;
+  int ran = 0;
+  for (const Case& c : all_cases()) {
+    if (!filter.empty() && c.id.find(filter) == std::string::npos) continue;
+    ++ran;
+    const Outputs want = run_case(c, cpu_backend());
+    Outputs got;
+    try {
+      got = run_case(c, foreign);
+    } catch (const Error& e) {
+      ADD_FAILURE() << c.id << ": " << e.what();
+      continue;
+    }
+    const Verdict v = compare(want.out, got, std::vector<double>(want.out.size(), 0.0));
+    EXPECT_EQ(v.failure, "") << c.id << " through staged memory";
+  }
+  EXPECT_GT(ran, 0);
+  // And the check itself bites: an op handed a host vector is refused.
+  std::vector<float> host(8, 1.f);
+  EXPECT_THROW(foreign.scale(host.data(), 8, 2.f), Error);
 }
 
 TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
@@ -210,7 +275,12 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
   const auto t0 = std::chrono::steady_clock::now();
   std::printf("reference: cpu/scalar on 1 thread; targets:");
   for (const IsaLevel& l : levels) std::printf(" cpu/%s (%d threads)", l.name().c_str(), threads);
-  std::printf("; cuda: skipped: %s\n", cuda_reason.c_str());
+  std::string cuda_why;
+  const ModelBackend* cuda = cuda_target(&cuda_why);
+  if (cuda)
+    std::printf("; cuda\n");
+  else
+    std::printf("; cuda: skipped: %s\n", cuda_reason.c_str());
   for (const Case& c : all_cases()) {
     if (!filter.empty() && c.id.find(filter) == std::string::npos) continue;
     ++ran;
@@ -252,8 +322,28 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
       }
       line += buf;
     }
-    ++skipped_cuda;
-    std::printf("%s  cuda: skipped\n", line.c_str());
+    if (!cuda) {
+      ++skipped_cuda;
+      std::printf("%s  cuda: skipped\n", line.c_str());
+      continue;
+    }
+    IsaLevel{Isa::kAvx2, false}.set();
+    std::vector<double> tol = c.bound(Isa::kAvx2);
+    for (size_t i = 0; i < tol.size() && i < ref_bound.size() && i < ref.out.size(); ++i)
+      tol[i] += ref_bound[i] + 4 * 0x1p-23 * std::fabs(double(ref.out[i]));
+    const Outputs got = run_case(c, *cuda);
+    const Verdict v = compare(ref.out, got, tol);
+    EXPECT_EQ(v.failure, "") << c.id << " on cuda (rule: " << c.rule << ", at AVX2, + 4 ulp)";
+    if (c.invariant) {
+      EXPECT_EQ(c.invariant(got.out), "") << c.id << " on cuda";
+    }
+    OpStat& s = stats[op_of(c.id)]["cuda"];
+    s.max_err = std::max(s.max_err, v.max_err);
+    s.max_ratio = std::max(s.max_ratio, v.max_ratio);
+    s.bit_equal = s.bit_equal && v.bit_equal;
+    ++s.cases;
+    std::printf("%s  cuda: max|d| %.2e (%.2g of bound)\n", line.c_str(), v.max_err,
+                v.max_ratio);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!filter.empty() && ran == 0)
@@ -268,7 +358,11 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
 }
 
 // The CUDA rows, reported as skipped with the reason (label unit: no device needed).
-TEST(BackendConformance, CudaRows) { GTEST_SKIP() << "skipped: " << cuda_skip_reason(); }
+TEST(BackendConformance, CudaRows) {
+  const std::string why = cuda_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << "skipped: " << why;
+  SUCCEED() << "the CUDA rows ran in EveryCaseOnEveryTargetMatchesTheScalarReference";
+}
 
 }  // namespace
 }  // namespace moex::backend::conformance
