@@ -8,7 +8,8 @@
 
 namespace moex::model::engine {
 
-void AttentionScratch::ensure(const ModelConfig& cfg, int64_t n) {
+void AttentionScratch::ensure(const backend::ModelBackend& be, const ModelConfig& cfg,
+                              int64_t n) {
   int64_t q_dim = cfg.q_dim(), kv_dim = cfg.kv_dim();
   bool gated = false;
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
@@ -17,16 +18,14 @@ void AttentionScratch::ensure(const ModelConfig& cfg, int64_t n) {
     const LayerPlan& l = cfg.layers[size_t(i)];
     gated |= l.mixer == MixerKind::kAttention && l.attn_output_gate;
   }
-  const size_t N = size_t(n);
-  if (q.size() >= N * size_t(q_dim) && k.size() >= N * size_t(kv_dim)) return;
   if (gated) {
-    qg.resize(N * 2 * size_t(q_dim));
-    gate.resize(N * size_t(q_dim));
+    grow(be, qg, n * 2 * q_dim);
+    grow(be, gate, n * q_dim);
   }
-  q.resize(N * size_t(q_dim));
-  att.resize(N * size_t(q_dim));
-  k.resize(N * size_t(kv_dim));
-  v.resize(N * size_t(kv_dim));
+  grow(be, q, n * q_dim);
+  grow(be, att, n * q_dim);
+  grow(be, k, n * kv_dim);
+  grow(be, v, n * kv_dim);
 }
 
 AttentionMixer::AttentionMixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,

@@ -209,7 +209,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   }
   policy_->attach(std::move(moe_layers), opt.measure_policy, collective_ != nullptr,
                   opt.measure_time);
-  logits_.resize(size_t(cfg_.vocab));
+  logits_.grow(*be_, cfg_.vocab);
 
   op_bytes_ = engine::decode_op_weight_bytes(cfg_, w_, weight_bytes_);
 }
@@ -243,11 +243,11 @@ void Engine::ensure_rows(int64_t n) {
   if (n <= rows_) return;
   rows_ = n;
   const size_t H = size_t(cfg_.hidden), N = size_t(n);
-  h_.resize(N * H);
-  xn_.resize(N * H);
-  mix_.resize(N * H);
-  mixer_scratch_.attention.ensure(cfg_, n);
-  ffn_scratch_.ensure(cfg_, n);
+  h_.grow(*be_, int64_t(N * H));
+  xn_.grow(*be_, int64_t(N * H));
+  mix_.grow(*be_, int64_t(N * H));
+  mixer_scratch_.attention.ensure(*be_, cfg_, n);
+  ffn_scratch_.ensure(*be_, cfg_, n);
 }
 
 void Engine::norm(const NormWeights& w, const float* x, float* out, int64_t rows) const {
@@ -321,7 +321,7 @@ const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(n);
   const int64_t V = cfg_.vocab;
-  if (logits_.size() < size_t(n * V)) logits_.resize(size_t(n * V));
+  logits_.grow(*be_, n * V);
   for (int64_t done = 0, rows = 0; done < n; done += rows) {
     rows = std::min(prefill_chunk_, n - done);
     segments_.assign(1, SequenceRows{&seq, 0, rows});

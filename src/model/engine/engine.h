@@ -5,6 +5,8 @@
 // further sequences (new_sequence) decode together in one step (decode_batch).
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -281,12 +283,12 @@ class Engine {
   // activations for up to rows_ tokens (at most one prefill chunk).
   FfnScratch ffn_scratch_;
   MixerScratch mixer_scratch_;
-  std::vector<float> h_, xn_, mix_, logits_;
+  ActivationBuffer h_, xn_, mix_, logits_;
   std::vector<const Sequence*> batch_seen_;  // forward_batch's duplicate check
   std::vector<SequenceChunk> batch_parts_;   // decode_batch's parts
   std::vector<int32_t> batch_tokens_;        // the tokens of one call of run_rows
   std::vector<std::pair<int64_t, int64_t>> batch_ends_;  // (part, row) ending in that call
-  std::vector<float> batch_logits_;          // lm_head rows of parts that are not adjacent
+  ActivationBuffer batch_logits_;          // lm_head rows of parts that are not adjacent
   std::vector<RoutingTally> routing_;        // set_routing_tally
 };
 

@@ -53,7 +53,7 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(total);
   const int64_t H = cfg_.hidden, V = cfg_.vocab;
-  if (logits_.size() < size_t(count * V)) logits_.resize(size_t(count * V));
+  logits_.grow(*be_, count * V);
   int64_t part = 0, offset = 0;  // the next row to place: parts[part]'s token `offset`
   while (part < count) {
     segments_.clear();
@@ -82,7 +82,7 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     // Parts in a row (the usual case) take their logits in place; others through a buffer.
     const int64_t first = batch_ends_.front().first;
     const bool adjacent = batch_ends_.back().first - first == k - 1;
-    if (!adjacent && batch_logits_.size() < size_t(k * V)) batch_logits_.resize(size_t(k * V));
+    if (!adjacent) batch_logits_.grow(*be_, k * V);
     float* out = adjacent ? logits_.data() + first * V : batch_logits_.data();
     be_->linear({.lin = &w_.lm_head, .x = xn_.data(), .rows = k, .out = out});
     scale_logits(out, k);

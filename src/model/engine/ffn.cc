@@ -9,24 +9,23 @@
 
 namespace moex::model::engine {
 
-void FfnScratch::ensure(const ModelConfig& cfg, int64_t n) {
+void FfnScratch::ensure(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t n) {
   int64_t dff = cfg.dense_dff;
   bool parallel_dense = false;
   for (const LayerPlan& l : cfg.layers) {
     dff = std::max({dff, l.ffn_dff, l.parallel_dense_dff});
     parallel_dense |= l.parallel_dense_dff > 0;
   }
-  grow(gate, n * dff);
-  grow(up, n * dff);
-  if (parallel_dense) grow(branch, n * cfg.hidden);
+  grow(be, gate, n * dff);
+  grow(be, up, n * dff);
+  if (parallel_dense) grow(be, branch, n * cfg.hidden);
 }
 
 int64_t FfnScratch::bytes() const {
   int64_t total = moe.block.bytes();
   auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
-  for (const auto* v : {&gate, &up, &branch, &moe.logits, &moe.scores, &moe.router_in,
-                        &moe.experts_in})
-    add(*v);
+  for (const auto* v : {&gate, &up, &branch}) add(*v);
+  for (const auto* v : {&moe.logits, &moe.scores, &moe.router_in, &moe.experts_in}) add(*v);
   add(moe.ids);
   return total;
 }

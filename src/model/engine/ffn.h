@@ -4,6 +4,8 @@
 // forward() and never asks which kind it holds.
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,11 +22,11 @@ class PolicyControl;
 
 // Scratch of the FFNs, one per engine (every layer's FFN runs on one thread at a time).
 struct FfnScratch {
-  std::vector<float> gate, up;  // [rows][widest dense dff]
-  std::vector<float> branch;    // [rows][H]: the experts' output beside a parallel dense MLP
+  ActivationBuffer gate, up;  // [rows][widest dense dff]
+  ActivationBuffer branch;    // [rows][H]: the experts' output beside a parallel dense MLP
   MoeFfnScratch moe;
   // Sizes for n rows of the widest layer of `cfg`.
-  void ensure(const ModelConfig& cfg, int64_t n);
+  void ensure(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t n);
   int64_t bytes() const;  // what the vectors hold
 };
 

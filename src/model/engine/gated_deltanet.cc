@@ -55,17 +55,17 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
                             GatedDeltaNetScratch& s) const {
   const int64_t kd = p_.key_dim(), vd = p_.value_dim(), C = p_.conv_dim(), hv = p_.v_heads;
   const int64_t L = p_.conv_kernel, keep = L - 1, dk = p_.k_head_dim, dv = p_.v_head_dim;
-  grow(s.proj, n * (2 * kd + 2 * vd));
-  grow(s.proj_ba, n * 2 * hv);
-  grow(s.padded, (keep + n) * C);
-  grow(s.conv, n * C);
-  grow(s.q, n * kd);
-  grow(s.k, n * kd);
-  grow(s.v, n * vd);
-  grow(s.z, n * vd);
-  grow(s.b, n * hv);
-  grow(s.a, n * hv);
-  grow(s.y, n * vd);
+  grow(be_, s.proj, n * (2 * kd + 2 * vd));
+  grow(be_, s.proj_ba, n * 2 * hv);
+  grow(be_, s.padded, (keep + n) * C);
+  grow(be_, s.conv, n * C);
+  grow(be_, s.q, n * kd);
+  grow(be_, s.k, n * kd);
+  grow(be_, s.v, n * vd);
+  grow(be_, s.z, n * vd);
+  grow(be_, s.b, n * hv);
+  grow(be_, s.a, n * hv);
+  grow(be_, s.y, n * vd);
   // padded = [conv state; this call's [q; k; v] rows]
   float* padded = s.padded.data();
   project(x, n, padded + keep * C, s);

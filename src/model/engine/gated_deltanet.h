@@ -5,6 +5,8 @@
 // beta = sigmoid(b); RMSNorm(y) * silu(z) per value head; out_proj.
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -29,7 +31,7 @@ struct GatedDeltaNetWeights {
 
 // Scratch of GatedDeltaNet::forward, shared by every such layer of one engine.
 struct GatedDeltaNetScratch {
-  std::vector<float> proj, proj_ba, padded, conv, q, k, v, z, b, a, y;
+  ActivationBuffer proj, proj_ba, padded, conv, q, k, v, z, b, a, y;
 };
 
 class GatedDeltaNet {

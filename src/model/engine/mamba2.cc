@@ -25,14 +25,14 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
                           Mamba2Scratch& s) const {
   const int64_t inner = p_.inner(), C = p_.conv_dim(), P = p_.in_proj_dim(), hm = p_.heads;
   const int64_t L = p_.conv_kernel, keep = L - 1, gn = p_.groups * p_.state_dim;
-  grow(s.proj, n * P);
-  grow(s.padded, (keep + n) * C);
-  grow(s.conv, n * C);
-  grow(s.x, n * inner);
-  grow(s.b, n * gn);
-  grow(s.c, n * gn);
-  grow(s.dt, n * hm);
-  grow(s.y, n * inner);
+  grow(be_, s.proj, n * P);
+  grow(be_, s.padded, (keep + n) * C);
+  grow(be_, s.conv, n * C);
+  grow(be_, s.x, n * inner);
+  grow(be_, s.b, n * gn);
+  grow(be_, s.c, n * gn);
+  grow(be_, s.dt, n * hm);
+  grow(be_, s.y, n * inner);
   be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = s.proj.data()});
   // padded = [conv state; this call's xBC rows]
   float* padded = s.padded.data();

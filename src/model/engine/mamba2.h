@@ -5,6 +5,8 @@
 // RMSNorm per group of heads times the norm weight, out_proj.
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -25,7 +27,7 @@ struct Mamba2Weights {
 
 // Scratch of Mamba2Mixer::forward, shared by every such layer of one engine.
 struct Mamba2Scratch {
-  std::vector<float> proj, padded, conv, x, b, c, dt, y;
+  ActivationBuffer proj, padded, conv, x, b, c, dt, y;
 };
 
 class Mamba2Mixer {

@@ -4,6 +4,8 @@
 // forward() once per layer whatever the kind.
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -45,10 +47,10 @@ class Mixer {
 // Activations of the attention layers for the step's rows, shared by every attention layer
 // of one engine (one engine runs one step at a time).
 struct AttentionScratch {
-  std::vector<float> q, k, v, att;
-  std::vector<float> qg, gate;  // gated attention: q_proj's output, the gate rows
+  ActivationBuffer q, k, v, att;
+  ActivationBuffer qg, gate;  // gated attention: q_proj's output, the gate rows
   // Sizes for n rows of the widest layer of `cfg`.
-  void ensure(const ModelConfig& cfg, int64_t n);
+  void ensure(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t n);
 };
 
 // Scratch of the recurrent and latent mixers (their own headers), one of each per engine.

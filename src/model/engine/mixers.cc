@@ -96,7 +96,7 @@ std::unique_ptr<Mixer> make_mixer(const backend::ModelBackend& be, const ModelCo
 
 int64_t MixerScratch::bytes() const {
   int64_t total = 0;
-  auto add = [&](const std::vector<float>& v) { total += int64_t(v.capacity() * sizeof(float)); };
+  auto add = [&](const ActivationBuffer& v) { total += int64_t(v.capacity() * sizeof(float)); };
   for (const auto* v :
        {&attention.q, &attention.k, &attention.v, &attention.att, &attention.qg, &attention.gate,
         &conv.bcx, &conv.padded, &conv.y, &gdn.proj, &gdn.proj_ba, &gdn.padded, &gdn.q, &gdn.k,

@@ -20,13 +20,13 @@ Mla::Mla(const backend::ModelBackend& be, const MlaWeights& w, const MlaParams& 
 
 void Mla::project(const float* x, int64_t n, MlaScratch& s) const {
   const int64_t qd = p_.q_head_dim(), L = p_.kv_lora_rank, C = p_.cache_dim();
-  grow(s.q, n * heads_ * qd);
-  grow(s.kv, n * C);
-  grow(s.nope, n * heads_ * p_.nope_dim);
-  grow(s.qabs, n * heads_ * L);
-  grow(s.latent_out, n * heads_ * L);
+  grow(be_, s.q, n * heads_ * qd);
+  grow(be_, s.kv, n * C);
+  grow(be_, s.nope, n * heads_ * p_.nope_dim);
+  grow(be_, s.qabs, n * heads_ * L);
+  grow(be_, s.latent_out, n * heads_ * L);
   if (p_.q_lora_rank > 0) {
-    grow(s.qa, n * p_.q_lora_rank);
+    grow(be_, s.qa, n * p_.q_lora_rank);
     const ops::Linear* lins[] = {&w_.q_a, &w_.kv_a};
     float* outs[] = {s.qa.data(), s.kv.data()};
     be_.linear_same_input(lins, outs, 2, x, n);
@@ -50,10 +50,10 @@ void Mla::project(const float* x, int64_t n, MlaScratch& s) const {
 void Mla::attend(int64_t row0, int64_t rows, int64_t pos0, ops::KvCache& cache,
                  MlaScratch& s) const {
   const int64_t qd = p_.q_head_dim(), L = p_.kv_lora_rank, R = p_.rope_dim, C = p_.cache_dim();
-  grow(s.pe, rows * heads_ * R);
-  grow(s.kpe, rows * R);
-  grow(s.qcat, rows * heads_ * C);
-  grow(s.cache_rows, rows * C);
+  grow(be_, s.pe, rows * heads_ * R);
+  grow(be_, s.kpe, rows * R);
+  grow(be_, s.qcat, rows * heads_ * C);
+  grow(be_, s.cache_rows, rows * C);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t h = 0; h < heads_; ++h)
       std::copy_n(s.q.data() + ((row0 + r) * heads_ + h) * qd + p_.nope_dim, R,
@@ -79,7 +79,7 @@ void Mla::attend(int64_t row0, int64_t rows, int64_t pos0, ops::KvCache& cache,
 }
 
 void Mla::output(int64_t n, float* out, MlaScratch& s) const {
-  grow(s.heads_out, n * heads_ * p_.v_head_dim);
+  grow(be_, s.heads_out, n * heads_ * p_.v_head_dim);
   be_.multi_linear(
       {.w = &w_.unembed_out, .x = s.latent_out.data(), .rows = n, .out = s.heads_out.data()});
   be_.linear({.lin = &w_.o, .x = s.heads_out.data(), .rows = n, .out = out});

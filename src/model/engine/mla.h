@@ -7,6 +7,8 @@
 // values by unembed_out, then o_proj.
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -31,7 +33,7 @@ struct MlaWeights {
 
 // Scratch of Mla, shared by every MLA layer of one engine; rows = the chunk's rows.
 struct MlaScratch {
-  std::vector<float> qa, q, kv, nope, qabs, pe, kpe, qcat, cache_rows, latent_out, heads_out;
+  ActivationBuffer qa, q, kv, nope, qabs, pe, kpe, qcat, cache_rows, latent_out, heads_out;
 };
 
 class Mla {

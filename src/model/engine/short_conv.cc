@@ -12,15 +12,12 @@ ShortConv::ShortConv(const backend::ModelBackend& be, const ShortConvWeights& w,
 void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
                         ShortConvScratch& scratch) const {
   const int64_t H = hidden_, L = kernel_, keep = L - 1;
-  auto grow = [](std::vector<float>& v, int64_t size) {
-    if (v.size() < size_t(size)) v.resize(size_t(size));
-  };
-  grow(scratch.bcx, n * 3 * H);
-  grow(scratch.padded, (keep + n) * H);
-  grow(scratch.y, n * H);
-  std::vector<float>& bcx = scratch.bcx;
-  std::vector<float>& padded = scratch.padded;
-  std::vector<float>& ys = scratch.y;
+  grow(be_, scratch.bcx, n * 3 * H);
+  grow(be_, scratch.padded, (keep + n) * H);
+  grow(be_, scratch.y, n * H);
+  ActivationBuffer& bcx = scratch.bcx;
+  ActivationBuffer& padded = scratch.padded;
+  ActivationBuffer& ys = scratch.y;
   be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
   // padded = [state; B * x]
   std::copy(state, state + keep * H, padded.begin());

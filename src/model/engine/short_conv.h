@@ -3,6 +3,8 @@
 // the last L-1 values of B * x per channel (zeros at the start of a sequence).
 #pragma once
 
+#include "model/engine/scratch_grow.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -21,7 +23,7 @@ struct ShortConvWeights {
 
 // Scratch of ShortConv::forward, shared by every short-conv layer of one engine.
 struct ShortConvScratch {
-  std::vector<float> bcx, padded, y;
+  ActivationBuffer bcx, padded, y;
 };
 
 class ShortConv {
