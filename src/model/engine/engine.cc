@@ -221,6 +221,7 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
   seq->owner_ = this;
   seq->id_ = next_sequence_id_++;
   seq->context_ = context_;
+  seq->be_ = be_;
   seq->caches_.resize(size_t(cfg_.num_layers));
   seq->conv_state_.resize(size_t(cfg_.num_layers));
   for (const auto& m : mixers_)

@@ -15,9 +15,10 @@ namespace {
 template <class Layer, class Scratch>
 class RecurrentMixer final : public Mixer {
  public:
-  RecurrentMixer(std::unique_ptr<Layer> layer, int64_t index, int64_t hidden, Scratch& scratch,
-                 DecodeOp op)
-      : layer_(std::move(layer)), index_(index), hidden_(hidden), scratch_(scratch), op_(op) {}
+  RecurrentMixer(const backend::ModelBackend& be, std::unique_ptr<Layer> layer, int64_t index,
+                 int64_t hidden, Scratch& scratch, DecodeOp op)
+      : be_(be), layer_(std::move(layer)), index_(index), hidden_(hidden), scratch_(scratch),
+        op_(op) {}
 
   void forward(const MixerStep& step) override {
     const int64_t H = hidden_;
@@ -27,10 +28,13 @@ class RecurrentMixer final : public Mixer {
     step.clock.lap(op_);
   }
   void init_state(Sequence& seq, int64_t) const override {
-    seq.recurrent_state(index_).assign(size_t(layer_->state_size()), 0.f);
+    ActivationBuffer& state = seq.recurrent_state(index_);
+    state = ActivationBuffer();
+    state.grow(be_, layer_->state_size());  // zero-filled
   }
 
  private:
+  const backend::ModelBackend& be_;
   std::unique_ptr<Layer> layer_;
   int64_t index_, hidden_;
   Scratch& scratch_;
@@ -74,15 +78,15 @@ std::unique_ptr<Mixer> make_mixer(const backend::ModelBackend& be, const ModelCo
       return std::make_unique<AttentionMixer>(be, cfg, layer, w.attn, rope, s.attention);
     case MixerKind::kShortConv:
       return std::make_unique<RecurrentMixer<ShortConv, ShortConvScratch>>(
-          std::make_unique<ShortConv>(be, w.conv, H, cfg.conv_kernel), layer, H, s.conv,
+          be, std::make_unique<ShortConv>(be, w.conv, H, cfg.conv_kernel), layer, H, s.conv,
           DecodeOp::kShortConv);
     case MixerKind::kGatedDeltaNet:
       return std::make_unique<RecurrentMixer<GatedDeltaNet, GatedDeltaNetScratch>>(
-          std::make_unique<GatedDeltaNet>(be, w.gdn, cfg.gdn, H, cfg.norm_eps), layer, H, s.gdn,
+          be, std::make_unique<GatedDeltaNet>(be, w.gdn, cfg.gdn, H, cfg.norm_eps), layer, H, s.gdn,
           DecodeOp::kLinearAttention);
     case MixerKind::kMamba2:
       return std::make_unique<RecurrentMixer<Mamba2Mixer, Mamba2Scratch>>(
-          std::make_unique<Mamba2Mixer>(be, w.mamba, cfg.mamba, cfg.norm_eps), layer, H,
+          be, std::make_unique<Mamba2Mixer>(be, w.mamba, cfg.mamba, cfg.norm_eps), layer, H,
           s.mamba, DecodeOp::kStateSpace);
     case MixerKind::kMla:
       return std::make_unique<MlaMixer>(

@@ -9,13 +9,17 @@ namespace moex::model::engine {
 
 void Sequence::reset() {
   for (auto& c : caches_) c.clear();
-  for (auto& s : conv_state_) std::fill(s.begin(), s.end(), 0.f);
+  for (auto& s : conv_state_) {  // a fresh zero-filled allocation of the same size
+    const int64_t n = s.size();
+    s = ActivationBuffer();
+    s.grow(*be_, n);
+  }
   pos_ = 0;
 }
 
 bool Sequence::can_truncate() const {
   return std::all_of(conv_state_.begin(), conv_state_.end(),
-                     [](const std::vector<float>& s) { return s.empty(); });
+                     [](const ActivationBuffer& s) { return s.empty(); });
 }
 
 bool Sequence::truncate(int64_t position) {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/model_backend.h"
+#include "model/engine/scratch_grow.h"
 
 namespace moex::model::engine {
 
@@ -33,12 +35,14 @@ class Sequence {
   // A layer's state, for that layer's Mixer (mixer.h): its KV cache (attention, MLA) or its
   // recurrent state (short conv, Gated DeltaNet, Mamba-2).
   ops::KvCache& kv_cache(int64_t layer) { return caches_[size_t(layer)]; }
-  std::vector<float>& recurrent_state(int64_t layer) { return conv_state_[size_t(layer)]; }
+  ActivationBuffer& recurrent_state(int64_t layer) { return conv_state_[size_t(layer)]; }
   const ops::KvCache& kv_cache(int64_t layer) const { return caches_[size_t(layer)]; }
-  const std::vector<float>& recurrent_state(int64_t layer) const {
+  const ActivationBuffer& recurrent_state(int64_t layer) const {
     return conv_state_[size_t(layer)];
   }
   int64_t layers() const { return int64_t(caches_.size()); }
+  // The backend whose memory holds its caches and states (its engine's).
+  const backend::ModelBackend& backend() const { return *be_; }
 
  private:
   friend class Engine;
@@ -47,8 +51,9 @@ class Sequence {
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
   // Per layer: LFM2's [(kernel-1)][H], oldest first; Gated DeltaNet's conv state then its
   // recurrent state (GatedDeltaNet::state_size()); empty for attention layers.
-  std::vector<std::vector<float>> conv_state_;
+  std::vector<ActivationBuffer> conv_state_;
   int64_t pos_ = 0, context_ = 0;
+  const backend::ModelBackend* be_ = nullptr;  // whose memory the states are in
   const void* owner_ = nullptr;  // the Engine that made it
   int32_t id_ = 0;               // its number in that engine (expert-parallel serving)
 };

@@ -48,7 +48,11 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq) {
   if (recurrent_state_floats(seq) == 0) return {};
   std::vector<std::vector<float>> out(size_t(seq.layers()));
-  for (int64_t l = 0; l < seq.layers(); ++l) out[size_t(l)] = seq.recurrent_state(l);
+  for (int64_t l = 0; l < seq.layers(); ++l) {
+    const ActivationBuffer& s = seq.recurrent_state(l);
+    out[size_t(l)].resize(size_t(s.size()));
+    seq.backend().download(out[size_t(l)].data(), s.data(), s.size() * int64_t(sizeof(float)));
+  }
   return out;
 }
 
@@ -77,7 +81,7 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
          recurrent ? layers : 0);
   // Every check before anything changes.
   for (size_t l = 0; recurrent && l < layers; ++l)
-    if (states[l].size() != seq.conv_state_[l].size())
+    if (int64_t(states[l].size()) != seq.conv_state_[l].size())
       fail("load_state: layer ", l, "'s recurrent state has ", states[l].size(),
            " floats, the sequence's ", seq.conv_state_[l].size());
   for (size_t l = 0; l < layers; ++l) {
@@ -89,7 +93,9 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
         c.append(r.k.data(), c.has_values() ? r.v.data() : nullptr,
                  std::min(left, chunks[size_t(i)].rows));
       }
-    if (recurrent) std::copy(states[l].begin(), states[l].end(), seq.conv_state_[l].begin());
+    if (recurrent)
+      seq.backend().upload(seq.conv_state_[l].data(), states[l].data(),
+                      int64_t(states[l].size() * sizeof(float)));
   }
   seq.pos_ = length;
 }
