@@ -24,7 +24,8 @@ LAYERS = {
     "kernels": {"core", "quant"},
     "cuda": {"core", "quant", "kernels"},
     "moe": {"core", "quant", "kernels", "cuda", "harness"},
-    "model": {"core", "quant", "io", "dist", "tokenizer", "kernels", "cuda", "moe"},
+    # chat: a GGUF model's chat template (model/gguf/) is read with the model's other metadata.
+    "model": {"core", "quant", "io", "dist", "tokenizer", "chat", "kernels", "cuda", "moe"},
     "eval": {"core", "harness"},
     "generate": {"core", "quant", "io", "tokenizer", "chat", "kernels", "moe", "model"},
     "serve": {"core", "quant", "io", "tokenizer", "chat", "kernels", "moe", "model", "generate",

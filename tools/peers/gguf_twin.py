@@ -244,8 +244,9 @@ def summary(plan, mode, gguf_path, fingerprint):
         "writer_version": WRITER_VERSION, "type": mode, "source": str(plan.ckpt.dir),
         "fingerprint": fingerprint, "gguf": str(gguf_path),
         "arch": gguf.MODEL_ARCH_NAMES[plan.fam.arch], "model_type": plan.model_type,
-        "bits_per_weight_moex": 8 * sum(r["moex_bytes"] for r in quant) / n_q,
-        "bits_per_weight_gguf": 8 * sum(r["gguf_bytes"] for r in quant) / n_q,
+        # A float checkpoint (every tensor F32) has no quantized weights: 0 on both sides.
+        "bits_per_weight_moex": 8 * sum(r["moex_bytes"] for r in quant) / n_q if n_q else 0.0,
+        "bits_per_weight_gguf": 8 * sum(r["gguf_bytes"] for r in quant) / n_q if n_q else 0.0,
         "bytes_per_token_moex": per_token(rows, plan, "moex_bytes"),
         "bytes_per_token_gguf": per_token(rows, plan, "gguf_bytes"),
         "tensors": [{"name": r["name"], "source": r["prefix"] + r["part"],
