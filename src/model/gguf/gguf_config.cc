@@ -39,6 +39,11 @@ json common_fields(const ArchKeys& k, const std::string& model_type) {
          " rows; expected a vocabulary of 1 to ", limits::kMaxVocab);
   const int64_t hidden = k.size("embedding_length", 1, limits::kMaxHidden);
   const int64_t layers = k.size("block_count", 1, limits::kMaxLayers);
+  // Every layer has tensors of its own: a count the file cannot hold is refused before the
+  // tensor table of that many layers is built.
+  if (uint64_t(layers) > f.tensors().size())
+    k.refuse("block_count", str_cat("the file holds ", f.tensors().size(), " tensors, fewer "
+                                    "than one per layer"));
   const int64_t heads = k.size("attention.head_count", 1, limits::kMaxHeads);
   const int64_t kv_heads = k.size_or("attention.head_count_kv", heads, 1, heads);
   if (heads % kv_heads != 0)

@@ -128,7 +128,9 @@ std::string open_error(const TinyModel& m, const std::string& id) {
   // The vocabulary-free tiny file is ~2 KB; the model's tables (module list, config) take a
   // few KB whatever the file holds, so the bound is absolute rather than a file multiple.
   EXPECT_LT(g_largest.load(), std::max<size_t>(64 * file_bytes, size_t(1) << 20)) << id;
-  if (!what.empty()) EXPECT_NE(what.find(path), std::string::npos) << id << ": " << what;
+  if (!what.empty()) {
+    EXPECT_NE(what.find(path), std::string::npos) << id << ": " << what;
+  }
   return what;
 }
 
@@ -170,7 +172,9 @@ TEST(GgufModelHostile, RefusedNamingTheKeyOrTensor) {
       {"absurd_layers", [](TinyModel& m) { m.u64("qwen3moe.block_count", uint64_t{1} << 62); },
        {"qwen3moe.block_count", "[1, 1024]"}},
       {"more_layers_than_tensors", [](TinyModel& m) { m.u32("qwen3moe.block_count", 1000); },
-       {"missing tensor 'blk.1.attn_norm.weight'", "more"}},
+       {"qwen3moe.block_count", "14 tensors, fewer than one per layer"}},
+      {"two_layers_one_present", [](TinyModel& m) { m.u32("qwen3moe.block_count", 2); },
+       {"missing tensor 'blk.1.attn_norm.weight'", "missing tensor 'blk.1.ffn_down_exps.weight'"}},
       {"absurd_experts", [](TinyModel& m) { m.u32("qwen3moe.expert_count", 1u << 31); },
        {"qwen3moe.expert_count", "[0, 16384]"}},
       {"no_experts", [](TinyModel& m) { m.u32("qwen3moe.expert_count", 0); },
@@ -211,8 +215,9 @@ TEST(GgufModelHostile, RefusedNamingTheKeyOrTensor) {
     c.edit(m);
     const std::string what = open_error(m, c.id);
     ASSERT_FALSE(what.empty()) << c.id << ": loaded";
-    for (const std::string& e : c.expect) EXPECT_NE(what.find(e), std::string::npos)
-        << c.id << ": '" << e << "' not in: " << what;
+    for (const std::string& e : c.expect) {
+      EXPECT_NE(what.find(e), std::string::npos) << c.id << ": '" << e << "' not in: " << what;
+    }
   }
 }
 

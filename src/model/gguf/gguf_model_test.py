@@ -12,8 +12,9 @@ convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint dir
     - token ids of `moex tokenize FILE.gguf` = those of the checkpoint's tokenizer.json on a
       corpus with unicode, digits and whitespace runs; `-p TEXT` through the GGUF tokenizer.
   --peer (label peer; exit 77 = skipped, saying why, when the llama.cpp build is absent):
-    - llama.cpp loads every file (names, shapes, metadata); its greedy tokens equal moex's and
-      its logits on moex's token sequence lie within the measured bound;
+    - llama.cpp loads every file (names, shapes, metadata); on moex's token sequence its argmax
+      equals moex's wherever the race is not closer than the engines' logit difference, and its
+      logits lie within the measured bound;
     - a Q4_K_M file made by llama-quantize (Q4_K, Q6_K, ... as llama.cpp picks) loads in moex
       and agrees with llama.cpp on the same file.
 
@@ -38,10 +39,12 @@ STEPS = 8
 # Quantized twins hold the checkpoint's exact values in other groups (F32 scales, groups of
 # 32) and run other kernels: measured max |dlogit| / max |logit| 0.0 .. see docs/gguf.md.
 QUANT_REL_BOUND = 1e-5
-# moex vs llama.cpp on the same file, logits' mean-centred relative RMS difference per step:
-# measured below 1e-5 (F32) and 2e-3 (quantized: llama.cpp quantizes activations to Q8 for
-# its quantized matmuls); bounds with margin, see docs/gguf.md.
-PEER_F32_BOUND = 1e-4
+# moex vs llama.cpp on the same file, logits' mean-centred relative RMS difference per step
+# (docs/gguf.md has the measurements): F32 files measured 1.2e-4 .. 1.6e-4, the rounding of
+# llama.cpp's F16 KV cache (2^-11 = 4.9e-4 per element) is the bound; quantized files measured
+# 6.6e-3 .. 1.44e-2, from llama.cpp's Q8 activations in its quantized matmuls (one step of
+# 1/127 of a block's largest value), bound 2e-2.
+PEER_F32_BOUND = 4.9e-4
 PEER_QUANT_BOUND = 2e-2
 CORPUS = [
     "Hello, world!",
@@ -157,14 +160,26 @@ def peer(args, work, cases):
 def compare(args, work, label, path, bound):
     m_ids, m_log = moex_generate(args.moex, path, work / f"{label}.peer.moex.f32")
     l_free, _ = llama(args.llama_greedy, path, None, None)
-    _, l_log = llama(args.llama_greedy, path, m_ids, work / f"{label}.peer.llama.f32")
+    l_forced, l_log = llama(args.llama_greedy, path, m_ids, work / f"{label}.peer.llama.f32")
     centred = lambda x: x - x.mean(axis=1, keepdims=True)  # noqa: E731
     rel = np.linalg.norm(centred(m_log) - centred(l_log), axis=1) / np.linalg.norm(
         centred(m_log), axis=1)
-    check(m_ids == l_free, f"{label}: moex greedy {m_ids} = llama.cpp greedy {l_free}")
+    # Greedy tokens: equal wherever moex's top-2 margin exceeds twice the two engines' largest
+    # logit difference at that step (a closer race may go either way and is reported).
+    diff = np.abs(m_log - l_log).max(axis=1)
+    top2 = np.sort(m_log, axis=1)[:, -2:]
+    margin = top2[:, 1] - top2[:, 0]
+    decided = margin > 2 * diff
+    wrong = [i for i in range(len(m_ids)) if decided[i] and m_ids[i] != l_forced[i]]
+    close = int((~decided).sum())
+    check(not wrong, f"{label}: argmax equal on moex's sequence at every step whose top-2 margin "
+          f"exceeds 2x the logit difference ({len(m_ids) - close} of {len(m_ids)}; wrong at "
+          f"{wrong}); free-running greedy moex {m_ids}, llama.cpp {l_free}")
     check(float(rel.max()) <= bound, f"{label}: logits vs llama.cpp on moex's sequence, "
           f"mean-centred rel. RMS max {rel.max():.3g} (median {np.median(rel):.3g}) <= {bound:g}")
-    return {"label": label, "moex": m_ids, "llama": l_free, "rel_rms_centred": rel.tolist()}
+    return {"label": label, "moex": m_ids, "llama": l_free, "llama_forced": l_forced,
+            "rel_rms_centred": rel.tolist(), "max_abs_diff": diff.tolist(),
+            "top2_margin": margin.tolist()}
 
 
 def main():
