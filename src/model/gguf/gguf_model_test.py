@@ -100,7 +100,8 @@ def make(moex, work, preset, name, *extra):
 def fixtures(moex, work):
     """(label, checkpoint dir, gguf path, kind) for every case."""
     out = []
-    for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral")):
+    for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral"),
+                          ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe")):
         for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]), ("q4", [])):
             d = make(moex, work, preset, f"{short}-{kind}-src", *extra)
             if short == "qwen3":  # llama.cpp's qwen3moe has no dense layers
