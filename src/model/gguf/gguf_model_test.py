@@ -16,7 +16,8 @@ convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint dir
       equals moex's wherever the race is not closer than the engines' logit difference, and its
       logits lie within the measured bound;
     - a Q4_K_M file made by llama-quantize (Q4_K, Q6_K, ... as llama.cpp picks) loads in moex
-      and agrees with llama.cpp on the same file.
+      and agrees with llama.cpp on the same file;
+    - token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on the corpus.
 
 usage: gguf_model_test.py --moex BIN --work DIR [--peer]
 """
@@ -156,6 +157,17 @@ def peer(args, work, cases):
         print(f"info {label}-q4_k_m tensor types: {types}")
         report.append(compare(args, work, f"{label}-q4_k_m", path, PEER_QUANT_BOUND))
     (work / "peer.json").write_text(json.dumps(report, indent=1) + "\n")
+    # Token ids: llama.cpp's llama_tokenize (special tokens parsed) vs moex's GGUF tokenizer.
+    label, _, path, _ = cases[0]
+    bad = []
+    for i, text in enumerate(CORPUS):
+        f = work / f"corpus-{i}.txt"
+        f.write_bytes(text.encode("utf-8"))
+        ref = json.loads(run([args.llama_greedy, "--tokenize", path, f]).strip().splitlines()[-1])
+        if ref["ids"] != moex_tokenize(args.moex, path, text):
+            bad.append(text)
+    check(not bad, f"{label}: token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on "
+          f"{len(CORPUS)} texts" + (f"; differ on {bad!r}" if bad else ""))
 
 
 def compare(args, work, label, path, bound):
