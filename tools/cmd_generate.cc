@@ -100,9 +100,17 @@ int run_generate(GenerateFlags f) {
   // The tokenizer gives end-of-sequence ids however the prompt arrived (ids too, as mlx-lm
   // always loads it); its text is printed only for a text prompt.
   std::optional<Tokenizer> tok;
-  if (prompt.from_text || model::is_gguf_path(f.model) ||
-      std::filesystem::exists(f.model + "/tokenizer.json"))
+  if (prompt.from_text || std::filesystem::exists(f.model + "/tokenizer.json")) {
     tok = model::load_model_tokenizer(f.model);
+  } else if (model::is_gguf_path(f.model)) {
+    // Ids in, ids out: a GGUF tokenizer moex does not read (SentencePiece, ...) is no reason
+    // to refuse; the metadata's eos / eot ids still stop generation (config).
+    try {
+      tok = model::load_model_tokenizer(f.model);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "moex: note: no tokenizer (%s); printing ids only\n", e.what());
+    }
+  }
   const std::vector<int32_t> eos =
       model::stop_token_ids(cfg, gen, tok ? tok->eos_ids() : std::vector<int32_t>{});
   generate::GenerationParams params{.sampling = sampling.args, .logits = sampling.logits,

@@ -122,7 +122,8 @@ std::string open_error(const TinyModel& m, const std::string& id) {
   } catch (const Error& e) {
     what = e.what();
   }
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   g_tracking = false;
   EXPECT_LT(ms, 500.0) << id;
   // The vocabulary-free tiny file is ~2 KB; the model's tables (module list, config) take a
@@ -187,7 +188,8 @@ TEST(GgufModelHostile, RefusedNamingTheKeyOrTensor) {
        }, {"qwen3moe.attention.head_count_kv", "must divide"}},
       {"eps_negative", [](TinyModel& m) { m.f32("qwen3moe.attention.layer_norm_rms_epsilon", -1); },
        {"qwen3moe.attention.layer_norm_rms_epsilon", "positive"}},
-      {"eps_wrong_type", [](TinyModel& m) { m.str("qwen3moe.attention.layer_norm_rms_epsilon", "x"); },
+      {"eps_wrong_type",
+       [](TinyModel& m) { m.str("qwen3moe.attention.layer_norm_rms_epsilon", "x"); },
        {"qwen3moe.attention.layer_norm_rms_epsilon"}},
       {"rope_scaling", [](TinyModel& m) { m.str("qwen3moe.rope.scaling.type", "yarn"); },
        {"qwen3moe.rope.scaling.type", "not mapped"}},

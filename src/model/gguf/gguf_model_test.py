@@ -211,7 +211,7 @@ def main():
         args.llama_greedy, args.llama_quantize = bins / "moex-llama-greedy", bins / "llama-quantize"
         if not (args.llama_greedy.is_file() and args.llama_quantize.is_file()):
             print(f"SKIP: no llama.cpp build at {bins} (moex-llama-greedy, llama-quantize); "
-                  "build it with MOEX_PEERS_DIR={root} scripts/peers/llamacpp.sh (~10 min of "
+                  f"build it with MOEX_PEERS_DIR={root} scripts/peers/llamacpp.sh (~10 min of "
                   "2 cores) to run moex against llama.cpp on GGUF files")
             return 77
     cases = fixtures(args.moex, work)

@@ -98,7 +98,8 @@ class Binder {
     return 0;
   }
 
-  // A float copy (or view) of tensor t as `dtype`-less F32 / its own float type.
+  // Tensor t as a float module: a view of an F32 / F16 / BF16 tensor, a copy of it when its
+  // rows must be un-permuted, or its dequantization to F32 (exact) for any other type.
   void bind_float(const std::string& name, const gguf::Tensor& t, std::vector<int64_t> shape,
                   int64_t heads) {
     const int64_t k = shape.back(), rows = t.numel() / k;
