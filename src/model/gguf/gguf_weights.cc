@@ -1,6 +1,9 @@
 // bind_gguf_tensors: the family's tensor table walked over a GGUF file (see gguf_weights.h).
 #include "model/gguf/gguf_weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <set>
 
@@ -40,6 +43,16 @@ void unpermute_rows(uint8_t* data, int64_t rows, size_t row_bytes, int64_t heads
       for (int64_t i = 0; i < hd / 2; ++i)
         std::memcpy(data + size_t(h * hd + a * hd / 2 + i) * row_bytes,
                     src.data() + size_t(h * hd + 2 * i + a) * row_bytes, row_bytes);
+}
+
+// Drops the file pages lying wholly inside a tensor that has been repacked or dequantized:
+// its copy replaces it, so the mapping's pages need not stay resident beside the copy (the
+// mapping is read-only and file-backed: a later read would fault them in again).
+void release_source_pages(const gguf::Tensor& t) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(t.data) + t.nbytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 class Binder {
@@ -118,6 +131,7 @@ class Binder {
     }
     unpermute_rows(buf.data(), rows, buf.size() / size_t(rows), heads);
     out_.repacked_bytes += int64_t(buf.size());
+    release_source_pages(t);
     s_.buffers.push_back(std::move(buf));
     const std::vector<uint8_t>& b = s_.buffers.back();
     add_view(name, dt, std::move(shape), b.data(), b.size(), t.name);
@@ -134,6 +148,7 @@ class Binder {
     unpermute_rows(q.scales.data(), rows, groups * sb, heads);
     if (!q.biases.empty()) unpermute_rows(q.biases.data(), rows, groups * sb, heads);
     out_.repacked_bytes += int64_t(q.packed.size() * 4 + q.scales.size() + q.biases.size());
+    release_source_pages(t);
     s_.matrices.push_back(std::move(q));
     const quant::QuantizedMatrix& r = s_.matrices.back();
     std::vector<int64_t> wshape = shape, sshape = shape;
