@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "io/gguf/ggml_dequantize.h"
 #include "io/gguf/ggml_repack.h"
 #include "model/gguf/gguf_names.h"
@@ -53,6 +55,48 @@ void release_source_pages(const gguf::Tensor& t) {
   const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
   const uintptr_t end = (uintptr_t(t.data) + t.nbytes) / page * page;
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// gguf::repack of a whole tensor, its rows split into one contiguous range per thread (rows
+// are independent, so the result is the same bytes). A range that throws is redone on the
+// whole tensor, so that the error names the row as the tensor counts it.
+quant::QuantizedMatrix repack_parallel(const gguf::Tensor& t, int64_t rows, int64_t k,
+                                       const std::string& what) {
+  const int chunks = int(std::min<int64_t>(num_threads(), rows / 64));
+  if (chunks < 2) return gguf::repack(t.type, t.data, t.nbytes, rows, k, what);
+  const uint64_t row_bytes = t.nbytes / uint64_t(rows);
+  std::vector<quant::QuantizedMatrix> parts(static_cast<size_t>(chunks));
+  try {
+    parallel_for(chunks, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        const int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+        parts[size_t(c)] = gguf::repack(t.type, t.data + uint64_t(r0) * row_bytes,
+                                        uint64_t(r1 - r0) * row_bytes, r1 - r0, k, what);
+      }
+    });
+  } catch (const Error&) {
+    return gguf::repack(t.type, t.data, t.nbytes, rows, k, what);
+  }
+  quant::QuantizedMatrix out = std::move(parts[0]);
+  out.rows = rows;
+  for (size_t c = 1; c < parts.size(); ++c) {
+    out.packed.insert(out.packed.end(), parts[c].packed.begin(), parts[c].packed.end());
+    out.scales.insert(out.scales.end(), parts[c].scales.begin(), parts[c].scales.end());
+    out.biases.insert(out.biases.end(), parts[c].biases.begin(), parts[c].biases.end());
+    parts[c] = {};
+  }
+  return out;
+}
+
+// gguf::dequantize of a whole tensor into dst, one contiguous range of blocks per thread.
+void dequantize_parallel(const gguf::Tensor& t, float* dst) {
+  const gguf::GgmlTypeInfo& info = gguf::ggml_info(t.type);
+  const int64_t blocks = t.numel() / info.block_elems;
+  parallel_for(blocks, [&](int64_t lo, int64_t hi) {
+    gguf::dequantize(t.type, t.data + uint64_t(lo) * info.block_bytes,
+                     uint64_t(hi - lo) * info.block_bytes, dst + lo * info.block_elems,
+                     (hi - lo) * info.block_elems);
+  });
 }
 
 class Binder {
@@ -127,7 +171,7 @@ class Binder {
       buf.assign(t.data, t.data + t.nbytes);
     } else {
       buf.resize(size_t(t.numel()) * sizeof(float));
-      gguf::dequantize(t.type, t.data, t.nbytes, reinterpret_cast<float*>(buf.data()), t.numel());
+      dequantize_parallel(t, reinterpret_cast<float*>(buf.data()));
     }
     unpermute_rows(buf.data(), rows, buf.size() / size_t(rows), heads);
     out_.repacked_bytes += int64_t(buf.size());
@@ -140,7 +184,7 @@ class Binder {
   void bind_quantized(const ModuleSpec& m, const gguf::Tensor& t, std::vector<int64_t> shape,
                       int64_t heads) {
     const int64_t k = shape.back(), rows = t.numel() / k;
-    quant::QuantizedMatrix q = gguf::repack(t.type, t.data, t.nbytes, rows, k, where(t.name));
+    quant::QuantizedMatrix q = repack_parallel(t, rows, k, where(t.name));
     const size_t groups = size_t(k / q.group_size);
     const size_t sb = dtype_size(q.sb_dtype);
     unpermute_rows(reinterpret_cast<uint8_t*>(q.packed.data()), rows,
