@@ -4,9 +4,10 @@ names and metadata (tools/peers/gguf_twin.py, gguf-py's GGUFWriter following
 convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint directory.
 
   reference (no llama.cpp needed):
-    - float32 checkpoints -> F32 GGUF: greedy tokens and every logit bit-identical between
-      `moex generate -m DIR` and `-m FILE.gguf` (mixtral: q/k rows permuted by the writer and
-      put back by the loader, so a wrong inverse permutation cannot pass);
+    - float32 / float16 checkpoints -> F32 / F16 GGUF: greedy tokens and every logit
+      bit-identical between `moex generate -m DIR` and `-m FILE.gguf` (mixtral: q/k rows
+      permuted by the writer and put back by the loader, so a wrong inverse permutation
+      cannot pass);
     - 4-bit checkpoints on an exact Q4_0 / Q8_0 grid -> Q4_0 / Q8_0 GGUF: the same weights
       repacked into other groups; tokens equal, logits within the bound below;
     - token ids of `moex tokenize FILE.gguf` = those of the checkpoint's tokenizer.json on a
@@ -47,6 +48,9 @@ QUANT_REL_BOUND = 1e-5
 # files (Q4_0/Q8_0 and llama-quantize's Q4_K_M) up to 6.5e-3 .. 1.64e-2, from llama.cpp's 8-bit
 # activations in its quantized matmuls; bound 2e-2, 1.2x the largest measured.
 PEER_F32_BOUND = 4.9e-4
+# F16 files measured up to 3.35e-4 .. 4.62e-4: llama.cpp also rounds the activations to F16 for
+# its F16 matmuls, two roundings of 2^-11.
+PEER_F16_BOUND = 9.8e-4
 PEER_QUANT_BOUND = 2e-2
 CORPUS = [
     "Hello, world!",
@@ -104,7 +108,8 @@ def fixtures(moex, work):
     out = []
     for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral"),
                           ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe")):
-        for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]), ("q4", [])):
+        for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]),
+                            ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])):
             d = make(moex, work, preset, f"{short}-{kind}-src", *extra)
             if short == "qwen3":  # llama.cpp's qwen3moe has no dense layers
                 dense_free = work / f"{short}-{kind}-allmoe"
@@ -115,7 +120,7 @@ def fixtures(moex, work):
                 exact_grid_copy(d, exact)
                 d = exact
             path = work / f"{short}-{kind}.gguf"
-            twin(d, path, progress=False)
+            twin(d, path, mode="f16" if kind == "f16" else "q4_0", progress=False)
             out.append((f"{short}-{kind}", d, path, kind))
     return out
 
@@ -125,10 +130,10 @@ def reference(args, work, cases):
         ids_dir, log_dir = moex_generate(args.moex, d, work / f"{label}.dir.f32")
         ids_gguf, log_gguf = moex_generate(args.moex, path, work / f"{label}.gguf.f32")
         check(ids_dir == ids_gguf, f"{label}: greedy tokens from DIR {ids_dir} = from GGUF {ids_gguf}")
-        if kind == "f32":
+        if kind in ("f32", "f16"):  # the same float tensors: views of the file, or copies
             same = log_dir.shape == log_gguf.shape and np.array_equal(
                 log_dir.view(np.uint32), log_gguf.view(np.uint32))
-            check(same, f"{label}: {log_dir.size} logits bit-identical (F32 twin)")
+            check(same, f"{label}: {log_dir.size} logits bit-identical ({kind.upper()} twin)")
         else:
             rel = float(np.abs(log_dir - log_gguf).max() / np.abs(log_dir).max())
             check(rel <= QUANT_REL_BOUND,
@@ -146,8 +151,8 @@ def reference(args, work, cases):
 def peer(args, work, cases):
     report = []
     for label, d, path, kind in cases:
-        report.append(compare(args, work, label, path, PEER_F32_BOUND if kind == "f32" else
-                              PEER_QUANT_BOUND))
+        bound = {"f32": PEER_F32_BOUND, "f16": PEER_F16_BOUND}.get(kind, PEER_QUANT_BOUND)
+        report.append(compare(args, work, label, path, bound))
     # llama-quantize's Q4_K_M (a BF16 intermediate from the float32 checkpoints).
     for label, d, _, kind in cases:
         if kind != "f32":
