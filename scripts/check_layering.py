@@ -24,7 +24,8 @@ LAYERS = {
     "kernels": {"core", "quant"},
     "backend": {"core", "quant", "kernels"},
     "moe": {"core", "quant", "kernels", "backend", "harness"},
-    "model": {"core", "quant", "io", "dist", "tokenizer", "kernels", "backend", "moe"},
+    # chat: a GGUF model's chat template (model/gguf/) is read with the model's other metadata.
+    "model": {"core", "quant", "io", "dist", "tokenizer", "chat", "kernels", "backend", "moe"},
     "eval": {"core", "harness"},
     "generate": {"core", "quant", "io", "tokenizer", "chat", "kernels", "backend", "moe", "model"},
     "serve": {"core", "quant", "io", "tokenizer", "chat", "kernels", "backend", "moe", "model",

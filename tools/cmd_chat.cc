@@ -21,6 +21,7 @@
 #include "core/sysinfo.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
+#include "model/gguf/gguf_model.h"
 #include "model/engine/session.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
@@ -146,7 +147,7 @@ int run_chat(const ChatFlags& f) {
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
   note_random_seed("chat", sampling, sampling.args.temperature == 0.0, f.verbose);
-  const Tokenizer tok = Tokenizer::load(f.model);
+  const Tokenizer tok = model::load_model_tokenizer(f.model);
   const ChatPrompt prompt(f.model, tok);
   const std::vector<int32_t> stops = model::stop_token_ids(cfg, gen, tok.eos_ids());
 

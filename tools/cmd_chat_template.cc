@@ -7,6 +7,7 @@
 
 #include "chat/template.h"
 #include "chat/template_files.h"
+#include "model/gguf/gguf_model.h"
 #include "core/error.h"
 #include "core/file_read.h"
 #include "tools/command.h"
@@ -43,7 +44,7 @@ int run_chat_template(const ChatTemplateFlags& f) {
   args.add_generation_prompt = f.add_generation_prompt;
   chat::ChatTemplateSource src;
   if (!f.model.empty()) {
-    src = chat::load_chat_template(f.model, !f.tools.empty());
+    src = model::load_model_chat_template(f.model, !f.tools.empty());
   } else {
     src.source = read_small_file(f.template_file, int64_t{1} << 20, "--template file");
     src.origin = f.template_file;

@@ -21,6 +21,7 @@
 #include "kernels/precision.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
+#include "model/gguf/gguf_model.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
 #include "generate/generator.h"
@@ -53,7 +54,7 @@ struct GenerateFlags {
 eng::Prompt chat_prompt(const GenerateFlags& f, std::string* origin) {
   if (f.prompt_ids) fail("--chat renders -p text; it does not take --prompt-ids");
   if (!f.prompt) fail("--chat needs the user's message as -p TEXT");
-  const ChatPrompt cp(f.model, Tokenizer::load(f.model));
+  const ChatPrompt cp(f.model, model::load_model_tokenizer(f.model));
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (f.system) messages.push_back(chat_message("system", *f.system));
   messages.push_back(chat_message("user", *f.prompt));
@@ -99,8 +100,17 @@ int run_generate(GenerateFlags f) {
   // The tokenizer gives end-of-sequence ids however the prompt arrived (ids too, as mlx-lm
   // always loads it); its text is printed only for a text prompt.
   std::optional<Tokenizer> tok;
-  if (prompt.from_text || std::filesystem::exists(f.model + "/tokenizer.json"))
-    tok = Tokenizer::load(f.model);
+  if (prompt.from_text || std::filesystem::exists(f.model + "/tokenizer.json")) {
+    tok = model::load_model_tokenizer(f.model);
+  } else if (model::is_gguf_path(f.model)) {
+    // Ids in, ids out: a GGUF tokenizer moex does not read (SentencePiece, ...) is no reason
+    // to refuse; the metadata's eos / eot ids still stop generation (config).
+    try {
+      tok = model::load_model_tokenizer(f.model);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "moex: note: no tokenizer (%s); printing ids only\n", e.what());
+    }
+  }
   const std::vector<int32_t> eos =
       model::stop_token_ids(cfg, gen, tok ? tok->eos_ids() : std::vector<int32_t>{});
   generate::GenerationParams params{.sampling = sampling.args, .logits = sampling.logits,
@@ -218,7 +228,7 @@ int run_generate(GenerateFlags f) {
 
 CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   auto f = std::make_shared<GenerateFlags>();
-  sub.add_option("-m,--model", f->model, "model directory (config.json + safetensors)")
+  sub.add_option("-m,--model", f->model, "model directory (config.json + safetensors) or GGUF file")
       ->type_name("DIR")
       ->required();
   sub.add_option("-p,--prompt", f->prompt, "prompt text (encoded with DIR/tokenizer.json)");

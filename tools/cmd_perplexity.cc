@@ -25,6 +25,7 @@
 #include "kernels/precision.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
+#include "model/gguf/gguf_model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/util_flags.h"
@@ -92,7 +93,7 @@ int run_perplexity(const PerplexityFlags& f) {
   if (f.file) {
     // When the tokenizer's post-processor starts a text with BOS, each window starts with it
     // (llama-perplexity does the same).
-    tok = Tokenizer::load(f.model);
+    tok = model::load_model_tokenizer(f.model);
     tokens = tok->encode(read_small_file(*f.file, kMaxTextBytes, "text file"), false);
     const std::vector<int32_t> specials = tok->encode("", true);
     add_bos = specials.size() == 1 && tok->bos_id() && specials[0] == *tok->bos_id();

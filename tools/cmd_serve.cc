@@ -23,6 +23,7 @@
 #include "core/sysinfo.h"
 #include "model/engine/engine.h"
 #include "model/engine/run_setup.h"
+#include "model/gguf/gguf_model.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
 #include "serve/chat_prompt.h"
@@ -176,9 +177,9 @@ int run_serve(const ServeFlags& f) {
   served.name = name;
   served.generation = model::load_generation_config(f.model, cfg.vocab);
   served.vocab = cfg.vocab;
-  if (!std::filesystem::exists(f.model + "/tokenizer.json"))
+  if (!model::is_gguf_path(f.model) && !std::filesystem::exists(f.model + "/tokenizer.json"))
     fail(f.model, ": no tokenizer.json: moex serve answers in text and needs the tokenizer");
-  const Tokenizer tok = Tokenizer::load(f.model);
+  const Tokenizer tok = model::load_model_tokenizer(f.model);
   served.tokenizer = &tok;
   const std::optional<serve::ChatPrompt> chat =
       load_chat_prompt(f.model, tok, &served.chat_refusal);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file_read.h"
 #include "core/strict_parse.h"
+#include "model/gguf/gguf_model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/util_flags.h"
@@ -58,7 +59,7 @@ int run_tokenize(const TokenizeFlags& f) {
   if (!f.anything) fail("tokenize: nothing to do; give -t TEXT, -f FILE or --decode 1,2,3");
   const std::vector<int32_t> decode_ids =
       f.decoding ? parse_decode_ids(f.decode) : std::vector<int32_t>{};
-  const Tokenizer tok = Tokenizer::load(f.tokenizer);
+  const Tokenizer tok = model::load_model_tokenizer(f.tokenizer);
   if (f.decoding) {
     std::cout << tok.decode(decode_ids, f.skip_special) << std::endl;
     return 0;
@@ -80,7 +81,7 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                       [](CLI::App& sub) -> std::function<int()> {
                         auto f = std::make_shared<TokenizeFlags>();
                         sub.add_option("tokenizer", f->tokenizer,
-                                       "checkpoint directory or tokenizer.json")
+                                       "checkpoint directory, tokenizer.json or GGUF model file")
                             ->type_name("PATH")
                             ->required();
                         auto* text = sub.add_option("-t,--text", f->text, "text to encode");

@@ -14,6 +14,12 @@ LoadProgress::LoadProgress(std::string command, std::string dir)
   int files = 0;
   double bytes = 0;
   std::error_code ec;
+  if (fs::is_regular_file(dir_, ec)) {  // a GGUF file (repacked into moex's formats at load)
+    std::fprintf(stderr, "%s: loading %s (GGUF, %.2f GB; repacked in memory) ...\n",
+                 command_.c_str(), dir_.c_str(), double(fs::file_size(dir_, ec)) / 1e9);
+    start_ = now_seconds();
+    return;
+  }
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".safetensors" || !e.is_regular_file(ec)) continue;
     ++files;

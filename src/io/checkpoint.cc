@@ -147,7 +147,23 @@ std::vector<std::string> Checkpoint::names() const {
   return out;
 }
 
+Checkpoint Checkpoint::from_views(const std::string& source, std::vector<TensorInfo> tensors,
+                                  std::shared_ptr<const void> keep_alive) {
+  Checkpoint ck;
+  ck.dir_ = source;
+  ck.keep_alive_ = std::move(keep_alive);
+  for (TensorInfo& t : tensors) {
+    auto view = std::make_unique<TensorInfo>(std::move(t));
+    if (!ck.by_name_.emplace(view->name, view.get()).second)
+      fail(source, ": tensor '", view->name, "' is given twice; expected each tensor once");
+    ck.total_bytes_ += view->nbytes;
+    ck.renamed_.push_back(std::move(view));
+  }
+  return ck;
+}
+
 void Checkpoint::release_pages(const TensorInfo& t) const {
+  if (keep_alive_) return;  // from_views: not necessarily a file mapping
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
   const uintptr_t end = (uintptr_t(t.data) + t.nbytes) / page * page;

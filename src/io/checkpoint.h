@@ -25,6 +25,12 @@ class Checkpoint {
   // With an index, tensors a listed shard holds beyond its weight_map entries are included
   // too (as mlx-lm, which loads whole files).
   static Checkpoint open(const std::string& dir);
+  // A checkpoint whose tensors live elsewhere (a GGUF file's mapping, buffers a loader filled):
+  // `tensors` are the views (names unique, else an Error naming `source`), `keep_alive` owns
+  // what their data pointers point into. files() is empty and release_pages() does nothing
+  // (the memory may be anonymous, where MADV_DONTNEED would zero it rather than drop it).
+  static Checkpoint from_views(const std::string& source, std::vector<TensorInfo> tensors,
+                               std::shared_ptr<const void> keep_alive);
 
   Checkpoint(Checkpoint&&) noexcept = default;
   Checkpoint& operator=(Checkpoint&&) noexcept = default;
@@ -64,6 +70,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*, std::less<>> by_name_;
   std::vector<std::unique_ptr<TensorInfo>> renamed_;  // the views rename() made
+  std::shared_ptr<const void> keep_alive_;            // from_views: owns the tensors' bytes
   uint64_t total_bytes_ = 0;
 };
 

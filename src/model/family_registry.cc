@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "io/json_config.h"
+#include "model/gguf/gguf_model.h"
 #include "model/presets.h"
 
 namespace moex::model {
@@ -60,6 +61,7 @@ ModelConfig load_model_config(const std::string& dir) {
     fail("model directory ", dir, " does not exist; '", dir,
          "' is a preset name: write it first with `moex make-model --preset ", dir,
          " --out DIR` and pass -m DIR (`moex sweep -m` builds presets itself)");
+  if (is_gguf_path(dir)) return load_gguf_model_config(dir);
   const std::string file = dir + "/config.json";
   return parse_model_config(io::read_json_file(file), file);
 }

@@ -81,7 +81,7 @@ const Family& family_for(std::string_view model_type, const std::string& file);
 
 // Reads model_type from the config object and dispatches to its family's parse.
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& file);
-// Reads <dir>/config.json and parses it.
+// Reads <dir>/config.json and parses it (a path ending in ".gguf": the GGUF file's metadata).
 ModelConfig load_model_config(const std::string& dir);
 
 // The config.json of a preset (through its family), with `num_layers` overriding the layer

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/json_config.h"
 #include "model/family_registry.h"
+#include "model/gguf/gguf_model.h"
 #include "model/module_quant.h"
 #include "quant/format.h"
 
@@ -373,6 +374,7 @@ ModelCheckpoint check_model_checkpoint(ModelConfig cfg, std::optional<io::QuantC
 }
 
 ModelCheckpoint open_model_checkpoint(const std::string& dir, const CheckOptions& opt) {
+  if (is_gguf_path(dir)) return open_gguf_model_checkpoint(dir, opt);
   const std::string file = dir + "/config.json";
   const nlohmann::json j = io::read_json_file(file);
   ModelConfig cfg = parse_model_config(j, file);

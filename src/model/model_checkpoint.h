@@ -67,7 +67,8 @@ struct ModelCheckpoint {
 // packed one, and how many more there are. Empty when there are none. `dir` names the model.
 std::string inferred_quant_warning(const ModelCheckpoint& m, const std::string& dir);
 
-// Parses <dir>/config.json, opens the checkpoint and checks it against the tensor table.
+// Parses <dir>/config.json, opens the checkpoint and checks it against the tensor table. A
+// path ending in ".gguf" is opened as a GGUF model instead (model/gguf/gguf_model.h).
 // Throws moex::Error naming the directory and listing every problem (up to 20), each naming
 // the tensor and the expected vs found dtype / shape / quantization.
 ModelCheckpoint open_model_checkpoint(const std::string& dir, const CheckOptions& opt = {});

@@ -2,6 +2,7 @@
 #include "serve/chat_prompt.h"
 
 #include "chat/template_files.h"
+#include "model/gguf/gguf_model.h"
 
 namespace moex::serve {
 
@@ -31,8 +32,9 @@ nlohmann::ordered_json developer_to_system(const nlohmann::ordered_json& message
 }  // namespace
 
 ChatPrompt::ChatPrompt(const std::string& dir, Tokenizer tokenizer)
-    : ChatPrompt(chat::load_chat_template(dir, /*with_tools=*/false),
-                 chat::load_chat_template(dir, /*with_tools=*/true), std::move(tokenizer)) {}
+    : ChatPrompt(model::load_model_chat_template(dir, /*with_tools=*/false),
+                 model::load_model_chat_template(dir, /*with_tools=*/true),
+                 std::move(tokenizer)) {}
 
 ChatPrompt::ChatPrompt(const chat::ChatTemplateSource& src,
                        const chat::ChatTemplateSource& tools_src, Tokenizer tokenizer)

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace moex {
 
 class Tokenizer {
@@ -18,6 +20,11 @@ class Tokenizer {
   // tokenizer_config.json), or a tokenizer.json path (the config file is then looked for
   // beside it). Throws moex::Error naming the file and field.
   static Tokenizer load(const std::string& dir_or_file);
+  // The same from objects already read: `tokenizer` as tokenizer.json holds it, `config` as
+  // tokenizer_config.json does (nullptr: none). `where` names the source in errors (a GGUF
+  // file whose tokenizer.ggml.* keys a loader turned into these objects, say).
+  static Tokenizer from_json(const nlohmann::json& tokenizer, const nlohmann::json* config,
+                             const std::string& where);
 
   // Token ids of text. add_special adds what the post_processor puts around the text
   // (e.g. BOS). Invalid UTF-8 in text is replaced by U+FFFD first (as Python's
@@ -52,6 +59,9 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  // load / from_json: the pipeline of tokenizer.json `j` and the optional config object.
+  static Tokenizer build(const nlohmann::json& j, const std::string& name,
+                         const nlohmann::json* cfg, const std::string& cfg_name);
   std::shared_ptr<const Impl> impl_;
 };
 

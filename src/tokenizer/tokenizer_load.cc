@@ -45,38 +45,33 @@ int32_t resolve(const Tokenizer& t, const std::string& token, const std::string&
   return *id;
 }
 
-void load_config_files(const fs::path& dir, Tokenizer::Impl& im, const Tokenizer& view) {
-  const fs::path cfg_path = dir / "tokenizer_config.json";
-  if (path_kind(cfg_path) != PathKind::kMissing) {
-    const Json cfg = tok::read_json_file(cfg_path.string());
-    const std::string where = cfg_path.string() + ": ";
-    tok::require_object(cfg, cfg_path.string());
-    if (auto bos = config_token(cfg, "bos_token", where)) {
-      im.bos = resolve(view, *bos, tok::field_path(where, "bos_token"));
-    }
-    if (auto eos = config_token(cfg, "eos_token", where)) {
-      im.eos.push_back(resolve(view, *eos, tok::field_path(where, "eos_token")));
-    }
-    if (tok::optional_field(cfg, "add_bos_token") || tok::optional_field(cfg, "add_eos_token")) {
-      // transformers only honours these by rebuilding a missing post-processor.
-      const bool add_bos = tok::bool_field(cfg, "add_bos_token", where, false);
-      const bool add_eos = tok::bool_field(cfg, "add_eos_token", where, false);
-      if (im.affixes.prefix.empty() && im.affixes.suffix.empty()) {
-        if (add_bos && im.bos) im.affixes.prefix.push_back(*im.bos);
-        if (add_eos && !im.eos.empty()) im.affixes.suffix.push_back(im.eos[0]);
-      }
+// tokenizer_config.json's bos / eos tokens and add_bos_token / add_eos_token.
+void apply_config(const Json& cfg, const std::string& cfg_name, Tokenizer::Impl& im,
+                  const Tokenizer& view) {
+  const std::string where = cfg_name + ": ";
+  tok::require_object(cfg, cfg_name);
+  if (auto bos = config_token(cfg, "bos_token", where)) {
+    im.bos = resolve(view, *bos, tok::field_path(where, "bos_token"));
+  }
+  if (auto eos = config_token(cfg, "eos_token", where)) {
+    im.eos.push_back(resolve(view, *eos, tok::field_path(where, "eos_token")));
+  }
+  if (tok::optional_field(cfg, "add_bos_token") || tok::optional_field(cfg, "add_eos_token")) {
+    // transformers only honours these by rebuilding a missing post-processor.
+    const bool add_bos = tok::bool_field(cfg, "add_bos_token", where, false);
+    const bool add_eos = tok::bool_field(cfg, "add_eos_token", where, false);
+    if (im.affixes.prefix.empty() && im.affixes.suffix.empty()) {
+      if (add_bos && im.bos) im.affixes.prefix.push_back(*im.bos);
+      if (add_eos && !im.eos.empty()) im.affixes.suffix.push_back(im.eos[0]);
     }
   }
 }
 
 // tokenizer_config.json "added_tokens_decoder" entries missing from tokenizer.json.
-void add_config_tokens(const fs::path& dir, tok::AddedVocab& added) {
-  const fs::path cfg_path = dir / "tokenizer_config.json";
-  if (path_kind(cfg_path) == PathKind::kMissing) return;
-  const Json cfg = tok::read_json_file(cfg_path.string());
+void add_config_tokens(const Json& cfg, const std::string& cfg_name, tok::AddedVocab& added) {
   const Json* dec = cfg.is_object() ? tok::optional_field(cfg, "added_tokens_decoder") : nullptr;
   if (dec == nullptr) return;
-  const std::string where = cfg_path.string() + ": added_tokens_decoder";
+  const std::string where = cfg_name + ": added_tokens_decoder";
   tok::require_object(*dec, where);
   for (auto it = dec->begin(); it != dec->end(); ++it) {
     const std::string iw = str_cat(where, "[\"", it.key(), "\"]");
@@ -101,11 +96,24 @@ Tokenizer Tokenizer::load(const std::string& dir_or_file) {
   if (path_kind(file) == PathKind::kMissing) fail(file.string(), ": tokenizer file not found");
   const Json j = tok::read_json_file(file.string(), tok::kMaxTokenizerJsonBytes,
                                      tok::kTokenizerUniqueKeyDepth);
-  const std::string where = file.string() + ": ";
-  tok::require_object(j, file.string());
+  const fs::path cfg_path = dir / "tokenizer_config.json";
+  std::optional<Json> cfg;
+  if (path_kind(cfg_path) != PathKind::kMissing) cfg = tok::read_json_file(cfg_path.string());
+  return build(j, file.string(), cfg ? &*cfg : nullptr, cfg_path.string());
+}
 
-  auto im = std::make_shared<Impl>();
-  im->path = file.string();
+Tokenizer Tokenizer::from_json(const Json& tokenizer, const Json* config,
+                               const std::string& where) {
+  return build(tokenizer, where, config, where + " (tokenizer config)");
+}
+
+Tokenizer Tokenizer::build(const Json& j, const std::string& name, const Json* cfg,
+                           const std::string& cfg_name) {
+  const std::string where = name + ": ";
+  tok::require_object(j, name);
+
+  auto im = std::make_shared<Tokenizer::Impl>();
+  im->path = name;
   im->model = tok::BpeModel::from_json(tok::require_field(j, "model", where),
                                        tok::field_path(where, "model"));
   if (const Json* n = tok::optional_field(j, "normalizer")) {
@@ -140,7 +148,7 @@ Tokenizer Tokenizer::load(const std::string& dir_or_file) {
       im->added.add(std::move(t));
     }
   }
-  add_config_tokens(dir, im->added);
+  if (cfg) add_config_tokens(*cfg, cfg_name, im->added);
   const tok::Normalizer* norm = im->normalizer.get();
   im->added.finalize([norm](const std::string& s) {
     std::string t = s;
@@ -169,7 +177,7 @@ Tokenizer Tokenizer::load(const std::string& dir_or_file) {
     }
   }
   Tokenizer view(im);
-  load_config_files(dir, *im, view);
+  if (cfg) apply_config(*cfg, cfg_name, *im, view);
   return view;
 }
 

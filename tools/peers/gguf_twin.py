@@ -43,7 +43,7 @@ def source_fingerprint(ckpt_dir):
 def twin_type(ckpt, prefix, mode):
     """The GGUF type of one tensor of the twin."""
     if not ckpt.is_quantized(prefix):
-        return Q.F32
+        return Q.F16 if mode == "f16" else Q.F32
     bits, _ = ckpt.quant_params(prefix)
     if bits == 8:
         return Q.Q8_0
@@ -244,8 +244,9 @@ def summary(plan, mode, gguf_path, fingerprint):
         "writer_version": WRITER_VERSION, "type": mode, "source": str(plan.ckpt.dir),
         "fingerprint": fingerprint, "gguf": str(gguf_path),
         "arch": gguf.MODEL_ARCH_NAMES[plan.fam.arch], "model_type": plan.model_type,
-        "bits_per_weight_moex": 8 * sum(r["moex_bytes"] for r in quant) / n_q,
-        "bits_per_weight_gguf": 8 * sum(r["gguf_bytes"] for r in quant) / n_q,
+        # A float checkpoint (every tensor F32) has no quantized weights: 0 on both sides.
+        "bits_per_weight_moex": 8 * sum(r["moex_bytes"] for r in quant) / n_q if n_q else 0.0,
+        "bits_per_weight_gguf": 8 * sum(r["gguf_bytes"] for r in quant) / n_q if n_q else 0.0,
         "bytes_per_token_moex": per_token(rows, plan, "moex_bytes"),
         "bytes_per_token_gguf": per_token(rows, plan, "gguf_bytes"),
         "tensors": [{"name": r["name"], "source": r["prefix"] + r["part"],
@@ -277,8 +278,9 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
     plan = Plan(Checkpoint(ckpt_dir), mode)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
-    if mode == "q4_0":
-        write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0, progress)
+    if mode in ("q4_0", "f16"):  # f16: the float tensors of a float checkpoint as F16
+        write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0 if mode == "q4_0" else
+                   gguf.LlamaFileType.MOSTLY_F16, progress)
         meta = summary(plan, mode, out, fingerprint)
     elif mode == "q4_k_m":
         if llama_quantize is None:
@@ -292,7 +294,7 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
         meta = summary(plan, mode, out, fingerprint)
         retype_from_file(meta, plan, tmp)
     else:
-        raise ValueError(f"--type {mode!r}: expected q4_0 or q4_k_m")
+        raise ValueError(f"--type {mode!r}: expected q4_0, q4_k_m or f16")
     os.replace(tmp, out)
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     return meta
@@ -318,7 +320,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("out")
-    ap.add_argument("--type", default="q4_0", choices=["q4_0", "q4_k_m"])
+    ap.add_argument("--type", default="q4_0", choices=["q4_0", "q4_k_m", "f16"])
     ap.add_argument("--llama-quantize", help="llama-quantize binary (for --type q4_k_m)")
     ap.add_argument("--reuse", action="store_true", help="keep OUT if it is a twin of the same "
                     "source, type and writer version")

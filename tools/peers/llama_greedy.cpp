@@ -5,6 +5,11 @@
 //
 // FORCED_IDS (comma list) are fed after each step instead of the argmax, so the logits of every
 // step can be compared with another engine's on the same sequence; LOGITS.f32 receives them.
+//
+//   moex-llama-greedy --tokenize MODEL.gguf TEXT_FILE
+//
+// prints {"ids":[...]}: llama_tokenize of the file's bytes with special tokens added and parsed
+// (the vocabulary only; for the GGUF tokenizer comparison of src/model/gguf/gguf_model_test.py).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +60,45 @@ llama_token argmax_and_top(const float* logits, int n_vocab, std::string* top_js
 
 }  // namespace
 
+// --tokenize MODEL TEXT_FILE: the ids llama.cpp gives the file's bytes.
+int tokenize_file(const char* model_path, const char* text_path) {
+  std::string text;
+  if (FILE* in = std::fopen(text_path, "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) text.append(buf, n);
+    std::fclose(in);
+  } else {
+    std::fprintf(stderr, "moex-llama-greedy: cannot read %s\n", text_path);
+    return 2;
+  }
+  llama_backend_init();
+  llama_model_params mparams = llama_model_default_params();
+  mparams.n_gpu_layers = 0;
+  mparams.vocab_only = true;
+  llama_model* model = llama_model_load_from_file(model_path, mparams);
+  if (model == nullptr) {
+    std::fprintf(stderr, "moex-llama-greedy: cannot load %s\n", model_path);
+    return 1;
+  }
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  std::vector<llama_token> ids(text.size() + 8);
+  int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()),
+                         /*add_special=*/true, /*parse_special=*/true);
+  if (n < 0) {
+    ids.resize(size_t(-n));
+    n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(),
+                       int32_t(ids.size()), true, true);
+  }
+  std::string out = "{\"ids\":[";
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  std::printf("%s]}\n", out.c_str());
+  llama_model_free(model);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--tokenize") return tokenize_file(argv[2], argv[3]);
   if (argc < 4) {
     std::fprintf(stderr, "usage: %s MODEL.gguf IDS N_TOKENS [THREADS [FORCED|- [LOGITS]]]\n",
                  argv[0]);

@@ -12,6 +12,7 @@
 #include "core/sysinfo.h"
 #include "io/safetensors.h"
 #include "kernels/precision.h"
+#include "model/gguf/gguf_model.h"
 #include "moe/calibration.h"
 #include "moe/moe_backend.h"
 #include "moe/online_measure.h"
@@ -95,6 +96,9 @@ Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::str
   Prompt p;
   if (ids) {
     p.ids = parse_prompt_ids(*ids, "--prompt-ids");
+  } else if (text && is_gguf_path(model_dir)) {  // the tokenizer is in the file's metadata
+    p.ids = load_model_tokenizer(model_dir).encode(*text, true);
+    p.from_text = true;
   } else if (text) {
     require_model_dir(model_dir);
     const std::string tok = model_dir + "/tokenizer.json";
@@ -105,7 +109,7 @@ Prompt resolve_prompt(const std::string& model_dir, const std::optional<std::str
            " does not exist (give token ids with --prompt-ids instead)");
     if (ec)
       fail("-p needs the model's tokenizer, but ", tok, " cannot be accessed (", ec.message(), ")");
-    p.ids = Tokenizer::load(model_dir).encode(*text, true);
+    p.ids = load_model_tokenizer(model_dir).encode(*text, true);
     p.from_text = true;
   } else {
     fail("no prompt: give -p TEXT or --prompt-ids 1,2,3");

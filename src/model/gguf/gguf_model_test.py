@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""moex loading GGUF models: the project's tiny checkpoints written as GGUF with llama.cpp's
+names and metadata (tools/peers/gguf_twin.py, gguf-py's GGUFWriter following
+convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint directory.
+
+  reference (no llama.cpp needed):
+    - float32 / float16 checkpoints -> F32 / F16 GGUF: greedy tokens and every logit
+      bit-identical between `moex generate -m DIR` and `-m FILE.gguf` (mixtral: q/k rows
+      permuted by the writer and put back by the loader, so a wrong inverse permutation
+      cannot pass);
+    - 4-bit checkpoints on an exact Q4_0 / Q8_0 grid -> Q4_0 / Q8_0 GGUF: the same weights
+      repacked into other groups; tokens equal, logits within the bound below;
+    - token ids of `moex tokenize FILE.gguf` = those of the checkpoint's tokenizer.json on a
+      corpus with unicode, digits and whitespace runs; `-p TEXT` through the GGUF tokenizer.
+  --peer (label peer; exit 77 = skipped, saying why, when the llama.cpp build is absent):
+    - llama.cpp loads every file (names, shapes, metadata); on moex's token sequence its argmax
+      equals moex's wherever the race is not closer than the engines' logit difference, and its
+      logits lie within the measured bound;
+    - a Q4_K_M file made by llama-quantize (Q4_K, Q6_K, ... as llama.cpp picks) loads in moex
+      and agrees with llama.cpp on the same file;
+    - token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on the corpus.
+
+usage: gguf_model_test.py --moex BIN --work DIR [--peer]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tools" / "peers"))
+from gguf_twin import twin  # noqa: E402
+from gguf_twin_test import exact_grid_copy, without_dense_layers  # noqa: E402
+
+PROMPT = [1, 2, 3]
+STEPS = 8
+# Quantized twins hold the checkpoint's exact values in other groups (F32 scales, groups of
+# 32) and run other kernels: measured max |dlogit| / max |logit| 8.3e-7 .. 1.4e-6 (4 families);
+# a wrong q/k row order gives 6e-3.
+QUANT_REL_BOUND = 1e-5
+# moex vs llama.cpp on the same file, logits' mean-centred relative RMS difference per step
+# (docs/gguf.md has the measurements): F32 files measured up to 1.37e-4 .. 1.61e-4, the
+# rounding of llama.cpp's F16 KV cache (2^-11 = 4.9e-4 per element) is the bound; quantized
+# files (Q4_0/Q8_0 and llama-quantize's Q4_K_M) up to 6.5e-3 .. 1.64e-2, from llama.cpp's 8-bit
+# activations in its quantized matmuls; bound 2e-2, 1.2x the largest measured.
+PEER_F32_BOUND = 4.9e-4
+# F16 files measured up to 3.35e-4 .. 4.62e-4: llama.cpp also rounds the activations to F16 for
+# its F16 matmuls, two roundings of 2^-11.
+PEER_F16_BOUND = 9.8e-4
+PEER_QUANT_BOUND = 2e-2
+CORPUS = [
+    "Hello, world!",
+    "naïve café — Ünïcödé ∑ 日本語のテキスト 🙂🚀",
+    "digits 0123456789 and 3.14159, 1e-10; 42nd",
+    "tabs\tand  double  spaces   and\n\nnewlines \r\n end   ",
+    "    leading spaces, trailing   ",
+    "<|im_start|>user\nhi<|im_end|>",
+    "I'm you're it's WE'LL THEY'D",
+]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(cmd):
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def moex_generate(moex, model, dump):
+    out = run([moex, "generate", "-m", model, "--prompt-ids", ",".join(map(str, PROMPT)),
+               "-n", STEPS, "--ignore-eos", "--threads", "2", "--dump-logits", dump])
+    vocab = json.loads(Path(str(dump) + ".json").read_text())["vocab"]
+    return [int(x) for x in out.split()], np.fromfile(dump, dtype=np.float32).reshape(-1, vocab)
+
+
+def moex_tokenize(moex, model, text):
+    return [int(x) for x in run([moex, "tokenize", model, "-t", text]).split()]
+
+
+def llama(binary, gguf_path, forced, dump):
+    cmd = [binary, gguf_path, ",".join(map(str, PROMPT)), STEPS, 2,
+           ",".join(map(str, forced)) if forced else "-"] + ([dump] if dump else [])
+    out = json.loads(run(cmd).strip().splitlines()[-1])
+    logits = np.fromfile(dump, dtype=np.float32).reshape(-1, out["n_vocab"]) if dump else None
+    return out["tokens"], logits
+
+
+def make(moex, work, preset, name, *extra):
+    d = work / name
+    run([moex, "make-model", "--preset", preset, "--out", d, "-q", "--reuse", "--threads", 2,
+         *extra])
+    return d
+
+
+def fixtures(moex, work):
+    """(label, checkpoint dir, gguf path, kind) for every case."""
+    out = []
+    for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral"),
+                          ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe")):
+        for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]),
+                            ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])):
+            d = make(moex, work, preset, f"{short}-{kind}-src", *extra)
+            if short == "qwen3":  # llama.cpp's qwen3moe has no dense layers
+                dense_free = work / f"{short}-{kind}-allmoe"
+                without_dense_layers(d, dense_free)
+                d = dense_free
+            if kind == "q4":
+                exact = work / f"{short}-{kind}-exact"
+                exact_grid_copy(d, exact)
+                d = exact
+            path = work / f"{short}-{kind}.gguf"
+            twin(d, path, mode="f16" if kind == "f16" else "q4_0", progress=False)
+            out.append((f"{short}-{kind}", d, path, kind))
+    return out
+
+
+def reference(args, work, cases):
+    for label, d, path, kind in cases:
+        ids_dir, log_dir = moex_generate(args.moex, d, work / f"{label}.dir.f32")
+        ids_gguf, log_gguf = moex_generate(args.moex, path, work / f"{label}.gguf.f32")
+        check(ids_dir == ids_gguf, f"{label}: greedy tokens from DIR {ids_dir} = from GGUF {ids_gguf}")
+        if kind in ("f32", "f16"):  # the same float tensors: views of the file, or copies
+            same = log_dir.shape == log_gguf.shape and np.array_equal(
+                log_dir.view(np.uint32), log_gguf.view(np.uint32))
+            check(same, f"{label}: {log_dir.size} logits bit-identical ({kind.upper()} twin)")
+        else:
+            rel = float(np.abs(log_dir - log_gguf).max() / np.abs(log_dir).max())
+            check(rel <= QUANT_REL_BOUND,
+                  f"{label}: logits max |diff| / max |logit| = {rel:.3g} <= {QUANT_REL_BOUND:g} "
+                  "(same values, other groups and kernels)")
+    label, d, path, _ = cases[0]
+    bad = [t for t in CORPUS if moex_tokenize(args.moex, d, t) != moex_tokenize(args.moex, path, t)]
+    check(not bad, f"{label}: token ids from GGUF = from tokenizer.json on {len(CORPUS)} texts"
+          + (f"; differ on {bad!r}" if bad else ""))
+    gen = [args.moex, "generate", "-p", "Hello there", "-n", 4, "--ignore-eos", "--threads", 2]
+    a, b = run(gen + ["-m", d]), run(gen + ["-m", path])
+    check(a == b, f"{label}: `generate -p TEXT` prints the same from DIR and GGUF")
+
+
+def peer(args, work, cases):
+    report = []
+    for label, d, path, kind in cases:
+        bound = {"f32": PEER_F32_BOUND, "f16": PEER_F16_BOUND}.get(kind, PEER_QUANT_BOUND)
+        report.append(compare(args, work, label, path, bound))
+    # llama-quantize's Q4_K_M (a BF16 intermediate from the float32 checkpoints).
+    for label, d, _, kind in cases:
+        if kind != "f32":
+            continue
+        path = work / f"{label}-q4_k_m.gguf"
+        meta = twin(d, path, mode="q4_k_m", llama_quantize=args.llama_quantize, progress=False)
+        types = sorted({t["type"] for t in meta["tensors"]})
+        print(f"info {label}-q4_k_m tensor types: {types}")
+        report.append(compare(args, work, f"{label}-q4_k_m", path, PEER_QUANT_BOUND))
+    (work / "peer.json").write_text(json.dumps(report, indent=1) + "\n")
+    # Token ids: llama.cpp's llama_tokenize (special tokens parsed) vs moex's GGUF tokenizer.
+    label, _, path, _ = cases[0]
+    bad = []
+    for i, text in enumerate(CORPUS):
+        f = work / f"corpus-{i}.txt"
+        f.write_bytes(text.encode("utf-8"))
+        ref = json.loads(run([args.llama_greedy, "--tokenize", path, f]).strip().splitlines()[-1])
+        if ref["ids"] != moex_tokenize(args.moex, path, text):
+            bad.append(text)
+    check(not bad, f"{label}: token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on "
+          f"{len(CORPUS)} texts" + (f"; differ on {bad!r}" if bad else ""))
+
+
+def compare(args, work, label, path, bound):
+    m_ids, m_log = moex_generate(args.moex, path, work / f"{label}.peer.moex.f32")
+    l_free, _ = llama(args.llama_greedy, path, None, None)
+    l_forced, l_log = llama(args.llama_greedy, path, m_ids, work / f"{label}.peer.llama.f32")
+    centred = lambda x: x - x.mean(axis=1, keepdims=True)  # noqa: E731
+    rel = np.linalg.norm(centred(m_log) - centred(l_log), axis=1) / np.linalg.norm(
+        centred(m_log), axis=1)
+    # Greedy tokens: equal wherever moex's top-2 margin exceeds twice the two engines' largest
+    # logit difference at that step (a closer race may go either way and is reported).
+    diff = np.abs(m_log - l_log).max(axis=1)
+    top2 = np.sort(m_log, axis=1)[:, -2:]
+    margin = top2[:, 1] - top2[:, 0]
+    decided = margin > 2 * diff
+    wrong = [i for i in range(len(m_ids)) if decided[i] and m_ids[i] != l_forced[i]]
+    close = int((~decided).sum())
+    check(not wrong, f"{label}: argmax equal on moex's sequence at every step whose top-2 margin "
+          f"exceeds 2x the logit difference ({len(m_ids) - close} of {len(m_ids)}; wrong at "
+          f"{wrong}); free-running greedy moex {m_ids}, llama.cpp {l_free}")
+    check(float(rel.max()) <= bound, f"{label}: logits vs llama.cpp on moex's sequence, "
+          f"mean-centred rel. RMS max {rel.max():.3g} (median {np.median(rel):.3g}) <= {bound:g}")
+    return {"label": label, "moex": m_ids, "llama": l_free, "llama_forced": l_forced,
+            "rel_rms_centred": rel.tolist(), "max_abs_diff": diff.tolist(),
+            "top2_margin": margin.tolist()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--moex", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--peer", action="store_true", help="the llama.cpp checks, with the build of "
+                    "scripts/peers/llamacpp.sh under $MOEX_PEERS_DIR (default ~/.cache/moex-peers);"
+                    " exit 77 (skipped) when it is absent")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if args.peer:
+        root = Path(os.environ.get("MOEX_PEERS_DIR") or Path.home() / ".cache" / "moex-peers")
+        bins = root / "llama_cpp_python-0.3.36" / "build" / "bin"
+        args.llama_greedy, args.llama_quantize = bins / "moex-llama-greedy", bins / "llama-quantize"
+        if not (args.llama_greedy.is_file() and args.llama_quantize.is_file()):
+            print(f"SKIP: no llama.cpp build at {bins} (moex-llama-greedy, llama-quantize); "
+                  f"build it with MOEX_PEERS_DIR={root} scripts/peers/llamacpp.sh (~10 min of "
+                  "2 cores) to run moex against llama.cpp on GGUF files")
+            return 77
+    cases = fixtures(args.moex, work)
+    if not args.peer:
+        reference(args, work, cases)
+    else:
+        peer(args, work, cases)
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+// gguf_tensor_name: moex's slots onto llama.cpp's tensor names (gguf-py constants.py,
+// TENSOR_NAMES; llama.cpp src/llama-arch.cpp LLM_TENSOR_NAMES).
+#include "model/gguf/gguf_names.h"
+
+namespace moex::model {
+namespace {
+
+const char* layer_suffix(const ModuleSpec& m) {
+  switch (m.slot) {
+    case Slot::kInputNorm: return "attn_norm";
+    case Slot::kPostNorm: return "ffn_norm";
+    case Slot::kQ: return "attn_q";
+    case Slot::kK: return "attn_k";
+    case Slot::kV: return "attn_v";
+    case Slot::kO: return "attn_output";
+    case Slot::kQNorm: return "attn_q_norm";
+    case Slot::kKNorm: return "attn_k_norm";
+    case Slot::kRouter: return "ffn_gate_inp";
+    case Slot::kExperts:
+      switch (m.proj) {
+        case ExpertProj::kGate: return "ffn_gate_exps";
+        case ExpertProj::kUp: return "ffn_up_exps";
+        case ExpertProj::kDown: return "ffn_down_exps";
+        case ExpertProj::kNone: return nullptr;
+      }
+      return nullptr;
+    case Slot::kSharedGate: return "ffn_gate_shexp";
+    case Slot::kSharedUp: return "ffn_up_shexp";
+    case Slot::kSharedDown: return "ffn_down_shexp";
+    case Slot::kSharedExpertGate: return "ffn_gate_inp_shexp";
+    case Slot::kDenseGate: return "ffn_gate";
+    case Slot::kDenseUp: return "ffn_up";
+    case Slot::kDenseDown: return "ffn_down";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+std::string gguf_tensor_name(const ModuleSpec& m) {
+  if (m.layer < 0) {
+    switch (m.slot) {
+      case Slot::kEmbedding: return "token_embd";
+      case Slot::kFinalNorm: return "output_norm";
+      case Slot::kLmHead: return "output";
+      default: return "";
+    }
+  }
+  const char* s = layer_suffix(m);
+  return s ? "blk." + std::to_string(m.layer) + "." + s : "";
+}
+
+}  // namespace moex::model

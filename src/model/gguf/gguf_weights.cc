@@ -1,0 +1,282 @@
+// bind_gguf_tensors: the family's tensor table walked over a GGUF file (see gguf_weights.h).
+#include "model/gguf/gguf_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "io/gguf/ggml_dequantize.h"
+#include "io/gguf/ggml_repack.h"
+#include "model/gguf/gguf_names.h"
+#include "model/tensor_table.h"
+
+namespace moex::model {
+namespace {
+
+struct Storage {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::vector<quant::QuantizedMatrix> matrices;
+  std::vector<std::vector<uint8_t>> buffers;
+};
+
+std::optional<DType> float_dtype(gguf::GgmlType t) {
+  switch (t) {
+    case gguf::GgmlType::kF32: return DType::F32;
+    case gguf::GgmlType::kF16: return DType::F16;
+    case gguf::GgmlType::kBF16: return DType::BF16;
+    default: return std::nullopt;
+  }
+}
+
+// Rows of `row_bytes` bytes, `heads` heads of hd rows each, from llama.cpp's interleaved RoPE
+// order back into Hugging Face's halves: GGUF row h*hd + 2i + a holds HF row h*hd + a*hd/2 + i
+// (convert_hf_to_gguf.py LlamaModel.permute: reshape(heads, 2, hd/2, ...).swapaxes(1, 2)).
+void unpermute_rows(uint8_t* data, int64_t rows, size_t row_bytes, int64_t heads) {
+  if (heads <= 0 || row_bytes == 0) return;
+  const int64_t hd = rows / heads;
+  std::vector<uint8_t> src(data, data + size_t(rows) * row_bytes);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t i = 0; i < hd / 2; ++i)
+        std::memcpy(data + size_t(h * hd + a * hd / 2 + i) * row_bytes,
+                    src.data() + size_t(h * hd + 2 * i + a) * row_bytes, row_bytes);
+}
+
+// Drops the file pages lying wholly inside a tensor that has been repacked or dequantized:
+// its copy replaces it, so the mapping's pages need not stay resident beside the copy (the
+// mapping is read-only and file-backed: a later read would fault them in again).
+void release_source_pages(const gguf::Tensor& t) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(t.data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(t.data) + t.nbytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// gguf::repack of a whole tensor, its rows split into one contiguous range per thread (rows
+// are independent, so the result is the same bytes). A range that throws is redone on the
+// whole tensor, so that the error names the row as the tensor counts it.
+quant::QuantizedMatrix repack_parallel(const gguf::Tensor& t, int64_t rows, int64_t k,
+                                       const std::string& what) {
+  const int chunks = int(std::min<int64_t>(num_threads(), rows / 64));
+  if (chunks < 2) return gguf::repack(t.type, t.data, t.nbytes, rows, k, what);
+  const uint64_t row_bytes = t.nbytes / uint64_t(rows);
+  std::vector<quant::QuantizedMatrix> parts(static_cast<size_t>(chunks));
+  try {
+    parallel_for(chunks, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        const int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+        parts[size_t(c)] = gguf::repack(t.type, t.data + uint64_t(r0) * row_bytes,
+                                        uint64_t(r1 - r0) * row_bytes, r1 - r0, k, what);
+      }
+    });
+  } catch (const Error&) {
+    return gguf::repack(t.type, t.data, t.nbytes, rows, k, what);
+  }
+  quant::QuantizedMatrix out = std::move(parts[0]);
+  out.rows = rows;
+  for (size_t c = 1; c < parts.size(); ++c) {
+    out.packed.insert(out.packed.end(), parts[c].packed.begin(), parts[c].packed.end());
+    out.scales.insert(out.scales.end(), parts[c].scales.begin(), parts[c].scales.end());
+    out.biases.insert(out.biases.end(), parts[c].biases.begin(), parts[c].biases.end());
+    parts[c] = {};
+  }
+  return out;
+}
+
+// gguf::dequantize of a whole tensor into dst, one contiguous range of blocks per thread.
+void dequantize_parallel(const gguf::Tensor& t, float* dst) {
+  const gguf::GgmlTypeInfo& info = gguf::ggml_info(t.type);
+  const int64_t blocks = t.numel() / info.block_elems;
+  parallel_for(blocks, [&](int64_t lo, int64_t hi) {
+    gguf::dequantize(t.type, t.data + uint64_t(lo) * info.block_bytes,
+                     uint64_t(hi - lo) * info.block_bytes, dst + lo * info.block_elems,
+                     (hi - lo) * info.block_elems);
+  });
+}
+
+class Binder {
+ public:
+  Binder(Storage& s, const ModelConfig& cfg) : s_(s), f_(*s.file), cfg_(cfg) {}
+
+  GgufTensors run() {
+    const std::vector<ModuleSpec> modules = module_table(cfg_);
+    for (const ModuleSpec& m : modules) bind(m);
+    for (const gguf::Tensor& t : f_.tensors())
+      if (!used_.count(t.name))
+        problem(str_cat("tensor '", t.name, "' is not part of the ", cfg_.family, " model moex "
+                        "reads from this file (", cfg_.num_layers, " layers); nothing would read "
+                        "it"));
+    if (!problems_.empty()) {
+      std::string msg = str_cat("GGUF file '", f_.path(), "': the tensors do not match the ",
+                                cfg_.family, " model its metadata describes (", problems_.size(),
+                                " problem", problems_.size() == 1 ? "" : "s", "):");
+      for (size_t i = 0; i < problems_.size() && i < 20; ++i) msg += "\n  - " + problems_[i];
+      if (problems_.size() > 20) msg += str_cat("\n  ... and ", problems_.size() - 20, " more");
+      throw Error(msg);
+    }
+    if (!section_.empty()) {
+      section_["group_size"] = first_->group_size;
+      section_["bits"] = first_->bits;
+      section_["mode"] = first_->mode;
+      out_.quant = io::QuantConfig::from_section(section_, f_.path(), "GGUF tensor types");
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void problem(std::string s) { problems_.push_back(std::move(s)); }
+
+  std::string where(const std::string& name) const {
+    return str_cat(f_.path(), ": tensor '", name, "'");
+  }
+
+  void add_view(const std::string& name, DType dtype, std::vector<int64_t> shape,
+                const uint8_t* data, uint64_t nbytes, const std::string& source) {
+    io::TensorInfo v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.data = data;
+    v.nbytes = nbytes;
+    v.file = where(source);
+    out_.views.push_back(std::move(v));
+  }
+
+  // The heads whose q/k rows llama.cpp's converter permuted for this module, or 0.
+  int64_t permuted_heads(const ModuleSpec& m) const {
+    if (cfg_.family != "mixtral") return 0;  // the GGUF arch "llama" (RoPE type NORM)
+    if (m.slot == Slot::kQ) return cfg_.heads;
+    if (m.slot == Slot::kK) return cfg_.kv_heads;
+    return 0;
+  }
+
+  // Tensor t as a float module: a view of an F32 / F16 / BF16 tensor, a copy of it when its
+  // rows must be un-permuted, or its dequantization to F32 (exact) for any other type.
+  void bind_float(const std::string& name, const gguf::Tensor& t, std::vector<int64_t> shape,
+                  int64_t heads) {
+    const int64_t k = shape.back(), rows = t.numel() / k;
+    if (const std::optional<DType> dt = float_dtype(t.type); dt && heads == 0) {
+      add_view(name, *dt, std::move(shape), t.data, t.nbytes, t.name);
+      return;
+    }
+    std::vector<uint8_t> buf;
+    DType dt = DType::F32;
+    if (const std::optional<DType> own = float_dtype(t.type)) {
+      dt = *own;
+      buf.assign(t.data, t.data + t.nbytes);
+    } else {
+      buf.resize(size_t(t.numel()) * sizeof(float));
+      dequantize_parallel(t, reinterpret_cast<float*>(buf.data()));
+    }
+    unpermute_rows(buf.data(), rows, buf.size() / size_t(rows), heads);
+    out_.repacked_bytes += int64_t(buf.size());
+    release_source_pages(t);
+    s_.buffers.push_back(std::move(buf));
+    const std::vector<uint8_t>& b = s_.buffers.back();
+    add_view(name, dt, std::move(shape), b.data(), b.size(), t.name);
+  }
+
+  void bind_quantized(const ModuleSpec& m, const gguf::Tensor& t, std::vector<int64_t> shape,
+                      int64_t heads) {
+    const int64_t k = shape.back(), rows = t.numel() / k;
+    quant::QuantizedMatrix q = repack_parallel(t, rows, k, where(t.name));
+    const size_t groups = size_t(k / q.group_size);
+    const size_t sb = dtype_size(q.sb_dtype);
+    unpermute_rows(reinterpret_cast<uint8_t*>(q.packed.data()), rows,
+                   size_t(k * q.bits / 32) * sizeof(uint32_t), heads);
+    unpermute_rows(q.scales.data(), rows, groups * sb, heads);
+    if (!q.biases.empty()) unpermute_rows(q.biases.data(), rows, groups * sb, heads);
+    out_.repacked_bytes += int64_t(q.packed.size() * 4 + q.scales.size() + q.biases.size());
+    release_source_pages(t);
+    s_.matrices.push_back(std::move(q));
+    const quant::QuantizedMatrix& r = s_.matrices.back();
+    std::vector<int64_t> wshape = shape, sshape = shape;
+    wshape.back() = k * r.bits / 32;
+    sshape.back() = k / r.group_size;
+    add_view(m.path + ".weight", DType::U32, wshape,
+             reinterpret_cast<const uint8_t*>(r.packed.data()), r.packed.size() * 4, t.name);
+    add_view(m.path + ".scales", r.sb_dtype, sshape, r.scales.data(), r.scales.size(), t.name);
+    if (!r.biases.empty())
+      add_view(m.path + ".biases", r.sb_dtype, sshape, r.biases.data(), r.biases.size(), t.name);
+    const io::ModuleQuant mq{r.bits, r.group_size, quant::mode_name(r.mode)};
+    section_[m.path] = {{"group_size", mq.group_size}, {"bits", mq.bits}, {"mode", mq.mode}};
+    if (!first_) first_ = mq;
+  }
+
+  void bind(const ModuleSpec& m) {
+    const std::string base = gguf_tensor_name(m);
+    if (base.empty())
+      return problem(str_cat("moex module '", m.path, "' (", tensor_role_name(m.role),
+                             ") has no llama.cpp tensor name moex knows"));
+    const std::string name = base + ".weight";
+    const gguf::Tensor* t = f_.find_tensor(name);
+    if (t) used_.insert(name);
+    if (!t)
+      return problem(str_cat("missing tensor '", name, "' (moex module '", m.path, "', shape ",
+                             io::shape_to_string(m.shape), ")"));
+    std::vector<int64_t> got = t->shape();
+    // Qwen2-MoE's shared-expert gate is Linear(H, 1) in moex, a vector [H] in GGUF.
+    if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
+    if (got != m.shape)
+      return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
+                             io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
+                             io::shape_to_string(m.shape), " from the metadata"));
+    const int64_t heads = permuted_heads(m);
+    const gguf::GgmlTypeInfo& info = gguf::ggml_info(t->type);
+    try {
+      if (float_dtype(t->type) || !m.quantizable() || !gguf::repack_format(t->type)) {
+        if (!float_dtype(t->type) && !info.dequantizable)
+          return problem(str_cat("tensor '", name, "': ggml type ", info.name,
+                                 " has no dequantization in moex"));
+        bind_float(m.path + ".weight", *t, m.shape, heads);
+      } else {
+        bind_quantized(m, *t, m.shape, heads);
+      }
+    } catch (const Error& e) {
+      return problem(e.what());
+    }
+    if (!m.bias) return;
+    const std::string bname = base + ".bias";
+    const gguf::Tensor* b = f_.find_tensor(bname);
+    std::vector<int64_t> bshape(m.shape.begin(), m.shape.end() - 1);
+    if (b) used_.insert(bname);
+    if (!b || b->shape() != bshape)
+      return problem(str_cat(b ? "tensor '" : "missing tensor '", bname, "'",
+                             b ? ": shape " + io::shape_to_string(b->shape()) : std::string(),
+                             "; expected ", io::shape_to_string(bshape)));
+    if (!float_dtype(b->type) && !gguf::ggml_info(b->type).dequantizable)
+      return problem(str_cat("tensor '", bname, "': ggml type ", gguf::ggml_info(b->type).name,
+                             " has no dequantization in moex"));
+    bshape.push_back(1);  // one "row" per output: the permutation moves single elements
+    bind_float(m.path + ".bias", *b, bshape, heads);
+    out_.views.back().shape.pop_back();
+  }
+
+  Storage& s_;
+  const gguf::GgufFile& f_;
+  const ModelConfig& cfg_;
+  GgufTensors out_;
+  std::set<std::string> used_;
+  std::vector<std::string> problems_;
+  nlohmann::json section_ = nlohmann::json::object();
+  std::optional<io::ModuleQuant> first_;
+};
+
+}  // namespace
+
+GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg) {
+  auto storage = std::make_shared<Storage>();
+  storage->file = std::move(file);
+  // The views point into the matrices' and buffers' heap arrays, which stay where they are
+  // when the vectors holding them grow.
+  GgufTensors out = Binder(*storage, cfg).run();
+  out.storage = std::move(storage);
+  return out;
+}
+
+}  // namespace moex::model
