@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "generate/forced_draft.h"
 
 namespace moex::generate {
 namespace {
@@ -298,6 +299,28 @@ TEST(Speculative, SamplingKeepsTheTargetDistribution) {
   EXPECT_LT(stat, chi_square_critical_1e6(df)) << "df " << df;
   const double wrong = chi_square(counts, exact_joint(prompt, V, m.scale, 1.25), draws, &df);
   EXPECT_GT(wrong, chi_square_critical_1e6(df)) << "df " << df;
+}
+
+// Forced drafts of acceptance a give (1 - a^(k+1)) / (1 - a) tokens per pass: 400-token
+// runs of the fake model for a in {0, 0.5, 0.8, 1}, k in {1, 4}, against the formula within 4
+// standard errors of the mean (the tokens of one pass vary by at most k; passes are
+// independent).
+TEST(Speculative, ForcedDraftsGiveTheExpectedTokensPerPass) {
+  const std::vector<TokenId> prompt = {1, 2, 3};
+  FakeModel m;
+  const Outcome script = plain(params(401), {}, prompt, m);
+  for (double a : {0.0, 0.5, 0.8, 1.0})
+    for (int64_t k : {int64_t{1}, int64_t{4}}) {
+      ForcedDrafter d(script.tokens, int64_t(prompt.size()), a, m.vocab);
+      const Outcome got = speculative(params(401), {}, prompt, m, d, k);
+      ASSERT_EQ(got.tokens, script.tokens);
+      const double want = expected_tokens_per_pass(a, k);
+      const double passes = double(got.stats.passes);
+      const double sem = double(k) / 2 / std::sqrt(passes);  // sd <= k / 2 (bounded in 1..k+1)
+      EXPECT_NEAR(got.stats.tokens_per_pass(), want, 4 * sem + 0.02)
+          << "a " << a << " k " << k << " passes " << passes;
+    }
+  EXPECT_DOUBLE_EQ(expected_tokens_per_pass(0.5, 4), 1.9375);
 }
 
 }  // namespace
