@@ -47,7 +47,7 @@ struct RunOut {
   std::vector<TokenId> tokens;
   double seconds = 0;  // from the first token to the last (prefill excluded)
   generate::SpecStats stats;
-  std::map<int64_t, int64_t> pass_sizes;  // tokens per pass -> passes
+  std::map<int64_t, int64_t> pass_sizes;   // tokens per pass -> passes
   std::vector<std::vector<float>> logits;  // the model's, per step (when kept)
 };
 
@@ -158,7 +158,8 @@ int run_bench_spec(const BenchSpecFlags& f) {
   std::vector<double> forced = {1.0};
   if (f.forced) {
     forced.clear();
-    for (const std::string& s : split_list_flag(*f.forced, "--forced", "an acceptance rate in [0, 1]")) {
+    for (const std::string& s :
+         split_list_flag(*f.forced, "--forced", "an acceptance rate in [0, 1]")) {
       const double a = parse_double_strict(s, "--forced");
       if (!(a >= 0 && a <= 1)) fail("--forced: expected rates in [0, 1], got ", s);
       forced.push_back(a);
@@ -175,9 +176,11 @@ int run_bench_spec(const BenchSpecFlags& f) {
   auto engine = eng::Engine::open(f.model, options);
   eng::Engine& e = *engine;
 
-  std::printf("# bench-spec: %s, prompt %zu tokens, %lld tokens per run, %lld repeats, "
-              "threads %d, %s\n", f.model.c_str(), prompt.ids.size(), (long long)n,
-              (long long)repeats, num_threads(), cpu_model_name().c_str());
+  std::printf(
+      "# bench-spec: %s, prompt %zu tokens, %lld tokens per run, %lld repeats, "
+      "threads %d, %s\n",
+      f.model.c_str(), prompt.ids.size(), (long long)n, (long long)repeats, num_threads(),
+      cpu_model_name().c_str());
   // Warm-up, the forced drafts' script and the logits every arm's first run is compared with.
   const RunOut warm = run_plain(e, prompt.ids, n, true);
   const std::vector<double> tp = pass_times(e, prompt.ids, warm.tokens, max_draft, 5 * repeats);
@@ -227,11 +230,13 @@ int run_bench_spec(const BenchSpecFlags& f) {
       arm.last = out;
     }
   const double plain_tps = harness::median(arms[0].tps);
-  std::printf("\nspeculative draft %lld, ngram n %lld-%lld; tokens/s = tokens after the first / "
-              "time after the prefill\n\n",
-              (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n);
-  std::printf("| arm | acceptance | tokens/pass | tok/s median (min-max) | speed-up | model "
-              "| same tokens | logits max abs diff |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\nspeculative draft %lld, ngram n %lld-%lld; tokens/s = tokens after the first / "
+      "time after the prefill\n\n",
+      (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n);
+  std::printf(
+      "| arm | acceptance | tokens/pass | tok/s median (min-max) | speed-up | model "
+      "| same tokens | logits max abs diff |\n|---|---|---|---|---|---|---|---|\n");
   for (const Arm& arm : arms) {
     const auto [mn, mx] = std::minmax_element(arm.tps.begin(), arm.tps.end());
     const double med = harness::median(arm.tps);
@@ -249,10 +254,13 @@ int run_bench_spec(const BenchSpecFlags& f) {
                     passes ? arm.last.stats.tokens_per_pass() / (steps / double(passes)) : 0.0);
       model = buf;
     }
-    std::printf("| %s | %s | %.2f | %.1f (%.1f-%.1f) | %.2f | %s | %s | %.3g |\n", arm.name.c_str(),
-                arm.a == -2 ? "-" : (std::to_string(100 * arm.last.stats.acceptance()).substr(0, 4) + "%").c_str(),
-                arm.a == -2 ? 1.0 : arm.last.stats.tokens_per_pass(), med, *mn, *mx,
-                med / plain_tps, model.c_str(), arm.identical ? "yes" : "NO", arm.logits_diff);
+    std::printf(
+        "| %s | %s | %.2f | %.1f (%.1f-%.1f) | %.2f | %s | %s | %.3g |\n", arm.name.c_str(),
+        arm.a == -2
+            ? "-"
+            : (std::to_string(100 * arm.last.stats.acceptance()).substr(0, 4) + "%").c_str(),
+        arm.a == -2 ? 1.0 : arm.last.stats.tokens_per_pass(), med, *mn, *mx, med / plain_tps,
+        model.c_str(), arm.identical ? "yes" : "NO", arm.logits_diff);
   }
   return 0;
 }

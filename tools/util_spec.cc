@@ -16,7 +16,8 @@ void add_spec_options(CLI::App& sub, SpecFlags& f) {
                  "the latest earlier occurrence of the last n tokens; docs/speculative.md)")
       ->type_name("TYPE")
       ->check(non_empty());
-  sub.add_option("--spec-draft", f.draft, "with --spec: most draft tokens per pass, 1-64 (default 3)")
+  sub.add_option("--spec-draft", f.draft,
+                 "with --spec: most draft tokens per pass, 1-64 (default 3)")
       ->type_name("K")
       ->check(non_empty());
   sub.add_option("--spec-ngram-min", f.ngram_min,

@@ -29,8 +29,8 @@ const float* EngineVerifier::verify(const TokenId* tokens, int64_t n) {
 
 void EngineVerifier::keep(const TokenId* tokens, int64_t n, int64_t kept) {
   if (kept < 1 || kept > n || seq_.position() != start_ + n)
-    fail("speculative decoding: keep ", kept, " of a pass of ", n, " tokens at position ",
-         start_, " (the sequence is at ", seq_.position(), ")");
+    fail("speculative decoding: keep ", kept, " of a pass of ", n, " tokens at position ", start_,
+         " (the sequence is at ", seq_.position(), ")");
   if (kept == n) return;
   const double t0 = now_seconds();
   if (truncates_) {

@@ -32,7 +32,7 @@ class EngineVerifier {
   model::engine::Engine& engine_;
   model::engine::Sequence& seq_;
   bool truncates_;
-  int64_t start_ = 0;  // the sequence's position before the last pass
+  int64_t start_ = 0;                       // the sequence's position before the last pass
   std::vector<std::vector<float>> states_;  // its recurrent states then (when !truncates_)
   int64_t reruns_ = 0, rerun_tokens_ = 0;
   double verify_s_ = 0;

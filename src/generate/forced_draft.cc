@@ -18,9 +18,8 @@ ForcedDrafter::ForcedDrafter(std::vector<TokenId> script, int64_t prompt_tokens,
 std::vector<TokenId> ForcedDrafter::propose(std::span<const TokenId> h, int64_t k) {
   std::vector<TokenId> out;
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (int64_t i = int64_t(h.size()) - prompt_; i >= 0 && i < int64_t(script_.size()) &&
-                                                int64_t(out.size()) < k;
-       ++i) {
+  for (int64_t i = int64_t(h.size()) - prompt_;
+       i >= 0 && i < int64_t(script_.size()) && int64_t(out.size()) < k; ++i) {
     const TokenId right = script_[size_t(i)];
     out.push_back(u(rng_) < a_ ? right : TokenId((right + 1) % vocab_));
   }

@@ -9,8 +9,7 @@
 namespace moex::generate {
 
 SpecResult run_speculative(Generator& gen, const float* logits, std::vector<TokenId> history,
-                           Drafter& drafter, int64_t draft, int64_t vocab,
-                           const SpecDriver& d) {
+                           Drafter& drafter, int64_t draft, int64_t vocab, const SpecDriver& d) {
   if (draft < 1 || draft > kMaxDraftTokens)
     fail("--spec-draft: expected 1..", kMaxDraftTokens, " draft tokens, got ", draft);
   SpecResult r;

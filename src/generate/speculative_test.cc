@@ -57,11 +57,12 @@ struct Outcome {
   SpecStats stats;
 };
 
-Outcome plain(const GenerationParams& p, std::vector<TokenId> stops, const std::vector<TokenId>& prompt,
-          FakeModel m, int64_t stop_after = -1) {
+Outcome plain(const GenerationParams& p, std::vector<TokenId> stops,
+              const std::vector<TokenId>& prompt, FakeModel m, int64_t stop_after = -1) {
   Generator g(p, stops, m.vocab, prompt);
   Outcome r;
-  const float* first = m.run(prompt.data(), int64_t(prompt.size())) + (prompt.size() - 1) * size_t(m.vocab);
+  const float* first =
+      m.run(prompt.data(), int64_t(prompt.size())) + (prompt.size() - 1) * size_t(m.vocab);
   SequenceDriver d;
   d.decode = [&](TokenId t) { return m.run(&t, 1); };
   d.context_full = [&] { return int64_t(m.seq.size()) >= m.capacity; };
@@ -91,11 +92,12 @@ struct ScriptDrafter final : Drafter {
 };
 
 Outcome speculative(const GenerationParams& p, std::vector<TokenId> stops,
-                const std::vector<TokenId>& prompt, FakeModel m, Drafter& drafter, int64_t k,
-                int64_t stop_after = -1) {
+                    const std::vector<TokenId>& prompt, FakeModel m, Drafter& drafter, int64_t k,
+                    int64_t stop_after = -1) {
   Generator g(p, stops, m.vocab, prompt);
   Outcome r;
-  const float* first = m.run(prompt.data(), int64_t(prompt.size())) + (prompt.size() - 1) * size_t(m.vocab);
+  const float* first =
+      m.run(prompt.data(), int64_t(prompt.size())) + (prompt.size() - 1) * size_t(m.vocab);
   SpecDriver d;
   d.verify = [&](const TokenId* t, int64_t n) { return m.run(t, n); };
   d.keep = [&](const TokenId* t, int64_t n, int64_t kept) {
@@ -178,8 +180,8 @@ TEST(Speculative, SameTokensAsPlainDecoding) {
         NgramDrafter lookup({1, 3});
         Drafter& d = wrong < 0 ? static_cast<Drafter&>(lookup) : script;
         const Outcome got = speculative(st.p, st.stops, prompt, m, d, k, st.stop_after);
-        const std::string what = st.name + " k " + std::to_string(k) + " wrong " +
-                                 std::to_string(wrong);
+        const std::string what =
+            st.name + " k " + std::to_string(k) + " wrong " + std::to_string(wrong);
         EXPECT_EQ(got.tokens, want.tokens) << what;
         EXPECT_EQ(got.end, want.end) << what;
         EXPECT_EQ(got.sequence, want.sequence) << what;
