@@ -24,7 +24,9 @@
 #include "model/gguf/gguf_model.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
+#include "generate/engine_verifier.h"
 #include "generate/generator.h"
+#include "generate/speculative.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -32,6 +34,7 @@
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
 #include "tools/util_sampling.h"
+#include "tools/util_spec.h"
 
 namespace moex::tools {
 namespace {
@@ -45,6 +48,7 @@ struct GenerateFlags {
   std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
       dump_logits, prefill_chunk, backend;
   SamplingFlags sampling;
+  SpecFlags spec;
   ExpertParallelFlags expert_parallel;
   bool verbose = false, ignore_eos = false, chat = false;
 };
@@ -66,6 +70,9 @@ eng::Prompt chat_prompt(const GenerateFlags& f, std::string* origin) {
 
 int run_generate(GenerateFlags f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
+  const SpecSetup spec = spec_setup(f.spec);
+  if (spec.on && f.expert_parallel.on)
+    fail("--spec: speculative decoding does not run with expert parallelism yet");
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
@@ -182,7 +189,24 @@ int run_generate(GenerateFlags f) {
       std::cout << (i ? " " : "") << st.token << std::flush;
     return true;
   };
-  const generate::RunResult run = generate::run_sequence(generator, logits, driver);
+  generate::RunResult run;
+  std::optional<generate::SpecStats> spec_stats;
+  int64_t reruns = 0;
+  if (spec.on) {
+    generate::EngineVerifier verifier(*engine, engine->sequence());
+    generate::SpecDriver sd = verifier.driver();
+    sd.on_step = driver.on_step;
+    generate::NgramDrafter drafter(spec.ngram);
+    const generate::SpecResult sr = generate::run_speculative(
+        generator, logits, prompt.ids, drafter, spec.draft, engine->vocab(), sd);
+    run.end = sr.end;
+    run.decode_steps = sr.stats.passes;
+    spec_stats = sr.stats;
+    decode_time = verifier.verify_seconds();
+    reruns = verifier.reruns();
+  } else {
+    run = generate::run_sequence(generator, logits, driver);
+  }
   const int64_t decode_steps = run.decode_steps;
   const bool context_full = run.end == generate::RunEnd::kContext;
   if (stream) std::cout << stream->flush();
@@ -204,9 +228,24 @@ int run_generate(GenerateFlags f) {
   const double prefill_s = t1 - t0;
   std::fprintf(stderr, "prompt: %zu tokens, %.3f s, %.2f tokens/s\n", prompt.ids.size(), prefill_s,
                double(prompt.ids.size()) / std::max(prefill_s, 1e-9));
-  std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
-               generated.size(), (long long)decode_steps, decode_time,
-               decode_steps ? double(decode_steps) / decode_time : 0.0);
+  if (spec_stats) {
+    // Tokens after the first (which the prompt's logits give) over the passes' time.
+    const generate::SpecStats& st = *spec_stats;
+    std::fprintf(stderr, "generate: %zu tokens (%lld passes), %.3f s, %.2f tokens/s\n",
+                 generated.size(), (long long)st.passes, decode_time,
+                 st.tokens ? double(st.tokens) / decode_time : 0.0);
+    std::fprintf(stderr, "speculative (ngram, draft %lld, n %lld-%lld): %lld of %lld drafts "
+                 "accepted (%.1f%%), %.2f tokens per pass%s\n",
+                 (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n,
+                 (long long)st.accepted, (long long)st.drafted, 100.0 * st.acceptance(),
+                 st.tokens_per_pass(),
+                 reruns ? (", " + std::to_string(reruns) + " passes rerun to rewind recurrent "
+                           "states").c_str() : "");
+  } else {
+    std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
+                 generated.size(), (long long)decode_steps, decode_time,
+                 decode_steps ? double(decode_steps) / decode_time : 0.0);
+  }
   std::fprintf(stderr, "peak memory: %s resident (weights %s %s, KV cache %s, scratch %s)\n",
                eng::format_bytes(peak_rss_bytes()).c_str(),
                eng::format_bytes(int64_t(engine->file_bytes())).c_str(),
@@ -243,6 +282,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--system", f->system, "a system turn before -p (with --chat)")
       ->type_name("TEXT");
   add_sampling_options(sub, f->sampling);
+  add_spec_options(sub, f->spec);
   add_expert_parallel_flags(sub, &f->expert_parallel);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")

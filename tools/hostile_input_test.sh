@@ -82,6 +82,14 @@ echo '{"eos_token_id": [1, 99999999]}' > "$gen_bad/generation_config.json"
 row "generation_config.json eos id outside the vocabulary" 2 "generation_config.json.*eos_token_id" "${g[@]}" -m "$gen_bad"
 echo '{"do_sample": true, "top_p": 7}' > "$gen_bad/generation_config.json"
 row "generation_config.json top_p out of range" 2 "generation_config.json.*top_p" "${g[@]}" -m "$gen_bad"
+echo "== --spec (speculative decoding flags, docs/speculative.md)"
+row "generate --spec unknown" 2 "--spec: expected ngram" "${g[@]}" -m "$work/good" --spec eagle
+row "generate --spec-draft without --spec" 2 "--spec-draft needs --spec" "${g[@]}" -m "$work/good" --spec-draft 3
+row "generate --spec-draft 0" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 0
+row "generate --spec-draft 65" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 65
+row "generate --spec-draft 2x" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 2x
+row "generate --spec-ngram-min 0" 2 "--spec-ngram-min" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 0
+row "generate --spec-ngram-max below min" 2 "--spec-ngram-max" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 3 --spec-ngram-max 2
 echo "== --threads (bounded; a refused thread is an error, not an abort)"
 row "generate --threads 0" 2 "--threads" "${g[@]}" -m "$work/good" --threads 0
 row "generate --threads 5000" 2 "--threads" "${g[@]}" -m "$work/good" --threads 5000

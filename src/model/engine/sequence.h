@@ -48,6 +48,8 @@ class Sequence {
   friend class Engine;
   friend void load_state(Sequence&, const std::vector<KvChunk>&, int64_t,
                          const std::vector<std::vector<float>>&);
+  friend void rewind_with_states(Sequence&, int64_t,
+                                 const std::vector<std::vector<float>>&);
   std::vector<ops::KvCache> caches_;            // per layer (empty for short-conv layers)
   // Per layer: LFM2's [(kernel-1)][H], oldest first; Gated DeltaNet's conv state then its
   // recurrent state (GatedDeltaNet::state_size()); empty for attention layers.

@@ -45,6 +45,31 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
   return chunk;
 }
 
+namespace {
+
+// Whether seq has recurrent states; moex::Error (naming `who`) unless `states` has one per layer
+// of seq's sizes (or none, for a sequence without them).
+bool check_states(const Sequence& seq, const std::vector<std::vector<float>>& states,
+                  const char* who) {
+  const size_t layers = size_t(seq.layers());
+  const bool recurrent = recurrent_state_floats(seq) > 0;
+  if (recurrent ? states.size() != layers : !states.empty())
+    fail(who, ": recurrent states of ", states.size(), " layers, the sequence has ",
+         recurrent ? layers : 0);
+  for (size_t l = 0; recurrent && l < layers; ++l)
+    if (int64_t(states[l].size()) != seq.recurrent_state(int64_t(l)).size())
+      fail(who, ": layer ", l, "'s recurrent state has ", states[l].size(),
+           " floats, the sequence's ", seq.recurrent_state(int64_t(l)).size());
+  return recurrent;
+}
+
+void put_state(Sequence& seq, size_t l, const std::vector<float>& state) {
+  seq.backend().upload(seq.recurrent_state(int64_t(l)).data(), state.data(),
+                       int64_t(state.size() * sizeof(float)));
+}
+
+}  // namespace
+
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq) {
   if (recurrent_state_floats(seq) == 0) return {};
   std::vector<std::vector<float>> out(size_t(seq.layers()));
@@ -75,15 +100,8 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
     rows += ch.rows;
   }
   if (rows < length) fail("load_state: KV rows for ", rows, " positions, not ", length);
-  const bool recurrent = recurrent_state_floats(seq) > 0;
-  if (recurrent ? states.size() != layers : !states.empty())
-    fail("load_state: recurrent states of ", states.size(), " layers, the sequence has ",
-         recurrent ? layers : 0);
   // Every check before anything changes.
-  for (size_t l = 0; recurrent && l < layers; ++l)
-    if (int64_t(states[l].size()) != seq.conv_state_[l].size())
-      fail("load_state: layer ", l, "'s recurrent state has ", states[l].size(),
-           " floats, the sequence's ", seq.conv_state_[l].size());
+  const bool recurrent = check_states(seq, states, "load_state");
   for (size_t l = 0; l < layers; ++l) {
     ops::KvCache& c = seq.caches_[l];
     c.clear();
@@ -93,11 +111,22 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
         c.append(r.k.data(), c.has_values() ? r.v.data() : nullptr,
                  std::min(left, chunks[size_t(i)].rows));
       }
-    if (recurrent)
-      seq.backend().upload(seq.conv_state_[l].data(), states[l].data(),
-                      int64_t(states[l].size() * sizeof(float)));
+    if (recurrent) put_state(seq, l, states[l]);
   }
   seq.pos_ = length;
+}
+
+
+void rewind_with_states(Sequence& seq, int64_t position,
+                        const std::vector<std::vector<float>>& states) {
+  if (position < 0 || position > seq.pos_)
+    fail("rewind_with_states: position ", position, " outside the ", seq.pos_, " tokens held");
+  const bool recurrent = check_states(seq, states, "rewind_with_states");
+  for (size_t l = 0; l < size_t(seq.layers()); ++l) {
+    seq.caches_[l].truncate(position);
+    if (recurrent) put_state(seq, l, states[l]);
+  }
+  seq.pos_ = position;
 }
 
 }  // namespace moex::model::engine

@@ -43,4 +43,13 @@ std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq);
 void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t length,
                 const std::vector<std::vector<float>>& states);
 
+// For speculative decoding over recurrent states, which cannot be truncated (short conv, Gated
+// DeltaNet, Mamba-2): makes seq hold its first `position` positions (0..seq.position()), every
+// KV cache keeping its first `position` rows and the recurrent states becoming `states` (as
+// copy_recurrent_states gave them when seq was at `position`; empty when seq has none).
+// moex::Error, seq unchanged, for a position outside 0..position() or states whose layer count
+// or sizes are not seq's.
+void rewind_with_states(Sequence& seq, int64_t position,
+                        const std::vector<std::vector<float>>& states);
+
 }  // namespace moex::model::engine
