@@ -23,6 +23,11 @@ class Stage {
   explicit Stage(const ModelBackend& b) : b_(b) {}
   const float* operator()(const std::vector<float>& host) { return place(host); }
   const int32_t* operator()(const std::vector<int32_t>& host) { return place(host); }
+  // Zero-filled scratch of `floats` in the backend's memory, held until the run ends.
+  float* scratch(int64_t floats) {
+    held_.push_back(b_.alloc(floats * int64_t(sizeof(float))));
+    return held_.back().as<float>();
+  }
   // out[0..n) = host[0..n) (n < 0: all of host), for the ops that update in place.
   void fill(float* out, const std::vector<float>& host, int64_t n = -1) {
     const int64_t count = n < 0 ? int64_t(host.size()) : n;

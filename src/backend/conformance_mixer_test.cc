@@ -204,7 +204,38 @@ void add_moe(std::vector<Case>& cases, bool fused, const kernels::testing::Exper
 
 }  // namespace
 
+// LFM2's short conv: the output and the advanced state, one shared scalar code (bit equality).
+void add_short_conv(std::vector<Case>& cases, int64_t steps, int64_t channels, int64_t taps,
+                    bool bias, uint64_t seed) {
+  auto bcx = std::make_shared<std::vector<float>>(random_vec(steps * 3 * channels, seed, -2.f, 2.f));
+  auto w = std::make_shared<std::vector<float>>(random_vec(channels * taps, seed + 1));
+  auto bs = std::make_shared<std::vector<float>>(random_vec(channels, seed + 2));
+  auto state = std::make_shared<std::vector<float>>(random_vec((taps - 1) * channels, seed + 3));
+  Case c;
+  c.id = "short_conv/f32/steps=" + std::to_string(steps) + ",channels=" +
+         std::to_string(channels) + ",taps=" + std::to_string(taps) + (bias ? ",bias" : "");
+  c.parts = {steps * channels, (taps - 1) * channels};
+  c.run = [=](const ModelBackend& b, Stage& st, float* const* outs) {
+    if (taps > 1) st.fill(outs[1], *state);
+    b.short_conv({.bcx = st(*bcx),
+                  .w = st(*w),
+                  .bias = bias ? st(*bs) : nullptr,
+                  .state = taps > 1 ? outs[1] : st.scratch(1),
+                  .padded = st.scratch((taps - 1 + steps) * channels),
+                  .out = outs[0],
+                  .steps = steps,
+                  .channels = channels,
+                  .taps = taps});
+  };
+  c.bound = shared_code(steps * channels + (taps - 1) * channels);
+  c.rule = "bit-equal: ops::short_conv is one scalar code for every ISA";
+  cases.push_back(std::move(c));
+}
+
 void add_mixer_cases(std::vector<Case>& cases) {
+  add_short_conv(cases, 1, 1024, 3, false, 1400);  // LFM2's decode step (L = 3)
+  add_short_conv(cases, 7, 96, 3, true, 1410);
+  add_short_conv(cases, 2, 13, 4, true, 1420);
   add_gated_delta(cases, {.steps = 1, .k_heads = 2, .v_heads = 4, .k_dim = 64, .v_dim = 32}, 1100);
   add_gated_delta(cases, {.steps = 5, .k_heads = 1, .v_heads = 2, .k_dim = 40, .v_dim = 24}, 1110);
   add_gated_delta(cases, {.steps = 2, .k_heads = 3, .v_heads = 3, .k_dim = 7, .v_dim = 5}, 1120);

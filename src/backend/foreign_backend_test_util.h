@@ -129,6 +129,12 @@ class ForeignMemoryBackend final : public ModelBackend {
     mine(a.weight, "gated_rms_norm weight"), mine(a.out, "gated_rms_norm out");
     cpu().gated_rms_norm(a);
   }
+  void short_conv(const ops::ShortConvArgs& a) const override {
+    mine(a.bcx, "short_conv bcx"), mine(a.w, "short_conv w"), maybe(a.bias, "short_conv bias");
+    mine(a.state, "short_conv state"), mine(a.padded, "short_conv padded");
+    mine(a.out, "short_conv out");
+    cpu().short_conv(a);
+  }
   void multi_linear(const ops::MultiLinearArgs& a) const override {
     mine(a.x, "multi_linear x"), mine(a.out, "multi_linear out");
     cpu().multi_linear(a);

@@ -18,6 +18,7 @@
 #include "backend/cpu/mla_attention.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
+#include "backend/cpu/short_conv.h"
 #include "backend/cpu/ssm_scan.h"
 #include "backend/cpu/stream_ops.h"
 #include "backend/kv_cache.h"
@@ -74,6 +75,8 @@ class ModelBackend {
   virtual void ssm_scan(const ops::SsmScanArgs& a) const = 0;
   // The causal depthwise conv with SiLU of those two mixers (cpu/causal_conv.h).
   virtual void causal_conv_silu(const ops::CausalConvArgs& a) const = 0;
+  // LFM2's gated short convolution, its state advanced (cpu/short_conv.h).
+  virtual void short_conv(const ops::ShortConvArgs& a) const = 0;
   // Their gated RMSNorms (cpu/gated_norm.h).
   virtual void gated_rms_norm(const ops::GatedRmsNormArgs& a) const = 0;
   // One matrix per head (mlx-lm's MultiLinear; ops::multi_linear's contract).

@@ -13,7 +13,8 @@ namespace moex::backend {
   X(kGatedRmsNorm, "gated_rms_norm") X(kMultiLinear, "multi_linear")                        \
   X(kMlaAttention, "mla_attention") X(kAddScaled, "add_scaled") X(kScale, "scale")          \
   X(kSigmoidGate, "sigmoid_gate") X(kDivideAndSoftcap, "divide_and_softcap")                \
-  X(kQueryTemperature, "query_temperature") X(kSplitHalves, "split_halves") X(kCopy, "copy")
+  X(kQueryTemperature, "query_temperature") X(kSplitHalves, "split_halves") X(kCopy, "copy")  \
+  X(kShortConv, "short_conv")
 
 enum class Op {
 #define MOEX_BACKEND_OP_ENUM(id, name) id,

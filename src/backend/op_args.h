@@ -78,6 +78,17 @@ struct QueryTemperatureArgs {
   float floor_scale = 1, attn_scale = 0;
 };
 
+// LFM2's gated short convolution over `steps` positions of one sequence (cpu/short_conv.h).
+struct ShortConvArgs {
+  const float* bcx = nullptr;   // [steps][3 * channels]: B, C and x of each position
+  const float* w = nullptr;     // [channels][taps], the checkpoint's depthwise weight
+  const float* bias = nullptr;  // [channels] or nullptr
+  float* state = nullptr;       // [taps - 1][channels], oldest first; advanced by `steps`
+  float* padded = nullptr;      // scratch [taps - 1 + steps][channels]
+  float* out = nullptr;         // [steps][channels]
+  int64_t steps = 0, channels = 0, taps = 0;
+};
+
 struct AttentionArgs {
   const float* q = nullptr;       // [rows][heads][head_dim]
   const KvCache* cache = nullptr; // holds keys/values up to at least pos0 + rows

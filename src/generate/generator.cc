@@ -75,21 +75,20 @@ const char* run_end_name(RunEnd e) {
   return "";
 }
 
+std::optional<RunEnd> end_after(const Step& s, bool go_on) {
+  if (s.end == StepEnd::kStop) return RunEnd::kStop;
+  if (s.end == StepEnd::kLength) return RunEnd::kLength;
+  if (!go_on) return RunEnd::kInterrupted;
+  return std::nullopt;
+}
+
 RunResult run_sequence(Generator& gen, const float* logits, const SequenceDriver& d) {
   RunResult r;
   for (;;) {
     const Step s = gen.next(logits);
     const bool go_on = !d.on_step || d.on_step(s, logits);
-    if (s.end == StepEnd::kStop) {
-      r.end = RunEnd::kStop;
-      return r;
-    }
-    if (s.end == StepEnd::kLength) {
-      r.end = RunEnd::kLength;
-      return r;
-    }
-    if (!go_on) {
-      r.end = RunEnd::kInterrupted;
+    if (const std::optional<RunEnd> end = end_after(s, go_on)) {
+      r.end = *end;
       return r;
     }
     if (d.context_full()) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -70,6 +71,9 @@ class Generator {
 // The single-sequence decode loop (generate, chat).
 enum class RunEnd { kStop, kLength, kContext, kInterrupted };
 const char* run_end_name(RunEnd e);  // "stop", "length", "context", "interrupted"
+// How a run ends after step s, if it does: the step's stop or length, else an interrupt when
+// the caller's on_step said stop (go_on false); nullopt: it goes on.
+std::optional<RunEnd> end_after(const Step& s, bool go_on);
 
 struct SequenceDriver {
   // Runs `token` through the model and returns the next logits.

@@ -17,16 +17,8 @@ SpecResult run_speculative(Generator& gen, const float* logits, std::vector<Toke
   bool go_on = !d.on_step || d.on_step(s, logits);
   std::vector<TokenId> pass;
   for (;;) {
-    if (s.end == StepEnd::kStop) {
-      r.end = RunEnd::kStop;
-      return r;
-    }
-    if (s.end == StepEnd::kLength) {
-      r.end = RunEnd::kLength;
-      return r;
-    }
-    if (!go_on) {
-      r.end = RunEnd::kInterrupted;
+    if (const std::optional<RunEnd> end = end_after(s, go_on)) {
+      r.end = *end;
       return r;
     }
     history.push_back(s.token);

@@ -63,6 +63,7 @@ class CpuModelBackend final : public ModelBackend {
     ops::causal_conv_silu(a);
   }
   void gated_rms_norm(const ops::GatedRmsNormArgs& a) const override { ops::gated_rms_norm(a); }
+  void short_conv(const ops::ShortConvArgs& a) const override { ops::short_conv(a); }
   void multi_linear(const ops::MultiLinearArgs& a) const override { ops::multi_linear(a); }
   void mla_attention(const ops::MlaAttentionArgs& a) const override { ops::mla_attention(a); }
   void swiglu(const float* gate, const float* up, float* out, int64_t n) const override {

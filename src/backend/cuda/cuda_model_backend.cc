@@ -100,6 +100,7 @@ class CudaModelBackend final : public ModelBackend {
     dev::causal_conv_silu(a);
   }
   void gated_rms_norm(const ops::GatedRmsNormArgs& a) const override { dev::gated_rms_norm(a); }
+  void short_conv(const ops::ShortConvArgs& a) const override { dev::short_conv(a); }
   void multi_linear(const ops::MultiLinearArgs& a) const override {
     if (!a.w) fail("cuda multi_linear: no weights");
     dev::multi_linear({.w = &device_stack(*a.w).view(), .x = a.x, .rows = a.rows, .out = a.out});

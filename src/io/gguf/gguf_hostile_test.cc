@@ -11,24 +11,10 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/largest_allocation_test_util.h"
 #include "io/gguf/gguf_parse.h"
 #include "io/gguf/gguf_test_util.h"
 
-namespace {
-std::atomic<bool> g_tracking{false};
-std::atomic<size_t> g_largest{0};
-}  // namespace
-
-// GCC sees free() on memory from this operator new and warns; the pair is consistent.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t n) {
-  if (g_tracking.load(std::memory_order_relaxed) && n > g_largest.load(std::memory_order_relaxed))
-    g_largest.store(n, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace moex::gguf {
 namespace {
@@ -146,29 +132,28 @@ std::vector<HostileCase> hostile_cases() {
 
 TEST(GgufHostile, EachDefectIsRefusedWithItsMessage) {
   // The instrument itself: a 1 MiB request while tracking is seen.
-  g_largest = 0;
-  g_tracking = true;
-  { std::vector<char> probe(1 << 20); }
-  g_tracking = false;
-  ASSERT_GE(g_largest.load(), size_t{1} << 20) << "operator new is not the one this file defines";
+  {
+    moex::testing::LargestAllocation probe_alloc;
+    { std::vector<char> probe(1 << 20); }
+    ASSERT_GE(probe_alloc.stop(), size_t{1} << 20) << "operator new is not the replaced one";
+  }
   for (const HostileCase& hc : hostile_cases()) {
-    g_largest = 0;
     const auto t0 = std::chrono::steady_clock::now();
     std::string msg;
-    g_tracking = true;
+    moex::testing::LargestAllocation alloc;
     try {
       parse_gguf(reinterpret_cast<const uint8_t*>(hc.bytes.data()), hc.bytes.size(), "hostile.gguf");
     } catch (const Error& e) {
       msg = e.what();
     }
-    g_tracking = false;
+    const size_t largest = alloc.stop();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_FALSE(msg.empty()) << hc.id << ": accepted";
     EXPECT_NE(msg.find("GGUF file 'hostile.gguf'"), std::string::npos) << hc.id << ": " << msg;
     for (const std::string& part : hc.expect)
       EXPECT_NE(msg.find(part), std::string::npos) << hc.id << ": message lacks '" << part << "': " << msg;
     // Nothing is allocated beyond a small multiple of the file's own size.
-    EXPECT_LE(g_largest.load(), 64 * hc.bytes.size() + 65536) << hc.id << ": allocated " << g_largest;
+    EXPECT_LE(largest, 64 * hc.bytes.size() + 65536) << hc.id << ": allocated " << largest;
     EXPECT_LT(ms, 500.0) << hc.id;
   }
 }

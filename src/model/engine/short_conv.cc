@@ -19,28 +19,15 @@ void ShortConv::forward(const float* x, int64_t n, float* out, float* state,
   ActivationBuffer& padded = scratch.padded;
   ActivationBuffer& ys = scratch.y;
   be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = bcx.data()});
-  // padded = [state; B * x]
-  std::copy(state, state + keep * H, padded.begin());
-  for (int64_t t = 0; t < n; ++t) {
-    const float* b = bcx.data() + t * 3 * H;
-    const float* xx = b + 2 * H;
-    float* p = padded.data() + (keep + t) * H;
-    for (int64_t c = 0; c < H; ++c) p[c] = b[c] * xx[c];
-  }
-  // y[t][c] = C[t][c] * (sum_j w[c][j] * padded[t + j][c] + bias[c])
-  const float* wc = w_.conv.data();
-  const float* bias = w_.bias.empty() ? nullptr : w_.bias.data();
-  for (int64_t t = 0; t < n; ++t) {
-    const float* cgate = bcx.data() + t * 3 * H + H;
-    float* y = ys.data() + t * H;
-    for (int64_t c = 0; c < H; ++c) {
-      float s = 0.f;
-      for (int64_t j = 0; j < L; ++j) s += wc[c * L + j] * padded[size_t((t + j) * H + c)];
-      if (bias) s += bias[c];
-      y[c] = cgate[c] * s;
-    }
-  }
-  std::copy(padded.begin() + n * H, padded.begin() + (n + keep) * H, state);
+  be_.short_conv({.bcx = bcx.data(),
+                  .w = w_.conv.data(),
+                  .bias = w_.bias.empty() ? nullptr : w_.bias.data(),
+                  .state = state,
+                  .padded = padded.data(),
+                  .out = ys.data(),
+                  .steps = n,
+                  .channels = H,
+                  .taps = L});
   be_.linear({.lin = &w_.out_proj, .x = ys.data(), .rows = n, .out = out});
 }
 

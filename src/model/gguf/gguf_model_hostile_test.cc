@@ -13,23 +13,10 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/largest_allocation_test_util.h"
 #include "io/gguf/gguf_test_util.h"
 #include "model/gguf/gguf_model.h"
 
-namespace {
-std::atomic<bool> g_tracking{false};
-std::atomic<size_t> g_largest{0};
-}  // namespace
-
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t n) {
-  if (g_tracking.load(std::memory_order_relaxed) && n > g_largest.load(std::memory_order_relaxed))
-    g_largest.store(n, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace moex::model {
 namespace {
@@ -114,8 +101,7 @@ std::string open_error(const TinyModel& m, const std::string& id) {
   const std::string path = m.write(id);
   const size_t file_bytes = m.bytes().size();
   std::string what;
-  g_largest = 0;
-  g_tracking = true;
+  moex::testing::LargestAllocation alloc;
   const auto t0 = std::chrono::steady_clock::now();
   try {
     (void)open_gguf_model_checkpoint(path, {});
@@ -124,11 +110,11 @@ std::string open_error(const TinyModel& m, const std::string& id) {
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  g_tracking = false;
+  const size_t largest = alloc.stop();
   EXPECT_LT(ms, 500.0) << id;
   // The vocabulary-free tiny file is ~2 KB; the model's tables (module list, config) take a
   // few KB whatever the file holds, so the bound is absolute rather than a file multiple.
-  EXPECT_LT(g_largest.load(), std::max<size_t>(64 * file_bytes, size_t(1) << 20)) << id;
+  EXPECT_LT(largest, std::max<size_t>(64 * file_bytes, size_t(1) << 20)) << id;
   if (!what.empty()) {
     EXPECT_NE(what.find(path), std::string::npos) << id << ": " << what;
   }

@@ -17,6 +17,7 @@ using ::moex::ops::CausalConvArgs;
 using ::moex::ops::GatedDeltaArgs;
 using ::moex::ops::GatedRmsNormArgs;
 using ::moex::ops::GateOrder;
+using ::moex::ops::ShortConvArgs;
 using ::moex::ops::SsmScanArgs;
 
 // One block per (row, group); the sum of squares in f32 in block_reduce's order, every other
@@ -36,5 +37,10 @@ void gated_delta(const GatedDeltaArgs& a);
 // The Mamba-2 recurrence over `steps` positions, laid out as gated_delta: one thread per state
 // row, the CPU scalar reference's operations in its order; the decay e^(dt A) is CUDA's expf.
 void ssm_scan(const SsmScanArgs& a);
+
+// LFM2's gated short convolution (backend/cpu/short_conv.h): three launches in stream order
+// (the padded window, the outputs one thread each with the taps summed in order, the state), each
+// value the CPU op's float operations with explicit round-to-nearest, so the CPU's bits.
+void short_conv(const ShortConvArgs& a);
 
 }  // namespace moex::cuda::ops
