@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -210,7 +211,18 @@ int run_serve(const ServeFlags& f) {
             ? ""
             : " (--reasoning-format none: left in the content)",
         chat->developer_as_system() ? ", developer messages as system" : "");
-  const std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
+  std::vector<int32_t> stop_ids = model::stop_token_ids(cfg, served.generation, tok.eos_ids());
+  // gpt-oss (harmony) ends a tool call with <|call|>; a checkpoint whose files list only
+  // <|return|> (no generation_config.json) would run past it. llama.cpp treats the token as an
+  // end of generation by its text; so does moex, saying so.
+  if (chat && chat->tool_call_format() == generate::ToolCallFormat::kHarmony) {
+    const std::optional<int32_t> call = tok.token_to_id("<|call|>");
+    if (call && std::find(stop_ids.begin(), stop_ids.end(), *call) == stop_ids.end()) {
+      stop_ids.push_back(*call);
+      std::fprintf(stderr, "moex serve: <|call|> (id %d) added to the stop ids: harmony ends a "
+                   "tool call with it and the checkpoint does not list it\n", *call);
+    }
+  }
   // Structured output: the vocabulary given to the grammar engine, when the build has one.
   std::optional<generate::GrammarEngine> grammar;
   if (generate::GrammarEngine::available()) {

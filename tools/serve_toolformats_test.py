@@ -394,6 +394,27 @@ def harmony_strict_auto(client, tok):
           f"{' ' + repr(bad) if bad else ''}")
 
 
+def harmony_call_not_listed(a, f, work, d, tok):
+    """A gpt-oss checkpoint whose files list only <|return|> and <|endoftext|> as stop ids (no
+    <|call|>): the server adds <|call|>, says so, and a required call is answered, not a 400."""
+    d2 = work / "model_no_call_stop"
+    shutil.copytree(d, d2)
+    (d2 / "generation_config.json").write_text(json.dumps(
+        {"eos_token_id": [tok.token_to_id(s) for s in ("<|return|>", "<|endoftext|>")]}))
+    srv = Server(a.moex, d2, work, "server_no_call_stop", "--parallel", "1")
+    try:
+        call_id = tok.token_to_id("<|call|>")
+        check(f"<|call|> (id {call_id}) added to the stop ids" in srv.log.read_text(),
+              "harmony without <|call|> among the checkpoint's stop ids: the server adds it")
+        c = Client(srv, f, tok).chat(0, tools=TOOLS, tool_choice="required").choices[0]
+        bad = problems(c, set(SCHEMAS))
+        check(not bad, f"harmony without <|call|> listed: a required call is answered "
+              f"({c.finish_reason}){' ' + repr(bad) if bad else ''}")
+    finally:
+        rc = srv.stop()
+    check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
+
+
 def main():
     a, f, work, d, tok = setup()
     name = a.format
@@ -414,6 +435,8 @@ def main():
     finally:
         rc = srv.stop()
     check(rc == 0, f"SIGTERM: exit code 0 (got {rc})")
+    if name == "harmony":
+        harmony_call_not_listed(a, f, work, d, tok)
     print(f"serve toolformats test ({name}): {time.time() - t0:.1f} s")
     base.finish(f"serve toolformats test ({name})")
 

@@ -3,6 +3,7 @@
 // Bound: bit equality for the stream ops; for the others the activation kernels' own
 // (kernels_test_util.h activation_error_bound), propagated through what follows it.
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -194,6 +195,22 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
   add("split_halves/f32/rows=7,half=16", {7 * 16, 7 * 16},
       [=](const ModelBackend& b, Stage& st, float* const* o) { b.split_halves(st(*x), o[0], o[1], 7, 16); });
   add("copy/f32/n=1037", {n}, [=](const ModelBackend& b, Stage& st, float* const* o) { b.copy(o[0], st(*x), n); });
+  // Columns 9..9+23 of 11 rows of stride 37 (x holds 1037 >= 11 * 37 floats), into stride 29.
+  add("copy_columns/f32/rows=11,cols=23,src_stride=37,dst_stride=29", {11 * 29},
+      [=](const ModelBackend& b, Stage& st, float* const* o) {
+        b.copy_columns({.src = st(*x) + 9, .dst = o[0], .rows = 11, .cols = 23, .src_stride = 37,
+                        .dst_stride = 29});
+        b.copy_columns({.src = st(*y), .dst = o[0] + 23, .rows = 11, .cols = 6, .src_stride = 37,
+                        .dst_stride = 29});
+      });
+  // x spans [-30, 30): softplus's both branches, and the clamp at both ends.
+  for (const auto lim : {std::pair{0.f, 1e30f}, std::pair{1e-3f, 4.f}})
+    add("dt_softplus/f32/rows=9,heads=32,x_stride=110,lo=" + std::to_string(lim.first).substr(0, 5) +
+            ",hi=" + std::to_string(int(std::min(lim.second, 1e9f))),
+        {9 * 32}, [=](const ModelBackend& b, Stage& st, float* const* o) {
+          b.dt_softplus({.x = st(*x) + 3, .bias = st(*y), .out = o[0], .rows = 9, .heads = 32,
+                         .x_stride = 110, .lo = lim.first, .hi = lim.second});
+        });
 }
 
 }  // namespace

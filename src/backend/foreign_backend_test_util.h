@@ -168,6 +168,14 @@ class ForeignMemoryBackend final : public ModelBackend {
     mine(src, "split src"), mine(first, "split first"), mine(second, "split second");
     cpu().split_halves(src, first, second, rows, half);
   }
+  void copy_columns(const ops::CopyColumnsArgs& a) const override {
+    mine(a.src, "copy_columns src"), mine(a.dst, "copy_columns dst");
+    cpu().copy_columns(a);
+  }
+  void dt_softplus(const ops::DtSoftplusArgs& a) const override {
+    mine(a.x, "dt_softplus x"), mine(a.bias, "dt_softplus bias"), mine(a.out, "dt_softplus out");
+    cpu().dt_softplus(a);
+  }
   void copy(float* dst, const float* src, int64_t n) const override {
     mine(dst, "copy dst"), mine(src, "copy src");
     cpu().copy(dst, src, n);

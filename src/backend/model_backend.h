@@ -92,6 +92,9 @@ class ModelBackend {
   virtual void query_temperature(const ops::QueryTemperatureArgs& a) const = 0;
   virtual void split_halves(const float* src, float* first, float* second, int64_t rows,
                             int64_t half) const = 0;
+  // Strided row copies (head and column splits) and Mamba-2's dt (cpu/stream_ops.h).
+  virtual void copy_columns(const ops::CopyColumnsArgs& a) const = 0;
+  virtual void dt_softplus(const ops::DtSoftplusArgs& a) const = 0;
   // dst[0..n) = src[0..n) (buffers of this backend).
   virtual void copy(float* dst, const float* src, int64_t n) const = 0;
 };

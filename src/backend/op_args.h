@@ -89,6 +89,22 @@ struct ShortConvArgs {
   int64_t steps = 0, channels = 0, taps = 0;
 };
 
+// A strided 2-D copy: dst[r][0..cols) = src[r][0..cols) for r < rows (a head or column split).
+struct CopyColumnsArgs {
+  const float* src = nullptr;  // row r at src + r * src_stride
+  float* dst = nullptr;        // row r at dst + r * dst_stride; must not overlap src
+  int64_t rows = 0, cols = 0, src_stride = 0, dst_stride = 0;
+};
+
+// Mamba-2's step sizes: out[r][h] = clamp(softplus(x[r * x_stride + h] + bias[h]), lo, hi).
+struct DtSoftplusArgs {
+  const float* x = nullptr;     // row r's heads at x + r * x_stride
+  const float* bias = nullptr;  // [heads]
+  float* out = nullptr;         // [rows][heads]
+  int64_t rows = 0, heads = 0, x_stride = 0;
+  float lo = 0.f, hi = 0.f;
+};
+
 struct AttentionArgs {
   const float* q = nullptr;       // [rows][heads][head_dim]
   const KvCache* cache = nullptr; // holds keys/values up to at least pos0 + rows

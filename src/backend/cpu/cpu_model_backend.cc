@@ -91,6 +91,8 @@ class CpuModelBackend final : public ModelBackend {
                     int64_t half) const override {
     ops::split_halves(src, first, second, rows, half);
   }
+  void copy_columns(const ops::CopyColumnsArgs& a) const override { ops::copy_columns(a); }
+  void dt_softplus(const ops::DtSoftplusArgs& a) const override { ops::dt_softplus(a); }
   void copy(float* dst, const float* src, int64_t n) const override { std::copy_n(src, n, dst); }
 };
 

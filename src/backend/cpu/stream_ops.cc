@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/softmax.h"
+
 namespace moex::ops {
 
 void add_scaled(float* x, const float* y, int64_t n, float scale) {
@@ -36,6 +38,17 @@ void query_temperature(const QueryTemperatureArgs& a) {
     float* qr = a.q + r * a.width;
     for (int64_t i = 0; i < a.width; ++i) qr[i] *= t;
   }
+}
+
+void copy_columns(const CopyColumnsArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r)
+    std::copy_n(a.src + r * a.src_stride, a.cols, a.dst + r * a.dst_stride);
+}
+
+void dt_softplus(const DtSoftplusArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t h = 0; h < a.heads; ++h)
+      a.out[r * a.heads + h] = std::clamp(softplus(a.x[r * a.x_stride + h] + a.bias[h]), a.lo, a.hi);
 }
 
 void split_halves(const float* src, float* first, float* second, int64_t rows, int64_t half) {

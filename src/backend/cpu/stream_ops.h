@@ -24,6 +24,12 @@ void divide_and_softcap(float* x, int64_t n, float divisor, float cap);
 // Llama-4's NoPE layers: row r *= log(floor((pos0 + r + 1) / floor_scale) + 1) * attn_scale + 1.
 void query_temperature(const QueryTemperatureArgs& a);
 
+// dst[r][0..cols) = src[r][0..cols) over strided rows (op_args.h).
+void copy_columns(const CopyColumnsArgs& a);
+// Mamba-2's dt: clamp(softplus(x + bias), lo, hi) per row and head (op_args.h); softplus as
+// softmax.h's (mlx's logaddexp(x, 0)).
+void dt_softplus(const DtSoftplusArgs& a);
+
 // src [rows][2 * half] -> first [rows][half] and second [rows][half] (per head: the query
 // features, then the gate features of Qwen3-Next's gated attention).
 void split_halves(const float* src, float* first, float* second, int64_t rows, int64_t half);

@@ -125,6 +125,8 @@ class CudaModelBackend final : public ModelBackend {
                     int64_t half) const override {
     dev::split_halves(src, first, second, rows, half);
   }
+  void copy_columns(const ops::CopyColumnsArgs& a) const override { dev::copy_columns(a); }
+  void dt_softplus(const ops::DtSoftplusArgs& a) const override { dev::dt_softplus(a); }
   void copy(float* dst, const float* src, int64_t n) const override {
     if (n > 0)
       MOEX_CUDA_CHECK(cudaMemcpy(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice));

@@ -36,27 +36,24 @@ void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,
   be_.linear({.lin = &w_.in_proj, .x = x, .rows = n, .out = s.proj.data()});
   // padded = [conv state; this call's xBC rows]
   float* padded = s.padded.data();
-  std::copy_n(state, keep * C, padded);
-  for (int64_t t = 0; t < n; ++t)
-    std::copy_n(s.proj.data() + t * P + inner, C, padded + (keep + t) * C);
-  std::copy_n(padded + n * C, keep * C, state);
+  be_.copy(padded, state, keep * C);
+  be_.copy_columns({.src = s.proj.data() + inner, .dst = padded + keep * C, .rows = n, .cols = C,
+                    .src_stride = P, .dst_stride = C});
+  be_.copy(state, padded + n * C, keep * C);
   // Causal depthwise conv (+ bias) and SiLU, split into x, B, C.
   be_.causal_conv_silu({.x = padded, .w = conv_w_.data(),
                         .bias = w_.conv_bias.empty() ? nullptr : w_.conv_bias.data(),
                         .out = s.conv.data(), .steps = n, .channels = C, .taps = L});
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = s.conv.data() + t * C;
-    std::copy_n(row, inner, s.x.data() + t * inner);
-    std::copy_n(row + inner, gn, s.b.data() + t * gn);
-    std::copy_n(row + inner + gn, gn, s.c.data() + t * gn);
-  }
+  be_.copy_columns({.src = s.conv.data(), .dst = s.x.data(), .rows = n, .cols = inner,
+                    .src_stride = C, .dst_stride = inner});
+  be_.copy_columns({.src = s.conv.data() + inner, .dst = s.b.data(), .rows = n, .cols = gn,
+                    .src_stride = C, .dst_stride = gn});
+  be_.copy_columns({.src = s.conv.data() + inner + gn, .dst = s.c.data(), .rows = n, .cols = gn,
+                    .src_stride = C, .dst_stride = gn});
   // dt = clip(softplus(dt + dt_bias), time_step_limit)
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < hm; ++h) {
-      const float v =
-          ops::softplus(s.proj[size_t(t * P + inner + C + h)] + w_.dt_bias.data()[h]);
-      s.dt[size_t(t * hm + h)] = std::clamp(v, float(p_.dt_min), float(p_.dt_max));
-    }
+  be_.dt_softplus({.x = s.proj.data() + inner + C, .bias = w_.dt_bias.data(), .out = s.dt.data(),
+                   .rows = n, .heads = hm, .x_stride = P, .lo = float(p_.dt_min),
+                   .hi = float(p_.dt_max)});
   be_.ssm_scan({.x = s.x.data(), .dt = s.dt.data(), .a = a_.data(), .b = s.b.data(),
                 .c = s.c.data(), .d = w_.d.data(), .state = state + keep * C, .out = s.y.data(),
                 .steps = n, .heads = hm, .head_dim = p_.head_dim, .groups = p_.groups,

@@ -29,6 +29,8 @@ namespace moex::cuda::ops {
 // every pointer in them is device memory, and a KvCache's buffers are device buffers
 // (new_kv_cache below).
 using ::moex::ops::AttentionArgs;
+using ::moex::ops::CopyColumnsArgs;
+using ::moex::ops::DtSoftplusArgs;
 using ::moex::ops::KvCache;
 using ::moex::ops::LayerNormArgs;
 using ::moex::ops::MlaAttentionArgs;
@@ -187,6 +189,9 @@ void sigmoid_gate(float* x, const float* gate, int64_t n);
 void divide_and_softcap(float* x, int64_t n, float divisor, float cap);
 void query_temperature(const QueryTemperatureArgs& a);
 void split_halves(const float* src, float* first, float* second, int64_t rows, int64_t half);
+void copy_columns(const CopyColumnsArgs& a);
+// softplus as the CPU's max(x, 0) + log1p(exp(-|x|)) with CUDA's log1pf and expf.
+void dt_softplus(const DtSoftplusArgs& a);
 
 // --- greedy decode ---------------------------------------------------------------------------
 

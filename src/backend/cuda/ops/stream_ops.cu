@@ -53,6 +53,21 @@ __global__ void split_halves_kernel(const float* src, float* first, float* secon
   }
 }
 
+__global__ void copy_columns_kernel(CopyColumnsArgs a) {
+  MOEX_GRID_LOOP(i, a.rows * a.cols) {
+    const int64_t r = i / a.cols, c = i % a.cols;
+    a.dst[r * a.dst_stride + c] = a.src[r * a.src_stride + c];
+  }
+}
+__global__ void dt_softplus_kernel(DtSoftplusArgs a) {
+  MOEX_GRID_LOOP(i, a.rows * a.heads) {
+    const int64_t r = i / a.heads, h = i % a.heads;
+    const float v = __fadd_rn(a.x[r * a.x_stride + h], a.bias[h]);
+    const float sp = __fadd_rn(fmaxf(v, 0.f), log1pf(expf(-fabsf(v))));
+    a.out[i] = fminf(fmaxf(sp, a.lo), a.hi);
+  }
+}
+
 #undef MOEX_GRID_LOOP
 
 void check(const char* op, bool ok, int64_t n) {
@@ -104,6 +119,20 @@ void split_halves(const float* src, float* first, float* second, int64_t rows, i
   split_halves_kernel<<<detail::elementwise_blocks(rows * half), 256>>>(src, first, second, rows,
                                                                         half);
   MOEX_CUDA_CHECK_LAUNCH("split_halves");
+}
+
+void copy_columns(const CopyColumnsArgs& a) {
+  check("copy_columns", a.src && a.dst, a.rows * a.cols);
+  if (a.rows <= 0 || a.cols <= 0) return;
+  copy_columns_kernel<<<detail::elementwise_blocks(a.rows * a.cols), 256>>>(a);
+  MOEX_CUDA_CHECK_LAUNCH("copy_columns");
+}
+
+void dt_softplus(const DtSoftplusArgs& a) {
+  check("dt_softplus", a.x && a.bias && a.out, a.rows * a.heads);
+  if (a.rows <= 0 || a.heads <= 0) return;
+  dt_softplus_kernel<<<detail::elementwise_blocks(a.rows * a.heads), 256>>>(a);
+  MOEX_CUDA_CHECK_LAUNCH("dt_softplus");
 }
 
 }  // namespace moex::cuda::ops
