@@ -204,7 +204,7 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
                         .dst_stride = 29});
       });
   // x spans [-30, 30): softplus's both branches, and the clamp at both ends.
-  for (const auto lim : {std::pair{0.f, 1e30f}, std::pair{1e-3f, 4.f}})
+  for (const auto& lim : {std::pair{0.f, 1e30f}, std::pair{1e-3f, 4.f}})
     add("dt_softplus/f32/rows=9,heads=32,x_stride=110,lo=" + std::to_string(lim.first).substr(0, 5) +
             ",hi=" + std::to_string(int(std::min(lim.second, 1e9f))),
         {9 * 32}, [=](const ModelBackend& b, Stage& st, float* const* o) {

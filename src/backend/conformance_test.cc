@@ -264,7 +264,8 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
   const int threads = num_threads();
   const ModelBackend& cpu = cpu_backend();
   const std::vector<IsaLevel> levels = kernels::testing::isa_levels();
-  const std::string cuda_reason = cuda_skip_reason();
+  std::string cuda_reason;
+  const ModelBackend* cuda = cuda_target(&cuda_reason);
   struct OpStat {
     double max_err = 0, max_ratio = 0;
     int cases = 0;
@@ -275,8 +276,6 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
   const auto t0 = std::chrono::steady_clock::now();
   std::printf("reference: cpu/scalar on 1 thread; targets:");
   for (const IsaLevel& l : levels) std::printf(" cpu/%s (%d threads)", l.name().c_str(), threads);
-  std::string cuda_why;
-  const ModelBackend* cuda = cuda_target(&cuda_why);
   if (cuda)
     std::printf("; cuda\n");
   else

@@ -42,6 +42,10 @@ class ForeignMemoryBackend final : public ModelBackend {
     mine(dst, "upload's destination");
     if (bytes > 0) std::memcpy(dst, host_src, size_t(bytes));
   }
+  void zero(void* dst, int64_t bytes) const override {
+    mine(dst, "zero's destination");
+    if (bytes > 0) std::memset(dst, 0, size_t(bytes));
+  }
   void download(void* host_dst, const void* src, int64_t bytes) const override {
     mine(src, "download's source");
     if (bytes > 0) std::memcpy(host_dst, src, size_t(bytes));

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -33,11 +32,8 @@ class KvCache {
       fail("KV cache: kv_heads ", kv_heads, ", head_dim ", head_dim, ", capacity ", capacity,
            " over buffers of ", k_.bytes(), " and ", v_.bytes(), " bytes");
   }
-  // In host memory (the CPU backend's), zero-filled.
-  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true)
-      : KvCache(host_plane(kv_heads, head_dim, capacity),
-                values ? host_plane(kv_heads, head_dim, capacity) : backend::Buffer(), kv_heads,
-                head_dim, capacity) {}
+  // In host memory: the CPU backend's new_kv_cache (defined in cpu/cpu_model_backend.cc).
+  KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
 
   // Throws moex::Error ("context length exceeded") unless `rows` more positions fit.
   void check_room(int64_t rows) const {
@@ -91,13 +87,6 @@ class KvCache {
 
  private:
   int64_t plane_bytes() const { return kv_heads_ * capacity_ * head_dim_ * int64_t(sizeof(float)); }
-  static backend::Buffer host_plane(int64_t kv_heads, int64_t head_dim, int64_t capacity) {
-    if (kv_heads < 1 || head_dim < 1 || capacity < 1) return {};
-    const int64_t bytes = kv_heads * capacity * head_dim * int64_t(sizeof(float));
-    void* p = std::calloc(size_t(bytes), 1);
-    if (!p) fail("KV cache: out of memory allocating ", bytes, " bytes");
-    return backend::Buffer(p, bytes, backend::Memory::kHost, [](void* q) { std::free(q); });
-  }
   backend::Buffer k_, v_;
   int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
 };

@@ -42,6 +42,8 @@ class ModelBackend {
   // Copies between host memory and this backend's memory; both complete before returning.
   virtual void upload(void* dst, const void* host_src, int64_t bytes) const = 0;
   virtual void download(void* host_dst, const void* src, int64_t bytes) const = 0;
+  // dst[0..bytes) = 0, in this backend's memory.
+  virtual void zero(void* dst, int64_t bytes) const = 0;
   // An empty KV cache in this backend's memory (ops::KvCache; values = false: keys only).
   ops::KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity,
                             bool values = true) const;

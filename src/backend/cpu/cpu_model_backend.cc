@@ -36,6 +36,9 @@ class CpuModelBackend final : public ModelBackend {
   void download(void* host_dst, const void* src, int64_t bytes) const override {
     if (bytes > 0) std::memcpy(host_dst, src, size_t(bytes));
   }
+  void zero(void* dst, int64_t bytes) const override {
+    if (bytes > 0) std::memset(dst, 0, size_t(bytes));
+  }
 
   void linear(const ops::LinearArgs& a) const override { ops::linear(a); }
   void linear_same_input(const ops::Linear* const* lins, float* const* outs, int count,
@@ -104,3 +107,10 @@ const ModelBackend& cpu_backend() {
 }
 
 }  // namespace moex::backend
+
+namespace moex::ops {
+
+KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
+    : KvCache(backend::cpu_backend().new_kv_cache(kv_heads, head_dim, capacity, values)) {}
+
+}  // namespace moex::ops

@@ -49,6 +49,9 @@ class CudaModelBackend final : public ModelBackend {
     if (bytes > 0)
       MOEX_CUDA_CHECK(cudaMemcpy(host_dst, src, size_t(bytes), cudaMemcpyDeviceToHost));
   }
+  void zero(void* dst, int64_t bytes) const override {
+    if (bytes > 0) MOEX_CUDA_CHECK(cudaMemset(dst, 0, size_t(bytes)));
+  }
 
   void linear(const ops::LinearArgs& a) const override {
     if (!a.lin) fail("cuda linear: no layer");
@@ -133,47 +136,46 @@ class CudaModelBackend final : public ModelBackend {
   }
 
  private:
-  const DeviceLinear& device_linear(const ops::Linear& l) const {
+  // The device copy kept under `key` in `map`, made by make() on first use (a throw keeps
+  // nothing).
+  template <class Map, class Make>
+  const auto& kept(Map& map, const typename Map::key_type& key, Make make) const {
     std::lock_guard<std::mutex> lock(mu_);
-    const WeightKey key{l.w.q.w, 1, l.w.n(), l.w.k()};
-    auto it = linears_.find(key);
-    if (it != linears_.end()) return *it->second;
-    auto d = std::make_unique<DeviceLinear>();
-    d->w = dev::DeviceMatrix::upload(l.w.q, l.name);
-    if (l.bias.size() > 0) {
-      if (l.bias.size() != l.w.n())
-        fail("cuda linear '", l.name, "': a bias of ", l.bias.size(), " values for ", l.w.n(),
-             " rows");
-      d->bias = cuda::DeviceBuffer(size_t(l.bias.size()) * sizeof(float));
-      d->bias.upload(l.bias.data(), size_t(l.bias.size()) * sizeof(float));
-    }
-    return *linears_.emplace(key, std::move(d)).first->second;
+    auto it = map.find(key);
+    if (it == map.end()) it = map.emplace(key, make()).first;
+    return *it->second;
+  }
+  const DeviceLinear& device_linear(const ops::Linear& l) const {
+    return kept(linears_, WeightKey{l.w.q.w, 1, l.w.n(), l.w.k()}, [&] {
+      auto d = std::make_unique<DeviceLinear>();
+      d->w = dev::DeviceMatrix::upload(l.w.q, l.name);
+      if (l.bias.size() > 0) {
+        if (l.bias.size() != l.w.n())
+          fail("cuda linear '", l.name, "': a bias of ", l.bias.size(), " values for ", l.w.n(),
+               " rows");
+        d->bias = cuda::DeviceBuffer(size_t(l.bias.size()) * sizeof(float));
+        d->bias.upload(l.bias.data(), size_t(l.bias.size()) * sizeof(float));
+      }
+      return d;
+    });
   }
   const dev::DeviceMatrix& device_matrix(const quant::QuantMatrixView& m,
                                          const char* what) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    const WeightKey key{m.w, 1, m.rows, m.k};
-    auto it = matrices_.find(key);
-    if (it != matrices_.end()) return *it->second;
-    auto d = std::make_unique<dev::DeviceMatrix>(dev::DeviceMatrix::upload(m, what));
-    return *matrices_.emplace(key, std::move(d)).first->second;
+    return kept(matrices_, WeightKey{m.w, 1, m.rows, m.k}, [&] {
+      return std::make_unique<dev::DeviceMatrix>(dev::DeviceMatrix::upload(m, what));
+    });
   }
   const dev::DeviceMatrix& device_stack(const kernels::QuantWeightsView& v) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    const WeightKey key{v.w, v.experts, v.n, v.k};
-    auto it = matrices_.find(key);
-    if (it != matrices_.end()) return *it->second;
-    auto d = std::make_unique<dev::DeviceMatrix>(
-        dev::DeviceMatrix::upload_stack(v, "multi-linear stack"));
-    return *matrices_.emplace(key, std::move(d)).first->second;
+    return kept(matrices_, WeightKey{v.w, v.experts, v.n, v.k}, [&] {
+      return std::make_unique<dev::DeviceMatrix>(
+          dev::DeviceMatrix::upload_stack(v, "multi-linear stack"));
+    });
   }
   const dev::DeviceRope& device_rope(const ops::Rope& r) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = ropes_.find(&r);
-    if (it != ropes_.end()) return *it->second;
-    auto d = std::make_unique<dev::DeviceRope>(r.inv_freqs(), r.spec().dims, r.spec().traditional,
-                                               r.input_scale());
-    return *ropes_.emplace(&r, std::move(d)).first->second;
+    return kept(ropes_, &r, [&] {
+      return std::make_unique<dev::DeviceRope>(r.inv_freqs(), r.spec().dims,
+                                               r.spec().traditional, r.input_scale());
+    });
   }
   // Attention's score scratch, grown to the largest call so far.
   float* scratch(int64_t floats) const {

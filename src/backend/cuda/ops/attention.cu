@@ -104,15 +104,6 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p) {
 
 }  // namespace
 
-KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values) {
-  if (kv_heads < 1 || head_dim < 1 || capacity < 1)
-    fail("cuda new_kv_cache: kv_heads = ", kv_heads, ", head_dim = ", head_dim,
-         ", capacity = ", capacity, "; expected positive sizes");
-  const int64_t bytes = kv_heads * head_dim * capacity * int64_t(sizeof(float));
-  return KvCache(device_buffer(bytes), values ? device_buffer(bytes) : backend::Buffer(),
-                 kv_heads, head_dim, capacity);
-}
-
 void kv_append(KvCache& cache, const float* k, const float* v, int64_t rows) {
   if (!k || (!v && cache.has_values()) || !cache.keys())
     fail("cuda kv_append: null k, v or cache");

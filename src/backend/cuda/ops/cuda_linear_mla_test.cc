@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_model_backend.h"
 #include "backend/cuda/cuda_test_cases.h"  // MOEX_REQUIRE_CUDA_DEVICE
 #include "backend/cuda/ops/cuda_ops_test_util.h"
 #include "backend/cuda/ops/device_ops.h"
@@ -216,7 +217,7 @@ TEST_F(CudaOps, MlaAttentionMatchesCpu) {
     mo::KvCache cpu_cache(1, dim, len + 2, /*values=*/false);
     cpu_cache.append(rows.data(), nullptr, len);
     // Device: a keys-only cache filled as a prefill of pos0 rows, then one append per row.
-    KvCache cache = new_kv_cache(1, dim, len + 2, /*values=*/false);
+    KvCache cache = backend::cuda_backend().new_kv_cache(1, dim, len + 2, /*values=*/false);
     ASSERT_FALSE(cache.has_values());
     DeviceBuffer drows = to_device(rows);
     cuda::ops::kv_append(cache, drows.as<float>(), nullptr, c.pos0);
@@ -265,8 +266,8 @@ TEST_F(CudaOps, MlaAttentionMatchesCpu) {
 
 TEST_F(CudaOps, KeysOnlyCacheRefusesValueUses) {
   MOEX_REQUIRE_CUDA_DEVICE();
-  KvCache keys_only = new_kv_cache(1, 64, 4, /*values=*/false);
-  KvCache full = new_kv_cache(1, 64, 4);
+  KvCache keys_only = backend::cuda_backend().new_kv_cache(1, 64, 4, /*values=*/false);
+  KvCache full = backend::cuda_backend().new_kv_cache(1, 64, 4);
   DeviceBuffer kv(size_t(4 * 64) * 4), scores(64 * 4);
   cuda::ops::kv_append(keys_only, kv.as<float>(), nullptr, 2);
   EXPECT_EQ(keys_only.length(), 2);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_model_backend.h"
 #include "backend/cuda/cuda_test_cases.h"  // MOEX_REQUIRE_CUDA_DEVICE
 #include "backend/cuda/ops/cuda_ops_test_util.h"
 #include "backend/cuda/ops/device_ops.h"
@@ -362,7 +363,7 @@ TEST_F(CudaOps, KvAppendAndAttentionMatchCpu) {
     mo::KvCache cpu_cache(c.kv_heads, c.head_dim, len + 2);
     cpu_cache.append(k.data(), v.data(), len);
     // Device: the same positions appended as a prefill of pos0 rows, then one call per row.
-    KvCache cache = new_kv_cache(c.kv_heads, c.head_dim, len + 2);
+    KvCache cache = backend::cuda_backend().new_kv_cache(c.kv_heads, c.head_dim, len + 2);
     DeviceBuffer dk = to_device(k), dv = to_device(v);
     cuda::ops::kv_append(cache, dk.as<float>(), dv.as<float>(), c.pos0);
     for (int64_t r = 0; r < c.rows; ++r)
@@ -420,7 +421,7 @@ TEST_F(CudaOps, KvAppendAndAttentionMatchCpu) {
 
 TEST_F(CudaOps, KvAppendPastCapacityThrows) {
   MOEX_REQUIRE_CUDA_DEVICE();
-  KvCache cache = new_kv_cache(2, 64, 4);
+  KvCache cache = backend::cuda_backend().new_kv_cache(2, 64, 4);
   DeviceBuffer kv(size_t(5 * 2 * 64) * 4);
   cuda::ops::kv_append(cache, kv.as<float>(), kv.as<float>(), 3);
   EXPECT_THROW(cuda::ops::kv_append(cache, kv.as<float>(), kv.as<float>(), 2), Error);

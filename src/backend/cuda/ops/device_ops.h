@@ -27,7 +27,7 @@ namespace moex::cuda::ops {
 
 // The contract's argument structs (backend/op_args.h), declared once for every backend; here
 // every pointer in them is device memory, and a KvCache's buffers are device buffers
-// (new_kv_cache below).
+// (the CUDA backend's new_kv_cache, backend/cuda/cuda_model_backend.h).
 using ::moex::ops::AttentionArgs;
 using ::moex::ops::CopyColumnsArgs;
 using ::moex::ops::DtSoftplusArgs;
@@ -155,10 +155,6 @@ void gated_activation(kernels::Activation act, const float* gate, const float* u
 // stream. The length lives on the host (no device round trip to append). A keys-only cache
 // (values = false, as the CPU KvCache's MLA mode) holds no values: values() is null, and
 // each key row is an MLA latent row [latent_dim + rope_dim].
-
-// A KV cache in device memory, zero-filled, the CPU cache's layout [kv_heads][capacity][head_dim]
-// (values = false: keys only, an MLA latent row [latent_dim + rope_dim] per position).
-KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values = true);
 
 // Appends k, v (device [rows][kv_heads][head_dim]; v ignored, may be null, for a keys-only
 // cache) at positions length .. length + rows - 1. Throws moex::Error ("context length
