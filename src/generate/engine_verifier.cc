@@ -19,7 +19,7 @@ const float* EngineVerifier::verify(const TokenId* tokens, int64_t n) {
   if (n == 1) {
     rows = engine_.forward(seq_, tokens, 1);
   } else {
-    if (!truncates_) states_ = eng::copy_recurrent_states(seq_);
+    if (!truncates_) eng::copy_recurrent_states(seq_, states_);
     rows = engine_.forward_every_row(seq_, tokens, n);
   }
   verify_s_ += now_seconds() - t0;

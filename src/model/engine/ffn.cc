@@ -84,15 +84,15 @@ class MoeLayerFfn final : public Ffn {
               FfnScratch& s)
       : be_(be), cfg_(cfg), layer_(layer), w_(w), policy_(policy), s_(s),
         moe_(be, cfg, w.moe, layer, policy.policy(), std::move(ep)),
-        parallel_dense_(cfg.layers[size_t(layer)].parallel_dense_dff > 0) {}
+        parallel_dense_(cfg.layers[size_t(layer)].parallel_dense_dff > 0),
+        dense_act_(kernel_activation(cfg.dense_activation)) {}
 
   // Gemma-4: a dense MLP on the normed input beside the experts, its output normed, the two
   // branches added; the experts' block then normalizes the raw residual itself.
   void forward(const FfnCall& c) override {
     float* moe_out = c.out;
     if (parallel_dense_) {
-      dense_mlp(be_, w_.dense, kernel_activation(cfg_.dense_activation), c.normed, c.n, c.out,
-                s_);
+      dense_mlp(be_, w_.dense, dense_act_, c.normed, c.n, c.out, s_);
       if (!w_.dense_out_norm.weight.empty())
         apply_norm(be_, cfg_, w_.dense_out_norm, c.out, c.out, c.n);
       moe_out = s_.branch.data();
@@ -115,6 +115,7 @@ class MoeLayerFfn final : public Ffn {
   FfnScratch& s_;
   MoeFfn moe_;
   bool parallel_dense_;
+  kernels::Activation dense_act_;  // of the parallel dense MLP
 };
 
 }  // namespace

@@ -9,11 +9,7 @@ namespace moex::model::engine {
 
 void Sequence::reset() {
   for (auto& c : caches_) c.clear();
-  for (auto& s : conv_state_) {  // a fresh zero-filled allocation of the same size
-    const int64_t n = s.size();
-    s = ActivationBuffer();
-    s.grow(*be_, n);
-  }
+  for (auto& s : conv_state_) be_->zero(s.data(), s.size() * int64_t(sizeof(float)));
   pos_ = 0;
 }
 

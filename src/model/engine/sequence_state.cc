@@ -71,14 +71,22 @@ void put_state(Sequence& seq, size_t l, const std::vector<float>& state) {
 }  // namespace
 
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq) {
-  if (recurrent_state_floats(seq) == 0) return {};
-  std::vector<std::vector<float>> out(size_t(seq.layers()));
+  std::vector<std::vector<float>> out;
+  copy_recurrent_states(seq, out);
+  return out;
+}
+
+void copy_recurrent_states(const Sequence& seq, std::vector<std::vector<float>>& out) {
+  if (recurrent_state_floats(seq) == 0) {
+    out.clear();
+    return;
+  }
+  out.resize(size_t(seq.layers()));
   for (int64_t l = 0; l < seq.layers(); ++l) {
     const ActivationBuffer& s = seq.recurrent_state(l);
     out[size_t(l)].resize(size_t(s.size()));
     seq.backend().download(out[size_t(l)].data(), s.data(), s.size() * int64_t(sizeof(float)));
   }
-  return out;
 }
 
 void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t length,

@@ -35,6 +35,9 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to);
 // seq's recurrent states at its position, per layer (empty vectors for the other layers; no
 // layers at all when seq has no recurrent state).
 std::vector<std::vector<float>> copy_recurrent_states(const Sequence& seq);
+// The same into `out`, whose vectors keep their capacity (a copy per speculative pass allocates
+// nothing once the first is made).
+void copy_recurrent_states(const Sequence& seq, std::vector<std::vector<float>>& out);
 
 // Makes seq hold `length` positions: each layer's KV cache the first `length` rows of the
 // chunks in order, its recurrent states `states` (per layer, as copy_recurrent_states gave
