@@ -203,6 +203,25 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
         b.copy_columns({.src = st(*y), .dst = o[0] + 23, .rows = 11, .cols = 6, .src_stride = 37,
                         .dst_stride = 29});
       });
+  // Qwen3-Next's de-interleave: 4 blocks of 5 columns, 9 apart, from rows of stride 41 into
+  // blocks 5 apart (a head's q out of its [q, k, v, z] group), and the last block of each row.
+  add("copy_columns/f32/rows=6,blocks=4,cols=5,src_block_stride=9,dst_block_stride=5", {6 * 23},
+      [=](const ModelBackend& b, Stage& st, float* const* o) {
+        b.copy_columns({.src = st(*x) + 2, .dst = o[0], .rows = 6, .cols = 5, .src_stride = 41,
+                        .dst_stride = 23, .blocks = 4, .src_block_stride = 9,
+                        .dst_block_stride = 5});
+        b.copy_columns({.src = st(*y) + 1, .dst = o[0] + 20, .rows = 6, .cols = 3,
+                        .src_stride = 41, .dst_stride = 23});
+      });
+  // a from x in [-30, 30) (softplus's both branches), b from y; a_log spans [-6, 6) so the
+  // decay runs from ~1 down to underflow.
+  add("delta_gates/f32/rows=7,heads=32", {7 * 32, 7 * 32},
+      [=](const ModelBackend& b, Stage& st, float* const* o) {
+        st.fill(o[0], *x, 7 * 32);
+        st.fill(o[1], *y, 7 * 32);
+        b.delta_gates({.a = o[0], .b = o[1], .a_log = st(*y) + 500, .dt_bias = st(*x) + 700,
+                       .rows = 7, .heads = 32});
+      });
   // x spans [-30, 30): softplus's both branches, and the clamp at both ends.
   for (const auto& lim : {std::pair{0.f, 1e30f}, std::pair{1e-3f, 4.f}})
     add("dt_softplus/f32/rows=9,heads=32,x_stride=110,lo=" + std::to_string(lim.first).substr(0, 5) +

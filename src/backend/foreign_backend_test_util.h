@@ -180,6 +180,11 @@ class ForeignMemoryBackend final : public ModelBackend {
     mine(a.x, "dt_softplus x"), mine(a.bias, "dt_softplus bias"), mine(a.out, "dt_softplus out");
     cpu().dt_softplus(a);
   }
+  void delta_gates(const ops::DeltaGatesArgs& a) const override {
+    mine(a.a, "delta_gates a"), mine(a.b, "delta_gates b"), mine(a.a_log, "delta_gates a_log");
+    mine(a.dt_bias, "delta_gates dt_bias");
+    cpu().delta_gates(a);
+  }
   void copy(float* dst, const float* src, int64_t n) const override {
     mine(dst, "copy dst"), mine(src, "copy src");
     cpu().copy(dst, src, n);

@@ -97,6 +97,8 @@ class ModelBackend {
   // Strided row copies (head and column splits) and Mamba-2's dt (cpu/stream_ops.h).
   virtual void copy_columns(const ops::CopyColumnsArgs& a) const = 0;
   virtual void dt_softplus(const ops::DtSoftplusArgs& a) const = 0;
+  // Gated DeltaNet's decay and beta gates (cpu/stream_ops.h).
+  virtual void delta_gates(const ops::DeltaGatesArgs& a) const = 0;
   // dst[0..n) = src[0..n) (buffers of this backend).
   virtual void copy(float* dst, const float* src, int64_t n) const = 0;
 };

@@ -14,7 +14,8 @@ namespace moex::backend {
   X(kMlaAttention, "mla_attention") X(kAddScaled, "add_scaled") X(kScale, "scale")          \
   X(kSigmoidGate, "sigmoid_gate") X(kDivideAndSoftcap, "divide_and_softcap")                \
   X(kQueryTemperature, "query_temperature") X(kSplitHalves, "split_halves") X(kCopy, "copy")  \
-  X(kShortConv, "short_conv") X(kCopyColumns, "copy_columns") X(kDtSoftplus, "dt_softplus")
+  X(kShortConv, "short_conv") X(kCopyColumns, "copy_columns") X(kDtSoftplus, "dt_softplus")  \
+  X(kDeltaGates, "delta_gates")
 
 enum class Op {
 #define MOEX_BACKEND_OP_ENUM(id, name) id,

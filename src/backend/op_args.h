@@ -89,11 +89,14 @@ struct ShortConvArgs {
   int64_t steps = 0, channels = 0, taps = 0;
 };
 
-// A strided 2-D copy: dst[r][0..cols) = src[r][0..cols) for r < rows (a head or column split).
+// A strided copy of `blocks` column blocks per row (head and column splits, de-interleaving):
+// for r < rows, b < blocks: dst[r * dst_stride + b * dst_block_stride + c] =
+// src[r * src_stride + b * src_block_stride + c], c < cols.
 struct CopyColumnsArgs {
-  const float* src = nullptr;  // row r at src + r * src_stride
-  float* dst = nullptr;        // row r at dst + r * dst_stride; must not overlap src
+  const float* src = nullptr;
+  float* dst = nullptr;  // must not overlap src
   int64_t rows = 0, cols = 0, src_stride = 0, dst_stride = 0;
+  int64_t blocks = 1, src_block_stride = 0, dst_block_stride = 0;
 };
 
 // Mamba-2's step sizes: out[r][h] = clamp(softplus(x[r * x_stride + h] + bias[h]), lo, hi).
@@ -103,6 +106,16 @@ struct DtSoftplusArgs {
   float* out = nullptr;         // [rows][heads]
   int64_t rows = 0, heads = 0, x_stride = 0;
   float lo = 0.f, hi = 0.f;
+};
+
+// Gated DeltaNet's gates, in place per row r and value head h:
+// a = exp(-exp(a_log[h]) * softplus(a + dt_bias[h])) (the decay), b = sigmoid(b) (beta).
+struct DeltaGatesArgs {
+  float* a = nullptr;              // [rows][heads]
+  float* b = nullptr;              // [rows][heads]
+  const float* a_log = nullptr;    // [heads]
+  const float* dt_bias = nullptr;  // [heads]
+  int64_t rows = 0, heads = 0;
 };
 
 struct AttentionArgs {

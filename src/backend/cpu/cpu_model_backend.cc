@@ -96,6 +96,7 @@ class CpuModelBackend final : public ModelBackend {
   }
   void copy_columns(const ops::CopyColumnsArgs& a) const override { ops::copy_columns(a); }
   void dt_softplus(const ops::DtSoftplusArgs& a) const override { ops::dt_softplus(a); }
+  void delta_gates(const ops::DeltaGatesArgs& a) const override { ops::delta_gates(a); }
   void copy(float* dst, const float* src, int64_t n) const override { std::copy_n(src, n, dst); }
 };
 

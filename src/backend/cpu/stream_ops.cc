@@ -42,7 +42,19 @@ void query_temperature(const QueryTemperatureArgs& a) {
 
 void copy_columns(const CopyColumnsArgs& a) {
   for (int64_t r = 0; r < a.rows; ++r)
-    std::copy_n(a.src + r * a.src_stride, a.cols, a.dst + r * a.dst_stride);
+    for (int64_t b = 0; b < a.blocks; ++b)
+      std::copy_n(a.src + r * a.src_stride + b * a.src_block_stride, a.cols,
+                  a.dst + r * a.dst_stride + b * a.dst_block_stride);
+}
+
+void delta_gates(const DeltaGatesArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t h = 0; h < a.heads; ++h) {
+      float& g = a.a[r * a.heads + h];
+      float& beta = a.b[r * a.heads + h];
+      g = std::exp(-std::exp(a.a_log[h]) * softplus(g + a.dt_bias[h]));
+      beta = 1.f / (1.f + std::exp(-beta));
+    }
 }
 
 void dt_softplus(const DtSoftplusArgs& a) {

@@ -29,6 +29,8 @@ void copy_columns(const CopyColumnsArgs& a);
 // Mamba-2's dt: clamp(softplus(x + bias), lo, hi) per row and head (op_args.h); softplus as
 // softmax.h's (mlx's logaddexp(x, 0)).
 void dt_softplus(const DtSoftplusArgs& a);
+// DeltaGatesArgs's a and b, in place (op_args.h).
+void delta_gates(const DeltaGatesArgs& a);
 
 // src [rows][2 * half] -> first [rows][half] and second [rows][half] (per head: the query
 // features, then the gate features of Qwen3-Next's gated attention).

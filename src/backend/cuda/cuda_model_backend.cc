@@ -130,6 +130,7 @@ class CudaModelBackend final : public ModelBackend {
   }
   void copy_columns(const ops::CopyColumnsArgs& a) const override { dev::copy_columns(a); }
   void dt_softplus(const ops::DtSoftplusArgs& a) const override { dev::dt_softplus(a); }
+  void delta_gates(const ops::DeltaGatesArgs& a) const override { dev::delta_gates(a); }
   void copy(float* dst, const float* src, int64_t n) const override {
     if (n > 0)
       MOEX_CUDA_CHECK(cudaMemcpy(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice));

@@ -1,7 +1,6 @@
 // Engine::forward_batch: several sequences in one step (the serving scheduler's prefill
 // chunks and decode tokens together), and decode_batch, its one-token-per-sequence form.
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "model/engine/engine.h"
@@ -88,8 +87,7 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     scale_logits(out, k);
     if (!adjacent)
       for (int64_t j = 0; j < k; ++j)
-        std::memcpy(logits_.data() + batch_ends_[size_t(j)].first * V, out + j * V,
-                    size_t(V) * sizeof(float));
+        be_->copy(logits_.data() + batch_ends_[size_t(j)].first * V, out + j * V, V);
     clock.lap(DecodeOp::kLmHead);
   }
   end_step(total, profiled);

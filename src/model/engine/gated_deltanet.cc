@@ -2,11 +2,9 @@
 // q/k normalization, decay and beta, the gated delta rule, the gated RMSNorm, out_proj.
 #include "model/engine/gated_deltanet.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "model/engine/scratch_grow.h"
-#include "backend/cpu/softmax.h"
 
 namespace moex::model::engine {
 
@@ -35,20 +33,22 @@ void GatedDeltaNet::project(const float* x, int64_t n, float* mixed,
   // heads [r Dv] each; the ba row holds b then a of those value heads [r] each.
   const int64_t dk = p_.k_head_dim, r = hv / p_.k_heads, rv = r * p_.v_head_dim;
   const int64_t group = 2 * dk + 2 * rv;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* src = s.proj.data() + t * (2 * kd + 2 * vd);
-    const float* src_ba = s.proj_ba.data() + t * 2 * hv;
-    float* m = mixed + t * C;
-    for (int64_t h = 0; h < p_.k_heads; ++h) {
-      const float* g = src + h * group;
-      std::copy_n(g, dk, m + h * dk);
-      std::copy_n(g + dk, dk, m + kd + h * dk);
-      std::copy_n(g + 2 * dk, rv, m + 2 * kd + h * rv);
-      std::copy_n(g + 2 * dk + rv, rv, s.z.data() + t * vd + h * rv);
-      std::copy_n(src_ba + h * 2 * r, r, s.b.data() + t * hv + h * r);
-      std::copy_n(src_ba + h * 2 * r + r, r, s.a.data() + t * hv + h * r);
-    }
-  }
+  // One block per key head: (offset in its qkvz group, width, destination, its row stride).
+  const struct { const float* src; int64_t width; float* dst; int64_t stride; } parts[] = {
+      {s.proj.data(), dk, mixed, C},
+      {s.proj.data() + dk, dk, mixed + kd, C},
+      {s.proj.data() + 2 * dk, rv, mixed + 2 * kd, C},
+      {s.proj.data() + 2 * dk + rv, rv, s.z.data(), vd},
+  };
+  for (const auto& part : parts)
+    be_.copy_columns({.src = part.src, .dst = part.dst, .rows = n, .cols = part.width,
+                      .src_stride = 2 * kd + 2 * vd, .dst_stride = part.stride,
+                      .blocks = p_.k_heads, .src_block_stride = group,
+                      .dst_block_stride = part.width});
+  for (int64_t half = 0; half < 2; ++half)
+    be_.copy_columns({.src = s.proj_ba.data() + half * r, .dst = half ? s.a.data() : s.b.data(),
+                      .rows = n, .cols = r, .src_stride = 2 * hv, .dst_stride = hv,
+                      .blocks = p_.k_heads, .src_block_stride = 2 * r, .dst_block_stride = r});
 }
 
 void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
@@ -69,17 +69,16 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
   // padded = [conv state; this call's [q; k; v] rows]
   float* padded = s.padded.data();
   project(x, n, padded + keep * C, s);
-  std::copy_n(state, keep * C, padded);
+  be_.copy(padded, state, keep * C);
   // Causal depthwise conv (no bias) and SiLU, split into q, k, v.
   be_.causal_conv_silu({.x = padded, .w = conv_w_.data(), .bias = nullptr, .out = s.conv.data(),
                         .steps = n, .channels = C, .taps = L});
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = s.conv.data() + t * C;
-    std::copy_n(row, kd, s.q.data() + t * kd);
-    std::copy_n(row + kd, kd, s.k.data() + t * kd);
-    std::copy_n(row + 2 * kd, vd, s.v.data() + t * vd);
-  }
-  std::copy_n(padded + n * C, keep * C, state);
+  const struct { int64_t offset, width; float* dst; } splits[] = {
+      {0, kd, s.q.data()}, {kd, kd, s.k.data()}, {2 * kd, vd, s.v.data()}};
+  for (const auto& split : splits)
+    be_.copy_columns({.src = s.conv.data() + split.offset, .dst = split.dst, .rows = n,
+                      .cols = split.width, .src_stride = C, .dst_stride = split.width});
+  be_.copy(state, padded + n * C, keep * C);
   // mlx-lm normalize_qk: rms_norm with eps 1e-6 / Dk (so it is L2 normalization with eps 1e-6
   // on the sum of squares), q scaled by 1/Dk and k by Dk^-1/2.
   const float inv_scale = 1.f / std::sqrt(float(dk));
@@ -87,19 +86,11 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
   for (float* t : {s.q.data(), s.k.data()})
     be_.rms_norm({.x = t, .out = t, .weight = nullptr, .rows = n * p_.k_heads, .dim = dk,
                   .eps = rms_eps});
-  const float q_scale = float(1.0 / double(dk));
-  for (int64_t i = 0; i < n * kd; ++i) {
-    s.q[size_t(i)] *= q_scale;
-    s.k[size_t(i)] *= inv_scale;
-  }
+  be_.scale(s.q.data(), n * kd, float(1.0 / double(dk)));
+  be_.scale(s.k.data(), n * kd, inv_scale);
   // g = exp(-exp(A_log) * softplus(a + dt_bias)), beta = sigmoid(b); in place of a and b.
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < hv; ++h) {
-      float& a = s.a[size_t(t * hv + h)];
-      float& b = s.b[size_t(t * hv + h)];
-      a = std::exp(-std::exp(w_.a_log.data()[h]) * ops::softplus(a + w_.dt_bias.data()[h]));
-      b = 1.f / (1.f + std::exp(-b));
-    }
+  be_.delta_gates({.a = s.a.data(), .b = s.b.data(), .a_log = w_.a_log.data(),
+                   .dt_bias = w_.dt_bias.data(), .rows = n, .heads = hv});
   be_.gated_delta({.q = s.q.data(), .k = s.k.data(), .v = s.v.data(), .g = s.a.data(),
                    .beta = s.b.data(), .state = state + keep * C, .out = s.y.data(), .steps = n,
                    .k_heads = p_.k_heads, .v_heads = hv, .k_dim = dk, .v_dim = dv});

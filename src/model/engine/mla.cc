@@ -1,7 +1,6 @@
 // Mla: projections, decoupled RoPE, the compressed cache, absorbed attention, output.
 #include "model/engine/mla.h"
 
-#include <algorithm>
 
 #include "model/engine/scratch_grow.h"
 
@@ -42,8 +41,8 @@ void Mla::project(const float* x, int64_t n, MlaScratch& s) const {
   for (int64_t r = 0; r < n; ++r)
     be_.rms_norm({.x = s.kv.data() + r * C, .out = s.kv.data() + r * C,
                   .weight = w_.kv_a_norm.data(), .rows = 1, .dim = L, .eps = kLoraNormEps});
-  for (int64_t i = 0; i < n * heads_; ++i)
-    std::copy_n(s.q.data() + i * qd, p_.nope_dim, s.nope.data() + i * p_.nope_dim);
+  be_.copy_columns({.src = s.q.data(), .dst = s.nope.data(), .rows = n * heads_,
+                    .cols = p_.nope_dim, .src_stride = qd, .dst_stride = p_.nope_dim});
   be_.multi_linear({.w = &w_.embed_q, .x = s.nope.data(), .rows = n, .out = s.qabs.data()});
 }
 
@@ -54,24 +53,23 @@ void Mla::attend(int64_t row0, int64_t rows, int64_t pos0, ops::KvCache& cache,
   grow(be_, s.kpe, rows * R);
   grow(be_, s.qcat, rows * heads_ * C);
   grow(be_, s.cache_rows, rows * C);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t h = 0; h < heads_; ++h)
-      std::copy_n(s.q.data() + ((row0 + r) * heads_ + h) * qd + p_.nope_dim, R,
-                  s.pe.data() + (r * heads_ + h) * R);
-    std::copy_n(s.kv.data() + (row0 + r) * C + L, R, s.kpe.data() + r * R);
-  }
+  // The rope part of each query head and of each kv row.
+  be_.copy_columns({.src = s.q.data() + row0 * heads_ * qd + p_.nope_dim, .dst = s.pe.data(),
+                    .rows = rows * heads_, .cols = R, .src_stride = qd, .dst_stride = R});
+  be_.copy_columns({.src = s.kv.data() + row0 * C + L, .dst = s.kpe.data(), .rows = rows,
+                    .cols = R, .src_stride = C, .dst_stride = R});
   be_.rope(rope_, s.pe.data(), rows, heads_, R, pos0);
   be_.rope(rope_, s.kpe.data(), rows, 1, R, pos0);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t h = 0; h < heads_; ++h) {
-      float* qc = s.qcat.data() + (r * heads_ + h) * C;
-      std::copy_n(s.qabs.data() + ((row0 + r) * heads_ + h) * L, L, qc);
-      std::copy_n(s.pe.data() + (r * heads_ + h) * R, R, qc + L);
-    }
-    float* cr = s.cache_rows.data() + r * C;
-    std::copy_n(s.kv.data() + (row0 + r) * C, L, cr);
-    std::copy_n(s.kpe.data() + r * R, R, cr + L);
-  }
+  // qcat = [absorbed q, roped q_pe] per head; cache rows = [normed latent, roped k_pe].
+  const struct { const float* src; int64_t rows, cols, src_stride; float* dst; } joins[] = {
+      {s.qabs.data() + row0 * heads_ * L, rows * heads_, L, L, s.qcat.data()},
+      {s.pe.data(), rows * heads_, R, R, s.qcat.data() + L},
+      {s.kv.data() + row0 * C, rows, L, C, s.cache_rows.data()},
+      {s.kpe.data(), rows, R, R, s.cache_rows.data() + L},
+  };
+  for (const auto& j : joins)
+    be_.copy_columns({.src = j.src, .dst = j.dst, .rows = j.rows, .cols = j.cols,
+                      .src_stride = j.src_stride, .dst_stride = C});
   be_.kv_append(cache, s.cache_rows.data(), nullptr, rows);
   be_.mla_attention({.q = s.qcat.data(), .cache = &cache, .latent_dim = L, .rows = rows,
                      .pos0 = pos0, .heads = heads_, .scale = scale_,

@@ -154,7 +154,7 @@ void MoeFfn::run_expert_parallel(const moe::MoeBlockCall& call, moe::PathCounter
   block_->combine_pairs(call, s.ep_pairs.data(), s.block);
   if (shared) {  // what run() adds last: its owner's block ends with it
     const float* term = s.ep_all.data() + s.ep_next[size_t(ep_->shared_rank)];
-    for (int64_t i = 0; i < n * H; ++i) call.out[i] += term[i];
+    be_.add_scaled(call.out, term, n * H, 1.f);
   }
 }
 

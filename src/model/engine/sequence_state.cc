@@ -22,6 +22,37 @@ int64_t recurrent_state_floats(const Sequence& seq) {
   return n;
 }
 
+namespace {
+
+// Positions [from, from + rows) of one plane (keys or values) of c as host rows
+// [rows][kv_heads][head_dim]: one download per head, whose positions are contiguous.
+void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, const float* plane,
+                    int64_t from, int64_t rows, std::vector<float>& out) {
+  const int64_t heads = c.kv_heads(), hd = c.head_dim();
+  std::vector<float> head(size_t(rows * hd));
+  out.resize(size_t(rows * heads * hd));
+  for (int64_t h = 0; h < heads && rows > 0; ++h) {
+    be.download(head.data(), plane + c.offset(from, h), rows * hd * int64_t(sizeof(float)));
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(head.data() + r * hd, hd, out.data() + (r * heads + h) * hd);
+  }
+}
+
+// The inverse: host rows [rows][kv_heads][head_dim] written at the cache's length (the caller
+// checks room and counts them).
+void upload_plane(const backend::ModelBackend& be, const ops::KvCache& c, float* plane,
+                  const float* in, int64_t rows) {
+  const int64_t heads = c.kv_heads(), hd = c.head_dim();
+  std::vector<float> head(size_t(rows * hd));
+  for (int64_t h = 0; h < heads && rows > 0; ++h) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(in + (r * heads + h) * hd, hd, head.data() + r * hd);
+    be.upload(plane + c.offset(c.length(), h), head.data(), rows * hd * int64_t(sizeof(float)));
+  }
+}
+
+}  // namespace
+
 KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
   if (from < 0 || from > to || to > seq.position())
     fail("copy_kv_rows: positions [", from, ", ", to, ") outside the ", seq.position(),
@@ -34,13 +65,8 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
     const int64_t heads = c.kv_heads(), hd = c.head_dim();
     if (heads * hd == 0) continue;
     KvRows& out = chunk.layers[size_t(l)];
-    out.k.reserve(size_t(chunk.rows * heads * hd));
-    if (c.has_values()) out.v.reserve(size_t(chunk.rows * heads * hd));
-    for (int64_t p = from; p < to; ++p)
-      for (int64_t h = 0; h < heads; ++h) {
-        out.k.insert(out.k.end(), c.key(p, h), c.key(p, h) + hd);
-        if (c.has_values()) out.v.insert(out.v.end(), c.value(p, h), c.value(p, h) + hd);
-      }
+    download_plane(seq.backend(), c, c.keys(), from, chunk.rows, out.k);
+    if (c.has_values()) download_plane(seq.backend(), c, c.values(), from, chunk.rows, out.v);
   }
   return chunk;
 }
@@ -116,8 +142,11 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
     if (c.kv_heads() * c.head_dim() > 0)
       for (int64_t left = length, i = 0; left > 0; left -= chunks[size_t(i++)].rows) {
         const KvRows& r = chunks[size_t(i)].layers[l];
-        c.append(r.k.data(), c.has_values() ? r.v.data() : nullptr,
-                 std::min(left, chunks[size_t(i)].rows));
+        const int64_t m = std::min(left, chunks[size_t(i)].rows);
+        c.check_room(m);
+        upload_plane(seq.backend(), c, c.keys(), r.k.data(), m);
+        if (c.has_values()) upload_plane(seq.backend(), c, c.values(), r.v.data(), m);
+        c.grow(m);
       }
     if (recurrent) put_state(seq, l, states[l]);
   }

@@ -31,6 +31,7 @@ namespace moex::cuda::ops {
 using ::moex::ops::AttentionArgs;
 using ::moex::ops::CopyColumnsArgs;
 using ::moex::ops::DtSoftplusArgs;
+using ::moex::ops::DeltaGatesArgs;
 using ::moex::ops::KvCache;
 using ::moex::ops::LayerNormArgs;
 using ::moex::ops::MlaAttentionArgs;
@@ -188,6 +189,7 @@ void split_halves(const float* src, float* first, float* second, int64_t rows, i
 void copy_columns(const CopyColumnsArgs& a);
 // softplus as the CPU's max(x, 0) + log1p(exp(-|x|)) with CUDA's log1pf and expf.
 void dt_softplus(const DtSoftplusArgs& a);
+void delta_gates(const DeltaGatesArgs& a);
 
 // --- greedy decode ---------------------------------------------------------------------------
 

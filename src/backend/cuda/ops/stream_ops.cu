@@ -54,9 +54,19 @@ __global__ void split_halves_kernel(const float* src, float* first, float* secon
 }
 
 __global__ void copy_columns_kernel(CopyColumnsArgs a) {
-  MOEX_GRID_LOOP(i, a.rows * a.cols) {
-    const int64_t r = i / a.cols, c = i % a.cols;
-    a.dst[r * a.dst_stride + c] = a.src[r * a.src_stride + c];
+  MOEX_GRID_LOOP(i, a.rows * a.blocks * a.cols) {
+    const int64_t c = i % a.cols, rb = i / a.cols, b = rb % a.blocks, r = rb / a.blocks;
+    a.dst[r * a.dst_stride + b * a.dst_block_stride + c] =
+        a.src[r * a.src_stride + b * a.src_block_stride + c];
+  }
+}
+__global__ void delta_gates_kernel(DeltaGatesArgs a) {
+  MOEX_GRID_LOOP(i, a.rows * a.heads) {
+    const int64_t h = i % a.heads;
+    const float v = __fadd_rn(a.a[i], a.dt_bias[h]);
+    const float sp = __fadd_rn(fmaxf(v, 0.f), log1pf(expf(-fabsf(v))));
+    a.a[i] = expf(__fmul_rn(-expf(a.a_log[h]), sp));
+    a.b[i] = __fdiv_rn(1.f, __fadd_rn(1.f, expf(-a.b[i])));
   }
 }
 __global__ void dt_softplus_kernel(DtSoftplusArgs a) {
@@ -122,9 +132,9 @@ void split_halves(const float* src, float* first, float* second, int64_t rows, i
 }
 
 void copy_columns(const CopyColumnsArgs& a) {
-  check("copy_columns", a.src && a.dst, a.rows * a.cols);
-  if (a.rows <= 0 || a.cols <= 0) return;
-  copy_columns_kernel<<<detail::elementwise_blocks(a.rows * a.cols), 256>>>(a);
+  check("copy_columns", a.src && a.dst, a.rows * a.cols * a.blocks);
+  if (a.rows <= 0 || a.cols <= 0 || a.blocks <= 0) return;
+  copy_columns_kernel<<<detail::elementwise_blocks(a.rows * a.blocks * a.cols), 256>>>(a);
   MOEX_CUDA_CHECK_LAUNCH("copy_columns");
 }
 
@@ -133,6 +143,13 @@ void dt_softplus(const DtSoftplusArgs& a) {
   if (a.rows <= 0 || a.heads <= 0) return;
   dt_softplus_kernel<<<detail::elementwise_blocks(a.rows * a.heads), 256>>>(a);
   MOEX_CUDA_CHECK_LAUNCH("dt_softplus");
+}
+
+void delta_gates(const DeltaGatesArgs& a) {
+  check("delta_gates", a.a && a.b && a.a_log && a.dt_bias, a.rows * a.heads);
+  if (a.rows <= 0 || a.heads <= 0) return;
+  delta_gates_kernel<<<detail::elementwise_blocks(a.rows * a.heads), 256>>>(a);
+  MOEX_CUDA_CHECK_LAUNCH("delta_gates");
 }
 
 }  // namespace moex::cuda::ops
