@@ -70,13 +70,26 @@ int64_t Engine::resident_weight_bytes() const {
 }
 
 std::optional<ExpertParallelStats> Engine::expert_parallel_stats() const {
-  if (!collective_) return std::nullopt;
-  return ep_stats_;
+  if (!ep_) return std::nullopt;
+  return ep_->stats();
 }
 
 void Engine::reset_expert_parallel_stats() {
-  std::fill(ep_stats_.experts_run.begin(), ep_stats_.experts_run.end(), 0);
-  ep_stats_.step_imbalance.clear();
+  if (ep_) ep_->reset_stats();
+}
+
+void Engine::lead_followers() {
+  if (!ep_) fail("lead_followers: not an expert-parallel engine");
+  ep_->lead();
+}
+
+void Engine::follow_leader() {
+  if (!ep_) fail("follow_leader: only ranks other than 0 follow");
+  ep_->follow(*this);
+}
+
+void Engine::release_followers() {
+  if (ep_) ep_->release();
 }
 
 double Engine::weights_pmd_mapped_fraction() const {
@@ -119,7 +132,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     if (cfg_.moe.num_experts < 1 || opt.placement->experts() != cfg_.moe.num_experts)
       fail("expert parallelism: ", dir_, "/config.json has ", cfg_.moe.num_experts,
            " routed experts, the placement ", opt.placement->experts());
-    collective_ = opt.collective;
+    ep_ = std::make_unique<ExpertParallelSteps>(*opt.collective);
   } else if (opt.populate) {
     for (const auto& f : ckpt_.files()) f->populate();
   }
@@ -134,27 +147,24 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   policy_ = std::make_unique<PolicyControl>(std::move(policy));
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
-  if (collective_) {  // copied layouts copy (and read) only this rank's experts
+  if (ep_) {  // copied layouts copy (and read) only this rank's experts
     std::vector<std::vector<uint8_t>> keep;
     for (int64_t l = 0; l < cfg_.num_layers; ++l)
-      keep.push_back(opt.placement->owned_mask(collective_->rank(), l));
+      keep.push_back(opt.placement->owned_mask(ep_->collective().rank(), l));
     binder_->restrict_experts(std::move(keep));
   }
   w_ = bind_model_weights(cfg_, *binder_);
-  if (collective_) {
+  if (ep_) {
     check_same_checkpoint(
-        *collective_,
+        ep_->collective(),
         checkpoint_fingerprint(config_path, ckpt_, mc.tensors, opt.verify_every_byte), dir_,
         opt.verify_every_byte);
-    ep_stats_.rank = collective_->rank();
-    ep_stats_.ranks = collective_->size();
-    ep_stats_.experts_run.assign(size_t(ep_stats_.ranks), 0);
-    ffn_scratch_.moe.rank_experts.assign(size_t(ep_stats_.ranks), 0);
+    ffn_scratch_.moe.rank_experts.assign(size_t(ep_->stats().ranks), 0);
     for (const FileRange& r :
-         expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, collective_->rank())) {
+         expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, ep_->collective().rank())) {
       if (opt.populate) r.file->populate(r.offset, r.bytes);
-      ep_stats_.bytes_read_at_open += r.bytes;
-      ++ep_stats_.ranges_read_at_open;
+      ep_->stats().bytes_read_at_open += r.bytes;
+      ++ep_->stats().ranges_read_at_open;
     }
   }
   ropes_.resize(size_t(cfg_.num_layers));
@@ -188,10 +198,10 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     mixers_[size_t(i)] =
         make_mixer(*be_, cfg_, i, w_.layers[size_t(i)], ropes_[size_t(i)], mixer_scratch_);
     std::optional<ExpertParallelLayer> ep;
-    if (plan.ffn == FfnKind::kMoe && collective_) {
-      ep = expert_parallel_layer(*opt.placement, *collective_, i, moe_index);
-      if (moe_index == 0) ep_stats_.first_moe_layer = i;
-      ep_stats_.shared_share += ep->runs_shared() ? 1.0 / double(cfg_.num_moe_layers()) : 0.0;
+    if (plan.ffn == FfnKind::kMoe && ep_) {
+      ep = expert_parallel_layer(*opt.placement, ep_->collective(), i, moe_index);
+      if (moe_index == 0) ep_->stats().first_moe_layer = i;
+      ep_->stats().shared_share += ep->runs_shared() ? 1.0 / double(cfg_.num_moe_layers()) : 0.0;
     }
     if (plan.ffn == FfnKind::kMoe) ++moe_index;
     ffns_[size_t(i)] =
@@ -207,7 +217,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     moe_layers.shapes[size_t(i)] = {ex.din(), ex.dff(), cfg_.moe.top_k, ex.up.bits};
     moe_layers.ffn.push_back(moe_[size_t(i)]);
   }
-  policy_->attach(std::move(moe_layers), opt.measure_policy, collective_ != nullptr,
+  policy_->attach(std::move(moe_layers), opt.measure_policy, ep_ != nullptr,
                   opt.measure_time);
   logits_.grow(*be_, cfg_.vocab);
 
@@ -274,17 +284,7 @@ void Engine::begin_step(int64_t n) {
 
 void Engine::end_step(int64_t n, bool profiled) {
   if (profiled) ++profile_.steps;
-  if (collective_) {
-    std::vector<int64_t>& run = ffn_scratch_.moe.rank_experts;
-    int64_t most = 0, total = 0;
-    for (size_t r = 0; r < run.size(); ++r) {
-      ep_stats_.experts_run[r] += run[r];
-      most = std::max(most, run[r]);
-      total += run[r];
-    }
-    if (total > 0) ep_stats_.step_imbalance.push_back(double(most) * double(run.size()) / double(total));
-    std::fill(run.begin(), run.end(), 0);
-  }
+  if (ep_) ep_->end_step(ffn_scratch_.moe.rank_experts);
   policy_->end_step(n);
 }
 
@@ -305,9 +305,9 @@ const float* Engine::checked_forward(Sequence& seq, const int32_t* tokens, int64
          context_, " (model ", dir_, ")");
   check_tokens(tokens, n);
   // Followers need only the hidden states: they run the plain forward of the same tokens.
-  if (!leading_) return run_forward(seq, tokens, n, every_row);
-  announce_forward(seq, tokens, n);
-  return run_announced([&] { return run_forward(seq, tokens, n, every_row); });
+  if (!ep_ || !ep_->leading()) return run_forward(seq, tokens, n, every_row);
+  return ep_->announced_forward(seq, tokens, n,
+                                [&] { return run_forward(seq, tokens, n, every_row); });
 }
 
 // The logits of the last token: forward_batch's step with one part. Every row's logits

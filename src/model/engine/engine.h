@@ -19,6 +19,7 @@
 #include "io/checkpoint.h"
 #include "backend/model_backend.h"
 #include "model/engine/decode_profile.h"
+#include "model/engine/expert_parallel_steps.h"
 #include "model/engine/ffn.h"
 #include "model/engine/gated_deltanet.h"
 #include "model/engine/mixer.h"
@@ -75,24 +76,11 @@ struct EngineOptions {
   bool verify_every_byte = false;
 };
 
-// An expert-parallel run's figures for this rank (Engine::expert_parallel_stats).
-struct ExpertParallelStats {
-  int rank = 0, ranks = 1;
-  // Distinct experts each rank ran, summed over the MoE layers and steps since the reset
-  // (every rank computes all ranks' counts from the replicated routing).
-  std::vector<int64_t> experts_run;
-  // Per step: max over ranks / mean over ranks of the experts each ran in that step.
-  std::vector<double> step_imbalance;
-  uint64_t bytes_read_at_open = 0;  // the checkpoint bytes this rank populated...
-  int64_t ranges_read_at_open = 0;  // ...in this many ranges
-  double shared_share = 0;          // of the MoE layers' shared experts, the share it runs
-  int64_t first_moe_layer = 0;
-};
 inline constexpr int64_t kDefaultContext = 4096;
 inline constexpr int64_t kDefaultPrefillChunk = 512;
 inline constexpr int64_t kMaxPrefillChunk = 65536;
 
-class Engine {
+class Engine : private StepRunner {
  public:
   // Reads DIR/config.json (family, plan), opens DIR's safetensors and binds every tensor.
   // Throws moex::Error naming the file / tensor / field for anything wrong.
@@ -115,7 +103,7 @@ class Engine {
   const float* forward_every_row(Sequence& seq, const int32_t* tokens, int64_t n);
 
   // A new sequence at position 0 with this engine's context (its KV caches allocated).
-  std::unique_ptr<Sequence> new_sequence() const;
+  std::unique_ptr<Sequence> new_sequence() const override;
   // One step of several sequences together, each with its own tokens: part i runs
   // parts[i].n tokens at its sequence's position and advances it (a prefill chunk, or one
   // decode token). All rows share every weight read (the MoE layers run them in one call,
@@ -258,26 +246,14 @@ class Engine {
   bool profiling_ = false;
   DecodeProfile profile_;
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
-  dist::Collective* collective_ = nullptr;  // expert parallelism, when on
-  ExpertParallelStats ep_stats_;
-  bool leading_ = false;                   // announces each step to the followers
+  std::unique_ptr<ExpertParallelSteps> ep_;  // expert parallelism, when on
   mutable int32_t next_sequence_id_ = 0;
   // forward() and decode_batch() once validated.
-  const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
+  // (StepRunner: what an expert-parallel follower replays.)
+  const float* run_forward(Sequence& seq, const int32_t* tokens, int64_t n,
+                           bool every_row) override;
   const float* checked_forward(Sequence& seq, const int32_t* tokens, int64_t n, bool every_row);
-  const float* run_batch(const SequenceChunk* parts, int64_t count);
-  void announce_forward(const Sequence& seq, const int32_t* tokens, int64_t n);
-  void announce_batch(const SequenceChunk* parts, int64_t count);
-  [[noreturn]] void stop_every_rank(const char* what) const;
-  // A step the followers were told of: an error inside it stops every rank.
-  template <class Run>
-  const float* run_announced(Run&& run) {
-    try {
-      return run();
-    } catch (const std::exception& e) {
-      stop_every_rank(e.what());
-    }
-  }
+  const float* run_batch(const SequenceChunk* parts, int64_t count) override;
 
   // Scratch shared by all layers (one engine runs on one thread at a time), and the
   // activations for up to rows_ tokens (at most one prefill chunk).

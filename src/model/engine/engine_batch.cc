@@ -24,9 +24,8 @@ const float* Engine::forward_batch(const SequenceChunk* parts, int64_t count) {
   std::sort(batch_seen_.begin(), batch_seen_.end());
   if (std::adjacent_find(batch_seen_.begin(), batch_seen_.end()) != batch_seen_.end())
     fail("forward_batch: a sequence appears twice in one step");
-  if (!leading_) return run_batch(parts, count);
-  announce_batch(parts, count);
-  return run_announced([&] { return run_batch(parts, count); });
+  if (!ep_ || !ep_->leading()) return run_batch(parts, count);
+  return ep_->announced_batch(parts, count, [&] { return run_batch(parts, count); });
 }
 
 const float* Engine::decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n) {

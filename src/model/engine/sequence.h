@@ -46,6 +46,7 @@ class Sequence {
 
  private:
   friend class Engine;
+  friend class ExpertParallelSteps;  // a follower's copies, numbered as the leader's
   friend void load_state(Sequence&, const std::vector<KvChunk>&, int64_t,
                          const std::vector<std::vector<float>>&);
   friend void rewind_with_states(Sequence&, int64_t,
