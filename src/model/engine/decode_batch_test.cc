@@ -20,21 +20,10 @@
 namespace moex::model::engine {
 namespace {
 
+using test::argmax;
 using test::options_for_fused;
+using test::prompt_of;
 using test::write_tiny_preset;
-
-std::vector<int32_t> prompt_of(int64_t n, int64_t seed, int64_t vocab) {
-  std::vector<int32_t> ids;
-  for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((i * 37 + seed * 101 + 11) % vocab));
-  return ids;
-}
-
-int32_t argmax(const float* logits, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return int32_t(best);
-}
 
 bool bit_equal_n(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, size_t(n) * sizeof(float)) == 0;

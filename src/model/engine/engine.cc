@@ -2,6 +2,7 @@
 // and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
 // norm -> head, for the last row only.
 #include "model/engine/engine.h"
+#include "model/engine/small_weights.h"
 #include "model/engine/decode_op_bytes.h"
 #include "model/engine/expert_parallel.h"
 #include "model/engine/ffn.h"
@@ -139,7 +140,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   // The whole-model ops run on the CPU backend (activations and KV caches in host memory); the
   // MoE blocks on the chosen backend, whose capability is a policy input (--backend cuda keeps
   // the experts on the device).
-  be_ = &backend::cpu_backend();
+  be_ = opt.model_backend ? opt.model_backend : &backend::cpu_backend();
   moe::MoePolicy policy;
   policy.backend = &moe::moe_backend(opt.backend);
   policy.settings = opt.fused;
@@ -154,6 +155,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     binder_->restrict_experts(std::move(keep));
   }
   w_ = bind_model_weights(cfg_, *binder_);
+  place_small_weights(*be_, w_);
   if (ep_) {
     check_same_checkpoint(
         ep_->collective(),
@@ -333,7 +335,25 @@ const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n
     scale_logits(logits_.data() + done * V, rows);
   }
   end_step(n, profiled);
-  return logits_.data();
+  return host_logits(n * V);
+}
+
+// The tokens in the backend's memory (the host's own pointer for a host backend).
+const int32_t* Engine::placed_tokens(const int32_t* tokens, int64_t n) {
+  if (be_->memory() == backend::Memory::kHost) return tokens;
+  const int64_t bytes = n * int64_t(sizeof(int32_t));
+  if (tokens_.bytes() < bytes) tokens_ = be_->alloc(bytes);
+  be_->upload(tokens_.data(), tokens, bytes);
+  return tokens_.as<int32_t>();
+}
+
+// The first `count` logits where the caller can read them: logits_ itself in host memory,
+// else a host copy.
+const float* Engine::host_logits(int64_t count) {
+  if (be_->memory() == backend::Memory::kHost) return logits_.data();
+  host_logits_.resize(size_t(count));
+  be_->download(host_logits_.data(), logits_.data(), count * int64_t(sizeof(float)));
+  return host_logits_.data();
 }
 
 void Engine::set_routing_tally(bool on) {
@@ -370,7 +390,7 @@ void Engine::scale_logits(float* logits, int64_t rows) const {
 void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   ensure_rows(n);
   const int64_t H = cfg_.hidden;
-  be_->embedding_rows(w_.embed, tokens, n, h_.data());
+  be_->embedding_rows(w_.embed, placed_tokens(tokens, n), n, h_.data());
   if (cfg_.embedding_scale != 1.0) be_->scale(h_.data(), n * H, float(cfg_.embedding_scale));
   clock.lap(DecodeOp::kEmbedding);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
@@ -415,7 +435,7 @@ int64_t Engine::active_weight_bytes_per_token() const { return bytes_per_token_;
 
 int64_t Engine::scratch_bytes() const {
   int64_t total = ffn_scratch_.bytes() + mixer_scratch_.bytes();
-  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
+  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(*v.data())); };
   for (const auto* v : {&h_, &xn_, &mix_}) add(*v);
   return total;
 }

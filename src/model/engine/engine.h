@@ -74,6 +74,11 @@ struct EngineOptions {
   // config.json, the tensor list, routers and norms (each rank then reads its whole checkpoint
   // once at open, which expert parallelism otherwise avoids).
   bool verify_every_byte = false;
+  // The backend of the whole-model ops (null: the CPU backend). One whose memory is not the
+  // host's gets the small weights uploaded at open, the tokens uploaded and the logits
+  // downloaded each step, and runs the MoE blocks on host copies (ffn.cc). Tests pass a
+  // checking backend here (backend/foreign_backend_test_util.h).
+  const backend::ModelBackend* model_backend = nullptr;
 };
 
 inline constexpr int64_t kDefaultContext = 4096;
@@ -260,6 +265,11 @@ class Engine : private StepRunner {
   FfnScratch ffn_scratch_;
   MixerScratch mixer_scratch_;
   ActivationBuffer h_, xn_, mix_, logits_;
+  // A backend with its own memory: the step's tokens uploaded, the logits downloaded.
+  backend::Buffer tokens_;
+  std::vector<float> host_logits_;
+  const int32_t* placed_tokens(const int32_t* tokens, int64_t n);
+  const float* host_logits(int64_t count);
   std::vector<const Sequence*> batch_seen_;  // forward_batch's duplicate check
   std::vector<SequenceChunk> batch_parts_;   // decode_batch's parts
   std::vector<int32_t> batch_tokens_;        // the tokens of one call of run_rows

@@ -90,7 +90,7 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     clock.lap(DecodeOp::kLmHead);
   }
   end_step(total, profiled);
-  return logits_.data();
+  return host_logits(count * V);
 }
 
 }  // namespace moex::model::engine

@@ -81,6 +81,21 @@ inline EngineOptions options_for_fused(const char* fused) {
   return o;
 }
 
+// n token ids spread over the vocabulary, different for each seed.
+inline std::vector<int32_t> prompt_of(int64_t n, int64_t seed, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((i * 37 + seed * 101 + 11) % vocab));
+  return ids;
+}
+
+// The greedy token: the first index of the largest logit.
+inline int32_t argmax(const float* logits, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return int32_t(best);
+}
+
 inline std::vector<float> logits_of(const float* logits, const Engine& e) {
   return std::vector<float>(logits, logits + e.vocab());
 }

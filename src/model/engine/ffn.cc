@@ -23,9 +23,11 @@ void FfnScratch::ensure(const backend::ModelBackend& be, const ModelConfig& cfg,
 
 int64_t FfnScratch::bytes() const {
   int64_t total = moe.block.bytes();
-  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(v[0])); };
+  auto add = [&](const auto& v) { total += int64_t(v.capacity() * sizeof(*v.data())); };
   for (const auto* v : {&gate, &up, &branch}) add(*v);
-  for (const auto* v : {&moe.logits, &moe.scores, &moe.router_in, &moe.experts_in}) add(*v);
+  for (const auto* v : {&moe.logits, &moe.scores, &moe.router_in, &moe.experts_in, &moe_host_in,
+                        &moe_host_out})
+    add(*v);
   add(moe.ids);
   return total;
 }
@@ -77,13 +79,21 @@ class DenseFfn final : public Ffn {
   FfnScratch& s_;
 };
 
+// The backend the MoE block's own ops run on: the model's when its memory is the host's, else
+// the CPU backend (the MoE backends take host activations, moe/moe_backend.h): the block then
+// runs on host copies of its input and output.
+const backend::ModelBackend& moe_host_backend(const backend::ModelBackend& be) {
+  return be.memory() == backend::Memory::kHost ? be : backend::cpu_backend();
+}
+
 class MoeLayerFfn final : public Ffn {
  public:
   MoeLayerFfn(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
               const LayerWeights& w, PolicyControl& policy, std::optional<ExpertParallelLayer> ep,
               FfnScratch& s)
       : be_(be), cfg_(cfg), layer_(layer), w_(w), policy_(policy), s_(s),
-        moe_(be, cfg, w.moe, layer, policy.policy(), std::move(ep)),
+        moe_(moe_host_backend(be), cfg, w.moe, layer, policy.policy(), std::move(ep)),
+        on_host_(&moe_host_backend(be) != &be),
         parallel_dense_(cfg.layers[size_t(layer)].parallel_dense_dff > 0),
         dense_act_(kernel_activation(cfg.dense_activation)) {}
 
@@ -97,10 +107,21 @@ class MoeLayerFfn final : public Ffn {
         apply_norm(be_, cfg_, w_.dense_out_norm, c.out, c.out, c.n);
       moe_out = s_.branch.data();
     }
+    const float* in = moe_.input_is_raw() ? c.raw : c.normed;
+    const int64_t bytes = c.n * cfg_.hidden * int64_t(sizeof(float));
+    float* out = moe_out;
+    if (on_host_) {  // the block's input and output through host copies
+      s_.moe_host_in.resize(size_t(c.n * cfg_.hidden));
+      s_.moe_host_out.resize(size_t(c.n * cfg_.hidden));
+      be_.download(s_.moe_host_in.data(), in, bytes);
+      in = s_.moe_host_in.data();
+      out = s_.moe_host_out.data();
+    }
     const bool timed = policy_.timing(c.n);
     const double t0 = timed ? now_seconds() : 0;
-    moe_.forward(moe_.input_is_raw() ? c.raw : c.normed, c.n, moe_out, *c.counters, s_.moe);
+    moe_.forward(in, c.n, out, *c.counters, s_.moe);
     if (timed) policy_.record(layer_, now_seconds() - t0);
+    if (on_host_) be_.upload(moe_out, out, bytes);
     if (moe_out != c.out) be_.add_scaled(c.out, moe_out, c.n * cfg_.hidden, 1.f);
   }
   DecodeOp op() const override { return DecodeOp::kMoe; }
@@ -114,6 +135,7 @@ class MoeLayerFfn final : public Ffn {
   PolicyControl& policy_;
   FfnScratch& s_;
   MoeFfn moe_;
+  bool on_host_;  // the model's backend keeps activations off the host
   bool parallel_dense_;
   kernels::Activation dense_act_;  // of the parallel dense MLP
 };

@@ -25,6 +25,9 @@ struct FfnScratch {
   ActivationBuffer gate, up;  // [rows][widest dense dff]
   ActivationBuffer branch;    // [rows][H]: the experts' output beside a parallel dense MLP
   MoeFfnScratch moe;
+  // Host copies of a MoE block's input and output when the model's backend keeps activations
+  // off the host (ffn.cc).
+  std::vector<float> moe_host_in, moe_host_out;
   // Sizes for n rows of the widest layer of `cfg`.
   void ensure(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t n);
   int64_t bytes() const;  // what the vectors hold

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/engine/scratch_grow.h"
+#include "model/engine/small_weights.h"
 
 namespace moex::model::engine {
 
@@ -15,7 +16,8 @@ GatedDeltaNet::GatedDeltaNet(const backend::ModelBackend& be, const GatedDeltaNe
       p_(p),
       hidden_(hidden),
       norm_eps_(float(norm_eps)),
-      conv_w_(ops::transpose_conv_weight(w.conv.data(), p.conv_dim(), p.conv_kernel)) {}
+      conv_w_(placed(be, ops::FloatVec(ops::transpose_conv_weight(w.conv.host(), p.conv_dim(),
+                                                                 p.conv_kernel)))) {}
 
 void GatedDeltaNet::project(const float* x, int64_t n, float* mixed,
                             GatedDeltaNetScratch& s) const {

@@ -57,7 +57,7 @@ class GatedDeltaNet {
   GatedDeltaParams p_;
   int64_t hidden_;
   float norm_eps_;
-  std::vector<float> conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h)
+  ops::FloatVec conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h), placed
 };
 
 }  // namespace moex::model::engine

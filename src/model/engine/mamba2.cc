@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "model/engine/scratch_grow.h"
+#include "model/engine/small_weights.h"
 #include "backend/cpu/softmax.h"
 
 namespace moex::model::engine {
@@ -16,9 +17,11 @@ Mamba2Mixer::Mamba2Mixer(const backend::ModelBackend& be, const Mamba2Weights& w
       w_(w),
       p_(p),
       norm_eps_(float(norm_eps)),
-      a_(size_t(p.heads)),
-      conv_w_(ops::transpose_conv_weight(w.conv.data(), p.conv_dim(), p.conv_kernel)) {
-  for (int64_t h = 0; h < p.heads; ++h) a_[size_t(h)] = -std::exp(w.a_log.data()[h]);
+      conv_w_(placed(be, ops::FloatVec(ops::transpose_conv_weight(w.conv.host(), p.conv_dim(),
+                                                                 p.conv_kernel)))) {
+  std::vector<float> a(size_t(p.heads));
+  for (int64_t h = 0; h < p.heads; ++h) a[size_t(h)] = -std::exp(w.a_log.host()[h]);
+  a_ = placed(be, ops::FloatVec(std::move(a)));
 }
 
 void Mamba2Mixer::forward(const float* x, int64_t n, float* out, float* state,

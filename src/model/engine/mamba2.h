@@ -48,8 +48,8 @@ class Mamba2Mixer {
   const Mamba2Weights& w_;
   Mamba2Params p_;
   float norm_eps_;
-  std::vector<float> a_;       // A = -exp(A_log), [heads]
-  std::vector<float> conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h)
+  ops::FloatVec a_;       // A = -exp(A_log), [heads]
+  ops::FloatVec conv_w_;  // the conv weight tap-major, [L][C] (ops/causal_conv.h)
 };
 
 }  // namespace moex::model::engine

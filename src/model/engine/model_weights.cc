@@ -201,7 +201,7 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
       const float root = float(std::pow(double(c.hidden), -0.5));
       l->moe.router_norm.resize(size_t(scale.size()));
       for (size_t j = 0; j < l->moe.router_norm.size(); ++j)
-        l->moe.router_norm[j] = scale.data()[j] * root;
+        l->moe.router_norm[j] = scale.host()[j] * root;
       return;
     }
     case Slot::kRouterExpertScale: {
@@ -209,7 +209,7 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
       l->moe.expert_scale.assign(s.data(), s.data() + s.size());
       return;
     }
-    case Slot::kLayerScalar: l->layer_scalar = b.vector(m.path, 1).data()[0]; return;
+    case Slot::kLayerScalar: l->layer_scalar = b.vector(m.path, 1).host()[0]; return;
   }
   fail("internal: module '", m.path, "' has no slot");
 }

@@ -24,11 +24,6 @@ class ActivationBuffer {
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return size_t(size_); }
-  // Host access for the loops that still run on the host (a host backend's memory only;
-  // docs/architecture.md, "Host loops outside the backend").
-  float& operator[](int64_t i) const { return data()[i]; }
-  float* begin() const { return data(); }
-  float* end() const { return data() + size_; }
 
  private:
   backend::Buffer buf_;

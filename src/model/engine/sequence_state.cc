@@ -90,6 +90,7 @@ bool check_states(const Sequence& seq, const std::vector<std::vector<float>>& st
 }
 
 void put_state(Sequence& seq, size_t l, const std::vector<float>& state) {
+  if (state.empty()) return;  // a layer without a recurrent state
   seq.backend().upload(seq.recurrent_state(int64_t(l)).data(), state.data(),
                        int64_t(state.size() * sizeof(float)));
 }
@@ -111,6 +112,7 @@ void copy_recurrent_states(const Sequence& seq, std::vector<std::vector<float>>&
   for (int64_t l = 0; l < seq.layers(); ++l) {
     const ActivationBuffer& s = seq.recurrent_state(l);
     out[size_t(l)].resize(size_t(s.size()));
+    if (s.empty()) continue;  // a layer without a recurrent state
     seq.backend().download(out[size_t(l)].data(), s.data(), s.size() * int64_t(sizeof(float)));
   }
 }
