@@ -13,8 +13,8 @@ command -v nvcc >/dev/null || { echo "cuda check: no nvcc on PATH" >&2; exit 2; 
 t0=$SECONDS
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMOEX_CUDA=ON "${moex_launcher_args[@]}" \
   "${moex_extra_args[@]}" >/dev/null
-targets=(moex_cuda cuda_api_test cuda_test cuda_ops_test backend_conformance_test cuda_bench_tool moex)
+targets=(moex_cuda cuda_api_test cuda_test cuda_ops_test backend_conformance_test cuda_bench_tool moex model_cuda_engine_test)
 cmake --build "$dir" -j"$(nproc)" $(printf -- '--target %s ' "${targets[@]}")
 echo "cuda check: built in $((SECONDS - t0)) s"
 export XDG_CACHE_HOME="$PWD/$dir/test-cache"
-ctest --test-dir "$dir" --output-on-failure -R '^(cuda_api_test|cuda_test|cuda_ops_test|backend_conformance_test)$'
+ctest --test-dir "$dir" --output-on-failure -R '^(cuda_api_test|cuda_test|cuda_ops_test|backend_conformance_test|model_cuda_engine_test)$'

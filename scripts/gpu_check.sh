@@ -90,7 +90,7 @@ built=0
 if [ "${MOEX_GPU_CHECK_SKIP_BUILD:-0}" != 1 ] &&
    run_step configure 300 cmake -S "$repo" -B "$build" -DMOEX_CUDA=ON -DCMAKE_BUILD_TYPE=Release; then
   if run_step build 420 cmake --build "$build" -j "$jobs" --target cuda_test cuda_api_test cuda_bench_tool \
-       cuda_ops_test moe_cuda_backend_test backend_conformance_test; then
+       cuda_ops_test moe_cuda_backend_test backend_conformance_test model_cuda_engine_test moex; then
     built=1
     bin="$build/src/backend/cuda"
   fi
@@ -123,6 +123,22 @@ if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
   if [ -x "$build/src/backend/backend_conformance_test" ]; then
     run_step backend_conformance 180 "$build/src/backend/backend_conformance_test" \
       --gtest_output="xml:$out/backend_conformance_test.xml"
+  fi
+  # The whole engine on the device (--backend cuda, experts on the device and on the host)
+  # against the CPU engine on every family; it prints each family's measured logits error.
+  if [ -x "$build/src/model/model_cuda_engine_test" ]; then
+    run_step cuda_engine 240 "$build/src/model/model_cuda_engine_test" \
+      --gtest_output="xml:$out/model_cuda_engine_test.xml"
+  fi
+  # A decode of the 4-layer qwen3-30b-a3b shape on the device, and with the experts on the host.
+  if [ -x "$build/tools/moex" ]; then
+    run_step make_model_l4 180 "$build/tools/moex" make-model --preset qwen3-30b-a3b --layers 4 \
+      --out "$build/qwen3-L4" --reuse -q
+    for experts in cuda cpu; do
+      run_step "bench_decode_experts_$experts" 120 bash -c "'$build/tools/moex' bench-decode \
+        -m '$build/qwen3-L4' --backend cuda --experts-on $experts -n 64 --repeats 3 -o json \
+        > '$out/bench_decode_cuda_experts_$experts.json'"
+    done
   fi
 
   # Memory and shared-memory race checks of a subset (compute-sanitizer, where the machine has it).

@@ -44,7 +44,7 @@ struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
   std::optional<std::string> prompt_ids, prompt_tokens, n, warmup, repeats, fused, max_dff,
-      threads, precision, weights, isa, backend;
+      threads, precision, weights, isa, backend, experts_on;
   std::string output = "md";
   ExpertParallelFlags expert_parallel;
 };
@@ -281,10 +281,11 @@ int run_bench(const BenchFlags& f) {
   for (const auto& a : arm_names) {
     Arm arm;
     arm.name = a;
-    arm.settings = eng::engine_options(a, f.max_dff, context, f.backend).fused;
+    arm.settings = eng::engine_options(a, f.max_dff, context, f.backend, f.experts_on).fused;
     arms.push_back(std::move(arm));
   }
-  eng::EngineOptions opt = eng::engine_options(arm_names[0], f.max_dff, context, f.backend);
+  eng::EngineOptions opt =
+      eng::engine_options(arm_names[0], f.max_dff, context, f.backend, f.experts_on);
   if (ep) ep->apply(opt);
   const LoadProgress load("bench-decode", f.model);
   auto engine = eng::Engine::open(f.model, opt);
@@ -332,7 +333,8 @@ int run_bench(const BenchFlags& f) {
   // measurement) picks for the first MoE layer, and whether that is the faster arm here.
   std::string auto_pick, auto_note;
   if (arms.size() == 2 && ex) {
-    engine->set_fused_settings(eng::engine_options("auto", f.max_dff, context, f.backend).fused);
+    engine->set_fused_settings(
+        eng::engine_options("auto", f.max_dff, context, f.backend, f.experts_on).fused);
     const eng::Engine::LayerDecision d = engine->decode_decisions().at(0);
     auto_pick = d.routed.path == moe::Path::kFused ? "on" : "off";
     const std::string faster = ratio >= 1 ? "on" : "off";
@@ -377,7 +379,9 @@ int run_bench(const BenchFlags& f) {
                   {"group_size", ex ? ex->up.group_size : 0}, {"layers", cfg.num_layers},
                   {"moe_layers", cfg.num_moe_layers()},
                   {"active_weight_bytes_per_token", active}};
-    j["host"] = {{"backend", moe::backend_name(opt.backend)}, {"isa", isa_name(active_isa())},
+    j["host"] = {{"backend", moe::backend_name(opt.backend)},
+                 {"model_backend", opt.model_backend ? opt.model_backend->name() : "cpu"},
+                 {"isa", isa_name(active_isa())},
                  {"precision", kernels::active_precision_label()}, {"threads", num_threads()},
                  {"cpu_model", cpu_model_name()},
                  {"moex_commit", moex_commit()}, {"date", date},
@@ -517,9 +521,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
-  sub.add_option("--backend", f->backend,
-                 "where the MoE layers run: cpu (default) or cuda (experts on the device, the "
-                 "rest of the step on the host)");
+  add_backend_options(sub, &f->backend, &f->experts_on);
   sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
       ->capture_default_str();
   add_expert_parallel_flags(sub, &f->expert_parallel);

@@ -43,7 +43,8 @@ using serve::chat_message;
 
 struct ChatFlags {
   std::string model;
-  std::optional<std::string> system, n, threads, precision, weights, fused, backend, context, dump_turns;
+  std::optional<std::string> system, n, threads, precision, weights, fused, backend, experts_on,
+      context, dump_turns;
   SamplingFlags sampling;
   bool verbose = false;
 };
@@ -153,7 +154,7 @@ int run_chat(const ChatFlags& f) {
 
   const LoadProgress load("chat", f.model);
   auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, std::nullopt, context,
-                                                               f.backend));
+                                                               f.backend, f.experts_on));
   load.done();
   // LFM2's short-conv layers cannot be truncated: the session then resets and re-runs the
   // whole conversation whenever it is rendered differently from what the engine holds.
@@ -275,7 +276,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
-  sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
+  add_backend_options(sub, &f->backend, &f->experts_on);
   sub.add_option("--dump-turns", f->dump_turns,
                  "write each turn's prompt ids, reused and run counts and answer ids as JSON")
       ->group("");  // for the reference tests

@@ -46,7 +46,7 @@ using serve::chat_message;
 struct GenerateFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
-      dump_logits, prefill_chunk, backend;
+      dump_logits, prefill_chunk, backend, experts_on;
   SamplingFlags sampling;
   SpecFlags spec;
   ExpertParallelFlags expert_parallel;
@@ -95,7 +95,8 @@ int run_generate(GenerateFlags f) {
   const int64_t context =
       cfg.max_position > 0 ? std::min(prompt_tokens + n, cfg.max_position) : prompt_tokens + n;
   const LoadProgress load("generate", f.model);
-  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
+  eng::EngineOptions options =
+      eng::engine_options(f.fused, f.max_dff, context, f.backend, f.experts_on);
   if (f.prefill_chunk)
     options.prefill_chunk =
         parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
@@ -288,9 +289,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
-  sub.add_option("--backend", f->backend,
-                 "where the MoE layers run: cpu (default) or cuda (experts on the device, the "
-                 "rest of the step on the host)");
+  add_backend_options(sub, &f->backend, &f->experts_on);
   sub.add_option("--prefill-chunk", f->prefill_chunk,
                  "prompt tokens per prefill batch, 1-65536 (default 512): bounds prefill memory")
       ->type_name("INT");

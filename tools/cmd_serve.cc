@@ -49,7 +49,7 @@ namespace eng = moex::model::engine;
 struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
-      fused, max_dff, backend, reasoning_format, test_replies, cache_ram,
+      fused, max_dff, backend, experts_on, reasoning_format, test_replies, cache_ram,
       batch_tokens;
   ExpertParallelFlags expert_parallel;
   bool health_needs_key = false;
@@ -242,7 +242,8 @@ int run_serve(const ServeFlags& f) {
     fail("--cache-ram: the prompt cache does not work with --expert-parallel (the other ranks "
          "cannot load a cached state); give --cache-ram 0 or leave it out");
   require_mapped_weights(ep);
-  eng::EngineOptions options = eng::engine_options(f.fused, f.max_dff, context, f.backend);
+  eng::EngineOptions options =
+      eng::engine_options(f.fused, f.max_dff, context, f.backend, f.experts_on);
   if (ep) ep->apply(options);
   const LoadProgress load("serve", f.model);
   auto engine = eng::Engine::open(f.model, options);
@@ -365,7 +366,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  sub.add_option("--backend", f->backend, "where the MoE layers run: cpu (default) or cuda");
+  add_backend_options(sub, &f->backend, &f->experts_on);
   sub.add_option("--reasoning-format", f->reasoning_format,
                  "deepseek (default): thinking in reasoning_content; none: left in the content")
       ->type_name("FORMAT");

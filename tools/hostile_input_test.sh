@@ -88,6 +88,10 @@ row "generate --spec-draft without --spec" 2 "--spec-draft needs --spec" "${g[@]
 row "generate --spec-draft 0" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 0
 row "generate --spec-draft 65" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 65
 row "generate --spec-draft 2x" 2 "--spec-draft" "${g[@]}" -m "$work/good" --spec ngram --spec-draft 2x
+row "generate --experts-on tpu" 2 "--experts-on: 'tpu' is not a backend" "${g[@]}" -m "$work/good" --experts-on tpu
+# Without CUDA built in, or without a device: an error naming the flag, before the model loads.
+row "generate --backend cuda (no device)" 2 "--backend cuda:" "${g[@]}" -m "$work/good" --backend cuda --experts-on cpu
+row "generate --experts-on cuda (no device)" 2 "backend cuda:" "${g[@]}" -m "$work/good" --experts-on cuda
 row "generate --spec-ngram-min 0" 2 "--spec-ngram-min" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 0
 row "generate --spec-ngram-max below min" 2 "--spec-ngram-max" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 3 --spec-ngram-max 2
 echo "== --threads (bounded; a refused thread is an error, not an abort)"

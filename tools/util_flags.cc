@@ -101,4 +101,17 @@ void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
     sub.add_option("--isa", *isa, "instruction set: scalar, avx2, avx512 (default: the best)");
 }
 
+void add_backend_options(CLI::App& sub, std::optional<std::string>* backend,
+                         std::optional<std::string>* experts_on) {
+  sub.add_option("--backend", *backend,
+                 "where the model runs: cpu (default) or cuda (the whole model on the device; "
+                 "not yet run on a GPU, see the README)")
+      ->type_name("cpu|cuda");
+  sub.add_option("--experts-on", *experts_on,
+                 "where the MoE layers' routed experts run (default: as --backend): cpu beside "
+                 "--backend cuda keeps them in host memory (llama.cpp's --cpu-moe); cuda beside "
+                 "--backend cpu puts only the experts on the device")
+      ->type_name("cpu|cuda");
+}
+
 }  // namespace moex::tools

@@ -41,6 +41,10 @@ void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
                          std::optional<std::string>* precision,
                          std::optional<std::string>* weights, std::optional<std::string>* isa);
 
+// --backend and --experts-on (model/engine/backend_choice.h), with one help text each.
+void add_backend_options(CLI::App& sub, std::optional<std::string>* backend,
+                         std::optional<std::string>* experts_on);
+
 // The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
 // it); "" when none is close.
 std::string nearest_word(std::string_view word, const std::vector<std::string>& names);

@@ -12,6 +12,7 @@
 #include "core/sysinfo.h"
 #include "io/safetensors.h"
 #include "kernels/precision.h"
+#include "model/engine/backend_choice.h"
 #include "model/gguf/gguf_model.h"
 #include "moe/calibration.h"
 #include "moe/moe_backend.h"
@@ -78,13 +79,16 @@ void apply_cpu_settings(const std::optional<std::string>& threads,
 
 EngineOptions engine_options(const std::optional<std::string>& fused,
                              const std::optional<std::string>& max_dff, int64_t context,
-                             const std::optional<std::string>& backend) {
+                             const std::optional<std::string>& backend,
+                             const std::optional<std::string>& experts_on) {
   moe::RawFusedSettings raw;
   raw.flag_fused = fused;
   raw.flag_max_dff = max_dff;
   EngineOptions o;
   o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
-  if (backend) o.backend = moe::parse_backend(*backend, "--backend");
+  const BackendChoice choice = parse_backend_choice(backend, experts_on);
+  o.backend = choice.experts;
+  if (choice.model != moe::Backend::kCpu) o.model_backend = &model_backend_of(choice.model);
   o.calibration = moe::load_calibrated_cap(moe::moe_backend(o.backend).calibration_key());
   o.measure_policy = moe::measurement_enabled_by_environment();
   o.context = context;
