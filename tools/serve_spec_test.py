@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""`moex serve --spec ngram` against a server without it, with the official openai client, on a
+tiny model with attention only (tiny-qwen3-moe) and one with recurrent states (tiny-qwen3-next):
+several requests of different lengths at once (on 3 slots), each streamed and not, give the same
+text, finish reason, token count and logprobs: completions and chat, greedy and seeded sampling,
+logit bias, penalties, min_tokens, a stop string, logprobs, structured output where the build
+has xgrammar. Random weights never repeat text on their own, so most requests bias the ids of
+a phrase their prompt repeats: the output then loops among them and prompt lookup finds drafts.
+/metrics must count accepted drafts (and rejected ones, and on the recurrent model rewinds),
+so the comparison cannot pass without speculation running. Bad --spec values are refused.
+
+usage: serve_spec_test.py --moex BIN --work DIR
+"""
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import openai
+from tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import serve_openai_test  # noqa: E402
+from serve_openai_test import ENV, TEMPLATE, Server, check, run  # noqa: E402
+
+PRESETS = ["tiny-qwen3-moe", "tiny-qwen3-next"]
+RECURRENT = {"tiny-qwen3-next"}
+PHRASE = " alpha beta gamma delta"
+SPEC_SETTINGS = [["--spec", "ngram"],
+                 ["--spec", "ngram", "--spec-draft", "5", "--spec-ngram-min", "1",
+                  "--spec-ngram-max", "2"]]
+
+
+def requests(phrase_ids, im_end, stop_string):
+    """(name, api, arguments) of the requests every server gets, each streamed and not."""
+    bias = {str(i): 30 for i in phrase_ids}
+    repeated = "Say it again:" + PHRASE * 3
+    ids_out = {"return_tokens_as_token_ids": True}
+    user = [{"role": "user", "content": repeated}]
+    return [
+        ("completion, logprobs", "completion",
+         dict(prompt=repeated, max_tokens=20, logit_bias=bias, logprobs=2, extra_body=ids_out)),
+        ("chat, stop string", "chat",
+         dict(messages=user, max_tokens=33, logit_bias=bias,
+              **({"stop": [stop_string]} if stop_string else {}))),
+        ("completion, no bias", "completion",
+         dict(prompt="The weather today is", max_tokens=12)),
+        ("chat, penalties", "chat",
+         dict(messages=user, max_tokens=25, logit_bias=bias, frequency_penalty=0.5,
+              presence_penalty=0.3, extra_body={"repetition_penalty": 1.1})),
+        ("completion, sampled with a seed", "completion",
+         dict(prompt=repeated, max_tokens=30, logit_bias=bias, temperature=0.9, seed=11)),
+        ("chat, min_tokens then the end of turn", "chat",
+         dict(messages=user, max_tokens=40, logit_bias={str(im_end): 30},
+              extra_body={"min_tokens": 6})),
+        ("chat, logprobs", "chat",
+         dict(messages=user, max_tokens=17, logit_bias=bias, logprobs=True, top_logprobs=2)),
+        ("chat, json_object", "chat",
+         dict(messages=user, max_tokens=24, response_format={"type": "json_object"})),
+    ]
+
+
+def outcome(client, api, kw, stream):
+    """What a request gave: text, finish reason, tokens and logprobs (or the error status)."""
+    kw = {"model": "m", "temperature": 0, **kw}
+    try:
+        if api == "completion":
+            if stream:
+                chunks = list(client.completions.create(stream=True, **kw))
+                return {"text": "".join(c.choices[0].text for c in chunks if c.choices),
+                        "finish": [c.choices[0].finish_reason for c in chunks
+                                   if c.choices and c.choices[0].finish_reason]}
+            r = client.completions.create(**kw)
+            lp = r.choices[0].logprobs
+            return {"text": r.choices[0].text, "finish": [r.choices[0].finish_reason],
+                    "tokens": r.usage.completion_tokens,
+                    "logprobs": lp and [lp.tokens, lp.token_logprobs, lp.top_logprobs]}
+        if stream:
+            chunks = list(client.chat.completions.create(stream=True, **kw))
+            return {"text": "".join(c.choices[0].delta.content or "" for c in chunks if c.choices),
+                    "finish": [c.choices[0].finish_reason for c in chunks
+                               if c.choices and c.choices[0].finish_reason]}
+        r = client.chat.completions.create(**kw)
+        lp = r.choices[0].logprobs
+        return {"text": r.choices[0].message.content, "finish": [r.choices[0].finish_reason],
+                "tokens": r.usage.completion_tokens,
+                "logprobs": lp and [[t.token, t.logprob, [(a.token, a.logprob)
+                                                         for a in t.top_logprobs]]
+                                    for t in lp.content]}
+    except openai.APIStatusError as e:
+        return {"status": e.status_code}
+
+
+def serve_all(srv, reqs):
+    """Every request streamed and not, all at once; {(name, stream): outcome}."""
+    client = srv.client()
+    out = {}
+
+    def one(name, api, kw, stream):
+        out[(name, stream)] = outcome(client, api, kw, stream)
+
+    threads = [threading.Thread(target=one, args=(n, api, kw, s))
+               for n, api, kw in reqs for s in (False, True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def counters(srv):
+    status, _, body = srv.http("GET", "/metrics")
+    return {k: float(v) for k, v in
+            re.findall(r"^(moex_spec_decode_\w+) (\S+)$", body.decode(), re.M)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--moex", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    work = Path(a.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for preset in PRESETS:
+        d = work / preset
+        run([a.moex, "make-model", "--preset", preset, "--out", d, "-q"])
+        (d / "chat_template.jinja").write_text(TEMPLATE)
+        tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+        im_end = tok.token_to_id("<|im_end|>")
+        (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [im_end]}))
+        phrase_ids = sorted(set(tok.encode(PHRASE).ids))
+        srv = Server(a.moex, d, work, f"{preset}-plain", "--parallel", "3")
+        try:
+            # A stop string the "stop string" request meets: a piece of its answer without one.
+            free = outcome(srv.client(), "chat", requests(phrase_ids, im_end, "")[1][2], False)
+            stop_string = free["text"][len(free["text"]) // 2:][:9]
+            reqs = requests(phrase_ids, im_end, stop_string)
+            plain = serve_all(srv, reqs)
+            check(counters(srv).get("moex_spec_decode_draft_tokens_total") == 0,
+                  f"{preset}: without --spec no drafts run")
+        finally:
+            srv.stop()
+        finishes = {f for o in plain.values() for f in o.get("finish", [])}
+        check("length" in finishes and
+              sum(1 for o in plain.values() if "text" in o) >= 2 * (len(reqs) - 1),
+              f"{preset}: the plain server answered, some requests ending by length")
+        for name in ("chat, stop string", "chat, min_tokens then the end of turn"):
+            check(plain[(name, False)]["finish"] == ["stop"] and plain[(name, True)]["finish"] ==
+                  ["stop"], f"{preset}: {name}: the plain server's answer ends by stop "
+                  f"({plain[(name, False)]})")
+        rejected = rewound = 0
+        for i, flags in enumerate(SPEC_SETTINGS):
+            what = f"{preset} {' '.join(flags)}"
+            srv = Server(a.moex, d, work, f"{preset}-spec{i}", "--parallel", "3", *flags)
+            try:
+                got = serve_all(srv, reqs)
+                c = counters(srv)
+            finally:
+                srv.stop()
+            for key, want in plain.items():
+                check(got.get(key) == want,
+                      f"{what}: {key[0]}{', streamed' if key[1] else ''}: as without --spec"
+                      + ("" if got.get(key) == want else f"\n    plain {want}\n    spec  {got.get(key)}"))
+            drafted = c.get("moex_spec_decode_draft_tokens_total", 0)
+            accepted = c.get("moex_spec_decode_accepted_tokens_total", 0)
+            check(accepted > 0, f"{what}: /metrics counts accepted drafts ({accepted:.0f} of "
+                  f"{drafted:.0f})")
+            rejected += drafted - accepted
+            rewound += c.get("moex_spec_decode_reruns_total", 0)
+        check(rejected > 0, f"{preset}: some drafts were rejected ({rejected:.0f})")
+        if preset in RECURRENT:
+            check(rewound > 0, f"{preset}: rejected passes rewound the recurrent states "
+                  f"({rewound:.0f})")
+
+    d = work / PRESETS[0]
+    for flags, name in [(["--spec", "ngram", "--spec-draft", "65"], "--spec-draft"),
+                        (["--spec", "eagle"], "--spec"),
+                        (["--spec-draft", "2"], "--spec-draft"),
+                        (["--spec", "ngram", "--spec-ngram-max", "x"], "--spec-ngram-max")]:
+        r = subprocess.run([a.moex, "serve", "-m", str(d), "--port", "0", *flags],
+                           capture_output=True, text=True, env=ENV, timeout=60)
+        check(r.returncode != 0 and name in r.stderr,
+              f"serve {' '.join(flags)}: refused naming {name} ({r.stderr.strip()[:100]})")
+    serve_openai_test.finish("serve spec test")
+
+
+if __name__ == "__main__":
+    main()
