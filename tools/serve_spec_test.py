@@ -4,12 +4,13 @@ tiny model with attention only (tiny-qwen3-moe) and one with recurrent states (t
 several requests of different lengths at once (on 3 slots), each streamed and not, give the same
 text, finish reason, token count and logprobs: completions and chat, greedy and seeded sampling,
 logit bias, penalties, min_tokens, a stop string, logprobs, structured output where the build
-has xgrammar. Random weights never repeat text on their own, so most requests bias the ids of
+has xgrammar; and, with --templates, tool calls on Qwen3's template (tool_choice required and
+auto, their arguments parsed from the output). Random weights never repeat text on their own, so most requests bias the ids of
 a phrase their prompt repeats: the output then loops among them and prompt lookup finds drafts.
 /metrics must count accepted drafts (and rejected ones, and on the recurrent model rewinds),
 so the comparison cannot pass without speculation running. Bad --spec values are refused.
 
-usage: serve_spec_test.py --moex BIN --work DIR
+usage: serve_spec_test.py --moex BIN --work DIR [--templates CORPUS_DIR]
 """
 import argparse
 import json
@@ -112,6 +113,81 @@ def serve_all(srv, reqs):
     return out
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather",
+    "parameters": {"type": "object", "required": ["city"],
+                   "properties": {"city": {"enum": ["Paris", "Oslo"]},
+                                  "days": {"type": "integer", "minimum": 1, "maximum": 7}}}}}]
+
+
+def tool_outcome(client, choice, seed, stream):
+    """A tool-call answer on Qwen3's template (thinking off): content, calls, finish reason."""
+    kw = dict(model="m", messages=[{"role": "user", "content": "Weather in Paris and Oslo?"}],
+              max_tokens=120, temperature=1.0, seed=seed, tools=TOOLS, tool_choice=choice,
+              extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    try:
+        if not stream:
+            c = client.chat.completions.create(**kw).choices[0]
+            return {"content": c.message.content, "finish": c.finish_reason,
+                    "calls": [(t.function.name, t.function.arguments)
+                              for t in c.message.tool_calls or []]}
+        content, calls, finish = "", {}, None
+        for ch in client.chat.completions.create(stream=True, **kw):
+            if not ch.choices:
+                continue
+            d = ch.choices[0].delta
+            content += d.content or ""
+            for tc in d.tool_calls or []:
+                slot = calls.setdefault(tc.index, ["", ""])
+                slot[0] += (tc.function.name or "") if tc.function else ""
+                slot[1] += (tc.function.arguments or "") if tc.function else ""
+            finish = ch.choices[0].finish_reason or finish
+        return {"content": content or None, "finish": finish,
+                "calls": [tuple(calls[i]) for i in sorted(calls)]}
+    except openai.APIStatusError as e:
+        return {"status": e.status_code}
+
+
+def tool_calls(a, work):
+    """Tool calls through a --spec server equal those of a plain one (constrained: required;
+    free: auto, where the parser finds whatever the output holds)."""
+    d = work / "tools-model"
+    run([a.moex, "make-model", "--preset", PRESETS[0], "--out", d, "-q"])
+    (d / "chat_template.jinja").write_text((Path(a.templates) / "Qwen-Qwen3-0.6B.jinja").read_text())
+    tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+    (d / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": [tok.token_to_id("<|im_end|>")]}))
+    cases = [(choice, seed, stream) for choice in ("required", "auto") for seed in range(3)
+             for stream in (False, True)]
+    results = []
+    for name, flags in [("plain", []), ("spec", SPEC_SETTINGS[1])]:
+        srv = Server(a.moex, d, work, f"tools-{name}", "--parallel", "3", *flags)
+        try:
+            out = {}
+            threads = [threading.Thread(target=lambda c=c: out.__setitem__(
+                c, tool_outcome(srv.client(), *c))) for c in cases]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            results.append(out)
+            if flags:
+                results.append(counters(srv))
+        finally:
+            srv.stop()
+    plain, spec, c = results
+    calls = sum(len(o.get("calls", [])) for o in plain.values())
+    check(calls > 0 or all(o.get("status") == 400 for k, o in plain.items() if k[0] == "required"),
+          f"tool calls: the plain server made {calls} calls (or, without xgrammar, refused "
+          "tool_choice required)")
+    for k in cases:
+        check(spec[k] == plain[k], f"tool calls, tool_choice {k[0]}, seed {k[1]}"
+              f"{', streamed' if k[2] else ''}: as without --spec"
+              + ("" if spec[k] == plain[k] else f"\n    plain {plain[k]}\n    spec  {spec[k]}"))
+    check(c.get("moex_spec_decode_draft_tokens_total", 0) > 0,
+          f"tool calls: drafts ran ({c})")
+
+
 def counters(srv):
     status, _, body = srv.http("GET", "/metrics")
     return {k: float(v) for k, v in
@@ -122,6 +198,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--moex", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--templates", help="the chat-template corpus (tool calls on Qwen3's)")
     a = ap.parse_args()
     work = Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -177,6 +254,8 @@ def main():
             check(rewound > 0, f"{preset}: rejected passes rewound the recurrent states "
                   f"({rewound:.0f})")
 
+    if a.templates:
+        tool_calls(a, work)
     d = work / PRESETS[0]
     for flags, name in [(["--spec", "ngram", "--spec-draft", "65"], "--spec-draft"),
                         (["--spec", "eagle"], "--spec"),
