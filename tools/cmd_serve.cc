@@ -162,6 +162,9 @@ int run_serve(const ServeFlags& f) {
           ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
           : 0;
   const SpecSetup spec = spec_setup(f.spec);
+  // The other ranks would follow rank 0 by running the same tokens; a rewind is not announced.
+  if (spec.on && f.expert_parallel.on)
+    fail("--spec: speculative decoding does not run with --expert-parallel yet");
   if (f.api_key) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
@@ -239,8 +242,6 @@ int run_serve(const ServeFlags& f) {
   }
 
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
-  // The other ranks follow rank 0 by running the same tokens; a rewind is not announced.
-  if (ep && spec.on) fail("--spec: speculative decoding does not run with --expert-parallel yet");
   // The followers keep their own copies of the sequences and follow rank 0 only by running
   // the same tokens: they could not load a cached state.
   if (ep && cache_ram_mib > 0)
