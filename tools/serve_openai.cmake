@@ -61,7 +61,7 @@ if(MOEX_HAVE_XGRAMMAR)
   endforeach()
 endif()
 # serve --spec ngram against a server without it (attention and recurrent tiny models, streamed
-# and not, several requests at once; tool calls on Qwen3's template from the corpus); ~10 s.
+# and not, several requests at once; tool calls on Qwen3's template from the corpus); ~5 s.
 add_test(NAME serve_spec_test
   COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_spec_test.py
           --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_spec

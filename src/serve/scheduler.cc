@@ -342,10 +342,10 @@ void Scheduler::step() {
   std::vector<eng::SequenceChunk> parts;
   for (auto& s : slots_) {
     if (!s->decoding()) continue;
-    const int64_t k = drafter_ ? draft_length(opt_.spec.draft,
-                                              s->seq->context() - s->seq->position(),
-                                              s->request.params.max_tokens - s->gen->generated())
-                               : 0;
+    const int64_t k = drafter_
+                          ? draft_length(opt_.spec.draft, s->seq->context() - s->seq->position(),
+                                         s->request.params.max_tokens - s->gen->generated())
+                          : 0;
     s->pass.begin(*s->seq, s->next, s->held, k, drafter_.get());
     who.push_back(s.get());
     eng::SequenceChunk c{s->seq.get(), s->pass.tokens().data(), s->pass.size(), true};

@@ -35,7 +35,8 @@ std::vector<GenerationRequest> requests(int64_t V, int32_t stop_id) {
   std::vector<GenerationRequest> out;
   for (int q = 0; q < 6; ++q) {
     std::vector<int32_t> prompt = prompt_of(3 + q, q, V);
-    for (int rep = 0; rep < 2 + q % 3; ++rep) prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+    for (int rep = 0; rep < 2 + q % 3; ++rep)
+      prompt.insert(prompt.end(), phrase.begin(), phrase.end());
     GenerationRequest r = request(prompt, 12 + 7 * q);
     for (int32_t id : phrase) r.params.logits.logit_bias.push_back({id, 30.0f});
     switch (q) {
@@ -76,8 +77,8 @@ struct Served {
 // ids, where that fits the context) as a conversation's next turn does: with the prompt cache
 // on, those start from sequences the first wave left (kept after speculative passes) in a slot
 // or in the cache, so a sequence left holding other tokens than its ids would show.
-Served serve_all(eng::Engine& e, const SpecOptions& spec, const std::vector<GenerationRequest>& reqs,
-                 int32_t stop_id) {
+Served serve_all(eng::Engine& e, const SpecOptions& spec,
+                 const std::vector<GenerationRequest>& reqs, int32_t stop_id) {
   SchedulerOptions o;
   o.parallel = 3;
   o.stop_ids = {stop_id};
@@ -166,9 +167,9 @@ INSTANTIATE_TEST_SUITE_P(Families, SchedulerSpecFamilies, eng::test::tiny_famili
 
 TEST(SchedulerSpec, DraftLength) {
   EXPECT_EQ(draft_length(3, 100, 100), 3);
-  EXPECT_EQ(draft_length(3, 2, 100), 1);   // room for the token and one draft
-  EXPECT_EQ(draft_length(3, 1, 100), 0);   // room for the token only
-  EXPECT_EQ(draft_length(3, 100, 2), 1);   // two tokens left to output
+  EXPECT_EQ(draft_length(3, 2, 100), 1);  // room for the token and one draft
+  EXPECT_EQ(draft_length(3, 1, 100), 0);  // room for the token only
+  EXPECT_EQ(draft_length(3, 100, 2), 1);  // two tokens left to output
   EXPECT_EQ(draft_length(3, 100, 1), 0);
   EXPECT_EQ(draft_length(3, 0, 0), 0);
 }
@@ -186,13 +187,16 @@ TEST(SchedulerSpec, BadSettingsNameTheFlag) {
     }
     return std::string();
   };
-  EXPECT_NE(error_of({.on = true, .draft = 0, .ngram = {}}).find("--spec-draft"), std::string::npos);
-  EXPECT_NE(error_of({.on = true, .draft = 65, .ngram = {}}).find("--spec-draft"), std::string::npos);
+  EXPECT_NE(error_of({.on = true, .draft = 0, .ngram = {}}).find("--spec-draft"),
+            std::string::npos);
+  EXPECT_NE(error_of({.on = true, .draft = 65, .ngram = {}}).find("--spec-draft"),
+            std::string::npos);
   EXPECT_NE(error_of({.on = true, .draft = 3, .ngram = {3, 2}}).find("--spec-ngram-max"),
             std::string::npos);
   EXPECT_NE(error_of({.on = true, .draft = 3, .ngram = {0, 2}}).find("--spec-ngram-min"),
             std::string::npos);
-  EXPECT_EQ(error_of({.on = false, .draft = 0, .ngram = {}}), "");  // off: the settings are not read
+  // Off: the settings are not read.
+  EXPECT_EQ(error_of({.on = false, .draft = 0, .ngram = {}}), "");
 }
 
 }  // namespace
