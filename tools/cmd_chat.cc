@@ -1,7 +1,8 @@
 // `moex chat`: a conversation on stdin/stdout through the model's chat template. Each turn
 // renders the whole conversation and runs only the tokens after those the engine already
 // holds (EngineSession); /reset starts over, /exit or EOF quits, Ctrl-C stops a prompt being
-// read in or an answer. Turns are read by util_line_reader (readline on a terminal).
+// read in or an answer. Turns are read by util_line_reader (readline on a terminal). With
+// --spec ngram the answers decode speculatively, drafts looked up in the whole conversation.
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,7 +26,9 @@
 #include "model/engine/session.h"
 #include "model/family_registry.h"
 #include "model/generation_config.h"
+#include "generate/engine_verifier.h"
 #include "generate/generator.h"
+#include "generate/speculative.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -33,6 +36,7 @@
 #include "tools/util_line_reader.h"
 #include "tools/util_progress.h"
 #include "tools/util_sampling.h"
+#include "tools/util_spec.h"
 
 namespace moex::tools {
 namespace {
@@ -46,6 +50,7 @@ struct ChatFlags {
   std::optional<std::string> system, n, threads, precision, weights, fused, backend, experts_on,
       context, dump_turns;
   SamplingFlags sampling;
+  SpecFlags spec;
   bool verbose = false;
 };
 
@@ -86,12 +91,42 @@ struct Answer {
   std::vector<int32_t> ids;  // as sampled, the stop token included
   std::string text;          // without the stop token's text
   generate::RunEnd end = generate::RunEnd::kLength;
-  int64_t decode_steps = 0;
+  int64_t timed_tokens = 0;  // tokens after the first (decode steps without --spec)
+  std::optional<generate::SpecStats> spec;
+  int64_t reruns = 0;  // speculative passes run again to rewind recurrent states
 };
+
+// Speculative decoding through the session: the verifier runs the session's sequence, and
+// the session's ids follow what it ran and kept. `history` is the conversation's tokens.
+generate::SpecResult run_speculative_turn(eng::EngineSession& session, const float* logits,
+                                          generate::Generator& gen, const SpecSetup& spec,
+                                          const std::vector<int32_t>& history,
+                                          const generate::SequenceDriver& plain, int64_t& reruns) {
+  eng::Engine& e = session.engine();
+  generate::EngineVerifier verifier(e, e.sequence());
+  generate::SpecDriver d;
+  d.verify = [&](const int32_t* t, int64_t n) {
+    const float* rows = verifier.verify(t, n);
+    session.ran(t, n);
+    return rows;
+  };
+  d.keep = [&](const int32_t* t, int64_t n, int64_t kept) {
+    verifier.keep(t, n, kept);
+    session.dropped(n - kept);
+  };
+  d.room = [&] { return verifier.room(); };
+  d.on_step = plain.on_step;
+  generate::NgramDrafter drafter(spec.ngram);
+  const generate::SpecResult r =
+      generate::run_speculative(gen, logits, history, drafter, spec.draft, e.vocab(), d);
+  reruns = verifier.reruns();
+  return r;
+}
 
 // Samples until a stop id, -n tokens, the end of the context or Ctrl-C, streaming the text.
 Answer generate_answer(eng::EngineSession& session, const float* logits,
-                       generate::Generator& gen, const Tokenizer& tok) {
+                       generate::Generator& gen, const Tokenizer& tok, const SpecSetup& spec,
+                       const std::vector<int32_t>& conversation) {
   Answer r;
   StreamDecoder stream(tok);
   eng::Engine& e = session.engine();
@@ -107,9 +142,17 @@ Answer generate_answer(eng::EngineSession& session, const float* logits,
     if (st.end != generate::StepEnd::kStop) emit(stream.step(st.token));
     return !g_interrupted.load();
   };
-  const generate::RunResult run = generate::run_sequence(gen, logits, driver);
-  r.end = run.end;
-  r.decode_steps = run.decode_steps;
+  if (spec.on) {
+    const generate::SpecResult run =
+        run_speculative_turn(session, logits, gen, spec, conversation, driver, r.reruns);
+    r.end = run.end;
+    r.timed_tokens = run.stats.tokens;
+    r.spec = run.stats;
+  } else {
+    const generate::RunResult run = generate::run_sequence(gen, logits, driver);
+    r.end = run.end;
+    r.timed_tokens = run.decode_steps;
+  }
   emit(stream.flush());
   return r;
 }
@@ -147,6 +190,7 @@ int run_chat(const ChatFlags& f) {
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
+  const SpecSetup spec = spec_setup(f.spec);
   note_random_seed("chat", sampling, sampling.args.temperature == 0.0, f.verbose);
   const Tokenizer tok = model::load_model_tokenizer(f.model);
   const ChatPrompt prompt(f.model, tok);
@@ -230,7 +274,7 @@ int run_chat(const ChatFlags& f) {
                                         .max_tokens = n, .min_tokens = 0, .ignore_eos = false};
       params.sampling.seed = sampling.args.seed + uint64_t(dump.size());
       generate::Generator generator(params, stops, engine->vocab(), ids);
-      a = generate_answer(session, p.logits, generator, tok);
+      a = generate_answer(session, p.logits, generator, tok, spec, ids);
       t_decode = now_seconds() - t0 - t_prefill;
     }
     std::cout << std::endl;
@@ -245,10 +289,20 @@ int run_chat(const ChatFlags& f) {
                    "%zu tokens (%.2f tokens/s, %s)\n",
                    dump.size() + 1, ids.size(), (long long)p.reused, (long long)p.prefilled,
                    p.rebuilt ? ", engine reset" : "", t_prefill, a.ids.size(),
-                   a.decode_steps ? double(a.decode_steps) / t_decode : 0.0, stop_name(a.end));
+                   a.timed_tokens ? double(a.timed_tokens) / t_decode : 0.0, stop_name(a.end));
+    if (f.verbose && a.spec)
+      std::fprintf(stderr,
+                   "chat: turn %zu: speculative (ngram, draft %lld, n %lld-%lld): %lld of %lld "
+                   "drafts accepted, %lld passes, %lld rerun to rewind recurrent states\n",
+                   dump.size() + 1, (long long)spec.draft, (long long)spec.ngram.min_n,
+                   (long long)spec.ngram.max_n, (long long)a.spec->accepted,
+                   (long long)a.spec->drafted, (long long)a.spec->passes, (long long)a.reruns);
     dump.push_back({{"user", line}, {"prompt_ids", ids}, {"reused", p.reused},
                     {"prefilled", p.prefilled}, {"rebuilt", p.rebuilt}, {"generated_ids", a.ids},
                     {"answer", a.text}, {"stop", stop_name(a.end)}});
+    if (a.spec)
+      dump.back()["spec"] = {{"passes", a.spec->passes}, {"drafted", a.spec->drafted},
+                             {"accepted", a.spec->accepted}, {"reruns", a.reruns}};
     if (f.dump_turns) write_file_atomic(*f.dump_turns, dump.dump() + "\n", "--dump-turns");
   }
   if (tty) std::cout << std::endl;
@@ -271,6 +325,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("-n,--max-tokens", f->n, "most tokens per answer (default 512)")
       ->type_name("INT");
   add_sampling_options(sub, f->sampling);
+  add_spec_options(sub, f->spec);
   sub.add_option("--context", f->context,
                  "KV cache capacity in tokens (default: max_position_embeddings, at most 4096)")
       ->type_name("INT");

@@ -72,7 +72,7 @@ int run_generate(GenerateFlags f) {
   if (f.threads) parse_threads_flag(*f.threads);  // the bound and message of every command
   const SpecSetup spec = spec_setup(f.spec);
   if (spec.on && f.expert_parallel.on)
-    fail("--spec: speculative decoding does not run with expert parallelism yet");
+    fail("--spec: speculative decoding does not run with --expert-parallel yet");
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),

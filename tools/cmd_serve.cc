@@ -40,6 +40,7 @@
 #include "tools/util_expert_parallel.h"
 #include "tools/util_flags.h"
 #include "tools/util_progress.h"
+#include "tools/util_spec.h"
 
 namespace moex::tools {
 namespace {
@@ -52,6 +53,7 @@ struct ServeFlags {
       fused, max_dff, backend, experts_on, reasoning_format, test_replies, cache_ram,
       batch_tokens;
   ExpertParallelFlags expert_parallel;
+  SpecFlags spec;
   bool health_needs_key = false;
   std::vector<std::string> cors_origins;
   bool verbose = false;
@@ -159,6 +161,10 @@ int run_serve(const ServeFlags& f) {
       f.batch_tokens
           ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
           : 0;
+  const SpecSetup spec = spec_setup(f.spec);
+  // The other ranks would follow rank 0 by running the same tokens; a rewind is not announced.
+  if (spec.on && f.expert_parallel.on)
+    fail("--spec: speculative decoding does not run with --expert-parallel yet");
   if (f.api_key) {
     if (f.api_key->empty()) fail("--api-key: expected a key, got an empty string");
     http.api_key = *f.api_key;
@@ -281,7 +287,13 @@ int run_serve(const ServeFlags& f) {
                                        .queue_limit = kQueueLimit,
                                        .stop_ids = stop_ids,
                                        .prompt_cache_bytes = cache_ram_mib << 20,
-                                       .batch_tokens = batch_tokens});
+                                       .batch_tokens = batch_tokens,
+                                       .spec = {.on = spec.on,
+                                                .draft = spec.draft,
+                                                .ngram = spec.ngram}});
+  if (spec.on)
+    std::fprintf(stderr, "moex serve: speculative decoding: ngram, draft %lld, n %lld-%lld\n",
+                 (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n);
   http.parallel = parallel;
   http.threads = parallel + int(kQueueLimit) + 4;  // every queued request holds a connection
   http.verbose = f.verbose;
@@ -376,6 +388,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("-v,--verbose", f->verbose,
                "print the setup and a line per request (id, tokens, time to first token, "
                "tokens/s, finish reason)");
+  add_spec_options(sub, f->spec);
   add_expert_parallel_flags(sub, &f->expert_parallel);
   return [f] { return run_serve(*f); };
 };

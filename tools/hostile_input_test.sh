@@ -94,6 +94,11 @@ row "generate --backend cuda (no device)" 2 "--backend cuda:" "${g[@]}" -m "$wor
 row "generate --experts-on cuda (no device)" 2 "backend cuda:" "${g[@]}" -m "$work/good" --experts-on cuda
 row "generate --spec-ngram-min 0" 2 "--spec-ngram-min" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 0
 row "generate --spec-ngram-max below min" 2 "--spec-ngram-max" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 3 --spec-ngram-max 2
+row "generate --spec with --expert-parallel" 2 "--expert-parallel" "${g[@]}" -m "$work/good" --spec ngram --expert-parallel
+row "chat --spec-draft 0" 2 "--spec-draft" "$m" chat -m "$work/good" --spec ngram --spec-draft 0
+row "serve --spec unknown" 2 "--spec: expected ngram" "$m" serve -m "$work/good" --port 0 --spec eagle
+row "serve --spec-ngram-min without --spec" 2 "--spec-ngram-min needs --spec" "$m" serve -m "$work/good" --port 0 --spec-ngram-min 2
+row "serve --spec with --expert-parallel" 2 "--expert-parallel" "$m" serve -m "$work/good" --port 0 --spec ngram --expert-parallel
 echo "== --threads (bounded; a refused thread is an error, not an abort)"
 row "generate --threads 0" 2 "--threads" "${g[@]}" -m "$work/good" --threads 0
 row "generate --threads 5000" 2 "--threads" "${g[@]}" -m "$work/good" --threads 5000

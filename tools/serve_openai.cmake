@@ -60,3 +60,10 @@ if(MOEX_HAVE_XGRAMMAR)
                          TIMEOUT 180)
   endforeach()
 endif()
+# serve --spec ngram against a server without it (attention and recurrent tiny models, streamed
+# and not, several requests at once; tool calls on Qwen3's template from the corpus); ~5 s.
+add_test(NAME serve_spec_test
+  COMMAND ${MOEX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/serve_spec_test.py
+          --moex $<TARGET_FILE:moex> --work ${CMAKE_CURRENT_BINARY_DIR}/serve_spec
+          --templates ${MOEX_CHAT_TEMPLATE_CORPUS})
+set_tests_properties(serve_spec_test PROPERTIES LABELS reference TIMEOUT 300)

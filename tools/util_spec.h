@@ -1,5 +1,5 @@
-// The speculative-decoding flags of `generate` and `bench-spec` (--spec ngram, --spec-draft,
-// --spec-ngram-min, --spec-ngram-max): their options and strict parsing.
+// The speculative-decoding flags of `generate`, `chat`, `serve` and `bench-spec` (--spec ngram,
+// --spec-draft, --spec-ngram-min, --spec-ngram-max): their options and strict parsing.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -237,7 +237,10 @@ void HttpServer::Impl::routes() {
                                         .cache_evictions = s.prompt_cache.evictions,
                                         .cache_bytes = s.prompt_cache.bytes,
                                         .cache_entries = s.prompt_cache.entries,
-                                        .cache_budget_bytes = s.prompt_cache.budget_bytes}),
+                                        .cache_budget_bytes = s.prompt_cache.budget_bytes,
+                                        .spec_drafted = s.spec_drafted,
+                                        .spec_accepted = s.spec_accepted,
+                                        .spec_reruns = s.spec_reruns}),
                     kMetricsContentType);
   });
   // What httplib answers itself (no route: 404; body too large: 413) gets an error object too.

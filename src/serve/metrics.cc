@@ -116,6 +116,13 @@ std::string Metrics::exposition(const SchedulerGauges& g) const {
          g.cache_entries);
   sample(out, "moex_prompt_cache_budget_bytes", "gauge",
          "The prompt cache's budget (--cache-ram; 0: off).", g.cache_budget_bytes);
+  sample(out, "moex_spec_decode_draft_tokens_total", "counter",
+         "Draft tokens run by speculative decoding (--spec).", g.spec_drafted);
+  sample(out, "moex_spec_decode_accepted_tokens_total", "counter",
+         "Draft tokens output as drafted (accepted) by speculative decoding.", g.spec_accepted);
+  sample(out, "moex_spec_decode_reruns_total", "counter",
+         "Speculative passes whose kept tokens ran again to rewind recurrent states.",
+         g.spec_reruns);
   sample(out, "moex_generation_tokens_total", "counter",
          "Tokens generated for the requests that ran.", completion_tokens_);
   head(out, "moex_time_to_first_token_seconds", "histogram",

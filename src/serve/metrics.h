@@ -47,6 +47,9 @@ struct SchedulerGauges {
   // for room; what it holds now and its budget.
   int64_t cache_hits = 0, cache_misses = 0, cache_hit_tokens = 0, cache_evictions = 0;
   int64_t cache_bytes = 0, cache_entries = 0, cache_budget_bytes = 0;
+  // Speculative decoding (--spec): draft tokens run, those output as drafted, passes run again
+  // to rewind recurrent states (all 0 without --spec).
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_reruns = 0;
 };
 
 class Metrics {

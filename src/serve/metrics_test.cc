@@ -79,7 +79,10 @@ TEST(Metrics, RequestsTokensAndTimesAreCounted) {
        .cache_evictions = 10,
        .cache_bytes = 11,
        .cache_entries = 12,
-       .cache_budget_bytes = 13});
+       .cache_budget_bytes = 13,
+       .spec_drafted = 15,
+       .spec_accepted = 16,
+       .spec_reruns = 17});
   for (const std::string line : {
            "moex_requests_total{finish_reason=\"length\"} 1",
            "moex_requests_total{finish_reason=\"tool_calls\"} 1",
@@ -95,6 +98,9 @@ TEST(Metrics, RequestsTokensAndTimesAreCounted) {
            "moex_prompt_cache_bytes 11",
            "moex_prompt_cache_entries 12",
            "moex_prompt_cache_budget_bytes 13",
+           "moex_spec_decode_draft_tokens_total 15",
+           "moex_spec_decode_accepted_tokens_total 16",
+           "moex_spec_decode_reruns_total 17",
            "moex_generation_tokens_total 4",
            "moex_time_to_first_token_seconds_bucket{le=\"0.1\"} 0",
            "moex_time_to_first_token_seconds_bucket{le=\"0.25\"} 1",

@@ -1,7 +1,8 @@
 // Scheduler: admission into slots (a slot's own prefix or the prompt cache's), steps that run
 // every decoding slot's next token and prompt chunks within a token budget in one pass, each
 // slot's Generator (processors, sampling, stop and length rules), the context rule,
-// cancellation, saving finished sequences to the prompt cache.
+// cancellation, saving finished sequences to the prompt cache; speculative passes (their rows
+// stepped through in order, drafts not kept taken back).
 #include "serve/scheduler.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "generate/speculative.h"
 #include "model/engine/sequence_state.h"
 #include "model/engine/session.h"
 
@@ -31,6 +33,7 @@ struct Scheduler::Slot {
   std::optional<generate::Generator> gen;
   int64_t prefilled = 0;  // prompt tokens in seq (reused or run)
   int32_t next = 0;       // sampled and delivered, to run at the next decode step
+  SpecPass pass;          // the step's decode tokens: next, and drafts with --spec
   int64_t admitted = 0;   // admission order: the oldest prefills first
   bool decoding() const { return stream && prefilled == int64_t(request.prompt.size()); }
 };
@@ -72,6 +75,12 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
     fail("batch tokens: expected 1..", kMaxBatchTokens,
          " prompt tokens per step, or 0 for the default; got ", opt_.batch_tokens);
   batch_tokens_ = opt_.batch_tokens > 0 ? opt_.batch_tokens : default_batch_tokens(num_threads());
+  if (opt_.spec.on) {
+    if (opt_.spec.draft < 1 || opt_.spec.draft > generate::kMaxDraftTokens)
+      fail("--spec-draft: expected 1..", generate::kMaxDraftTokens, " draft tokens, got ",
+           opt_.spec.draft);
+    drafter_ = std::make_unique<generate::NgramDrafter>(opt_.spec.ngram);  // checks the n
+  }
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
@@ -232,33 +241,78 @@ void Scheduler::step() {
   const int64_t V = engine_.vocab();
   std::vector<int32_t> order;
   int64_t completed = 0, cancelled = 0, prefill_tokens = 0, rows_run = 0;
-  // A sampled token: delivered, or the request ends (stop token, length, full context).
-  auto take = [&](Slot& s, const float* logits) {
+  int64_t drafted = 0, accepted = 0;
+  // A sampled token: delivered unless it is a stop id; what ends the request, if anything.
+  struct Sampled {
+    int32_t token = -1;
+    Finish end = Finish::kNone;
+    std::string error;
+  };
+  auto sample = [&](Slot& s, const float* logits) {
+    Sampled r;
     generate::Step st;
     try {
       st = s.gen->next(logits);
     } catch (const std::exception& e) {
-      finish(s, Finish::kError, e.what());
-      ++completed;
-      return;
+      r.end = Finish::kError;
+      r.error = e.what();
+      return r;
     }
+    r.token = st.token;
     if (st.end == generate::StepEnd::kStop) {
-      finish(s, Finish::kStop);
-      ++completed;
-      return;
+      r.end = Finish::kStop;
+      return r;
     }
     GeneratedToken t;
     t.id = st.token;
     if (s.request.logprobs) fill_logprobs(st.logits.data(), V, s.request.top_logprobs, t, order);
     s.next = t.id;
     s.stream->push(std::move(t));
-    if (st.end == generate::StepEnd::kLength) {
-      finish(s, Finish::kLength);
-      ++completed;
-    } else if (s.seq->position() + 1 > s.seq->context()) {
-      finish(s, Finish::kContext);
-      ++completed;
+    if (st.end == generate::StepEnd::kLength) r.end = Finish::kLength;
+    return r;
+  };
+  // The request ends as `r` says, or at the end of the context when nothing else ended it.
+  auto conclude = [&](Slot& s, const Sampled& r) {
+    Finish end = r.end;
+    if (end == Finish::kNone && s.seq->position() + 1 > s.seq->context()) end = Finish::kContext;
+    if (end == Finish::kNone) return;
+    finish(s, end, r.error);
+    ++completed;
+  };
+  // Slots whose pass kept fewer tokens than it ran on recurrent states: rewound, their kept
+  // tokens run again (together, after the step), then concluded.
+  std::vector<Slot*> rerun_slots;
+  std::vector<Sampled> rerun_ends;
+  std::vector<eng::SequenceChunk> reruns;
+  // A decode pass's rows: row i holds the logits after tokens()[0..i], the generator's next
+  // step while every draft before it was what the generator output; the first token that
+  // differs from its draft (or ends the request) ends the pass.
+  auto take_pass = [&](Slot& s, const float* rows) {
+    const std::vector<int32_t>& pass = s.pass.tokens();
+    const int64_t n = s.pass.size();
+    Sampled r;
+    int64_t kept = 0;
+    while (kept < n) {
+      s.held.push_back(pass[size_t(kept)]);
+      r = sample(s, rows + kept * V);
+      ++kept;
+      const bool as_drafted = kept < n && r.token == pass[size_t(kept)];
+      accepted += as_drafted;
+      if (!as_drafted || r.end != Finish::kNone) break;
     }
+    drafted += n - 1;
+    int64_t again = 0;
+    try {
+      again = s.pass.keep(*s.seq, kept);
+    } catch (const std::exception& e) {
+      fail_slot(s, e.what());
+      ++completed;
+      return;
+    }
+    if (again == 0) return conclude(s, r);
+    rerun_slots.push_back(&s);
+    rerun_ends.push_back(std::move(r));
+    reruns.push_back({s.seq.get(), pass.data(), again, false});
   };
 
   // Prefixes admitted from the prompt cache, loaded before anything can evict them.
@@ -280,17 +334,26 @@ void Scheduler::step() {
       ++cancelled;
     }
   }
-  // One forward pass for the step: the next token of every decoding slot, then prompt chunks
-  // of the slots still prefilling, oldest first, within the step's prompt-token budget (a slot
-  // whose prompt ends here samples its first token now and decodes from the next step).
+  // One forward pass for the step: the next token of every decoding slot (and its drafts, with
+  // the logits of each), then prompt chunks of the slots still prefilling, oldest first,
+  // within the step's prompt-token budget (a slot whose prompt ends here samples its first
+  // token now and decodes from the next step).
   std::vector<Slot*> who;
   std::vector<eng::SequenceChunk> parts;
   for (auto& s : slots_) {
     if (!s->decoding()) continue;
+    const int64_t k = drafter_
+                          ? draft_length(opt_.spec.draft, s->seq->context() - s->seq->position(),
+                                         s->request.params.max_tokens - s->gen->generated())
+                          : 0;
+    s->pass.begin(*s->seq, s->next, s->held, k, drafter_.get());
     who.push_back(s.get());
-    parts.push_back({s->seq.get(), &s->next, 1, true});
+    eng::SequenceChunk c{s->seq.get(), s->pass.tokens().data(), s->pass.size(), true};
+    c.every_row = c.n > 1;
+    parts.push_back(c);
+    rows_run += c.n;
   }
-  rows_run = int64_t(parts.size());
+  const size_t decoding = parts.size();
   std::vector<Slot*> prefilling;
   for (auto& s : slots_)
     if (s->stream && !s->decoding()) prefilling.push_back(s.get());
@@ -317,12 +380,13 @@ void Scheduler::step() {
       }
       rows_run = 0;
     }
+    int64_t out_row = 0;  // part i's first row of logits
     for (size_t i = 0; logits && i < parts.size(); ++i) {
       Slot& s = *who[i];
-      const float* row = logits + int64_t(i) * V;
-      if (int64_t(i) < rows_run) {
-        s.held.push_back(s.next);
-        take(s, row);
+      const float* row = logits + out_row * V;
+      out_row += parts[i].logit_rows();
+      if (i < decoding) {
+        take_pass(s, row);
         continue;
       }
       s.held.insert(s.held.end(), parts[i].tokens, parts[i].tokens + parts[i].n);
@@ -333,12 +397,28 @@ void Scheduler::step() {
       // prompt's end, which the next turn of a conversation starts with.
       if (cache_ && !s.seq->can_truncate())
         s.checkpoints.push_back({s.seq->position(), eng::copy_recurrent_states(*s.seq)});
-      take(s, row);
+      conclude(s, sample(s, row));
     }
+  }
+  if (!reruns.empty()) {
+    bool ran = true;
+    try {
+      engine_.forward_batch(reruns.data(), int64_t(reruns.size()));
+    } catch (const std::exception& e) {
+      for (Slot* s : rerun_slots) {
+        fail_slot(*s, e.what());
+        ++completed;
+      }
+      ran = false;
+    }
+    for (size_t i = 0; ran && i < rerun_slots.size(); ++i) conclude(*rerun_slots[i], rerun_ends[i]);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (rows_run) ++stats_.steps;
   stats_.decoded_rows += rows_run;
+  stats_.spec_drafted += drafted;
+  stats_.spec_accepted += accepted;
+  stats_.spec_reruns += int64_t(reruns.size());
   stats_.prefill_tokens += prefill_tokens;
   stats_.completed += completed;
   stats_.cancelled += cancelled;

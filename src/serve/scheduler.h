@@ -9,6 +9,12 @@
 // selected expert once per step; attention runs per sequence. A sequence's tokens do not
 // depend on what it was batched with.
 //
+// With speculative decoding (SchedulerOptions::spec, docs/speculative.md) a decoding slot's
+// part of the step is its next token followed by drafts looked up in its own prompt and
+// output, with the logits of every row; the slot's Generator steps through the rows as through
+// decode steps while its tokens equal the drafts, and the sequence keeps what was output. The
+// tokens and logits are those of plain decoding.
+//
 // Threads: one scheduler thread owns the engine. submit() and the RequestStream methods are
 // safe from any thread.
 #pragma once
@@ -27,6 +33,7 @@
 #include "generate/grammar.h"
 #include "model/engine/engine.h"
 #include "serve/prompt_cache.h"
+#include "serve/spec_pass.h"
 
 namespace moex::serve {
 
@@ -114,6 +121,7 @@ struct SchedulerOptions {
   // the waiting prompts, oldest first. Every decoding slot's next token runs at each step
   // whatever the budget. 0: default_batch_tokens(num_threads()).
   int64_t batch_tokens = 0;
+  SpecOptions spec;  // --spec ngram and its settings
 };
 inline constexpr int kMaxParallel = 256;
 inline constexpr int64_t kMaxBatchTokens = 1 << 16;
@@ -126,9 +134,12 @@ int64_t default_batch_tokens(int threads);
 
 struct SchedulerStats {
   int64_t steps = 0;          // decode steps run
-  int64_t decoded_rows = 0;   // tokens decoded over all steps (sum of batch sizes)
+  int64_t decoded_rows = 0;   // tokens decoded over all steps (sum of batch sizes, drafts included)
   int64_t prefill_tokens = 0; // prompt tokens run (reused ones not counted)
   int64_t cached_tokens = 0;  // prompt tokens reused: a slot's own or the prompt cache's
+  // Speculative decoding: draft tokens run, those output as drafted (vLLM's "num_draft_tokens"
+  // and "num_accepted_tokens"), and passes run again to rewind recurrent states.
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_reruns = 0;
   PromptCacheStats prompt_cache;
   int64_t completed = 0, cancelled = 0, rejected = 0;
   int active = 0, queued = 0;
@@ -176,6 +187,7 @@ class Scheduler {
   SchedulerOptions opt_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<PromptCache> cache_;  // null: --cache-ram 0
+  std::unique_ptr<generate::Drafter> drafter_;  // null: no speculative decoding
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;

@@ -113,9 +113,11 @@ class Engine : private StepRunner {
   // parts[i].n tokens at its sequence's position and advances it (a prefill chunk, or one
   // decode token). All rows share every weight read (the MoE layers run them in one call,
   // grouped by expert; rows beyond prefill_chunk() go in further calls); attention and
-  // recurrent states run per sequence. Returns logits [count][vocab]: row i holds the logits
-  // of part i's last token (left as they were where parts[i].logits is false), each equal bit
-  // for bit to what forward(*seq, tokens, n) returns; valid until the next call.
+  // recurrent states run per sequence. Returns the parts' logits in order, each part taking
+  // logit_rows() rows of [vocab]: its last token's (left as they were where parts[i].logits is
+  // false), or with every_row each of its tokens'; without every_row, row i is part i's. Each
+  // row equals bit for bit what forward(*seq, tokens, j) returns for a part ending at that
+  // token (forward_every_row's rows likewise); valid until the next call.
   // moex::Error (before running anything) for a sequence of another engine, one given twice,
   // no tokens, a full context or a token outside the vocabulary, naming the part.
   const float* forward_batch(const SequenceChunk* parts, int64_t count);
@@ -273,7 +275,9 @@ class Engine : private StepRunner {
   std::vector<const Sequence*> batch_seen_;  // forward_batch's duplicate check
   std::vector<SequenceChunk> batch_parts_;   // decode_batch's parts
   std::vector<int32_t> batch_tokens_;        // the tokens of one call of run_rows
-  std::vector<std::pair<int64_t, int64_t>> batch_ends_;  // (part, row) ending in that call
+  // (result row, row of that call) of the logits taken after that call
+  std::vector<std::pair<int64_t, int64_t>> batch_ends_;
+  std::vector<int64_t> batch_out_;  // each part's first result row
   ActivationBuffer batch_logits_;          // lm_head rows of parts that are not adjacent
   std::vector<RoutingTally> routing_;        // set_routing_tally
 };

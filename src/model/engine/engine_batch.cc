@@ -51,7 +51,13 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
   DecodeOpClock clock(profiled ? &profile_ : nullptr);
   begin_step(total);
   const int64_t H = cfg_.hidden, V = cfg_.vocab;
-  logits_.grow(*be_, count * V);
+  int64_t out_rows = 0;
+  batch_out_.clear();  // each part's first row in the result
+  for (int64_t i = 0; i < count; ++i) {
+    batch_out_.push_back(out_rows);
+    out_rows += parts[i].logit_rows();
+  }
+  logits_.grow(*be_, out_rows * V);
   int64_t part = 0, offset = 0;  // the next row to place: parts[part]'s token `offset`
   while (part < count) {
     segments_.clear();
@@ -63,10 +69,13 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
       const int64_t take = std::min(p.n - offset, prefill_chunk_ - rows);
       segments_.push_back({p.seq, rows, take});
       batch_tokens_.insert(batch_tokens_.end(), p.tokens + offset, p.tokens + offset + take);
+      if (p.every_row)
+        for (int64_t j = 0; j < take; ++j)
+          batch_ends_.push_back({batch_out_[size_t(part)] + offset + j, rows + j});
       rows += take;
       offset += take;
       if (offset == p.n) {
-        if (p.logits) batch_ends_.push_back({part, rows - 1});
+        if (p.logits && !p.every_row) batch_ends_.push_back({batch_out_[size_t(part)], rows - 1});
         ++part;
         offset = 0;
       }
@@ -77,7 +86,8 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     for (int64_t j = 0; j < k; ++j)
       norm(w_.final_norm, h_.data() + batch_ends_[size_t(j)].second * H, xn_.data() + j * H, 1);
     clock.lap(DecodeOp::kNormsResidual);
-    // Parts in a row (the usual case) take their logits in place; others through a buffer.
+    // Result rows in a row (the usual case) take their logits in place; others through a
+    // buffer.
     const int64_t first = batch_ends_.front().first;
     const bool adjacent = batch_ends_.back().first - first == k - 1;
     if (!adjacent) batch_logits_.grow(*be_, k * V);

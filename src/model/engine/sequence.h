@@ -67,6 +67,11 @@ struct SequenceChunk {
   const int32_t* tokens = nullptr;
   int64_t n = 0;
   bool logits = true;  // whether the caller reads the logits of its last token
+  // The logits of every one of its n tokens, not only the last (speculative verification);
+  // overrides `logits`.
+  bool every_row = false;
+  // Rows of logits the part takes in forward_batch's result.
+  int64_t logit_rows() const { return every_row ? n : 1; }
 };
 
 }  // namespace moex::model::engine

@@ -48,6 +48,20 @@ const float* EngineSession::decode(int32_t token) {
   return logits;
 }
 
+void EngineSession::ran(const int32_t* tokens, int64_t n) {
+  ids_.insert(ids_.end(), tokens, tokens + n);
+  if (int64_t(ids_.size()) != engine_.position())
+    fail("session: ", ids_.size(), " ids recorded, but the sequence is at position ",
+         engine_.position());
+}
+
+void EngineSession::dropped(int64_t n) {
+  if (n < 0 || n > int64_t(ids_.size()) || int64_t(ids_.size()) - n != engine_.position())
+    fail("session: dropping ", n, " of ", ids_.size(), " ids leaves them at odds with the "
+         "sequence's position ", engine_.position());
+  ids_.resize(ids_.size() - size_t(n));
+}
+
 void EngineSession::reset() {
   engine_.reset();
   ids_.clear();

@@ -38,6 +38,11 @@ class EngineSession {
   Prefill prefill(const std::vector<int32_t>& prompt);
   const float* decode(int32_t token);
   void reset();
+  // For a caller that runs sequence() itself (speculative decoding: a pass of several tokens,
+  // then a rewind to those it keeps): ran() records tokens it ran, dropped() the last n it
+  // took back. moex::Error when ids() would no longer match the sequence's position.
+  void ran(const int32_t* tokens, int64_t n);
+  void dropped(int64_t n);
 
   const std::vector<int32_t>& ids() const { return ids_; }  // what the engine holds
   Engine& engine() { return engine_; }

@@ -1,0 +1,203 @@
+// Scheduler with speculative decoding (SchedulerOptions::spec): on every family's tiny model,
+// requests of different lengths and settings decoded together give the tokens, logprobs and
+// finishes they give without it (stop ids, min_tokens, penalties, logit bias, logprobs,
+// temperature with a seed, max_tokens, the end of the context), drafts are proposed and some
+// accepted (so the comparison is not vacuous), and bad settings are refused naming the flag.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/testing/temp_dir.h"
+#include "model/engine/engine_test_util.h"
+#include "serve/scheduler.h"
+#include "serve/scheduler_test_util.h"
+#include "serve/spec_pass.h"
+
+namespace moex::serve {
+namespace {
+
+namespace eng = model::engine;
+using namespace scheduler_test;  // NOLINT: the helpers of every scheduler test
+
+constexpr int64_t kContext = 72;
+
+// A prompt that repeats a phrase of four ids, and requests whose logit bias keeps the output
+// among those ids: random weights never repeat text on their own, so the bias is what makes
+// the output loop and prompt lookup find drafts; which of the four comes next is still the
+// model's choice. The stop id is none of them: request 4 alone biases it (and only it), so it
+// stops right after its min_tokens.
+std::vector<GenerationRequest> requests(int64_t V, int32_t stop_id) {
+  const std::vector<int32_t> phrase = {int32_t(11 % V), int32_t(23 % V), int32_t(37 % V),
+                                       int32_t(41 % V)};
+  std::vector<GenerationRequest> out;
+  for (int q = 0; q < 6; ++q) {
+    std::vector<int32_t> prompt = prompt_of(3 + q, q, V);
+    for (int rep = 0; rep < 2 + q % 3; ++rep)
+      prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+    GenerationRequest r = request(prompt, 12 + 7 * q);
+    for (int32_t id : phrase) r.params.logits.logit_bias.push_back({id, 30.0f});
+    switch (q) {
+      case 1:  // logprobs
+        r.logprobs = true;
+        r.top_logprobs = 3;
+        break;
+      case 2:  // penalties change the logits with every output token
+        r.params.logits.penalties.frequency = 0.4;
+        r.params.logits.penalties.repetition = 1.1;
+        break;
+      case 3:  // sampling: the same seed gives the same draws
+        r.params.sampling.temperature = 1.0;
+        r.params.sampling.seed = 7;
+        r.params.sampling.top_p = 0.9;
+        break;
+      case 4:  // the stop id masked for 3 tokens, then sampled
+        r.params.logits.logit_bias = {{stop_id, 30.0f}};
+        r.params.min_tokens = 3;
+        break;
+      case 5:  // runs into the end of the context (kContext)
+        r.params.max_tokens = 200;
+        break;
+      default:
+        break;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+struct Served {
+  std::vector<Result> results;  // the requests', then their follow-ups'
+  SchedulerStats stats;
+};
+
+// The requests at once, then a second wave continuing each (its prompt and output and two more
+// ids, where that fits the context) as a conversation's next turn does: with the prompt cache
+// on, those start from sequences the first wave left (kept after speculative passes) in a slot
+// or in the cache, so a sequence left holding other tokens than its ids would show.
+Served serve_all(eng::Engine& e, const SpecOptions& spec,
+                 const std::vector<GenerationRequest>& reqs, int32_t stop_id) {
+  SchedulerOptions o;
+  o.parallel = 3;
+  o.stop_ids = {stop_id};
+  o.spec = spec;
+  o.prompt_cache_bytes = int64_t{64} << 20;
+  Scheduler sched(e, o);
+  Served out;
+  auto wave = [&](const std::vector<GenerationRequest>& rs) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const GenerationRequest& r : rs) {
+      auto sub = sched.submit(r);
+      EXPECT_TRUE(sub.stream) << sub.refusal;
+      streams.push_back(sub.stream);
+    }
+    for (auto& s : streams) out.results.push_back(collect(*s));
+  };
+  wave(reqs);
+  std::vector<GenerationRequest> next = reqs;
+  for (size_t q = 0; q < next.size(); ++q) {
+    const std::vector<int32_t> ids = ids_of(out.results[q]);
+    std::vector<int32_t>& prompt = next[q].prompt;
+    if (prompt.size() + ids.size() + 2 + 8 < size_t(kContext))
+      prompt.insert(prompt.end(), ids.begin(), ids.end());
+    prompt.insert(prompt.end(), {int32_t(5 + q), int32_t(7 + q)});
+    next[q].params.max_tokens = 8;
+  }
+  wave(next);
+  out.stats = settled(sched);
+  return out;
+}
+
+class SchedulerSpecFamilies : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SchedulerSpecFamilies, SameOutputAsWithoutSpeculation) {
+  const std::string& dir = eng::test::shared_tiny_family(GetParam());
+  eng::EngineOptions opt = eng::test::options_for_fused("auto");
+  opt.context = kContext;
+  auto e = eng::Engine::open(dir, opt);
+  const int64_t V = e->vocab();
+  const int32_t stop_id = int32_t(59 % V);
+  const std::vector<GenerationRequest> reqs = requests(V, stop_id);
+  const Served plain = serve_all(*e, {}, reqs, stop_id);
+  EXPECT_EQ(plain.stats.spec_drafted, 0);
+  const SpecOptions settings[] = {{.on = true, .draft = 3, .ngram = {2, 4}},
+                                  {.on = true, .draft = 6, .ngram = {1, 2}}};
+  for (const SpecOptions& spec : settings) {
+    const Served got = serve_all(*e, spec, reqs, stop_id);
+    const std::string what = std::string(GetParam()) + " draft " + std::to_string(spec.draft) +
+                             " n " + std::to_string(spec.ngram.min_n);
+    ASSERT_EQ(got.results.size(), plain.results.size());
+    for (size_t q = 0; q < plain.results.size(); ++q) {
+      const Result& a = plain.results[q];
+      const Result& b = got.results[q];
+      EXPECT_EQ(b.finish, a.finish) << what << " request " << q;
+      EXPECT_EQ(ids_of(b), ids_of(a)) << what << " request " << q;
+      ASSERT_EQ(b.tokens.size(), a.tokens.size()) << what << " request " << q;
+      for (size_t i = 0; i < a.tokens.size(); ++i) {
+        EXPECT_EQ(b.tokens[i].logprob, a.tokens[i].logprob) << what << " " << q << " " << i;
+        ASSERT_EQ(b.tokens[i].top.size(), a.tokens[i].top.size());
+        for (size_t j = 0; j < a.tokens[i].top.size(); ++j) {
+          EXPECT_EQ(b.tokens[i].top[j].id, a.tokens[i].top[j].id);
+          EXPECT_EQ(b.tokens[i].top[j].logprob, a.tokens[i].top[j].logprob);
+        }
+      }
+    }
+    // Drafts ran, some were output as drafted and some were not.
+    EXPECT_GT(got.stats.spec_accepted, 0) << what;
+    EXPECT_GT(got.stats.spec_drafted, got.stats.spec_accepted) << what;
+    if (!e->can_truncate()) {
+      EXPECT_GT(got.stats.spec_reruns, 0) << what;
+    }
+    EXPECT_EQ(got.stats.completed, int64_t(2 * reqs.size()));
+    EXPECT_EQ(got.stats.cached_tokens, plain.stats.cached_tokens) << what;
+    EXPECT_GT(got.stats.cached_tokens, 0) << what;
+  }
+  bool context_end = false, stopped = false;
+  for (const Result& r : plain.results) {
+    context_end = context_end || r.finish == Finish::kContext;
+    stopped = stopped || r.finish == Finish::kStop;
+  }
+  EXPECT_TRUE(context_end) << "no request reached the end of the context";
+  EXPECT_TRUE(stopped) << "no request ended at its stop id";
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SchedulerSpecFamilies, eng::test::tiny_families());
+
+TEST(SchedulerSpec, DraftLength) {
+  EXPECT_EQ(draft_length(3, 100, 100), 3);
+  EXPECT_EQ(draft_length(3, 2, 100), 1);  // room for the token and one draft
+  EXPECT_EQ(draft_length(3, 1, 100), 0);  // room for the token only
+  EXPECT_EQ(draft_length(3, 100, 2), 1);  // two tokens left to output
+  EXPECT_EQ(draft_length(3, 100, 1), 0);
+  EXPECT_EQ(draft_length(3, 0, 0), 0);
+}
+
+TEST(SchedulerSpec, BadSettingsNameTheFlag) {
+  const std::string& dir = eng::test::shared_tiny_family("tiny-qwen3-moe");
+  auto e = eng::Engine::open(dir, eng::test::options_for_fused("auto"));
+  auto error_of = [&](SpecOptions spec) {
+    try {
+      SchedulerOptions o;
+      o.spec = spec;
+      Scheduler s(*e, o);
+    } catch (const Error& ex) {
+      return std::string(ex.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({.on = true, .draft = 0, .ngram = {}}).find("--spec-draft"),
+            std::string::npos);
+  EXPECT_NE(error_of({.on = true, .draft = 65, .ngram = {}}).find("--spec-draft"),
+            std::string::npos);
+  EXPECT_NE(error_of({.on = true, .draft = 3, .ngram = {3, 2}}).find("--spec-ngram-max"),
+            std::string::npos);
+  EXPECT_NE(error_of({.on = true, .draft = 3, .ngram = {0, 2}}).find("--spec-ngram-min"),
+            std::string::npos);
+  // Off: the settings are not read.
+  EXPECT_EQ(error_of({.on = false, .draft = 0, .ngram = {}}), "");
+}
+
+}  // namespace
+}  // namespace moex::serve
