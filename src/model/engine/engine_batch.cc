@@ -100,7 +100,7 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     clock.lap(DecodeOp::kLmHead);
   }
   end_step(total, profiled);
-  return host_logits(count * V);
+  return host_logits(out_rows * V);
 }
 
 }  // namespace moex::model::engine

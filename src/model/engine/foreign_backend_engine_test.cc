@@ -2,8 +2,9 @@
 // backend runs the CPU backend's ops but refuses any pointer outside its own allocations, so
 // an engine that hands an op host memory (a small weight not placed, a host scratch vector,
 // the tokens) fails here on a machine without a GPU. On every family the logits equal the CPU
-// backend's bit for bit: a prefill, greedy decode steps, a batched step of two sequences,
-// every row's logits, and a prompt-cache round trip of the KV rows and recurrent states.
+// backend's bit for bit: a prefill, greedy decode steps, batched steps of two sequences (one
+// with every row of a part), every row's logits, and a prompt-cache round trip of the KV rows
+// and recurrent states.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -68,6 +69,16 @@ TEST_P(ForeignBackendEngine, LogitsEqualTheCpuBackendBitForBit) {
   la = a->decode_batch(ra, next, 2);
   lb = b->decode_batch(rb, next, 2);
   expect_same(la, lb, 2 * V, "batched decode step");
+  // A batched step whose first part takes every row's logits (speculative verification).
+  {
+    const int32_t drafts[3] = {argmax(la, V), 7, 11};
+    const int32_t one = argmax(la + V, V);
+    const SequenceChunk pa[2] = {{sa[0].get(), drafts, 3, true, true}, {sa[1].get(), &one, 1}};
+    const SequenceChunk pb[2] = {{sb[0].get(), drafts, 3, true, true}, {sb[1].get(), &one, 1}};
+    la = a->forward_batch(pa, 2);
+    lb = b->forward_batch(pb, 2);
+    expect_same(la, lb, 4 * V, "batched step with every row of a part");
+  }
 
   // Every row's logits of a prompt (perplexity scoring, speculative verification).
   {
