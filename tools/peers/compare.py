@@ -82,6 +82,7 @@ def host_facts(args, out):
         "threads": args.threads, "n": args.n, "warmup_tokens": args.warmup_tokens,
         "rounds": args.rounds, "prefill_tokens": args.prefill, "twin_type": args.type,
         "moex_precision": args.precision or "default",
+        "moex_input": "the GGUF file llama.cpp runs" if args.same_file else "the MLX checkpoint",
     }
     write_atomic(facts_path, json.dumps(facts, indent=1) + "\n")
     return facts
@@ -113,7 +114,9 @@ def measure(args, ckpt, out, log):
     cfg = json.loads((Path(ckpt) / "config.json").read_text())
     t = str(args.threads)
     tier = ["--precision", args.precision] if args.precision else []
-    moex_tg = [args.moex, "bench-decode", "-m", ckpt, "-n", args.n, "--warmup-tokens",
+    # --same-file: moex loads the very GGUF file llama-bench runs, not the MLX checkpoint.
+    moex_in = meta["gguf"] if args.same_file else ckpt
+    moex_tg = [args.moex, "bench-decode", "-m", moex_in, "-n", args.n, "--warmup-tokens",
                args.warmup_tokens, "--repeats", 1, "--threads", t, "-o", "json"] + tier
     llama_tg = [args.llama_bench, "-m", meta["gguf"], "-t", t, "-p", 0, "-n", args.n, "-r", 1,
                 "-o", "json"]
@@ -125,7 +128,7 @@ def measure(args, ckpt, out, log):
         run_once(d / f"round{r}.llama-tg.json", llama_tg, parse_json, log)
         if args.prefill:
             ids = prefill_ids(args.prefill, int(cfg["vocab_size"]))
-            moex_pp = [args.moex, "generate", "-m", ckpt, "--prompt-ids", ids, "-n", 1,
+            moex_pp = [args.moex, "generate", "-m", moex_in, "--prompt-ids", ids, "-n", 1,
                        "--threads", t, "--ignore-eos"] + tier
             llama_pp = [args.llama_bench, "-m", meta["gguf"], "-t", t, "-p", args.prefill,
                         "-n", 0, "-r", 1, "-o", "json"]
@@ -151,6 +154,9 @@ def main():
                     help="moex's activation precision tier (default: moex's own default)")
     ap.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                     help="also prompt processing of this many tokens (llama-bench pp)")
+    ap.add_argument("--same-file", action="store_true",
+                    help="moex runs the GGUF twin itself (the file llama.cpp runs), not the MLX "
+                         "checkpoint it was written from")
     ap.add_argument("-o", "--output", default="md", choices=["md", "csv", "json"])
     args = ap.parse_args()
     out = Path(args.out)

@@ -95,7 +95,8 @@ def render(out, names, facts, fmt):
             "MB/token", "GB/s", "probe GB/s", "of probe", "twin"]
     lines = [f"moex vs llama.cpp, {facts['threads']} threads, {facts['cpu_model']}, "
              f"{facts['date']}; {facts['moex_version']} (repo {facts['repo_commit']}), "
-             f"llama.cpp {facts['llama_cpp_commit'][:10]}", "",
+             f"llama.cpp {facts['llama_cpp_commit'][:10]}; moex ran "
+             f"{facts.get('moex_input', 'the MLX checkpoint')}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         mb = r["bytes_per_token"] / 1e6 if r["bytes_per_token"] else None
