@@ -369,6 +369,44 @@ def gguf_inputs(out_dir, rng):
     write(out_dir, "fuzz_gguf", "empty.gguf", gguf_file([], [], rng))
 
 
+def gguf_model_inputs(out_dir, rng):
+    """Whole tiny models: a 1-layer qwen3moe and a 1-layer Mixtral (llama with experts), hidden
+    32, 2 heads of 16, 4 experts top 2, with a byte-level BPE vocabulary of 16 tokens and a chat
+    template, so that every loader of fuzz_gguf_model starts from a file it accepts."""
+    tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a", "b", "c", "\u0120", "\u0120a",
+              "ab", "abc", "1", "2", ",", "!", "\u010a", "H"]
+    vocab = len(tokens)
+    tok_kvs = [("tokenizer.ggml.model", 8, "gpt2"), ("tokenizer.ggml.pre", 8, "qwen2"),
+               ("tokenizer.ggml.tokens", 9, (8, tokens)),
+               ("tokenizer.ggml.token_type", 9, (5, [3, 3, 3] + [1] * (vocab - 3))),
+               ("tokenizer.ggml.merges", 9, (8, ["\u0120 a", "a b", "ab c"])),
+               ("tokenizer.ggml.eos_token_id", 4, 2), ("tokenizer.ggml.bos_token_id", 4, 0),
+               ("tokenizer.chat_template", 8,
+                "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")]
+    for arch, moe_key, extra in (
+            ("qwen3moe", "expert_feed_forward_length", [("qwen3moe.attention.key_length", 4, 16)]),
+            ("llama", "feed_forward_length", [])):
+        kvs = [("general.architecture", 8, arch), (f"{arch}.block_count", 4, 1),
+               (f"{arch}.context_length", 4, 256), (f"{arch}.embedding_length", 4, 32),
+               (f"{arch}.attention.head_count", 4, 2), (f"{arch}.attention.head_count_kv", 4, 1),
+               (f"{arch}.attention.layer_norm_rms_epsilon", 6, 1e-6),
+               (f"{arch}.rope.freq_base", 6, 10000.0), (f"{arch}.expert_count", 4, 4),
+               (f"{arch}.expert_used_count", 4, 2), (f"{arch}.{moe_key}", 4, 16)] + extra + tok_kvs
+        t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+             ("output.weight", "Q8_0", [32, vocab]), ("blk.0.attn_norm.weight", "F32", [32]),
+             ("blk.0.ffn_norm.weight", "F32", [32]), ("blk.0.attn_q.weight", "Q8_0", [32, 32]),
+             ("blk.0.attn_k.weight", "Q8_0", [32, 16]), ("blk.0.attn_v.weight", "Q8_0", [32, 16]),
+             ("blk.0.attn_output.weight", "Q8_0", [32, 32]),
+             ("blk.0.ffn_gate_inp.weight", "F32", [32, 4]),
+             ("blk.0.ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+             ("blk.0.ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+             ("blk.0.ffn_down_exps.weight", "F16", [16, 32, 4])]
+        if arch == "qwen3moe":
+            t += [("blk.0.attn_q_norm.weight", "F32", [16]), ("blk.0.attn_k_norm.weight", "F32", [16])]
+        write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -378,6 +416,7 @@ def main():
     serve_request_inputs(out_dir)
     http_framing_inputs(out_dir)
     gguf_inputs(out_dir, rng)
+    gguf_model_inputs(out_dir, rng)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 secs="${1:-600}"
 shift || true
-all_targets=(fuzz_safetensors fuzz_gguf fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer
+all_targets=(fuzz_safetensors fuzz_gguf fuzz_gguf_model fuzz_checkpoint_index fuzz_model_config fuzz_tokenizer
              fuzz_chat_template fuzz_serve_request fuzz_http_framing)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
@@ -19,6 +19,7 @@ max_len_of() {
   case "$1" in
     fuzz_safetensors) echo 32768 ;;
     fuzz_gguf) echo 16384 ;;
+    fuzz_gguf_model) echo 65536 ;;
     fuzz_checkpoint_index) echo 32768 ;;
     fuzz_model_config) echo 16384 ;;
     fuzz_tokenizer) echo 65536 ;;
@@ -34,7 +35,7 @@ dict_of() {
   case "$1" in
     fuzz_chat_template) echo fuzz/dicts/jinja.dict ;;
     fuzz_http_framing) echo fuzz/dicts/http.dict ;;
-    fuzz_gguf) echo fuzz/dicts/gguf.dict ;;
+    fuzz_gguf|fuzz_gguf_model) echo fuzz/dicts/gguf.dict ;;
     *) echo fuzz/dicts/json.dict ;;
   esac
 }
