@@ -28,8 +28,11 @@ class Tokenizer {
 
   // Token ids of text. add_special adds what the post_processor puts around the text
   // (e.g. BOS). Invalid UTF-8 in text is replaced by U+FFFD first (as Python's
-  // bytes.decode(errors="replace") would), never a crash.
-  std::vector<int32_t> encode(std::string_view text, bool add_special = true) const;
+  // bytes.decode(errors="replace") would), never a crash. Without parse_special the text of
+  // a special added token is tokenized as plain text (llama.cpp's parse_special = false);
+  // added tokens not marked special are matched either way.
+  std::vector<int32_t> encode(std::string_view text, bool add_special = true,
+                              bool parse_special = true) const;
 
   // Text of ids (always valid UTF-8). skip_special drops added tokens marked special.
   // Ids that name no token are skipped, as the reference does.
