@@ -140,6 +140,12 @@ bool Tokenizer::is_special(int32_t id) const {
 StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skip_special)
     : tok_(std::move(tokenizer)), skip_special_(skip_special) {}
 
+void StreamDecoder::prime(const std::vector<int32_t>& context) {
+  ids_ = context;
+  prefix_len_ = context.size();
+  prefix_text_ = tok_.decode(ids_, skip_special_);
+}
+
 std::string StreamDecoder::step(int32_t id) {
   ids_.push_back(id);
   std::string text = tok_.decode(ids_, skip_special_);

@@ -75,6 +75,10 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special = false);
+  // Ids already shown (the end of a prompt): later text is what they and the new ids decode to
+  // beyond their own text, so a decoder that strips the first token's space (SentencePiece's)
+  // keeps the space of the first generated token. Call before the first step.
+  void prime(const std::vector<int32_t>& context);
   // New text made final by this id ("" when it is held back).
   std::string step(int32_t id);
   // Whatever is still held back (possibly ending in U+FFFD), then resets.

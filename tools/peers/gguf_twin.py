@@ -194,10 +194,10 @@ def add_metadata(writer, plan, file_type):
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
 
-def write_gguf(plan, path, file_type, progress):
+def write_gguf(plan, path, file_type, progress, vocab=None):
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
     add_metadata(writer, plan, file_type)
-    add_vocab(writer, plan.ckpt.dir, plan.ckpt.config)
+    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.ckpt.config)
     for row in plan.rows:
         if row["qtype"] == Q.F32:
             writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),
@@ -264,13 +264,14 @@ def run_llama_quantize(binary, src, dst):
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
 
 
-def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True):
+def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None):
     """Writes OUT (and OUT.json) unless --reuse finds a twin of the same source; returns the
-    summary dict."""
+    summary dict. vocab(writer, ckpt_dir, config) writes the tokenizer keys (default: the
+    checkpoint's tokenizer.json as "gpt2"; twin_spm.py's for a SentencePiece vocabulary)."""
     out = Path(out)
     meta_path = Path(str(out) + ".json")
     fingerprint = source_fingerprint(ckpt_dir)
-    if reuse and out.is_file() and meta_path.is_file():
+    if reuse and vocab is None and out.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if (meta.get("fingerprint") == fingerprint and meta.get("type") == mode
                 and meta.get("writer_version") == WRITER_VERSION):
@@ -280,14 +281,14 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
     if mode in ("q4_0", "f16"):  # f16: the float tensors of a float checkpoint as F16
         write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0 if mode == "q4_0" else
-                   gguf.LlamaFileType.MOSTLY_F16, progress)
+                   gguf.LlamaFileType.MOSTLY_F16, progress, vocab)
         meta = summary(plan, mode, out, fingerprint)
     elif mode == "q4_k_m":
         if llama_quantize is None:
             raise ValueError("--type q4_k_m needs --llama-quantize (scripts/peers/llamacpp.sh)")
         bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
         try:
-            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress)
+            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress, vocab)
             run_llama_quantize(llama_quantize, bf16, tmp)
         finally:
             bf16.unlink(missing_ok=True)
