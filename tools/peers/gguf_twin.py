@@ -84,6 +84,10 @@ class Plan:
         self.rows = []
         seen = set()
         for prefix, tensor, layer in tensor_table(self.fam, self.n_layers):
+            if tensor == T.FFN_EXP_PROBS_B and ckpt.has(prefix):
+                self._add(prefix, "", tensor, layer, mode)
+                seen.add(prefix)
+                continue
             if not (ckpt.has(prefix + ".weight")):
                 continue
             self._add(prefix, ".weight", tensor, layer, mode)
@@ -108,8 +112,8 @@ class Plan:
 
     def _add(self, prefix, part, tensor, layer, mode):
         ckpt = self.ckpt
-        if part == ".bias":
-            shape, qtype = ckpt.raw(prefix + ".bias").shape, Q.F32
+        if part in (".bias", ""):
+            shape, qtype = ckpt.raw(prefix + part).shape, Q.F32
         else:
             qtype = twin_type(ckpt, prefix, mode)
             shape = ckpt.raw(prefix + ".weight").shape
@@ -123,7 +127,8 @@ class Plan:
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
-        self.rows.append(dict(name=gguf_name(tensor, layer) + part, prefix=prefix, part=part,
+        self.rows.append(dict(name=gguf_name(tensor, layer) + (part or ".bias"), prefix=prefix,
+                              part=part,
                               tensor=tensor, qtype=qtype, shape=tuple(shape), permute=permute,
                               tied_copy=False,
                               moex_bytes=moex_bytes(ckpt, prefix) if part == ".weight" else
@@ -132,8 +137,8 @@ class Plan:
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
-        if row["part"] == ".bias":
-            w = ckpt.float(row["prefix"] + ".bias")
+        if row["part"] in (".bias", ""):
+            w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
         if row["tensor"] == T.FFN_GATE_INP_SHEXP:
@@ -178,13 +183,16 @@ def add_metadata(writer, plan, file_type):
     writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
     if plan.fam.expert_dff_key != "intermediate_size":
         writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
-    if plan.fam.has_shared:
+    if plan.fam.has_shared and plan.fam.arch != gguf.MODEL_ARCH.GLM4_MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
     writer.add_head_count(plan.n_head)
     writer.add_head_count_kv(plan.n_kv)
     writer.add_key_length(plan.head_dim)
     writer.add_value_length(plan.head_dim)
-    writer.add_rope_dimension_count(plan.head_dim)
+    if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
+        add_glm4moe_metadata(writer, plan, cfg)
+    else:
+        writer.add_rope_dimension_count(plan.head_dim)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
     writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     writer.add_expert_count(plan.n_experts)
@@ -192,6 +200,25 @@ def add_metadata(writer, plan, file_type):
     writer.add_vocab_size(plan.vocab)
     writer.add_file_type(file_type)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
+def add_glm4moe_metadata(writer, plan, cfg):
+    """The keys conversion/glm.py's Glm4MoeModel.set_gguf_parameters writes, plus the generic
+    expert group keys llama.cpp's loader reads (for a config with n_group > 1)."""
+    writer.add_rope_dimension_count(int(plan.head_dim * float(cfg.get("partial_rotary_factor",
+                                                                      0.5))))
+    if cfg.get("n_shared_experts") is not None:
+        writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    if cfg.get("first_k_dense_replace") is not None:
+        writer.add_leading_dense_block_count(int(cfg["first_k_dense_replace"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if cfg.get("routed_scaling_factor") is not None:
+        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    if cfg.get("norm_topk_prob") is not None:
+        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    if int(cfg.get("n_group", 1)) > 1:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
 
 
 def write_gguf(plan, path, file_type, progress, vocab=None):

@@ -50,15 +50,17 @@ STEPS = 8
 # a wrong q/k row order gives 6e-3.
 QUANT_REL_BOUND = 1e-5
 # moex vs llama.cpp on the same file, logits' mean-centred relative RMS difference per step
-# (docs/gguf.md has the measurements): F32 files measured up to 1.37e-4 .. 1.61e-4, the
+# (docs/gguf.md has the measurements): F32 files measured up to 1.13e-4 .. 1.74e-4, the
 # rounding of llama.cpp's F16 KV cache (2^-11 = 4.9e-4 per element) is the bound; quantized
-# files (Q4_0/Q8_0 and llama-quantize's Q4_K_M) up to 6.5e-3 .. 1.64e-2, from llama.cpp's 8-bit
-# activations in its quantized matmuls; bound 2e-2, 1.2x the largest measured.
+# files (Q4_0/Q8_0 and llama-quantize's Q4_K_M) up to 6.5e-3 .. 2.61e-2 (the largest: glm4moe's
+# Q4_K_M, three layers with a dense FFN and shared experts, all quantized), from llama.cpp's
+# 8-bit activations in its quantized matmuls (llama.cpp on that file dequantized to F32 agrees
+# with moex on the Q4_K_M file to 1.9e-4); bound 3.2e-2, 1.2x the largest measured.
 PEER_F32_BOUND = 4.9e-4
-# F16 files measured up to 3.35e-4 .. 4.62e-4: llama.cpp also rounds the activations to F16 for
+# F16 files measured up to 3.35e-4 .. 5.88e-4: llama.cpp also rounds the activations to F16 for
 # its F16 matmuls, two roundings of 2^-11.
 PEER_F16_BOUND = 9.8e-4
-PEER_QUANT_BOUND = 2e-2
+PEER_QUANT_BOUND = 3.2e-2
 CORPUS = [
     "Hello, world!",
     "naïve café — Ünïcödé ∑ 日本語のテキスト 🙂🚀",
@@ -138,7 +140,8 @@ def fixtures(moex, work):
     """(label, checkpoint dir, gguf path, kind) for every case."""
     out = []
     for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral"),
-                          ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe")):
+                          ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe"),
+                          ("tiny-glm4-moe", "glm")):
         for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]),
                             ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])):
             d = make(moex, work, preset, f"{short}-{kind}-src", *extra)
