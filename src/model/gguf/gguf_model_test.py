@@ -159,6 +159,44 @@ def fixtures(moex, work):
     return out
 
 
+def with_nextn_layer(src, dst):
+    """DST: the F32 glm4moe file SRC plus a NextN (multi-token prediction) layer as GLM's
+    converter writes one: block_count + 1, nextn_predict_layers 1, blk.L.* holding a copy of the
+    last layer's tensors and the nextn.* projections and norms (values arbitrary: nothing that
+    decodes one token per step reads them)."""
+    import gguf
+    r = gguf.GGUFReader(str(src))
+    arch = r.fields["general.architecture"].contents()
+    w = gguf.GGUFWriter(str(dst), arch)
+    layers = int(r.fields[f"{arch}.block_count"].contents())
+    for field in r.fields.values():
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue
+        vt = field.types[0]
+        sub = field.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
+        value = layers + 1 if field.name == f"{arch}.block_count" else field.contents()
+        w.add_key_value(field.name, value, vt, sub_type=sub)
+    w.add_nextn_predict_layers(1)
+    last = f"blk.{layers - 1}."
+    hidden = int(r.fields[f"{arch}.embedding_length"].contents())
+    rng = np.random.default_rng(0)
+    for t in r.tensors:
+        if t.tensor_type != gguf.GGMLQuantizationType.F32:
+            raise ValueError(f"{src}: {t.name} is not F32")
+        w.add_tensor(t.name, np.array(t.data))
+        if t.name.startswith(last):
+            w.add_tensor(f"blk.{layers}." + t.name[len(last):], np.array(t.data))
+    for name, shape in (("nextn.eh_proj.weight", (hidden, 2 * hidden)),
+                        ("nextn.enorm.weight", (hidden,)), ("nextn.hnorm.weight", (hidden,)),
+                        ("nextn.shared_head_norm.weight", (hidden,))):
+        w.add_tensor(f"blk.{layers}.{name}", rng.standard_normal(shape).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
 def spm_fixture(work):
     """(label, checkpoint dir, gguf path, sentencepiece model): the float32 tiny Mixtral with a
     trained SentencePiece vocabulary of its 1024 ids."""
@@ -191,6 +229,12 @@ def reference(args, work, cases):
     a, b = run(gen + ["-m", d]), run(gen + ["-m", path])
     check(a == b, f"{label}: `generate -p TEXT` prints the same from DIR and GGUF")
     spm_reference(args, work)
+    nextn = with_nextn_layer(work / "glm-f32.gguf", work / "glm-f32-nextn.gguf")
+    ids_a, log_a = moex_generate(args.moex, work / "glm-f32.gguf", work / "glm-plain.f32")
+    ids_b, log_b = moex_generate(args.moex, nextn, work / "glm-nextn.f32")
+    check(ids_a == ids_b and np.array_equal(log_a.view(np.uint32), log_b.view(np.uint32)),
+          "glm-f32 with a NextN layer: its tensors skipped, tokens and logits bit-identical to "
+          "the file without it")
 
 
 def spm_reference(args, work):
@@ -241,6 +285,8 @@ def peer(args, work, cases):
     check(not bad, f"{label}: token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on "
           f"{len(CORPUS)} texts" + (f"; differ on {bad!r}" if bad else ""))
     spm_peer(args, work, report)
+    nextn = with_nextn_layer(work / "glm-f32.gguf", work / "glm-f32-nextn.gguf")
+    report.append(compare(args, work, "glm-f32-nextn", nextn, PEER_F32_BOUND))
     (work / "peer.json").write_text(json.dumps(report, indent=1) + "\n")
 
 
