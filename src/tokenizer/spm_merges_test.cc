@@ -6,6 +6,7 @@
 // for tied scores or with byte fallback skipped fails these.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -166,6 +167,12 @@ TEST(SpmMerges, Refusals) {
   unreachable.add("a", -1);
   unreachable.add("qa", -2);
   EXPECT_NE(error_of(unreachable).find("\"qa\""), std::string::npos);
+  Vocab long_token;  // 40000 characters x 40000 bytes: above kMaxSpmSplitWork
+  long_token.add("a", -1);
+  long_token.add(std::string(40000, 'a'), -2);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(error_of(long_token).find("too long"), std::string::npos);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
   Vocab count;
   count.add("a", -1);
   count.scores.pop_back();
