@@ -164,7 +164,12 @@ int run_generate(GenerateFlags f) {
     if (!dump) fail("--dump-logits: cannot write ", *f.dump_logits);
   }
   std::optional<StreamDecoder> stream;
-  if (prompt.from_text) stream.emplace(*tok);
+  if (prompt.from_text) {
+    stream.emplace(*tok);
+    // The prompt's last token as context: text continues it (" world" after "Hello" keeps its
+    // space with a SentencePiece decoder, which strips the space of the first token it sees).
+    if (!prompt.ids.empty()) stream->prime({prompt.ids.back()});
+  }
 
   const double t0 = now_seconds();
   const float* logits = engine->prefill(prompt.ids);

@@ -28,6 +28,7 @@ struct TokenizeFlags {
   std::string file;
   std::string decode;
   bool no_special = false;
+  bool no_parse_special = false;
   bool skip_special = false;
   bool show_tokens = false;
   bool anything = false;  // one of -t, -f, --decode was given
@@ -66,7 +67,7 @@ int run_tokenize(const TokenizeFlags& f) {
   }
   std::string text = f.text;
   if (!f.file.empty()) text = read_small_file(f.file, kMaxTextFileBytes, "--file input");
-  const auto ids = tok.encode(text, !f.no_special);
+  const auto ids = tok.encode(text, !f.no_special, !f.no_parse_special);
   for (size_t i = 0; i < ids.size(); ++i) {
     std::cout << (i ? " " : "") << ids[i];
     if (f.show_tokens) std::cout << ":" << tok.id_to_token(ids[i]).value_or("?");
@@ -95,6 +96,9 @@ MOEX_REGISTER_COMMAND(tokenize, "tokenize", "encode text to token ids, or decode
                         file->excludes(dec);
                         sub.add_flag("--no-special", f->no_special,
                                      "do not add the post-processor's special tokens (BOS...)");
+                        sub.add_flag("--no-parse-special", f->no_parse_special,
+                                     "tokenize the text of special tokens as plain text "
+                                     "(llama.cpp's parse_special off)");
                         sub.add_flag("--skip-special", f->skip_special,
                                      "decode: drop special added tokens");
                         sub.add_flag("--tokens", f->show_tokens, "print id:token pairs");

@@ -104,8 +104,10 @@ const AddedToken* AddedVocab::by_content(std::string_view content) const {
   return it == by_content_.end() ? nullptr : &tokens_[it->second];
 }
 
-void AddedVocab::split(std::string_view s, bool normalized_pass, std::vector<Segment>& out) const {
-  const TokenMatcher& m = normalized_pass ? norm_ : raw_;
+void AddedVocab::split(std::string_view s, bool normalized_pass, std::vector<Segment>& out,
+                       bool with_special) const {
+  const TokenMatcher& m = with_special ? (normalized_pass ? norm_ : raw_)
+                                       : (normalized_pass ? norm_plain_ : raw_plain_);
   size_t start = 0;  // end of the previous token (text before it is plain)
   size_t from = 0;
   size_t mb, ml;

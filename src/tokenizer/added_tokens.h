@@ -58,24 +58,29 @@ class AddedVocab {
   void finalize(NormalizeFn normalize) {
     raw_ = TokenMatcher();
     norm_ = TokenMatcher();
+    raw_plain_ = TokenMatcher();
+    norm_plain_ = TokenMatcher();
     for (size_t i = 0; i < tokens_.size(); ++i) {
       const AddedToken& t = tokens_[i];
       if (t.content.empty()) continue;
-      if (t.normalized) {
-        norm_.add(normalize(t.content), static_cast<int32_t>(i));
-      } else {
-        raw_.add(t.content, static_cast<int32_t>(i));
-      }
+      const std::string text = t.normalized ? normalize(t.content) : t.content;
+      (t.normalized ? norm_ : raw_).add(text, static_cast<int32_t>(i));
+      if (!t.special) (t.normalized ? norm_plain_ : raw_plain_).add(text, static_cast<int32_t>(i));
     }
   }
 
   // Splits s on the added tokens (normalized==false ones when `normalized_pass` is false,
-  // else the normalized ones) and appends the segments, in order, to out.
-  void split(std::string_view s, bool normalized_pass, std::vector<Segment>& out) const;
+  // else the normalized ones) and appends the segments, in order, to out. Without
+  // `with_special` the tokens marked special are left in the text (llama.cpp's parse_special
+  // off, transformers' split_special_tokens).
+  void split(std::string_view s, bool normalized_pass, std::vector<Segment>& out,
+             bool with_special = true) const;
 
   const AddedToken* by_id(int32_t id) const;
   const AddedToken* by_content(std::string_view content) const;
-  bool has_normalized() const { return !norm_.empty(); }
+  bool has_normalized(bool with_special = true) const {
+    return !(with_special ? norm_ : norm_plain_).empty();
+  }
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
  private:
@@ -83,6 +88,7 @@ class AddedVocab {
   std::unordered_map<int32_t, size_t> by_id_;
   std::unordered_map<std::string, size_t> by_content_;
   TokenMatcher raw_, norm_;
+  TokenMatcher raw_plain_, norm_plain_;  // the same without the special tokens
 };
 
 }  // namespace moex::tok

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/spm_merges.h"
 #include "tokenizer/utf8.h"
 
 namespace moex::tok {
@@ -112,6 +113,19 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const Json& j, const std::string& 
 
   const std::string mw = field_path(where, "merges");
   const Json& merges = array_field(j, "merges", where);
+  if (const Json* sc = optional_field(j, "merge_scores")) {
+    // moex's own field (GGUF SentencePiece vocabularies): merges derived from token scores.
+    const std::string sw = field_path(where, "merge_scores");
+    if (!merges.empty()) fail(sw, ": given together with a non-empty \"merges\"");
+    if (!sc->is_array() || sc->size() != m->id_to_token_.size())
+      fail(sw, ": expected an array of ", m->id_to_token_.size(), " numbers (one per id)");
+    std::vector<double> scores(sc->size());
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (!(*sc)[i].is_number()) fail(index_path(sw, i), ": expected a number");
+      scores[i] = (*sc)[i].get<double>();
+    }
+    m->merges_.build(merges_from_scores(m->vocab_, scores, sw));
+  }
   std::vector<MergeTable::Entry> entries;
   entries.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
@@ -125,7 +139,7 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const Json& j, const std::string& 
                          static_cast<uint32_t>(ib->second);
     entries.push_back({key, static_cast<int32_t>(i), ic->second});
   }
-  m->merges_.build(entries);
+  if (!optional_field(j, "merge_scores")) m->merges_.build(entries);
 
   if (auto unk = opt_string_field(j, "unk_token", where)) {
     auto it = m->vocab_.find(*unk);

@@ -26,6 +26,17 @@ TEST(StreamDecoder, HoldsBackIncompleteUtf8) {
   EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");
 }
 
+TEST(StreamDecoder, PrimedWithContextKeepsTheFirstSpace) {
+  const Tokenizer t = Tokenizer::load(tok_test::write_tokenizer("sp_stream", tok_test::sp_json()));
+  const auto prompt = t.encode("abc"), more = t.encode("abc", false);  // "▁abc"
+  StreamDecoder plain(t);
+  EXPECT_EQ(plain.step(more[0]), "abc");  // the decoder strips the first token's space
+  StreamDecoder primed(t);
+  primed.prime({prompt.back()});
+  EXPECT_EQ(primed.step(more[0]), " abc");
+  EXPECT_EQ(primed.flush(), "");
+}
+
 TEST(StreamDecoder, ConcatenationEqualsDecodeOnMixedText) {
   const std::string dir = tok_test::temp_dir("syn").string();
   write_synthetic_tokenizer(dir, 5000);

@@ -30,7 +30,8 @@ const std::string* Tokenizer::Impl::token_of(int32_t id) const {
   return model->id_to_token(id);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
   const Impl& im = *impl_;
   std::string repaired;
   if (!tok::is_valid_utf8(text)) {
@@ -41,7 +42,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
   out.reserve(text.size() / 3 + 8);
   if (add_special) out.insert(out.end(), im.affixes.prefix.begin(), im.affixes.prefix.end());
   std::vector<Segment> segs, subs;
-  im.added.split(text, false, segs);
+  im.added.split(text, false, segs, parse_special);
   for (const Segment& seg : segs) {
     if (seg.id >= 0) {
       out.push_back(seg.id);
@@ -50,12 +51,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
     std::string piece(text.substr(seg.begin, seg.end - seg.begin));
     if (im.normalizer) im.normalizer->normalize(piece);
     const bool at_start = seg.begin == 0;
-    if (!im.added.has_normalized()) {
+    if (!im.added.has_normalized(parse_special)) {
       im.encode_plain(std::move(piece), at_start, out);
       continue;
     }
     subs.clear();
-    im.added.split(piece, true, subs);
+    im.added.split(piece, true, subs, parse_special);
     for (const Segment& sub : subs) {
       if (sub.id >= 0) {
         out.push_back(sub.id);
@@ -138,6 +139,12 @@ bool Tokenizer::is_special(int32_t id) const {
 
 StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skip_special)
     : tok_(std::move(tokenizer)), skip_special_(skip_special) {}
+
+void StreamDecoder::prime(const std::vector<int32_t>& context) {
+  ids_ = context;
+  prefix_len_ = context.size();
+  prefix_text_ = tok_.decode(ids_, skip_special_);
+}
 
 std::string StreamDecoder::step(int32_t id) {
   ids_.push_back(id);

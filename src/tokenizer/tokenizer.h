@@ -28,8 +28,11 @@ class Tokenizer {
 
   // Token ids of text. add_special adds what the post_processor puts around the text
   // (e.g. BOS). Invalid UTF-8 in text is replaced by U+FFFD first (as Python's
-  // bytes.decode(errors="replace") would), never a crash.
-  std::vector<int32_t> encode(std::string_view text, bool add_special = true) const;
+  // bytes.decode(errors="replace") would), never a crash. Without parse_special the text of
+  // a special added token is tokenized as plain text (llama.cpp's parse_special = false);
+  // added tokens not marked special are matched either way.
+  std::vector<int32_t> encode(std::string_view text, bool add_special = true,
+                              bool parse_special = true) const;
 
   // Text of ids (always valid UTF-8). skip_special drops added tokens marked special.
   // Ids that name no token are skipped, as the reference does.
@@ -72,6 +75,10 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special = false);
+  // Ids already shown (the end of a prompt): later text is what they and the new ids decode to
+  // beyond their own text, so a decoder that strips the first token's space (SentencePiece's)
+  // keeps the space of the first generated token. Call before the first step.
+  void prime(const std::vector<int32_t>& context);
   // New text made final by this id ("" when it is held back).
   std::string step(int32_t id);
   // Whatever is still held back (possibly ending in U+FFFD), then resets.

@@ -84,6 +84,10 @@ class Plan:
         self.rows = []
         seen = set()
         for prefix, tensor, layer in tensor_table(self.fam, self.n_layers):
+            if tensor == T.FFN_EXP_PROBS_B and ckpt.has(prefix):
+                self._add(prefix, "", tensor, layer, mode)
+                seen.add(prefix)
+                continue
             if not (ckpt.has(prefix + ".weight")):
                 continue
             self._add(prefix, ".weight", tensor, layer, mode)
@@ -108,8 +112,8 @@ class Plan:
 
     def _add(self, prefix, part, tensor, layer, mode):
         ckpt = self.ckpt
-        if part == ".bias":
-            shape, qtype = ckpt.raw(prefix + ".bias").shape, Q.F32
+        if part in (".bias", ""):
+            shape, qtype = ckpt.raw(prefix + part).shape, Q.F32
         else:
             qtype = twin_type(ckpt, prefix, mode)
             shape = ckpt.raw(prefix + ".weight").shape
@@ -123,7 +127,8 @@ class Plan:
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
-        self.rows.append(dict(name=gguf_name(tensor, layer) + part, prefix=prefix, part=part,
+        self.rows.append(dict(name=gguf_name(tensor, layer) + (part or ".bias"), prefix=prefix,
+                              part=part,
                               tensor=tensor, qtype=qtype, shape=tuple(shape), permute=permute,
                               tied_copy=False,
                               moex_bytes=moex_bytes(ckpt, prefix) if part == ".weight" else
@@ -132,8 +137,8 @@ class Plan:
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
-        if row["part"] == ".bias":
-            w = ckpt.float(row["prefix"] + ".bias")
+        if row["part"] in (".bias", ""):
+            w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
         if row["tensor"] == T.FFN_GATE_INP_SHEXP:
@@ -178,13 +183,16 @@ def add_metadata(writer, plan, file_type):
     writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
     if plan.fam.expert_dff_key != "intermediate_size":
         writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
-    if plan.fam.has_shared:
+    if plan.fam.has_shared and plan.fam.arch != gguf.MODEL_ARCH.GLM4_MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
     writer.add_head_count(plan.n_head)
     writer.add_head_count_kv(plan.n_kv)
     writer.add_key_length(plan.head_dim)
     writer.add_value_length(plan.head_dim)
-    writer.add_rope_dimension_count(plan.head_dim)
+    if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
+        add_glm4moe_metadata(writer, plan, cfg)
+    else:
+        writer.add_rope_dimension_count(plan.head_dim)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
     writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     writer.add_expert_count(plan.n_experts)
@@ -194,10 +202,29 @@ def add_metadata(writer, plan, file_type):
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
 
-def write_gguf(plan, path, file_type, progress):
+def add_glm4moe_metadata(writer, plan, cfg):
+    """The keys conversion/glm.py's Glm4MoeModel.set_gguf_parameters writes, plus the generic
+    expert group keys llama.cpp's loader reads (for a config with n_group > 1)."""
+    writer.add_rope_dimension_count(int(plan.head_dim * float(cfg.get("partial_rotary_factor",
+                                                                      0.5))))
+    if cfg.get("n_shared_experts") is not None:
+        writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    if cfg.get("first_k_dense_replace") is not None:
+        writer.add_leading_dense_block_count(int(cfg["first_k_dense_replace"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if cfg.get("routed_scaling_factor") is not None:
+        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    if cfg.get("norm_topk_prob") is not None:
+        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    if int(cfg.get("n_group", 1)) > 1:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
+
+
+def write_gguf(plan, path, file_type, progress, vocab=None):
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
     add_metadata(writer, plan, file_type)
-    add_vocab(writer, plan.ckpt.dir, plan.ckpt.config)
+    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.ckpt.config)
     for row in plan.rows:
         if row["qtype"] == Q.F32:
             writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),
@@ -264,13 +291,14 @@ def run_llama_quantize(binary, src, dst):
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
 
 
-def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True):
+def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None):
     """Writes OUT (and OUT.json) unless --reuse finds a twin of the same source; returns the
-    summary dict."""
+    summary dict. vocab(writer, ckpt_dir, config) writes the tokenizer keys (default: the
+    checkpoint's tokenizer.json as "gpt2"; twin_spm.py's for a SentencePiece vocabulary)."""
     out = Path(out)
     meta_path = Path(str(out) + ".json")
     fingerprint = source_fingerprint(ckpt_dir)
-    if reuse and out.is_file() and meta_path.is_file():
+    if reuse and vocab is None and out.is_file() and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if (meta.get("fingerprint") == fingerprint and meta.get("type") == mode
                 and meta.get("writer_version") == WRITER_VERSION):
@@ -280,14 +308,14 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
     if mode in ("q4_0", "f16"):  # f16: the float tensors of a float checkpoint as F16
         write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0 if mode == "q4_0" else
-                   gguf.LlamaFileType.MOSTLY_F16, progress)
+                   gguf.LlamaFileType.MOSTLY_F16, progress, vocab)
         meta = summary(plan, mode, out, fingerprint)
     elif mode == "q4_k_m":
         if llama_quantize is None:
             raise ValueError("--type q4_k_m needs --llama-quantize (scripts/peers/llamacpp.sh)")
         bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
         try:
-            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress)
+            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress, vocab)
             run_llama_quantize(llama_quantize, bf16, tmp)
         finally:
             bf16.unlink(missing_ok=True)

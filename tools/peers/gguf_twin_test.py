@@ -55,8 +55,10 @@ def requant_bound(values, qtype):
 def moex_values(ckpt, entry, cfg):
     """What moex computes for this twin tensor, permuted as the twin needs (float64)."""
     src = entry["source"]
-    prefix, part = src.rsplit(".", 1)
-    w = ckpt.float(src) if part == "bias" else ckpt.dequantize(prefix)
+    prefix = src.rsplit(".", 1)[0]
+    # ".bias" tensors (a Linear's bias, glm4moe's exp_probs_b from the bare
+    # e_score_correction_bias) are float copies of the source; the rest its dequantized weight.
+    w = ckpt.float(src) if entry["name"].endswith(".bias") else ckpt.dequantize(prefix)
     w = np.asarray(w, dtype=np.float64)
     if entry["name"].startswith("blk.") and entry["name"].endswith("ffn_gate_inp_shexp.weight"):
         w = w.reshape(-1)

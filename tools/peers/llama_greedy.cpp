@@ -8,7 +8,9 @@
 //
 //   moex-llama-greedy --tokenize MODEL.gguf TEXT_FILE
 //
-// prints {"ids":[...]}: llama_tokenize of the file's bytes with special tokens added and parsed
+// prints {"ids":[...], "ids_no_parse_special":[...], "ids_no_bos":[...], "detokenized_hex":"..."}:
+// llama_tokenize of the file's bytes with special tokens added and parsed, added but not parsed,
+// parsed but not added, and llama_detokenize of the last (special tokens written out) as hex
 // (the vocabulary only; for the GGUF tokenizer comparison of src/model/gguf/gguf_model_test.py).
 #include <algorithm>
 #include <cstdio>
@@ -82,17 +84,42 @@ int tokenize_file(const char* model_path, const char* text_path) {
     return 1;
   }
   const llama_vocab* vocab = llama_model_get_vocab(model);
-  std::vector<llama_token> ids(text.size() + 8);
-  int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()),
-                         /*add_special=*/true, /*parse_special=*/true);
-  if (n < 0) {
-    ids.resize(size_t(-n));
-    n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(),
-                       int32_t(ids.size()), true, true);
+  const auto tokenize = [&](bool add_special, bool parse_special) {
+    std::vector<llama_token> ids(text.size() + 8);
+    int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(),
+                           int32_t(ids.size()), add_special, parse_special);
+    if (n < 0) {
+      ids.resize(size_t(-n));
+      n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(),
+                         int32_t(ids.size()), add_special, parse_special);
+    }
+    ids.resize(size_t(std::max(n, 0)));
+    return ids;
+  };
+  const auto list = [](const std::vector<llama_token>& ids) {
+    std::string out = "[";
+    for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+    return out + "]";
+  };
+  const std::vector<llama_token> plain = tokenize(false, true);
+  std::vector<char> buf(plain.size() * 16 + 64);
+  int len = -1;
+  for (int attempt = 0; attempt < 2 && len < 0; ++attempt) {
+    if (attempt) buf.resize(size_t(-len));
+    len = llama_detokenize(vocab, plain.data(), int32_t(plain.size()), buf.data(),
+                           int32_t(buf.size()), /*remove_special=*/false,
+                           /*unparse_special=*/true);
   }
-  std::string out = "{\"ids\":[";
-  for (int i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(ids[i]);
-  std::printf("%s]}\n", out.c_str());
+  std::string hex;
+  for (int i = 0; i < std::max(len, 0); ++i) {
+    char h[3];
+    std::snprintf(h, sizeof h, "%02x", unsigned(static_cast<unsigned char>(buf[size_t(i)])));
+    hex += h;
+  }
+  std::printf("{\"ids\":%s,\"ids_no_parse_special\":%s,\"ids_no_bos\":%s,"
+              "\"detokenized_hex\":\"%s\"}\n",
+              list(tokenize(true, true)).c_str(), list(tokenize(true, false)).c_str(),
+              list(plain).c_str(), hex.c_str());
   llama_model_free(model);
   return 0;
 }

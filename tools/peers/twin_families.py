@@ -34,6 +34,11 @@ FAMILIES = {
     # qwen2moe: norm_w=false, shared expert gated by sigmoid(ffn_gate_inp_shexp . x).
     "qwen2_moe": Family(gguf.MODEL_ARCH.QWEN2MOE, "num_experts", "moe_intermediate_size", "mlp",
                         permute_qk=False, norm_topk=False, has_shared=True),
+    # glm4moe (conversion/glm.py Glm4MoeModel, src/models/glm4-moe.cpp): leading dense layers,
+    # sigmoid router plus exp_probs_b, ungated shared experts, partial NEOX RoPE, q/k/v biases;
+    # expert_weights_norm / _scale are keys, so norm_topk_prob is whatever the config says.
+    "glm4_moe": Family(gguf.MODEL_ARCH.GLM4_MOE, "n_routed_experts", "moe_intermediate_size",
+                       "mlp", permute_qk=False, norm_topk=True, has_shared=True),
 }
 
 # Per layer: MLX name after "model.layers.{i}." -> gguf tensor. "{moe}" is the family's prefix.
@@ -54,6 +59,13 @@ LAYER_TENSORS = {
     "mlp.shared_expert.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_expert.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.shared_expert_gate": T.FFN_GATE_INP_SHEXP,
+    "mlp.shared_experts.gate_proj": T.FFN_GATE_SHEXP,   # glm4moe's plural
+    "mlp.shared_experts.up_proj": T.FFN_UP_SHEXP,
+    "mlp.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
+    "mlp.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # a bare tensor -> "<name>.bias"
+    "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
+    "mlp.up_proj": T.FFN_UP,
+    "mlp.down_proj": T.FFN_DOWN,
 }
 GLOBAL_TENSORS = {
     "model.embed_tokens": T.TOKEN_EMBD,
@@ -81,6 +93,12 @@ def check_expressible(model_type, fam, config):
         raise Unsupported(f"config.json {field_name} = {config.get(field_name)!r}: {why} "
                           f"(llama.cpp arch {fam.arch.name.lower()})")
 
+    if model_type == "glm4_moe":
+        if config.get("rope_scaling"):
+            refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "llama.cpp's glm4moe gating is written as sigmoid")
+        return
     if config.get("mlp_only_layers"):
         refuse("mlp_only_layers", "llama.cpp makes every layer MoE; dense layers have no place")
     if int(config.get("decoder_sparse_step", 1)) != 1:
@@ -106,6 +124,8 @@ def tensor_table(fam, n_layers):
     table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
+            if t == T.FFN_NORM and fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
+                t = T.ATTN_POST_NORM  # glm4moe's name for the norm before the FFN
             table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

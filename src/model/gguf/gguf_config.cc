@@ -2,6 +2,7 @@
 // moex family that reads the arch. Which keys llama.cpp's converter writes, and what its graph
 // builders do with them, is in docs/gguf.md ("Loading a model").
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "io/gguf/gguf_value.h"
@@ -25,7 +26,8 @@ std::optional<int64_t> token_id(const ArchKeys& k, const char* what, int64_t voc
 }
 
 // Fields every supported arch shares (a llama-style decoder with routed experts).
-json common_fields(const ArchKeys& k, const std::string& model_type) {
+// `routing_keys`: the arch maps expert_weights_scale itself (glm4moe); others must leave it 1.
+json common_fields(const ArchKeys& k, const std::string& model_type, bool routing_keys = false) {
   const gguf::GgufFile& f = k.file();
   json j;
   j["model_type"] = model_type;
@@ -75,7 +77,7 @@ json common_fields(const ArchKeys& k, const std::string& model_type) {
     if (v->as_float() && *v->as_float() == 1.0) continue;
     k.refuse(key, "RoPE scaling from GGUF is not mapped yet");
   }
-  if (k.has("expert_weights_scale")) {
+  if (!routing_keys && k.has("expert_weights_scale")) {
     const double s = k.file().get_float(k.key("expert_weights_scale"));
     if (s != 0.0 && s != 1.0) k.refuse("expert_weights_scale", "expected 1 (or 0: unset)");
   }
@@ -92,8 +94,10 @@ json common_fields(const ArchKeys& k, const std::string& model_type) {
   return j;
 }
 
-// head_dim from attention.key_length (value_length must agree); RoPE over all of it.
-int64_t head_dim(const ArchKeys& k, const json& j, bool must_be_hidden_over_heads) {
+// head_dim from attention.key_length (value_length must agree); RoPE over all of it unless
+// `partial_rope` (the caller reads rope.dimension_count).
+int64_t head_dim(const ArchKeys& k, const json& j, bool must_be_hidden_over_heads,
+                 bool partial_rope = false) {
   const int64_t hidden = j["hidden_size"], heads = j["num_attention_heads"];
   const bool divisible = hidden % heads == 0;
   const std::optional<int64_t> key_len = k.size_opt("attention.key_length", 1, limits::kMaxHeadDim);
@@ -107,7 +111,7 @@ int64_t head_dim(const ArchKeys& k, const json& j, bool must_be_hidden_over_head
                                              "head_count (", divisible ? hidden / heads : 0, ")"));
   if (k.size_or("attention.value_length", hd, 1, limits::kMaxHeadDim) != hd)
     k.refuse("attention.value_length", str_cat("must equal the key length ", hd));
-  if (k.size_or("rope.dimension_count", hd, 1, limits::kMaxHeadDim) != hd)
+  if (!partial_rope && k.size_or("rope.dimension_count", hd, 1, limits::kMaxHeadDim) != hd)
     k.refuse("rope.dimension_count", str_cat("partial RoPE is not supported; expected the head "
                                              "dimension ", hd));
   return hd;
@@ -158,6 +162,59 @@ json olmoe(const ArchKeys& k) {
   return j;
 }
 
+// GLM-4.5 / 4.6 / Air (llama.cpp conversion/glm.py Glm4MoeModel, src/models/glm4-moe.cpp):
+// leading dense layers, a sigmoid router whose selection adds exp_probs_b, shared experts,
+// partial NEOX RoPE, q/k/v biases, optional q/k norms, and NextN (MTP) layers stored after the
+// main ones, which moex does not run (block_count counts them; nextn_predict_layers says how
+// many).
+json glm4moe(const ArchKeys& k) {
+  json j = common_fields(k, "glm4_moe", true);
+  const int64_t blocks = j["num_hidden_layers"];
+  const int64_t nextn = k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
+  j["num_hidden_layers"] = blocks - nextn;
+  const int64_t hd = head_dim(k, j, false, true);
+  j["head_dim"] = hd;
+  const int64_t rot = k.size_or("rope.dimension_count", hd, 2, hd);
+  const double partial = double(rot) / double(hd);
+  if (rot % 2 != 0 || int64_t(double(hd) * partial) != rot)
+    k.refuse("rope.dimension_count", str_cat("expected an even count of rotated dims that is a "
+                                             "fraction of the head dimension ", hd));
+  j["partial_rotary_factor"] = partial;
+  const int64_t moe_dff = k.size("expert_feed_forward_length", 1, limits::kMaxDff);
+  j["moe_intermediate_size"] = moe_dff;
+  j["intermediate_size"] = k.size_or("feed_forward_length", moe_dff, 1, limits::kMaxDff);
+  const int64_t experts = k.size("expert_count", 1, limits::kMaxExperts);
+  j["n_routed_experts"] = experts;
+  const int64_t shared = k.size_or("expert_shared_count", 0, 0, 64);
+  j["n_shared_experts"] = shared > 0 ? json(shared) : json(nullptr);
+  j["first_k_dense_replace"] = k.size_or("leading_dense_block_count", 0, 0, blocks - nextn);
+  // llama.cpp: gating function 2 = sigmoid (its glm4moe default when absent); expert weights
+  // normalized when expert_weights_norm, scaled by expert_weights_scale unless it is 0 or 1;
+  // group-limited selection from the generic expert_group_count / expert_group_used_count.
+  if (k.size_or("expert_gating_func", 2, 0, 3) != 2)
+    k.refuse("expert_gating_func", "moex's glm4_moe family scores experts with a sigmoid (2)");
+  j["scoring_func"] = "sigmoid";
+  j["topk_method"] = "noaux_tc";
+  j["norm_topk_prob"] = k.has("expert_weights_norm") && k.file().get_bool(k.key("expert_weights_norm"));
+  const double scale = k.has("expert_weights_scale")
+                           ? k.file().get_float(k.key("expert_weights_scale")) : 0.0;
+  if (!(scale >= 0.0) || !std::isfinite(scale))
+    k.refuse("expert_weights_scale", "expected a finite number >= 0");
+  j["routed_scaling_factor"] = scale == 0.0 ? 1.0 : scale;
+  const int64_t groups = k.size_or("expert_group_count", 1, 1, experts);
+  if (experts % groups != 0)
+    k.refuse("expert_group_count", str_cat("must divide expert_count (", experts, ")"));
+  j["n_group"] = groups;
+  j["topk_group"] = k.size_or("expert_group_used_count", groups, 1, groups);
+  // Tensor-given settings: q/k norms and attention biases are present or not in every layer.
+  j["use_qk_norm"] = k.file().find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  j["attention_bias"] = k.file().find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (j["tie_word_embeddings"].get<bool>())
+    fail("GGUF file '", k.file().path(), "': tensor 'output.weight' is missing; moex's "
+         "glm4_moe family has an untied lm_head");
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
@@ -166,9 +223,10 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "llama") return llama_experts(k);
   if (k.arch() == "qwen2moe") return qwen2moe(k);
   if (k.arch() == "olmoe") return olmoe(k);
+  if (k.arch() == "glm4moe") return glm4moe(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe and olmoe");
+               "qwen2moe, olmoe and glm4moe");
 }
 
 }  // namespace moex::model

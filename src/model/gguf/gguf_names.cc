@@ -5,10 +5,11 @@
 namespace moex::model {
 namespace {
 
-const char* layer_suffix(const ModuleSpec& m) {
+const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
   switch (m.slot) {
     case Slot::kInputNorm: return "attn_norm";
-    case Slot::kPostNorm: return "ffn_norm";
+    // glm4moe calls the norm before the FFN attn_post_norm (llama-arch.cpp).
+    case Slot::kPostNorm: return family == "glm4_moe" ? "post_attention_norm" : "ffn_norm";
     case Slot::kQ: return "attn_q";
     case Slot::kK: return "attn_k";
     case Slot::kV: return "attn_v";
@@ -16,6 +17,7 @@ const char* layer_suffix(const ModuleSpec& m) {
     case Slot::kQNorm: return "attn_q_norm";
     case Slot::kKNorm: return "attn_k_norm";
     case Slot::kRouter: return "ffn_gate_inp";
+    case Slot::kExpertBias: return "exp_probs_b";  // stored as "<name>.bias"
     case Slot::kExperts:
       switch (m.proj) {
         case ExpertProj::kGate: return "ffn_gate_exps";
@@ -37,7 +39,7 @@ const char* layer_suffix(const ModuleSpec& m) {
 
 }  // namespace
 
-std::string gguf_tensor_name(const ModuleSpec& m) {
+std::string gguf_tensor_name(const ModuleSpec& m, std::string_view family) {
   if (m.layer < 0) {
     switch (m.slot) {
       case Slot::kEmbedding: return "token_embd";
@@ -46,7 +48,7 @@ std::string gguf_tensor_name(const ModuleSpec& m) {
       default: return "";
     }
   }
-  const char* s = layer_suffix(m);
+  const char* s = layer_suffix(m, family);
   return s ? "blk." + std::to_string(m.layer) + "." + s : "";
 }
 

@@ -4,13 +4,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "model/tensor_table.h"
 
 namespace moex::model {
 
-// "blk.3.ffn_gate_exps", "token_embd", ... (append ".weight" / ".bias"), or "" for a slot with
-// no llama.cpp tensor that moex maps.
-std::string gguf_tensor_name(const ModuleSpec& m);
+// "blk.3.ffn_gate_exps", "token_embd", ... (append ".weight" / ".bias"; the expert bias
+// "blk.N.exp_probs_b" has ".bias" only), or "" for a slot with no llama.cpp tensor that moex
+// maps. `family` (ModelConfig::family) picks the names that differ by arch.
+std::string gguf_tensor_name(const ModuleSpec& m, std::string_view family = "");
 
 }  // namespace moex::model

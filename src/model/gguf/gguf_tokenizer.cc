@@ -7,6 +7,7 @@
 #include "io/gguf/gguf_parse.h"
 #include "io/gguf/gguf_value.h"
 #include "model/gguf/gguf_model.h"
+#include "model/gguf/gguf_tokenizer_vocab.h"
 
 namespace moex::model {
 namespace {
@@ -45,6 +46,10 @@ std::optional<json> pre_tokenizer(std::string_view pre) {
   return std::nullopt;
 }
 
+}  // namespace
+
+namespace gguf_vocab {
+
 std::vector<std::string_view> strings(const gguf::GgufFile& f, const char* key) {
   const gguf::Value& v = f.get_array(key);
   if (v.elem_type != gguf::ValueType::kString)
@@ -67,22 +72,23 @@ std::vector<int64_t> token_types(const gguf::GgufFile& f, size_t n) {
   return out;
 }
 
-}  // namespace
+}  // namespace gguf_vocab
 
 Tokenizer load_gguf_tokenizer(const std::string& path) {
   const std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(path);
   const std::string model(f->get_string("tokenizer.ggml.model"));
+  if (model == "llama") return gguf_vocab::spm_tokenizer(*f);
   if (model != "gpt2")
     fail("GGUF file '", path, "': key 'tokenizer.ggml.model' = \"", model, "\": moex reads the "
-         "byte-level BPE tokenizer \"gpt2\" only");
+         "byte-level BPE tokenizer \"gpt2\" and the SentencePiece tokenizer \"llama\" only");
   const std::string pre = f->find("tokenizer.ggml.pre")
                               ? std::string(f->get_string("tokenizer.ggml.pre")) : "";
   const std::optional<json> pt = pre_tokenizer(pre);
   if (!pt)
     fail("GGUF file '", path, "': key 'tokenizer.ggml.pre' = \"", pre, "\": moex maps the "
          "pre-tokenizers qwen2, deepseek-r1-qwen, llama-bpe (llama3, llama-v3) and gpt-2");
-  const std::vector<std::string_view> tokens = strings(*f, "tokenizer.ggml.tokens");
-  const std::vector<int64_t> types = token_types(*f, tokens.size());
+  const std::vector<std::string_view> tokens = gguf_vocab::strings(*f, "tokenizer.ggml.tokens");
+  const std::vector<int64_t> types = gguf_vocab::token_types(*f, tokens.size());
   json vocab = json::object(), added = json::array();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].empty() || !gguf::is_valid_utf8(tokens[i]))
@@ -97,7 +103,8 @@ Tokenizer load_gguf_tokenizer(const std::string& path) {
   }
   json merges = json::array();
   if (f->find("tokenizer.ggml.merges"))
-    for (std::string_view m : strings(*f, "tokenizer.ggml.merges")) merges.push_back(m);
+    for (std::string_view m : gguf_vocab::strings(*f, "tokenizer.ggml.merges"))
+      merges.push_back(m);
   json tj = {{"model", {{"type", "BPE"}, {"vocab", std::move(vocab)},
                         {"merges", std::move(merges)}, {"byte_fallback", false}}},
              {"pre_tokenizer", *pt},
@@ -135,7 +142,7 @@ chat::ChatTemplateSource load_gguf_chat_template(const std::string& path, bool w
   out.source = std::string(f->get_string(key));
   out.origin = str_cat(path, ": ", key);
   const std::vector<std::string_view> tokens =
-      f->find("tokenizer.ggml.tokens") ? strings(*f, "tokenizer.ggml.tokens")
+      f->find("tokenizer.ggml.tokens") ? gguf_vocab::strings(*f, "tokenizer.ggml.tokens")
                                        : std::vector<std::string_view>{};
   for (auto [id_key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"},
                               std::pair{"tokenizer.ggml.eos_token_id", "eos_token"},

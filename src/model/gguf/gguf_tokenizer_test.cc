@@ -73,10 +73,10 @@ TEST(GgufTokenizer, ChatTemplateFromMetadata) {
 }
 
 TEST(GgufTokenizer, RefusalsNameTheKey) {
-  Vocab spm;
-  spm.model = "llama";
-  EXPECT_NE(error_of([&] { load_gguf_tokenizer(spm.write("spm")); })
-                .find("'tokenizer.ggml.model' = \"llama\""),
+  Vocab bert;
+  bert.model = "bert";
+  EXPECT_NE(error_of([&] { load_gguf_tokenizer(bert.write("bert")); })
+                .find("'tokenizer.ggml.model' = \"bert\""),
             std::string::npos);
   Vocab pre;
   pre.pre = "default";

@@ -106,8 +106,9 @@ class Binder {
   GgufTensors run() {
     const std::vector<ModuleSpec> modules = module_table(cfg_);
     for (const ModuleSpec& m : modules) bind(m);
+    const int64_t mtp_end = cfg_.num_layers + mtp_layers();
     for (const gguf::Tensor& t : f_.tensors())
-      if (!used_.count(t.name))
+      if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end))
         problem(str_cat("tensor '", t.name, "' is not part of the ", cfg_.family, " model moex "
                         "reads from this file (", cfg_.num_layers, " layers); nothing would read "
                         "it"));
@@ -208,11 +209,48 @@ class Binder {
     if (!first_) first_ = mq;
   }
 
+  // glm4moe's NextN (multi-token prediction) layers, stored after the main ones: moex decodes
+  // one token per step and does not run them, so their tensors are skipped.
+  int64_t mtp_layers() const {
+    const char* key = "glm4moe.nextn_predict_layers";
+    return cfg_.family == "glm4_moe" && f_.find(key) ? f_.get_int(key) : 0;
+  }
+  static bool in_layers(const std::string& name, int64_t begin, int64_t end) {
+    if (begin >= end || name.compare(0, 4, "blk.") != 0) return false;
+    const size_t dot = name.find('.', 4);
+    if (dot == std::string::npos || dot == 4 || dot > 12) return false;
+    int64_t layer = 0;
+    for (size_t i = 4; i < dot; ++i) {
+      if (name[i] < '0' || name[i] > '9') return false;
+      layer = layer * 10 + (name[i] - '0');
+    }
+    return layer >= begin && layer < end;
+  }
+
+  // A bare tensor module (the expert bias): "<gguf name>.bias" as it is.
+  void bind_tensor(const ModuleSpec& m, const std::string& base) {
+    const std::string name = base + ".bias";
+    const gguf::Tensor* t = f_.find_tensor(name);
+    if (t) used_.insert(name);
+    if (!t || t->shape() != m.shape)
+      return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
+                             m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
+                             "; expected ", io::shape_to_string(m.shape)));
+    if (!float_dtype(t->type) && !gguf::ggml_info(t->type).dequantizable)
+      return problem(str_cat("tensor '", name, "': ggml type ", gguf::ggml_info(t->type).name,
+                             " has no dequantization in moex"));
+    std::vector<int64_t> shape = m.shape;
+    shape.push_back(1);  // bind_float's rows of one element
+    bind_float(m.path, *t, shape, 0);
+    out_.views.back().shape.pop_back();
+  }
+
   void bind(const ModuleSpec& m) {
-    const std::string base = gguf_tensor_name(m);
+    const std::string base = gguf_tensor_name(m, cfg_.family);
     if (base.empty())
       return problem(str_cat("moex module '", m.path, "' (", tensor_role_name(m.role),
                              ") has no llama.cpp tensor name moex knows"));
+    if (m.kind == ModuleKind::kTensor) return bind_tensor(m, base);
     const std::string name = base + ".weight";
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
