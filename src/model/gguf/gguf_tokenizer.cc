@@ -72,6 +72,17 @@ std::vector<int64_t> token_types(const gguf::GgufFile& f, size_t n) {
   return out;
 }
 
+json vocab_object(const gguf::GgufFile& f, const std::vector<std::string_view>& tokens) {
+  json vocab = json::object();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].empty() || !gguf::is_valid_utf8(tokens[i]))
+      fail("GGUF file '", f.path(), "': key 'tokenizer.ggml.tokens': token ", i,
+           " is empty or not UTF-8");
+    vocab[std::string(tokens[i])] = i;
+  }
+  return vocab;
+}
+
 }  // namespace gguf_vocab
 
 Tokenizer load_gguf_tokenizer(const std::string& path) {
@@ -89,13 +100,9 @@ Tokenizer load_gguf_tokenizer(const std::string& path) {
          "pre-tokenizers qwen2, deepseek-r1-qwen, llama-bpe (llama3, llama-v3) and gpt-2");
   const std::vector<std::string_view> tokens = gguf_vocab::strings(*f, "tokenizer.ggml.tokens");
   const std::vector<int64_t> types = gguf_vocab::token_types(*f, tokens.size());
-  json vocab = json::object(), added = json::array();
+  json vocab = gguf_vocab::vocab_object(*f, tokens), added = json::array();
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].empty() || !gguf::is_valid_utf8(tokens[i]))
-      fail("GGUF file '", path, "': key 'tokenizer.ggml.tokens': token ", i,
-           " is empty or not UTF-8");
     const std::string text(tokens[i]);
-    vocab[text] = i;  // a repeated text keeps the last id, as llama.cpp's token_to_id does
     if (types[i] == 3 || types[i] == 4)
       added.push_back({{"id", i}, {"content", text}, {"special", types[i] == 3},
                        {"single_word", false}, {"lstrip", false}, {"rstrip", false},

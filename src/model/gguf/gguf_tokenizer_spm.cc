@@ -70,13 +70,9 @@ Tokenizer spm_tokenizer(const gguf::GgufFile& f) {
   if (tokens.empty()) fail("GGUF file '", path, "': key 'tokenizer.ggml.tokens' is empty");
   const std::vector<int64_t> types = token_types(f, tokens.size());
   const std::vector<double> score = scores(f, tokens.size());
-  json vocab = json::object(), added = json::array();
+  json vocab = vocab_object(f, tokens), added = json::array();
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].empty() || !gguf::is_valid_utf8(tokens[i]))
-      fail("GGUF file '", path, "': key 'tokenizer.ggml.tokens': token ", i,
-           " is empty or not UTF-8");
     const std::string text(tokens[i]);
-    vocab[text] = i;  // a repeated text keeps the last id, as llama.cpp's token_to_id does
     // llama.cpp matches unknown, control and user-defined tokens in the raw text before the
     // SentencePiece model runs; with parse_special off, user-defined ones only.
     if (types[i] == 2 || types[i] == 3 || types[i] == 4)
