@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/qdot.h"
 #include "model/module_quant.h"
+#include "quant/dequantize.h"
 #include "quant/format.h"
 #include "quant/shape_check.h"
 
@@ -332,18 +333,47 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   return kernels::QuantWeightsView::dense(w, t.dtype, experts, n, in);
 }
 
-kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, int64_t heads,
+kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int64_t heads,
                                                   int64_t nope, int64_t v, int64_t latent,
                                                   bool keys) {
-  const io::TensorInfo& t = ckpt_.require(tensor);
-  require_float(ckpt_, t);
-  require_shape(ckpt_, t, {heads * (nope + v), latent});
-  const size_t es = dtype_size(t.dtype);
+  const int64_t all_rows = heads * (nope + v);
+  const uint8_t* src = nullptr;
+  DType dtype = DType::F32;
+  // The stored tensors, their pages released once the values (bound after the keys) are copied.
+  std::vector<const io::TensorInfo*> stored;
+  std::vector<uint8_t> dequantized;  // a quantized kv_b_proj's float rows, freed on return
+  if (ckpt_.find(path + ".scales")) {
+    const QuantParts p = quant_parts(path, {all_rows}, latent);
+    stored = {p.w, p.scales};
+    if (p.biases) stored.push_back(p.biases);
+    quant::QuantMatrixView q;
+    q.w = p.w->data;
+    q.scales = p.scales->data;
+    q.biases = p.biases ? p.biases->data : nullptr;
+    q.sb_dtype = p.scales->dtype;
+    q.mode = p.mode;
+    q.rows = all_rows;
+    q.k = latent;
+    q.bits = p.bits;
+    q.group_size = p.group_size;
+    dtype = is_float_dtype(q.sb_dtype) ? q.sb_dtype : DType::F32;
+    dequantized.resize(size_t(all_rows * latent) * dtype_size(dtype));
+    quant::dequantize(q, dequantized.data(), dtype);
+    src = dequantized.data();
+  } else {
+    const io::TensorInfo& t = ckpt_.require(path + ".weight");
+    require_float(ckpt_, t);
+    require_shape(ckpt_, t, {all_rows, latent});
+    stored = {&t};
+    src = t.data;
+    dtype = t.dtype;
+  }
+  const size_t es = dtype_size(dtype);
   const int64_t rows = keys ? latent : v, in = keys ? nope : latent;
   const size_t w_bytes = size_t(heads * rows * in) * es;
   uint8_t* w = allocate(w_bytes);
   for (int64_t h = 0; h < heads; ++h) {
-    const uint8_t* head = t.data + size_t(h * (nope + v) * latent) * es;
+    const uint8_t* head = src + size_t(h * (nope + v) * latent) * es;
     uint8_t* dst = w + size_t(h * rows * in) * es;
     if (!keys) {  // value rows nope .. nope + v as they are
       std::memcpy(dst, head + size_t(nope * latent) * es, size_t(v * latent) * es);
@@ -353,9 +383,10 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, in
       for (int64_t c = 0; c < latent; ++c)
         std::memcpy(dst + size_t(c * nope + j) * es, head + size_t(j * latent + c) * es, es);
   }
-  if (!keys) ckpt_.release_pages(t);  // bound after the keys: the copies replace it
+  if (!keys)
+    for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
   copied_bytes_ += int64_t(w_bytes);
-  return kernels::QuantWeightsView::dense(w, t.dtype, heads, rows, in);
+  return kernels::QuantWeightsView::dense(w, dtype, heads, rows, in);
 }
 
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,

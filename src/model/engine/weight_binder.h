@@ -59,11 +59,15 @@ class WeightBinder {
   // up half of an outputs-first fused gate_up tensor).
   kernels::QuantWeightsView expert_rows(const std::string& tensor, int64_t experts, int64_t rows,
                                         int64_t in, int64_t row0, int64_t n);
-  // DeepSeek's Hugging Face kv_b_proj, an unquantized [heads * (nope + v)][latent] tensor (per
-  // head nope key rows, then v value rows), split as mlx-lm's sanitize does into an owned
-  // stack: keys: embed_q [heads][latent][nope] (the key rows transposed); else unembed_out
-  // [heads][v][latent].
-  kernels::QuantWeightsView kv_b_split(const std::string& tensor, int64_t heads, int64_t nope,
+  // DeepSeek's kv_b_proj Linear `path`, logical [heads * (nope + v)][latent] (per head nope
+  // key rows, then v value rows), split as mlx-lm's deepseek_v3 sanitize does into an owned
+  // float stack: keys: embed_q [heads][latent][nope] (the key rows transposed); else
+  // unembed_out [heads][v][latent]. A quantized kv_b_proj (mlx_lm convert of deepseek_v2) is
+  // dequantized first, as mx.dequantize computes it, into the dtype of its scales (f32 for the
+  // fp modes): the two stacks then hold heads * latent * (nope + v) of those elements, in
+  // place of the packed bits (e.g. 4 MiB a layer in bf16 for DeepSeek-V2-Lite instead of
+  // about 1.1 MiB at 4 bits g64).
+  kernels::QuantWeightsView kv_b_split(const std::string& path, int64_t heads, int64_t nope,
                                        int64_t v, int64_t latent, bool keys);
   // gpt-oss's original layout: `<base>_blocks` U8 [experts][rows][in/32][16] (mxfp4 codes, the
   // bytes of MLX's packed rows) and `<base>_scales` U8 [experts][rows][in/32]. Rows row0,
