@@ -356,7 +356,24 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int6
     q.k = latent;
     q.bits = p.bits;
     q.group_size = p.group_size;
-    dtype = is_float_dtype(q.sb_dtype) ? q.sb_dtype : DType::F32;
+    // mlx-lm applies kv_b_proj as a quantized matmul, whose weights scale * q + bias are formed
+    // in the compute dtype (f32 in the parity tests), not rounded to the scales' bf16 as
+    // mx.dequantize would: affine scales and biases are widened to f32 first (exact), so the
+    // dequantized weights are the f32 ones; the fp modes dequantize straight to f32.
+    std::vector<float> scales_f32, biases_f32;
+    if (q.mode == quant::Mode::kAffine && q.sb_dtype != DType::F32) {
+      const int64_t n = all_rows * (latent / q.group_size);
+      scales_f32.resize(size_t(n));
+      biases_f32.resize(size_t(n));
+      for (int64_t i = 0; i < n; ++i) {
+        scales_f32[size_t(i)] = load_as_f32(q.scales, q.sb_dtype, size_t(i));
+        biases_f32[size_t(i)] = load_as_f32(q.biases, q.sb_dtype, size_t(i));
+      }
+      q.scales = scales_f32.data();
+      q.biases = biases_f32.data();
+      q.sb_dtype = DType::F32;
+    }
+    dtype = DType::F32;
     dequantized.resize(size_t(all_rows * latent) * dtype_size(dtype));
     quant::dequantize(q, dequantized.data(), dtype);
     src = dequantized.data();

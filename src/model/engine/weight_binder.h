@@ -63,10 +63,10 @@ class WeightBinder {
   // key rows, then v value rows), split as mlx-lm's deepseek_v3 sanitize does into an owned
   // float stack: keys: embed_q [heads][latent][nope] (the key rows transposed); else
   // unembed_out [heads][v][latent]. A quantized kv_b_proj (mlx_lm convert of deepseek_v2) is
-  // dequantized first, as mx.dequantize computes it, into the dtype of its scales (f32 for the
-  // fp modes): the two stacks then hold heads * latent * (nope + v) of those elements, in
-  // place of the packed bits (e.g. 4 MiB a layer in bf16 for DeepSeek-V2-Lite instead of
-  // about 1.1 MiB at 4 bits g64).
+  // dequantized first to f32 (scale * q + bias with the scales and biases widened to f32, as
+  // mlx-lm's quantized matmul forms them at f32 compute): the two stacks then hold heads *
+  // latent * (nope + v) f32 values in place of the packed bits (8 MiB a layer for
+  // DeepSeek-V2-Lite instead of about 1.1 MiB at 4 bits g64).
   kernels::QuantWeightsView kv_b_split(const std::string& path, int64_t heads, int64_t nope,
                                        int64_t v, int64_t latent, bool keys);
   // gpt-oss's original layout: `<base>_blocks` U8 [experts][rows][in/32][16] (mxfp4 codes, the
