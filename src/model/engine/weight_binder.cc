@@ -346,6 +346,7 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int6
     const QuantParts p = quant_parts(path, {all_rows}, latent);
     stored = {p.w, p.scales};
     if (p.biases) stored.push_back(p.biases);
+    if (!keys) return kv_b_value_rows(p, stored, heads, nope, v, latent);
     quant::QuantMatrixView q;
     q.w = p.w->data;
     q.scales = p.scales->data;
@@ -404,6 +405,39 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int6
     for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
   copied_bytes_ += int64_t(w_bytes);
   return kernels::QuantWeightsView::dense(w, dtype, heads, rows, in);
+}
+
+// The value rows of a quantized kv_b_proj are whole quantized rows (their groups run along the
+// latent, unembed_out's input): copied as they are into a quantized [heads][v][latent] stack,
+// no dequantization. The stored tensors are released: the keys were bound first.
+kernels::QuantWeightsView WeightBinder::kv_b_value_rows(
+    const QuantParts& p, const std::vector<const io::TensorInfo*>& stored, int64_t heads,
+    int64_t nope, int64_t v, int64_t latent) {
+  const size_t w_row = size_t(quant::packed_row_bytes(latent, p.bits));
+  const size_t sb_row = size_t(latent / p.group_size) * dtype_size(p.scales->dtype);
+  uint8_t* w = allocate(size_t(heads * v) * w_row);
+  uint8_t* sc = allocate(size_t(heads * v) * sb_row);
+  uint8_t* bi = p.biases ? allocate(size_t(heads * v) * sb_row) : nullptr;
+  for (int64_t h = 0; h < heads; ++h) {
+    const size_t from = size_t(h * (nope + v) + nope), to = size_t(h * v);
+    std::memcpy(w + to * w_row, p.w->data + from * w_row, size_t(v) * w_row);
+    std::memcpy(sc + to * sb_row, p.scales->data + from * sb_row, size_t(v) * sb_row);
+    if (bi) std::memcpy(bi + to * sb_row, p.biases->data + from * sb_row, size_t(v) * sb_row);
+  }
+  for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
+  copied_bytes_ += int64_t(size_t(heads * v) * (w_row + (bi ? 2 : 1) * sb_row));
+  kernels::QuantWeightsView out;
+  out.w = w;
+  out.scales = sc;
+  out.biases = bi;
+  out.sb_dtype = p.scales->dtype;
+  out.mode = p.mode;
+  out.experts = heads;
+  out.n = v;
+  out.k = latent;
+  out.bits = p.bits;
+  out.group_size = p.group_size;
+  return out;
 }
 
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,
