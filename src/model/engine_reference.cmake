@@ -48,11 +48,11 @@ function(moex_parity_suites)
   endforeach()
 endfunction()
 # Not tiny-bailing-moe: mlx-lm's norm_head sanitize would zero make-model's quantized head, so
-# its test below keeps the head float. Plus the variants OLMoE with expert biases and
-# DeepSeek-V3 without q LoRA.
+# its test below keeps the head float. Plus the variants OLMoE with expert biases,
+# DeepSeek-V3 without q LoRA and DeepSeek-V2-Lite (q_proj, greedy routing).
 set(parity_presets ${MOEX_FAMILY_TINY_PRESETS})
 list(REMOVE_ITEM parity_presets tiny-bailing-moe)
-list(APPEND parity_presets tiny-olmoe-bias tiny-deepseek-v3-q-proj)
+list(APPEND parity_presets tiny-olmoe-bias tiny-deepseek-v3-q-proj tiny-deepseek-v2-lite)
 foreach(preset IN LISTS parity_presets)
   moex_parity_case(${preset} --make-preset ${preset} --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT}
       --steps 32 --fused on,off --tol 1e-3)
@@ -165,6 +165,13 @@ moex_parity_case(tiny-deepseek-v3_mlx_convert_4bit_from_hf --make-preset tiny-de
 moex_parity_case(tiny-deepseek-v3_mlx_convert_bfloat16_from_hf --make-preset tiny-deepseek-v3
     --hf-layout --mlx-convert-float bfloat16 --f32-compute --dtype f32 --prompt-ids
     ${MOEX_PARITY_PROMPT} --steps 32 --fused on,off --tol 1e-5 --precision exact)
+# DeepSeek-V2 as users get it: a Hugging Face-layout directory (per-expert tensors) converted
+# by mlx-lm at 4 bits; mlx-lm's deepseek_v2 keeps kv_b_proj one Linear, so it is quantized and
+# moex dequantizes it at bind time before splitting it. The q_proj variant (V2-Lite's shape,
+# plain greedy top-k) in the make-model f32 loop above.
+moex_parity_case(tiny-deepseek-v2_mlx_convert_4bit_from_hf --make-preset tiny-deepseek-v2
+    --hf-layout "--mlx-convert=--q-bits 4" --dtype f32 --prompt-ids ${MOEX_PARITY_PROMPT} --steps
+    32 --fused on,off --tol 1e-3)
 # Float and quantized modules mixed in one model, and within one MoE layer: some projections
 # replaced by their mx.dequantize'd float weights (what mlx-lm leaves unquantized when a
 # width is no multiple of the group size); Qwen2-MoE with a float shared expert and gate

@@ -196,8 +196,12 @@ void validate_model_config(const ModelConfig& c) {
       }
       require_name(c, i, "kv_a_proj_with_mqa", n.mla_kv_a);
       require_name(c, i, "kv_a_layernorm", n.mla_kv_a_norm);
-      require_name(c, i, "embed_q", n.mla_embed_q);
-      require_name(c, i, "unembed_out", n.mla_unembed_out);
+      if (n.mla_embed_q.empty() && n.mla_unembed_out.empty()) {  // one kv_b_proj Linear
+        require_name(c, i, "kv_b_proj", n.mla_kv_b);
+      } else {
+        require_name(c, i, "embed_q", n.mla_embed_q);
+        require_name(c, i, "unembed_out", n.mla_unembed_out);
+      }
       require_name(c, i, "o_proj", n.o);
     } else if (l.mixer == MixerKind::kShortConv) {
       require_positive(c, "conv_L_cache", c.conv_kernel);

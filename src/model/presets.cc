@@ -245,6 +245,34 @@ std::vector<ModelPreset> make_presets() {
   p.description = "Kimi-K2: MLA (64 heads, kv_lora 512), 384 experts top-8 + shared";
   add(p);
 
+  // deepseek-ai/DeepSeek-V2 (config.json: model_type deepseek_v2, hidden_size 5120, 60 layers
+  // of which the first dense (first_k_dense_replace 1, intermediate_size 12288), 128 heads,
+  // q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim
+  // 128, 160 experts of 1536 top-6 in 8 groups (3 kept, group_limited_greedy,
+  // routed_scaling_factor 16.0) + 2 shared, vocab_size 102400, max_position_embeddings 163840,
+  // YaRN factor 40 with mscale = mscale_all_dim = 0.707). DeepSeek-V2.5 and DeepSeek-Coder-V2
+  // (Instruct) have the same shape.
+  p = {};
+  p.name = "deepseek-v2", p.model_type = "deepseek_v2", p.hidden = 5120, p.moe_dff = 1536;
+  p.experts = 160, p.top_k = 6, p.shared_dff = 3072, p.dense_dff = 12288, p.dense_layers = 1;
+  p.layers = 60, p.heads = 128, p.kv_heads = 128, p.head_dim = 192, p.vocab = 102400;
+  p.max_position = 163840, p.q_lora_rank = 1536, p.kv_lora_rank = 512;
+  p.qk_nope_head_dim = 128, p.qk_rope_head_dim = 64, p.v_head_dim = 128;
+  p.description = "DeepSeek-V2/V2.5: MLA (kv_lora 512), 160 experts top-6 in 8 groups + 2 shared";
+  add(p);
+
+  // deepseek-ai/DeepSeek-V2-Lite (config.json: the same layout with hidden_size 2048, 27
+  // layers (the first dense, intermediate_size 10944), 16 heads, q_lora_rank null (a plain
+  // q_proj), 64 experts of 1408 top-6 (topk_method greedy, n_group 1, routed_scaling_factor
+  // 1.0) + 2 shared; vocab, context, MLA head dims and YaRN as DeepSeek-V2).
+  // DeepSeek-Coder-V2-Lite has the same shape. The dims agree with the model card and with the
+  // V2-Lite configs NVIDIA's Megatron-Bridge and Google's MaxText ship (docs/families.md).
+  p.name = "deepseek-v2-lite", p.hidden = 2048, p.moe_dff = 1408, p.experts = 64;
+  p.shared_dff = 2816, p.dense_dff = 10944, p.layers = 27, p.heads = 16, p.kv_heads = 16;
+  p.q_lora_rank = 0;
+  p.description = "DeepSeek-V2-Lite: MLA (q_proj, kv_lora 512), 64 experts top-6 + 2 shared";
+  add(p);
+
   // ---- Tiny test models (same structure, hidden 256) --------------------------------------
   const int64_t kTinyVocab = 1024;
   auto tiny = [&](ModelPreset t) {
@@ -391,6 +419,20 @@ std::vector<ModelPreset> make_presets() {
 
   p.name = "tiny-deepseek-v3-q-proj", p.q_lora_rank = 0;
   p.description = "tiny DeepSeek-V3 without q LoRA (q_proj, as DeepSeek-V2-Lite)";
+  tiny(p);
+
+  p = {};
+  p.name = "tiny-deepseek-v2", p.model_type = "deepseek_v2", p.moe_dff = 128, p.experts = 8;
+  p.top_k = 3, p.shared_dff = 128, p.dense_dff = 512, p.dense_layers = 1, p.layers = 4;
+  p.heads = 4, p.kv_heads = 4, p.head_dim = 96, p.q_lora_rank = 128, p.kv_lora_rank = 128;
+  p.qk_nope_head_dim = 64, p.qk_rope_head_dim = 32, p.v_head_dim = 64;
+  p.description =
+      "tiny DeepSeek-V2 (MLA with q LoRA, one kv_b_proj, YaRN; first FFN dense; softmax "
+      "routing over 2 groups ranked by their best, 1 kept; shared)";
+  tiny(p);
+
+  p.name = "tiny-deepseek-v2-lite", p.q_lora_rank = 0;
+  p.description = "tiny DeepSeek-V2-Lite (q_proj, plain greedy top-k)";
   tiny(p);
 
   p = {};

@@ -181,11 +181,16 @@ void add_mla(TableBuilder& b, const ModelConfig& c, const LayerPlan& l, int64_t 
   }
   b.linear(Slot::kMlaKvA, n.mla_kv_a, r, i, {m.cache_dim(), H}, c.k_bias);
   b.rms_norm(Slot::kMlaKvANorm, n.mla_kv_a_norm, r, i, m.kv_lora_rank);
-  // In the Hugging Face layout both come from kv_b_proj (hf_pattern; the checker and binder).
-  b.linear(Slot::kMlaEmbedQ, n.mla_embed_q, r, i, {c.heads, m.kv_lora_rank, m.nope_dim}, false,
-           ExpertProj::kNone, n.mla_kv_b);
-  b.linear(Slot::kMlaUnembedOut, n.mla_unembed_out, r, i, {c.heads, m.v_head_dim, m.kv_lora_rank},
-           false, ExpertProj::kNone, n.mla_kv_b);
+  if (n.mla_embed_q.empty()) {  // kv_b_proj is the checkpoint's one Linear (deepseek_v2)
+    b.linear(Slot::kMlaKvB, n.mla_kv_b, r, i,
+             {c.heads * (m.nope_dim + m.v_head_dim), m.kv_lora_rank}, false);
+  } else {
+    // In the Hugging Face layout both come from kv_b_proj (hf_pattern; the checker and binder).
+    b.linear(Slot::kMlaEmbedQ, n.mla_embed_q, r, i, {c.heads, m.kv_lora_rank, m.nope_dim}, false,
+             ExpertProj::kNone, n.mla_kv_b);
+    b.linear(Slot::kMlaUnembedOut, n.mla_unembed_out, r, i,
+             {c.heads, m.v_head_dim, m.kv_lora_rank}, false, ExpertProj::kNone, n.mla_kv_b);
+  }
   b.output(Slot::kO, n.o, r, i, {H, c.heads * m.v_head_dim}, c.o_bias);
 }
 

@@ -61,8 +61,9 @@ enum class Slot : uint8_t {
   kMambaIn, kMambaConv, kMambaDtBias, kMambaALog, kMambaD, kMambaNorm, kMambaOut,
   // Multi-head latent attention (q_proj / o_proj bind as kQ / kO): the q LoRA pair and its
   // norm, kv_a_proj_with_mqa and its norm, the per-head up-projections (stacked [heads, out,
-  // in] like experts, mlx-lm's MultiLinear)
-  kMlaQA, kMlaQANorm, kMlaQB, kMlaKvA, kMlaKvANorm, kMlaEmbedQ, kMlaUnembedOut,
+  // in] like experts, mlx-lm's MultiLinear), or kv_b_proj as one Linear [heads * (nope + v),
+  // kv_lora] (mlx-lm's deepseek_v2), split into the two when bound
+  kMlaQA, kMlaQANorm, kMlaQB, kMlaKvA, kMlaKvANorm, kMlaEmbedQ, kMlaUnembedOut, kMlaKvB,
   kDenseGate, kDenseUp, kDenseDown,               // dense FFN
   kRouter, kExpertBias, kExperts,                 // MoE (kExperts: see ModuleSpec::proj)
   kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,

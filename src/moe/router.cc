@@ -88,9 +88,14 @@ void RouterConfig::validate() const {
          "]");
   if (n_group > 1 && rule != RoutingRule::kSigmoidBiasTopK)
     fail("router: group-limited selection (n_group > 1) is only used by sigmoid_bias_topk");
-  if (n_group > 1 && num_experts / n_group < 2)
-    fail("router: n_group = ", n_group, " leaves fewer than 2 experts per group (a group's score"
-         " is the sum of its two best)");
+  if (scores_from_selection && (rule != RoutingRule::kSigmoidBiasTopK || !expert_bias.empty()))
+    fail("router: scores_from_selection reads the masked selection scores of sigmoid_bias_topk "
+         "routing without an expert_bias");
+  if (group_score_top < 1)
+    fail("router: group_score_top = ", group_score_top, "; expected at least 1");
+  if (n_group > 1 && num_experts / n_group < group_score_top)
+    fail("router: n_group = ", n_group, " leaves fewer than ", group_score_top,
+         " experts per group (a group's score is the sum of its ", group_score_top, " best)");
   if (top_k > topk_group * (num_experts / n_group))
     fail("router: top_k = ", top_k, " exceeds the ", topk_group * (num_experts / n_group),
          " experts of the topk_group = ", topk_group, " groups kept");
@@ -104,6 +109,8 @@ std::string router_summary(const RouterConfig& c) {
   if (c.renormalize) s += " renorm";
   if (c.renorm_floor > 0) s += " floor";
   if (c.n_group > 1) s += str_cat(" groups ", c.n_group, "/", c.topk_group);
+  if (c.n_group > 1 && c.group_score_top != 2) s += str_cat(" group-score top", c.group_score_top);
+  if (c.scores_from_selection) s += " masked-scores";
   if (c.routed_scaling != 1.f) s += str_cat(" scale ", c.routed_scaling);
   if (c.rule == RoutingRule::kSparseMixer) s += str_cat(" jitter ", c.jitter_eps);
   s += c.ties == TopKTies::kHigherIndexWins ? " ties-high" : " ties-low";
@@ -202,6 +209,7 @@ Router::Router(RouterConfig config) : config_(std::move(config)) {
   group_scratch_.resize(size_t(config_.n_group));
   group_order_.resize(size_t(config_.n_group));
   group_ids_.resize(size_t(config_.n_group));
+  top_scratch_.resize(size_t(config_.group_score_top));
 }
 
 void Router::route(const float* logits, int64_t tokens, int32_t* ids, float* scores) {
@@ -252,7 +260,8 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
       if (c.n_group > 1) limit_groups(sel);
       mlx_topk(sel, e, k, c.ties, order_.data(), negated_.data(), ids);
       float sum = 0.f;
-      for (int64_t j = 0; j < k; ++j) sum += (scores[j] = p[ids[j]]);
+      const float* from = c.scores_from_selection ? sel : p;
+      for (int64_t j = 0; j < k; ++j) sum += (scores[j] = from[ids[j]]);
       if (c.renormalize) {
         const float d = std::max(sum + c.renorm_eps, c.renorm_floor);
         for (int64_t j = 0; j < k; ++j) scores[j] /= d;
@@ -270,26 +279,32 @@ void Router::route_one(const float* l, int32_t* ids, float* scores) {
 }
 
 // mlx-lm glm4_moe.group_expert_select's group step on the biased scores: a group's score is
-// the sum of its two largest; mx.argpartition(group_scores, kth=k-1)[:k] with
-// k = n_group - topk_group picks the lowest groups (ties: the lower group index), whose
-// scores become 0.
+// the sum of its group_score_top largest (two there; deepseek_v2's MoEGate takes the maximum);
+// mx.argpartition(group_scores, kth=k-1)[:k] with k = n_group - topk_group picks the lowest
+// groups (ties: the lower group index), whose scores become 0.
 void Router::limit_groups(float* sel) {
   const RouterConfig& c = config_;
   const int64_t per = c.num_experts / c.n_group, drop = c.n_group - c.topk_group;
+  const int64_t top = c.group_score_top;
   if (drop == 0) return;
   float* neg = group_neg_.data();
+  float* best = top_scratch_.data();
   for (int64_t g = 0; g < c.n_group; ++g) {
-    float a = -std::numeric_limits<float>::infinity(), b = a;  // largest, second largest
+    // The `top` largest of the group, largest first (a NaN counts as the largest, as in the
+    // two-best form this replaces), kept by insertion.
+    int64_t have = 0;
     for (int64_t i = g * per; i < (g + 1) * per; ++i) {
       const float v = sel[i];
-      if (v > a || std::isnan(v)) {
-        b = a;
-        a = v;
-      } else if (v > b || std::isnan(v)) {
-        b = v;
-      }
+      int64_t at = have;
+      while (at > 0 && (v > best[at - 1] || std::isnan(v))) --at;
+      if (at >= top) continue;
+      for (int64_t j = std::min(have, top - 1); j > at; --j) best[j] = best[j - 1];
+      best[at] = v;
+      have = std::min(have + 1, top);
     }
-    neg[g] = -(a + b);  // argpartition(x)[:k] of the lowest = top-k of -x, lower index first
+    float sum = best[0];
+    for (int64_t j = 1; j < top; ++j) sum += best[j];
+    neg[g] = -sum;  // argpartition(x)[:k] of the lowest = top-k of -x, lower index first
   }
   mlx_topk(neg, c.n_group, drop, TopKTies::kLowerIndexWins, group_order_.data(),
            group_scratch_.data(), group_ids_.data());

@@ -22,7 +22,8 @@ enum class RoutingRule {
   // divided by (sum_k s_k + renorm_eps) when renormalize, then times routed_scaling
   // (lfm2_moe: eps 1e-6). With n_group > 1 the selection is group-limited first (glm4_moe,
   // DeepSeek's noaux_tc): experts split into n_group equal groups, a group's score is the sum
-  // of its two largest biased scores, the n_group - topk_group lowest groups are zeroed.
+  // of its group_score_top largest biased scores (2 there; 1, the maximum, in DeepSeek-V2's
+  // group_limited_greedy), the n_group - topk_group lowest groups are zeroed.
   kSigmoidBiasTopK,
   // top-1 of l; sigmoid(l_k) scales the expert INPUT, the output weight is 1 (llama4).
   kSigmoidTop1ScalesInput,
@@ -54,6 +55,13 @@ struct RouterConfig {
   // (bailing_moe's score_function "softmax"); bias, groups and scaling act the same.
   bool softmax_scores = false;
   int64_t n_group = 1, topk_group = 1;  // kSigmoidBiasTopK: group-limited selection
+  // kSigmoidBiasTopK with n_group > 1: how many of a group's largest scores add up to the
+  // group's score (2: DeepSeek-V3's noaux_tc; 1: the maximum). At most the group's size.
+  int64_t group_score_top = 2;
+  // kSigmoidBiasTopK without a bias: the k scores are read from the selection scores after the
+  // group masking (an expert of a zeroed group scores 0, as deepseek_v2's MoEGate gathers
+  // them) instead of from the unmasked scores (glm4_moe, DeepSeek-V3).
+  bool scores_from_selection = false;
   std::vector<float> expert_bias;  // kSigmoidBiasTopK: [E] or empty (no bias)
   float jitter_eps = 0.01f;        // kSparseMixer: router_jitter_noise
   // kTopKSoftmax: each score is multiplied by expert_scale[its expert] after the softmax
@@ -126,6 +134,7 @@ class Router {
   std::vector<float> group_neg_, group_scratch_;  // [n_group]
   std::vector<uint32_t> group_order_;
   std::vector<int32_t> group_ids_;
+  std::vector<float> top_scratch_;  // [group_score_top]
 };
 
 // sigmoid as MLX computes it for f32 (1 / (1 + exp(-x))).

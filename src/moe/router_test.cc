@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -121,6 +122,73 @@ TEST(Router, Glm4GroupLimitedSigmoidWithCorrectionBias) {
   EXPECT_THROW(Router(group_limited_sigmoid_router(8, 3, true, 1.0f, bias, 2, 3)), Error);
   EXPECT_THROW(Router(group_limited_sigmoid_router(8, 5, true, 1.0f, bias, 2, 1)), Error);
   EXPECT_THROW(Router(group_limited_sigmoid_router(8, 1, true, 1.0f, bias, 8, 1)), Error);
+}
+
+// A group's score from its single best expert (group_score_top = 1) as deepseek_v2's MoEGate
+// computes it (mlx-lm 0.32.2, mlx 0.32.4, CPU; the gate weight the identity, so these are its
+// logits): softmax over all experts, groups ranked by their maximum (the lowest zeroed, ties
+// to the lower group), top-k with ties to the lower index, no renormalization, times the
+// scaling. Row 2 keeps group 0 by its maximum (4.0 against 3.5) where the sum of the two best
+// keeps group 1 (e^3.5 + e^3.4 > e^4 + e^-3). The k scores come from the masked scores.
+TEST(Router, GroupScoreFromTheMaximumSoftmaxNoRenorm) {
+  std::vector<float> logits = kLogits;
+  for (float v : {4.0f, -3.0f, -3.0f, -3.0f, 3.5f, 3.4f, 0.0f, 0.0f}) logits.push_back(v);
+  auto v2 = [](int64_t k, int64_t n_group, int64_t topk_group, float scaling) {
+    RouterConfig c;
+    c.rule = RoutingRule::kSigmoidBiasTopK;
+    c.ties = TopKTies::kLowerIndexWins;
+    c.softmax_scores = true;
+    c.num_experts = 8, c.top_k = k, c.n_group = n_group, c.topk_group = topk_group;
+    c.group_score_top = 1;
+    c.scores_from_selection = true;
+    c.routed_scaling = scaling;
+    return c;
+  };
+  Routed a = route(v2(3, 2, 1, 1.5f), logits);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{7, 5, 4, 7, 4, 6, 1, 0, 2}));
+  expect_scores(a.scores, {0.44918590784072876, 0.16524627804756165, 0.036871425807476044,
+                           0.2423495650291443, 0.3995668888092041, 0.08915543556213379,
+                           0.000623236526735127, 0.6834619641304016, 0.000623236526735127});
+  Routed b = route(v2(3, 4, 2, 1.0f), logits);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{7, 1, 0, 4, 2, 3, 4, 0, 5}));
+  expect_scores(b.scores, {0.29945728182792664, 0.29945728182792664, 0.040527135133743286,
+                           0.26637792587280273, 0.26637792587280273, 0.12582802772521973,
+                           0.276360422372818, 0.4556412994861603, 0.2500612735748291});
+  Routed c = route(v2(3, 1, 1, 1.0f), logits);  // "greedy": no groups
+  EXPECT_EQ(c.ids, (std::vector<int32_t>{7, 1, 2, 2, 4, 7, 4, 0, 5}));
+  expect_scores(c.scores, {0.29945728182792664, 0.29945728182792664, 0.11016418039798737,
+                           0.26637792587280273, 0.26637792587280273, 0.1615663766860962,
+                           0.276360422372818, 0.4556412994861603, 0.2500612735748291});
+  Routed d = route(v2(1, 2, 1, 1.0f), logits);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{7, 4, 0}));
+  expect_scores(d.scores, {0.29945728182792664, 0.26637792587280273, 0.4556412994861603});
+  // The sum of the two best ranks row 2's groups the other way round.
+  RouterConfig sum2 = v2(3, 2, 1, 1.5f);
+  sum2.group_score_top = 2;
+  Routed e = route(sum2, logits);
+  std::vector<int32_t> row2(e.ids.begin() + 6, e.ids.end());
+  std::sort(row2.begin(), row2.end());
+  EXPECT_EQ(row2, (std::vector<int32_t>{4, 5, 6}));
+  // Group 0 zeroed (best 0.196 < 0.216), group 1 holding exact zeros: the second and third
+  // picks are experts 0 and 1 of the zeroed group (ties to the lower index) and score 0 as
+  // mlx-lm gathers them from the masked scores, not their softmax 0.196.
+  const std::vector<float> masked = {9.9f, 9.9f, 9.9f, 9.9f, 10.0f, -200.0f, -200.0f, -200.0f};
+  Routed f = route(v2(3, 2, 1, 1.0f), masked);
+  EXPECT_EQ(f.ids, (std::vector<int32_t>{4, 0, 1}));
+  expect_scores(f.scores, {0.21648074686527252, 0.0, 0.0});
+  RouterConfig unmasked = v2(3, 2, 1, 1.0f);
+  unmasked.scores_from_selection = false;
+  EXPECT_NEAR(route(unmasked, masked).scores[1], 0.19587980210781097, 1e-6);
+  RouterConfig with_bias = v2(3, 2, 1, 1.0f);
+  with_bias.expert_bias.assign(8, 0.f);
+  EXPECT_THROW(Router{with_bias}, Error);
+  // The group score counts at most a group's experts, and at least one.
+  RouterConfig wide = v2(1, 4, 2, 1.0f);
+  wide.group_score_top = 3;
+  EXPECT_THROW(Router{wide}, Error);
+  wide.group_score_top = 0;
+  EXPECT_THROW(Router{wide}, Error);
+  EXPECT_NE(router_summary(v2(3, 2, 1, 1.5f)).find("group-score top1"), std::string::npos);
 }
 
 // ernie4_5_moe (mlx-lm Ernie4_5_MoeMLP, same logits): softmax or sigmoid over all experts, top-k

@@ -6,12 +6,12 @@
 // dense layers (first_k_dense_replace) and moe_layer_freq; MoE with DeepSeek's noaux_tc
 // routing (sigmoid scores, e_score_correction_bias for the selection, group-limited top-k,
 // routed_scaling_factor) and shared experts of n_shared_experts * moe_intermediate_size.
-#include <cmath>
 #include <string>
 
 #include "core/error.h"
 #include "io/json_config.h"
 #include "model/arch/family_common.h"
+#include "model/arch/mla_common.h"
 #include "model/family_registry.h"
 
 namespace moex::model {
@@ -21,27 +21,6 @@ using nlohmann::json;
 
 // Present and not null (io::has_field's meaning).
 bool present(const json& j, const char* field) { return io::has_field(j, field); }
-
-// mlx-lm DeepseekV3Attention: scale = q_head_dim^-0.5, times s^2 with
-// s = 0.1 * mscale_all_dim * ln(factor) + 1 when rope_scaling names a non-zero mscale_all_dim
-// and a factor above 1 (whatever its type).
-double softmax_scale(const json& j, const std::string& f, int64_t q_head_dim) {
-  double scale = 1.0 / std::sqrt(double(q_head_dim));
-  const json* rs = io::get_object_or_null(j, "rope_scaling", f);
-  if (!rs) return scale;
-  const std::string where = f + ": rope_scaling";
-  const double all_dim = io::get_double_or(*rs, "mscale_all_dim", 0.0, where);
-  if (all_dim == 0.0) return scale;
-  const double factor = io::get_double(*rs, "factor", where);
-  if (factor > 1.0) {
-    const double s = 0.1 * all_dim * std::log(factor) + 1.0;
-    scale *= s * s;
-  }
-  if (!std::isfinite(scale) || !(scale > 0.0))
-    fail(where, ": mscale_all_dim = ", all_dim, " and factor = ", factor,
-         " give a non-positive or non-finite softmax scale");
-  return scale;
-}
 
 class DeepseekV3Family final : public Family {
  public:
@@ -53,30 +32,8 @@ class DeepseekV3Family final : public Family {
 
   ModelConfig parse(const json& j, const std::string& f) const override {
     ModelConfig c = arch::begin_config(name(), j, f);
-    arch::DecoderDefaults dims;
-    dims.head_dim = arch::HeadDimRule::kHiddenOverHeads;  // unused by MLA; q_head_dim below
-    dims.kv_heads_default_to_heads = true;
-    arch::parse_decoder_dims(j, f, dims, c);
-    c.norm = NormKind::kRmsNorm;
-    c.norm_eps = io::get_double_or(j, "rms_norm_eps", 1e-6, f);
-    MlaParams& m = c.mla;
-    // mlx-lm's ModelArgs defaults; q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite).
-    if (j.contains("q_lora_rank") && j["q_lora_rank"].is_null())
-      m.q_lora_rank = 0;
-    else
-      m.q_lora_rank = arch::get_size_or(j, "q_lora_rank", 1536, limits::kMaxHidden, f);
-    m.kv_lora_rank = arch::get_size_or(j, "kv_lora_rank", 512, limits::kMaxHidden, f);
-    m.nope_dim = arch::get_size_or(j, "qk_nope_head_dim", 128, limits::kMaxHeadDim, f);
-    m.rope_dim = arch::get_size_or(j, "qk_rope_head_dim", 64, limits::kMaxHeadDim, f);
-    m.v_head_dim = arch::get_size_or(j, "v_head_dim", 128, limits::kMaxHeadDim, f);
-    if (m.rope_dim % 2 != 0)
-      fail(f, ": field 'qk_rope_head_dim' = ", m.rope_dim, " must be even (RoPE pairs)");
-    c.head_dim = m.q_head_dim();
-    c.attn_scale = softmax_scale(j, f, m.q_head_dim());
-    const bool bias = io::get_bool_or(j, "attention_bias", false, f);
-    c.q_bias = c.k_bias = c.o_bias = bias;  // q_a_proj, kv_a_proj_with_mqa, o_proj
-    c.rope = arch::parse_rope(j, f, m.rope_dim, c.max_position, 10000.0, true);
-    c.rope.dims = m.rope_dim;
+    arch::parse_mla_attention(j, f, c);
+    const MlaParams& m = c.mla;
     c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     const bool moe = present(j, "n_routed_experts");
     if (moe) {
@@ -91,37 +48,18 @@ class DeepseekV3Family final : public Family {
       if (present(j, "n_shared_experts"))
         c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;
     }
-    const int64_t first_dense = io::has_field(j, "first_k_dense_replace")
-                                    ? arch::get_size(j, "first_k_dense_replace",
-                                                     limits::kMaxLayers, f, 0)
-                                    : 0;
-    const int64_t freq = arch::get_size_or(j, "moe_layer_freq", 1, limits::kMaxLayers, f);
+    const arch::DeepseekMoeLayers moe_layers(j, f, moe);
     c.tie_word_embeddings = false;  // mlx-lm's deepseek_v3 always has its own lm_head
     arch::set_llama_model_names(c, j, f);
     for (int64_t i = 0; i < c.num_layers; ++i) {
-      const bool dense = !moe || i < first_dense || i % freq != 0;
+      const bool dense = !moe_layers.is_moe(i);
       LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
                                            dense ? c.dense_dff : c.moe.expert_dff);
       l.mixer = MixerKind::kMla;
       l.qk_norm = false;
       const std::string p = "model.layers." + std::to_string(i);
       LayerModules& n = l.names;
-      n.input_norm = p + ".input_layernorm";
-      n.post_norm = p + ".post_attention_layernorm";
-      const std::string a = p + ".self_attn";
-      if (m.q_lora_rank > 0) {
-        n.mla_q_a = a + ".q_a_proj";
-        n.mla_q_a_norm = a + ".q_a_layernorm";
-        n.mla_q_b = a + ".q_b_proj";
-      } else {
-        n.q = a + ".q_proj";
-      }
-      n.mla_kv_a = a + ".kv_a_proj_with_mqa";
-      n.mla_kv_a_norm = a + ".kv_a_layernorm";
-      n.mla_embed_q = a + ".embed_q";
-      n.mla_unembed_out = a + ".unembed_out";
-      n.mla_kv_b = a + ".kv_b_proj";
-      n.o = a + ".o_proj";
+      arch::set_mla_layer_names(n, p, m, /*split_kv_b=*/true);
       if (dense) {
         arch::set_dense_mlp_names(n, p + ".mlp");
       } else {

@@ -202,11 +202,12 @@ bool drops_tied_lm_head(const ModelConfig& c, std::string_view tensor) {
 void check_expert_groups(const ModelConfig& c, const std::string& f, const char* experts_field) {
   const MoeParams& m = c.moe;
   const int64_t n_group = m.router.n_group, topk_group = m.router.topk_group;
+  const int64_t least = m.router.group_score_top;  // the experts a group's score adds up
   if (n_group < 1 || m.num_experts % n_group != 0 || topk_group > n_group ||
-      (n_group > 1 && m.num_experts / n_group < 2))
+      (n_group > 1 && m.num_experts / n_group < least))
     fail(f, ": n_group = ", n_group, " and topk_group = ", topk_group, " must split ",
-         experts_field, " = ", m.num_experts,
-         " into equal groups of at least 2 with topk_group <= n_group");
+         experts_field, " = ", m.num_experts, " into equal groups of at least ", least,
+         " with topk_group <= n_group");
   if (m.top_k > topk_group * (m.num_experts / n_group))
     fail(f, ": num_experts_per_tok = ", m.top_k, " exceeds the experts of the topk_group",
          " groups kept");

@@ -88,7 +88,8 @@ bool drops_tied_lm_head(const ModelConfig& c, std::string_view tensor);
 void set_noaux_tc_routing(ModelConfig& c, const nlohmann::json& cfg, const std::string& file);
 
 // Group-limited routing (c.moe.n_group, c.moe.topk_group, already read): the groups split the
-// experts (counted by `experts_field`) evenly into groups of at least 2, topk_group <= n_group,
+// experts (counted by `experts_field`) evenly into groups of at least
+// c.moe.router.group_score_top (the experts a group's score adds up), topk_group <= n_group,
 // and top_k fits in the groups kept. Errors name the file and fields.
 void check_expert_groups(const ModelConfig& c, const std::string& file,
                          const char* experts_field);

@@ -127,9 +127,16 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
       const bool hf = !m.hf_pattern.empty() && !b.has(m.path + ".weight");
       const MlaParams& p = c.mla;
       (keys ? l->mla.embed_q : l->mla.unembed_out) =
-          hf ? b.kv_b_split(m.hf_pattern + ".weight", c.heads, p.nope_dim, p.v_head_dim,
-                            p.kv_lora_rank, keys)
+          hf ? b.kv_b_split(m.hf_pattern, c.heads, p.nope_dim, p.v_head_dim, p.kv_lora_rank,
+                            keys)
              : b.stacked(m.path, m.shape[0], m.shape[1], m.shape[2]);
+      return;
+    }
+    case Slot::kMlaKvB: {  // one Linear (deepseek_v2): split as mlx-lm's deepseek_v3 would
+      const MlaParams& p = c.mla;
+      for (const bool keys : {true, false})
+        (keys ? l->mla.embed_q : l->mla.unembed_out) =
+            b.kv_b_split(m.path, c.heads, p.nope_dim, p.v_head_dim, p.kv_lora_rank, keys);
       return;
     }
     case Slot::kQkv: {  // q, k and v are consecutive row ranges of the one stored matrix

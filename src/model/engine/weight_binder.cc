@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/qdot.h"
 #include "model/module_quant.h"
+#include "quant/dequantize.h"
 #include "quant/format.h"
 #include "quant/shape_check.h"
 
@@ -332,18 +333,65 @@ kernels::QuantWeightsView WeightBinder::transposed_experts(const std::string& te
   return kernels::QuantWeightsView::dense(w, t.dtype, experts, n, in);
 }
 
-kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, int64_t heads,
+kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int64_t heads,
                                                   int64_t nope, int64_t v, int64_t latent,
                                                   bool keys) {
-  const io::TensorInfo& t = ckpt_.require(tensor);
-  require_float(ckpt_, t);
-  require_shape(ckpt_, t, {heads * (nope + v), latent});
-  const size_t es = dtype_size(t.dtype);
+  const int64_t all_rows = heads * (nope + v);
+  const uint8_t* src = nullptr;
+  DType dtype = DType::F32;
+  // The stored tensors, their pages released once the values (bound after the keys) are copied.
+  std::vector<const io::TensorInfo*> stored;
+  std::vector<uint8_t> dequantized;  // a quantized kv_b_proj's float rows, freed on return
+  if (ckpt_.find(path + ".scales")) {
+    const QuantParts p = quant_parts(path, {all_rows}, latent);
+    stored = {p.w, p.scales};
+    if (p.biases) stored.push_back(p.biases);
+    if (!keys) return kv_b_value_rows(p, stored, heads, nope, v, latent);
+    quant::QuantMatrixView q;
+    q.w = p.w->data;
+    q.scales = p.scales->data;
+    q.biases = p.biases ? p.biases->data : nullptr;
+    q.sb_dtype = p.scales->dtype;
+    q.mode = p.mode;
+    q.rows = all_rows;
+    q.k = latent;
+    q.bits = p.bits;
+    q.group_size = p.group_size;
+    // mlx-lm applies kv_b_proj as a quantized matmul, whose weights scale * q + bias are formed
+    // in the compute dtype (f32 in the parity tests), not rounded to the scales' bf16 as
+    // mx.dequantize would: affine scales and biases are widened to f32 first (exact), so the
+    // dequantized weights are the f32 ones; the fp modes dequantize straight to f32.
+    std::vector<float> scales_f32, biases_f32;
+    if (q.mode == quant::Mode::kAffine && q.sb_dtype != DType::F32) {
+      const int64_t n = all_rows * (latent / q.group_size);
+      scales_f32.resize(size_t(n));
+      biases_f32.resize(size_t(n));
+      for (int64_t i = 0; i < n; ++i) {
+        scales_f32[size_t(i)] = load_as_f32(q.scales, q.sb_dtype, size_t(i));
+        biases_f32[size_t(i)] = load_as_f32(q.biases, q.sb_dtype, size_t(i));
+      }
+      q.scales = scales_f32.data();
+      q.biases = biases_f32.data();
+      q.sb_dtype = DType::F32;
+    }
+    dtype = DType::F32;
+    dequantized.resize(size_t(all_rows * latent) * dtype_size(dtype));
+    quant::dequantize(q, dequantized.data(), dtype);
+    src = dequantized.data();
+  } else {
+    const io::TensorInfo& t = ckpt_.require(path + ".weight");
+    require_float(ckpt_, t);
+    require_shape(ckpt_, t, {all_rows, latent});
+    stored = {&t};
+    src = t.data;
+    dtype = t.dtype;
+  }
+  const size_t es = dtype_size(dtype);
   const int64_t rows = keys ? latent : v, in = keys ? nope : latent;
   const size_t w_bytes = size_t(heads * rows * in) * es;
   uint8_t* w = allocate(w_bytes);
   for (int64_t h = 0; h < heads; ++h) {
-    const uint8_t* head = t.data + size_t(h * (nope + v) * latent) * es;
+    const uint8_t* head = src + size_t(h * (nope + v) * latent) * es;
     uint8_t* dst = w + size_t(h * rows * in) * es;
     if (!keys) {  // value rows nope .. nope + v as they are
       std::memcpy(dst, head + size_t(nope * latent) * es, size_t(v * latent) * es);
@@ -353,9 +401,43 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& tensor, in
       for (int64_t c = 0; c < latent; ++c)
         std::memcpy(dst + size_t(c * nope + j) * es, head + size_t(j * latent + c) * es, es);
   }
-  if (!keys) ckpt_.release_pages(t);  // bound after the keys: the copies replace it
+  if (!keys)
+    for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
   copied_bytes_ += int64_t(w_bytes);
-  return kernels::QuantWeightsView::dense(w, t.dtype, heads, rows, in);
+  return kernels::QuantWeightsView::dense(w, dtype, heads, rows, in);
+}
+
+// The value rows of a quantized kv_b_proj are whole quantized rows (their groups run along the
+// latent, unembed_out's input): copied as they are into a quantized [heads][v][latent] stack,
+// no dequantization. The stored tensors are released: the keys were bound first.
+kernels::QuantWeightsView WeightBinder::kv_b_value_rows(
+    const QuantParts& p, const std::vector<const io::TensorInfo*>& stored, int64_t heads,
+    int64_t nope, int64_t v, int64_t latent) {
+  const size_t w_row = size_t(quant::packed_row_bytes(latent, p.bits));
+  const size_t sb_row = size_t(latent / p.group_size) * dtype_size(p.scales->dtype);
+  uint8_t* w = allocate(size_t(heads * v) * w_row);
+  uint8_t* sc = allocate(size_t(heads * v) * sb_row);
+  uint8_t* bi = p.biases ? allocate(size_t(heads * v) * sb_row) : nullptr;
+  for (int64_t h = 0; h < heads; ++h) {
+    const size_t from = size_t(h * (nope + v) + nope), to = size_t(h * v);
+    std::memcpy(w + to * w_row, p.w->data + from * w_row, size_t(v) * w_row);
+    std::memcpy(sc + to * sb_row, p.scales->data + from * sb_row, size_t(v) * sb_row);
+    if (bi) std::memcpy(bi + to * sb_row, p.biases->data + from * sb_row, size_t(v) * sb_row);
+  }
+  for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
+  copied_bytes_ += int64_t(size_t(heads * v) * (w_row + (bi ? 2 : 1) * sb_row));
+  kernels::QuantWeightsView out;
+  out.w = w;
+  out.scales = sc;
+  out.biases = bi;
+  out.sb_dtype = p.scales->dtype;
+  out.mode = p.mode;
+  out.experts = heads;
+  out.n = v;
+  out.k = latent;
+  out.bits = p.bits;
+  out.group_size = p.group_size;
+  return out;
 }
 
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,

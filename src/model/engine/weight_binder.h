@@ -59,11 +59,16 @@ class WeightBinder {
   // up half of an outputs-first fused gate_up tensor).
   kernels::QuantWeightsView expert_rows(const std::string& tensor, int64_t experts, int64_t rows,
                                         int64_t in, int64_t row0, int64_t n);
-  // DeepSeek's Hugging Face kv_b_proj, an unquantized [heads * (nope + v)][latent] tensor (per
-  // head nope key rows, then v value rows), split as mlx-lm's sanitize does into an owned
-  // stack: keys: embed_q [heads][latent][nope] (the key rows transposed); else unembed_out
-  // [heads][v][latent].
-  kernels::QuantWeightsView kv_b_split(const std::string& tensor, int64_t heads, int64_t nope,
+  // DeepSeek's kv_b_proj Linear `path`, logical [heads * (nope + v)][latent] (per head nope
+  // key rows, then v value rows), split as mlx-lm's deepseek_v3 sanitize does into an owned
+  // float stack: keys: embed_q [heads][latent][nope] (the key rows transposed); else
+  // unembed_out [heads][v][latent]. Of a quantized kv_b_proj (mlx_lm convert of deepseek_v2)
+  // the value rows stay quantized (a copy of the packed rows, kv_b_value_rows) and the key rows
+  // are dequantized to f32 (scale * q + bias with the scales and biases widened to f32, as
+  // mlx-lm's quantized matmul forms them at f32 compute) before the transpose: embed_q holds
+  // heads * latent * nope f32 values (4 MiB a layer for DeepSeek-V2-Lite instead of about
+  // 0.6 MiB at 4 bits g64). The keys must be bound before the values.
+  kernels::QuantWeightsView kv_b_split(const std::string& path, int64_t heads, int64_t nope,
                                        int64_t v, int64_t latent, bool keys);
   // gpt-oss's original layout: `<base>_blocks` U8 [experts][rows][in/32][16] (mxfp4 codes, the
   // bytes of MLX's packed rows) and `<base>_scales` U8 [experts][rows][in/32]. Rows row0,
@@ -101,6 +106,11 @@ class WeightBinder {
                                                 int64_t experts, int64_t out, int64_t in);
   // Validates P.weight/P.scales/P.biases for leading dims `lead` and input width `in`.
   QuantParts quant_parts(const std::string& path, const std::vector<int64_t>& lead, int64_t in);
+  // kv_b_split's values of a quantized kv_b_proj: its value rows copied, still quantized.
+  kernels::QuantWeightsView kv_b_value_rows(const QuantParts& p,
+                                            const std::vector<const io::TensorInfo*>& stored,
+                                            int64_t heads, int64_t nope, int64_t v,
+                                            int64_t latent);
 
   // n bytes of owned storage, uninitialized: an expert another rank owns is never written, so
   // its pages are never touched (make_unique_for_overwrite; large blocks come from mmap).
