@@ -82,7 +82,6 @@ class DeepseekV2Family final : public Family {
     if (c.rope.kind != RopeKind::kYarn)
       fail(f, ": field 'rope_scaling' must be a yarn object ({\"type\": \"yarn\", \"factor\": ",
            "...}); mlx-lm's deepseek_v2 always applies YaRN from it");
-    const MlaParams& m = c.mla;
     c.dense_dff = arch::get_size(j, "intermediate_size", limits::kMaxDff, f);
     const bool moe = io::has_field(j, "n_routed_experts");
     if (moe) {
@@ -93,26 +92,9 @@ class DeepseekV2Family final : public Family {
       if (io::has_field(j, "n_shared_experts"))
         c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;
     }
-    const arch::DeepseekMoeLayers moe_layers(j, f, moe);
     c.tie_word_embeddings = false;  // mlx-lm's deepseek_v2 always has its own lm_head
     arch::set_llama_model_names(c, j, f);
-    for (int64_t i = 0; i < c.num_layers; ++i) {
-      const bool dense = !moe_layers.is_moe(i);
-      LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
-                                           dense ? c.dense_dff : c.moe.expert_dff);
-      l.mixer = MixerKind::kMla;
-      l.qk_norm = false;
-      const std::string p = "model.layers." + std::to_string(i);
-      LayerModules& n = l.names;
-      arch::set_mla_layer_names(n, p, m, /*split_kv_b=*/false);
-      if (dense) {
-        arch::set_dense_mlp_names(n, p + ".mlp");
-      } else {
-        arch::set_switch_mlp_names(n, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
-        if (c.moe.shared_dff > 0) arch::set_shared_mlp_names(n, p + ".mlp.shared_experts");
-      }
-      c.layers.push_back(std::move(l));
-    }
+    arch::add_deepseek_layers(c, j, f, moe, /*split_kv_b=*/false, /*expert_bias=*/false);
     validate_model_config(c);
     return c;
   }

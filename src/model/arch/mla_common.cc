@@ -89,4 +89,27 @@ DeepseekMoeLayers::DeepseekMoeLayers(const json& j, const std::string& f, bool h
   freq_ = get_size_or(j, "moe_layer_freq", 1, limits::kMaxLayers, f);
 }
 
+void add_deepseek_layers(ModelConfig& c, const json& j, const std::string& f, bool has_experts,
+                         bool split_kv_b, bool expert_bias) {
+  const DeepseekMoeLayers moe_layers(j, f, has_experts);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const bool dense = !moe_layers.is_moe(i);
+    LayerPlan l = llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
+                                   dense ? c.dense_dff : c.moe.expert_dff);
+    l.mixer = MixerKind::kMla;
+    l.qk_norm = false;
+    const std::string p = "model.layers." + std::to_string(i);
+    LayerModules& n = l.names;
+    set_mla_layer_names(n, p, c.mla, split_kv_b);
+    if (dense) {
+      set_dense_mlp_names(n, p + ".mlp");
+    } else {
+      set_switch_mlp_names(n, p + ".mlp", "gate", "gate_proj", "up_proj", "down_proj");
+      if (expert_bias) n.expert_bias = p + ".mlp.gate.e_score_correction_bias";
+      if (c.moe.shared_dff > 0) set_shared_mlp_names(n, p + ".mlp.shared_experts");
+    }
+    c.layers.push_back(std::move(l));
+  }
+}
+
 }  // namespace moex::model::arch

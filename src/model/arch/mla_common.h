@@ -44,4 +44,11 @@ class DeepseekMoeLayers {
   int64_t first_dense_ = 0, freq_ = 1;
 };
 
+// Every layer of a DeepSeek model, appended to c.layers: MLA (set_mla_layer_names with
+// split_kv_b), then a dense MLP (mlp.*) or, where DeepseekMoeLayers says MoE, the routed
+// experts (mlp.switch_mlp under the router mlp.gate), the shared experts when c.moe.shared_dff
+// is set, and with `expert_bias` DeepSeek-V3's mlp.gate.e_score_correction_bias.
+void add_deepseek_layers(ModelConfig& c, const nlohmann::json& j, const std::string& file,
+                         bool has_experts, bool split_kv_b, bool expert_bias);
+
 }  // namespace moex::model::arch
