@@ -158,9 +158,10 @@ TEST_P(PromptCacheRecurrent, ServesOnlyStoredStates) {
   for (const Case& k : cases) {
     const PromptCache::Match hit = c.lookup(k.prompt, int64_t(k.prompt.size()) - 1);
     EXPECT_EQ(hit.length, k.want) << GetParam() << " prompt of " << k.prompt.size();
-    if (hit.length > 0)
+    if (hit.length > 0) {
       EXPECT_TRUE(eng::test::bit_equal(m.warm(c, hit, k.prompt), m.cold(k.prompt)))
           << GetParam() << " prompt of " << k.prompt.size();
+    }
   }
 }
 

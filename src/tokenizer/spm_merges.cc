@@ -30,7 +30,8 @@ std::vector<MergeTable::Entry> merges_from_scores(const StringIdMap& vocab,
   std::sort(distinct.begin(), distinct.end(), std::greater<>());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const auto rank_of = [&](int32_t id) {
-    const auto it = std::lower_bound(distinct.begin(), distinct.end(), scores[id], std::greater<>());
+    const auto it =
+        std::lower_bound(distinct.begin(), distinct.end(), scores[id], std::greater<>());
     return static_cast<int32_t>(it - distinct.begin());
   };
 

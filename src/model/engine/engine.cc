@@ -2,10 +2,10 @@
 // and decode: embed -> per layer [norm, attention, residual, norm, FFN, residual] -> final
 // norm -> head, for the last row only.
 #include "model/engine/engine.h"
-#include "model/engine/small_weights.h"
 #include "model/engine/decode_op_bytes.h"
 #include "model/engine/expert_parallel.h"
 #include "model/engine/ffn.h"
+#include "model/engine/small_weights.h"
 #include "model/weight_bytes.h"
 
 #include <algorithm>
@@ -137,9 +137,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   } else if (opt.populate) {
     for (const auto& f : ckpt_.files()) f->populate();
   }
-  // The whole-model ops run on the CPU backend (activations and KV caches in host memory); the
-  // MoE blocks on the chosen backend, whose capability is a policy input (--backend cuda keeps
-  // the experts on the device).
+  // The whole-model ops run on opt.model_backend (the CPU backend unless given; activations,
+  // KV caches and recurrent states in its memory); the MoE blocks on the MoE backend of
+  // opt.backend (--experts-on), whose capability is a policy input.
   be_ = opt.model_backend ? opt.model_backend : &backend::cpu_backend();
   moe::MoePolicy policy;
   policy.backend = &moe::moe_backend(opt.backend);
@@ -162,8 +162,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
         checkpoint_fingerprint(config_path, ckpt_, mc.tensors, opt.verify_every_byte), dir_,
         opt.verify_every_byte);
     ffn_scratch_.moe.rank_experts.assign(size_t(ep_->stats().ranks), 0);
+    const int rank = ep_->collective().rank();
     for (const FileRange& r :
-         expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, ep_->collective().rank())) {
+         expert_parallel_reads(ckpt_, mc.tensors, cfg_, w_, *opt.placement, rank)) {
       if (opt.populate) r.file->populate(r.offset, r.bytes);
       ep_->stats().bytes_read_at_open += r.bytes;
       ++ep_->stats().ranges_read_at_open;

@@ -57,6 +57,42 @@ void gather_rows(const uint8_t* src, size_t row_bytes, int64_t experts, int64_t 
 
 }  // namespace
 
+kernels::QuantWeightsView WeightBinder::QuantParts::stack_view(int64_t stack, int64_t n,
+                                                               int64_t k) const {
+  return stack_view_of(w->data, scales->data, biases ? biases->data : nullptr, stack, n, k);
+}
+
+kernels::QuantWeightsView WeightBinder::QuantParts::stack_view_of(
+    const uint8_t* codes, const uint8_t* scale_bytes, const uint8_t* bias_bytes, int64_t stack,
+    int64_t n, int64_t k) const {
+  kernels::QuantWeightsView v;
+  v.w = codes;
+  v.scales = scale_bytes;
+  v.biases = bias_bytes;
+  v.sb_dtype = scales->dtype;
+  v.mode = mode;
+  v.experts = stack;
+  v.n = n;
+  v.k = k;
+  v.bits = bits;
+  v.group_size = group_size;
+  return v;
+}
+
+quant::QuantMatrixView WeightBinder::QuantParts::matrix_view(int64_t rows, int64_t k) const {
+  quant::QuantMatrixView v;
+  v.w = w->data;
+  v.scales = scales->data;
+  v.biases = biases ? biases->data : nullptr;
+  v.sb_dtype = scales->dtype;
+  v.mode = mode;
+  v.rows = rows;
+  v.k = k;
+  v.bits = bits;
+  v.group_size = group_size;
+  return v;
+}
+
 WeightBinder::WeightBinder(const io::Checkpoint& ckpt, std::optional<io::QuantConfig> quant)
     : ckpt_(ckpt), quant_(std::move(quant)) {}
 
@@ -106,18 +142,7 @@ WeightBinder::QuantParts WeightBinder::quant_parts(const std::string& path,
          shape_string(lead), " (logical weight ", shape_string(lead), " x ", in, ")");
   p.bits = s.bits;
   p.group_size = s.group_size;
-  kernels::QuantWeightsView v;
-  v.w = p.w->data;
-  v.scales = p.scales->data;
-  v.biases = p.biases ? p.biases->data : nullptr;
-  v.sb_dtype = p.scales->dtype;
-  v.mode = p.mode;
-  v.experts = 1;
-  v.n = 1;
-  v.k = in;
-  v.bits = p.bits;
-  v.group_size = p.group_size;
-  if (const char* why = kernels::qdot_unsupported_reason(v))
+  if (const char* why = kernels::qdot_unsupported_reason(p.stack_view(1, 1, in)))
     fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "': ", why);
   return p;
 }
@@ -156,18 +181,7 @@ ops::Linear WeightBinder::linear(const std::string& path, int64_t out, int64_t i
   ops::Linear l;
   l.name = path;
   if (ckpt_.find(path + ".scales")) {
-    QuantParts p = quant_parts(path, {out}, in);
-    quant::QuantMatrixView v;
-    v.w = p.w->data;
-    v.scales = p.scales->data;
-    v.biases = p.biases ? p.biases->data : nullptr;
-    v.sb_dtype = p.scales->dtype;
-    v.mode = p.mode;
-    v.rows = out;
-    v.k = in;
-    v.bits = p.bits;
-    v.group_size = p.group_size;
-    l.w = ops::quantized_matrix(v);
+    l.w = ops::quantized_matrix(quant_parts(path, {out}, in).matrix_view(out, in));
     if (const char* why = ops::linear_unsupported_reason(l.w))
       fail("checkpoint '", ckpt_.dir(), "': quantized module '", path, "': ", why);
   } else {
@@ -205,19 +219,7 @@ kernels::QuantWeightsView WeightBinder::stacked(const std::string& path, int64_t
     require_shape(ckpt_, t, {experts, out, in});
     return kernels::QuantWeightsView::dense(t.data, t.dtype, experts, out, in);
   }
-  QuantParts p = quant_parts(path, {experts, out}, in);
-  kernels::QuantWeightsView v;
-  v.w = p.w->data;
-  v.scales = p.scales->data;
-  v.biases = p.biases ? p.biases->data : nullptr;
-  v.sb_dtype = p.scales->dtype;
-  v.mode = p.mode;
-  v.experts = experts;
-  v.n = out;
-  v.k = in;
-  v.bits = p.bits;
-  v.group_size = p.group_size;
-  return v;
+  return quant_parts(path, {experts, out}, in).stack_view(experts, out, in);
 }
 
 kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern, int64_t experts,
@@ -260,18 +262,7 @@ kernels::QuantWeightsView WeightBinder::stack_experts(const std::string& pattern
       if (t) ckpt_.release_pages(*t);  // the copies replace them: peak stays one copy
   }
   copied_bytes_ += int64_t((wb + (has_biases ? 2 : 1) * sb) * uint64_t(experts));
-  kernels::QuantWeightsView v;
-  v.w = w;
-  v.scales = s;
-  v.biases = b;
-  v.sb_dtype = a.scales->dtype;
-  v.mode = a.mode;
-  v.experts = experts;
-  v.n = out;
-  v.k = in;
-  v.bits = a.bits;
-  v.group_size = a.group_size;
-  return v;
+  return a.stack_view_of(w, s, b, experts, out, in);
 }
 
 kernels::QuantWeightsView WeightBinder::stack_float_experts(
@@ -347,16 +338,7 @@ kernels::QuantWeightsView WeightBinder::kv_b_split(const std::string& path, int6
     stored = {p.w, p.scales};
     if (p.biases) stored.push_back(p.biases);
     if (!keys) return kv_b_value_rows(p, stored, heads, nope, v, latent);
-    quant::QuantMatrixView q;
-    q.w = p.w->data;
-    q.scales = p.scales->data;
-    q.biases = p.biases ? p.biases->data : nullptr;
-    q.sb_dtype = p.scales->dtype;
-    q.mode = p.mode;
-    q.rows = all_rows;
-    q.k = latent;
-    q.bits = p.bits;
-    q.group_size = p.group_size;
+    quant::QuantMatrixView q = p.matrix_view(all_rows, latent);
     // mlx-lm applies kv_b_proj as a quantized matmul, whose weights scale * q + bias are formed
     // in the compute dtype (f32 in the parity tests), not rounded to the scales' bf16 as
     // mx.dequantize would: affine scales and biases are widened to f32 first (exact), so the
@@ -426,18 +408,7 @@ kernels::QuantWeightsView WeightBinder::kv_b_value_rows(
   }
   for (const io::TensorInfo* t : stored) ckpt_.release_pages(*t);
   copied_bytes_ += int64_t(size_t(heads * v) * (w_row + (bi ? 2 : 1) * sb_row));
-  kernels::QuantWeightsView out;
-  out.w = w;
-  out.scales = sc;
-  out.biases = bi;
-  out.sb_dtype = p.scales->dtype;
-  out.mode = p.mode;
-  out.experts = heads;
-  out.n = v;
-  out.k = latent;
-  out.bits = p.bits;
-  out.group_size = p.group_size;
-  return out;
+  return p.stack_view_of(w, sc, bi, heads, v, latent);
 }
 
 kernels::QuantWeightsView WeightBinder::expert_rows(const std::string& tensor, int64_t experts,

@@ -100,6 +100,14 @@ class WeightBinder {
     const io::TensorInfo *w = nullptr, *scales = nullptr, *biases = nullptr;  // no biases: fp modes
     int bits = 0, group_size = 0;
     quant::Mode mode = quant::Mode::kAffine;
+    // `stack` matrices of n x k in this format: over the stored tensors, or over copies laid
+    // out the same (codes, scales, biases; biases null where these have none).
+    kernels::QuantWeightsView stack_view(int64_t stack, int64_t n, int64_t k) const;
+    kernels::QuantWeightsView stack_view_of(const uint8_t* codes, const uint8_t* scale_bytes,
+                                            const uint8_t* bias_bytes, int64_t stack, int64_t n,
+                                            int64_t k) const;
+    // One rows x k matrix over the stored tensors.
+    quant::QuantMatrixView matrix_view(int64_t rows, int64_t k) const;
   };
   // Per-expert unquantized weights (name_of(e) + ".weight") copied into one stack.
   kernels::QuantWeightsView stack_float_experts(const std::function<std::string(int64_t)>& name_of,

@@ -195,7 +195,8 @@ json glm4moe(const ArchKeys& k) {
     k.refuse("expert_gating_func", "moex's glm4_moe family scores experts with a sigmoid (2)");
   j["scoring_func"] = "sigmoid";
   j["topk_method"] = "noaux_tc";
-  j["norm_topk_prob"] = k.has("expert_weights_norm") && k.file().get_bool(k.key("expert_weights_norm"));
+  j["norm_topk_prob"] =
+      k.has("expert_weights_norm") && k.file().get_bool(k.key("expert_weights_norm"));
   const double scale = k.has("expert_weights_scale")
                            ? k.file().get_float(k.key("expert_weights_scale")) : 0.0;
   if (!(scale >= 0.0) || !std::isfinite(scale))
