@@ -127,7 +127,7 @@ void print_dispatch(const model::ModelCheckpoint& m, const moe::FusedSettings& s
           p.group_size = 0;
           p.has_biases = false;
         } else {
-          const auto mode = quant::mode_from_name(q->mode);
+          const auto mode = quant::mode_from_name(q->mode, true);
           p.mode = mode.value_or(quant::Mode::kAffine);
           p.has_biases = p.mode == quant::Mode::kAffine;
           p.bits = q->bits;

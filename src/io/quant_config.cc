@@ -18,7 +18,10 @@ struct ModeRule {
   int group_size;  // 0: any valid affine group size
   int bits;        // 0: any valid affine width
 };
-constexpr ModeRule kModes[] = {{"affine", 0, 0}, {"mxfp4", 32, 4}, {"mxfp8", 32, 8}, {"nvfp4", 16, 4}};
+// Then moex's ggml block modes (GGUF weights, quant/format.h; -1: the format checks the pair).
+constexpr ModeRule kModes[] = {{"affine", 0, 0},       {"mxfp4", 32, 4},      {"mxfp8", 32, 8},
+                               {"nvfp4", 16, 4},       {"ggml_q0", -1, -1},   {"ggml_k_min", -1, -1},
+                               {"ggml_k_zero", -1, -1}};
 
 const ModeRule& mode_rule(const json& v, const std::string& what) {
   if (!v.is_string()) fail(what, " field 'mode' is ", json_kind(v), "; expected a string");
@@ -26,7 +29,7 @@ const ModeRule& mode_rule(const json& v, const std::string& what) {
   for (const ModeRule& m : kModes)
     if (s == m.name) return m;
   fail(what, " field 'mode' = '", s.substr(0, 64), "' is not an MLX quantization mode; expected one of ",
-       "affine, mxfp4, mxfp8, nvfp4");
+       "affine, mxfp4, mxfp8, nvfp4 (or moex's GGUF layouts ggml_q0, ggml_k_min, ggml_k_zero)");
 }
 
 int checked_field(const json& obj, const char* field, const ModeRule& mode, const std::string& what) {
@@ -38,7 +41,9 @@ int checked_field(const json& obj, const char* field, const ModeRule& mode, cons
   // (affine: group 64, 4 bits). mlx-lm 0.32.2's mixed_* recipes write null group sizes.
   if (it->is_null()) return fixed != 0 ? fixed : (is_bits ? 4 : 64);
   const int64_t v = json_to_int(*it, str_cat(what, " field '", field, "'"));
-  if (fixed != 0) {
+  if (fixed < 0) {  // a ggml mode: parse_params checks the pair against the format
+    if (v < 0 || v > 1024) fail(what, " field '", field, "' = ", v, " is out of range");
+  } else if (fixed != 0) {
     if (v != fixed)
       fail(what, " field '", field, "' = ", v, " is invalid for mode '", mode.name, "'; expected ", fixed);
   } else if (is_bits ? !quant::is_valid_bits(v > 64 || v < 0 ? -1 : int(v))
@@ -57,6 +62,11 @@ ModuleQuant parse_params(const json& obj, const std::string& what, bool allow_mo
   q.mode = mode.name;
   q.bits = checked_field(obj, "bits", mode, what);
   q.group_size = checked_field(obj, "group_size", mode, what);
+  if (mode.bits < 0) {
+    const std::optional<quant::Mode> m = quant::mode_from_name(mode.name, true);
+    if (const char* why = quant::format_unsupported_reason(quant::Format::ggml(*m, q.bits, q.group_size)))
+      fail(what, ": bits ", q.bits, " / group_size ", q.group_size, ": ", why);
+  }
   if (!allow_module_keys) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       const std::string& k = it.key();

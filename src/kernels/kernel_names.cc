@@ -9,6 +9,7 @@ namespace {
 
 std::string qg(const QuantWeightsView& w) {
   if (quant::is_fp_mode(w.mode)) return quant::mode_name(w.mode);
+  if (quant::is_ggml_mode(w.mode)) return quant::ggml_type_name(w.format());
   if (w.mode == quant::Mode::kFloat) return str_cat("float", w.bits);
   return str_cat("q", w.bits, "g", w.group_size);
 }

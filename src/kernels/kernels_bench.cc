@@ -34,7 +34,7 @@ struct Layer {
 };
 
 int64_t expert_bytes(const QuantWeightsView& w) {
-  return w.n * (w.k * w.bits / 8 + 2 * (w.k / w.group_size) * int64_t(dtype_size(w.sb_dtype)));
+  return w.n * w.format().row_bytes_with_scales(w.k);
 }
 
 const Layer& layer() {

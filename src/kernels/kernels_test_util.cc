@@ -8,6 +8,7 @@
 
 #include "quant/format.h"
 #include "quant/fp_codes.h"
+#include "quant/ggml_groups.h"
 
 namespace moex::kernels::testing {
 
@@ -49,6 +50,44 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, i
   return q;
 }
 
+RandomQuant make_random_ggml(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
+                             uint64_t seed) {
+  RandomQuant q = make_random_quant(experts, n, k, f.bits, f.group_size, DType::U8, seed);
+  std::mt19937_64 rng(seed ^ 0x6761756dULL);
+  const int64_t rows = experts * n, groups = k / f.group_size, supers = k / quant::kGgmlSuperBlock;
+  const int64_t blob = f.scale_row_bytes(k);
+  q.scales.assign(size_t(rows * blob), 0);
+  q.biases.clear();
+  // Scale codes over their whole range (6 bits for Q4_K / Q5_K / Q3_K, 4 for Q2_K, 8 for
+  // Q6_K) and halves whose products give weights of about 0.02-0.05, as trained models have.
+  const int code_max = f.mode == quant::Mode::kGgmlKMin ? (f.bits == 2 ? 15 : 63) : 0;
+  std::uniform_int_distribution<int> code(0, code_max), k6(-32, 31), k8(-128, 127);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto half = [&](uint8_t* p, float v) { store_from_f32(p, DType::F16, 0, v); };
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* b = q.scales.data() + r * blob;
+    if (f.mode == quant::Mode::kGgmlQ0) {
+      for (int64_t g = 0; g < groups; ++g) half(b + 2 * g, 0.005f * nd(rng));
+      continue;
+    }
+    const bool kmin = f.mode == quant::Mode::kGgmlKMin;
+    for (int64_t g = 0; g < groups; ++g) {
+      b[g] = uint8_t(kmin ? code(rng) : (f.bits == 6 ? k8(rng) : k6(rng)));
+      if (kmin) b[groups + g] = uint8_t(code(rng));
+    }
+    uint8_t* halves = b + (kmin ? 2 : 1) * groups;
+    for (int64_t s = 0; s < supers; ++s) {
+      half(halves + 2 * s, (kmin ? 0.0008f : 0.0003f) * std::fabs(nd(rng)));
+      if (kmin) half(halves + 2 * (supers + s), 0.0008f * std::fabs(nd(rng)));
+    }
+  }
+  q.view.scales = q.scales.data();
+  q.view.biases = nullptr;
+  q.view.mode = f.mode;
+  q.view.sb_dtype = f.scale_dtype;
+  return q;
+}
+
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
                               uint64_t seed) {
   if (f.mode == quant::Mode::kFloat) {  // elements ~ N(0, 0.05) rounded to the dtype
@@ -60,6 +99,7 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant
     q.view = QuantWeightsView::dense(q.w.data(), d, experts, n, k);
     return q;
   }
+  if (quant::is_ggml_mode(f.mode)) return make_random_ggml(experts, n, k, f, seed);
   if (!quant::is_fp_mode(f.mode))
     return make_random_quant(experts, n, k, f.bits, f.group_size, f.scale_dtype, seed);
   RandomQuant q = make_random_quant(experts, n, k, f.bits, f.group_size, DType::U8, seed);
@@ -118,6 +158,13 @@ std::vector<float> dequant_row(const QuantWeightsView& w, int64_t e, int64_t r) 
     for (int64_t i = 0; i < w.k; ++i) out[size_t(i)] = fp_weight(w, e, r, i);
     return out;
   }
+  if (quant::is_ggml_mode(w.mode)) {
+    for (int64_t i = 0; i < w.k; ++i) {
+      const quant::GgmlGroup g = quant::ggml_group(w.format(), w.scale_row(e, r), w.k, i / w.group_size);
+      out[size_t(i)] = quant::ggml_value(g, quant::extract_q(w.row(e, r), i, w.bits));
+    }
+    return out;
+  }
   const uint8_t* row = w.row(e, r);
   const int64_t sb = w.sb_offset(e, r);
   for (int64_t i = 0; i < w.k; ++i) {
@@ -169,9 +216,12 @@ double qdot_error_bound(const QdotKernel& kern, const QuantWeightsView& w, int64
   const uint8_t* row = w.row(e, r);
   const int64_t sb = w.sb_offset(e, r);
   double f32_terms = 0.0, quant_term = 0.0;
+  const bool ggml = quant::is_ggml_mode(w.mode);  // its affine form: scale and bias per group
   for (int64_t g = 0; g < w.k / w.group_size; ++g) {
-    const double s = std::fabs(load_as_f32(w.scales, w.sb_dtype, size_t(sb + g)));
-    const double b = std::fabs(load_as_f32(w.biases, w.sb_dtype, size_t(sb + g)));
+    const quant::GgmlGroup gg =
+        ggml ? quant::ggml_group(w.format(), w.scale_row(e, r), w.k, g) : quant::GgmlGroup{};
+    const double s = std::fabs(ggml ? gg.scale : load_as_f32(w.scales, w.sb_dtype, size_t(sb + g)));
+    const double b = std::fabs(ggml ? gg.bias : load_as_f32(w.biases, w.sb_dtype, size_t(sb + g)));
     double maxabs = 0.0, qsum = 0.0;
     for (int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i) {
       const double q = quant::extract_q(row, i, w.bits);

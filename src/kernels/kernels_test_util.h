@@ -25,9 +25,14 @@ RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, int bits, i
                               DType sb, uint64_t seed);
 // Any format: affine as above; fp modes with random element codes (E4M3 NaN codes replaced by
 // 448) and random scale codes of magnitude 2^-8..2^-3 (E8M0) or 0.002..0.03 (E4M3);
-// kFloat with elements ~ N(0, 0.05) stored in the format's dtype.
+// kFloat with elements ~ N(0, 0.05) stored in the format's dtype; the ggml modes as
+// make_random_ggml.
 RandomQuant make_random_quant(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
                               uint64_t seed);
+// A ggml block mode (k a multiple of 256 for the K modes): random codes, scale codes over
+// their whole range, F16 d (and dmin) drawn so that weights are about 0.02-0.05 in size.
+RandomQuant make_random_ggml(int64_t experts, int64_t n, int64_t k, const quant::Format& f,
+                             uint64_t seed);
 
 struct RandomExperts {
   RandomQuant gate, up, down;

@@ -69,6 +69,12 @@ struct QuantWeightsView {
   int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat
   const uint8_t* row(int64_t e, int64_t r) const { return w + (e * n + r) * row_bytes(); }
   int64_t sb_offset(int64_t e, int64_t r) const { return (e * n + r) * groups_per_row(); }
+  // Bytes of one row's scales (a ggml mode: its scale blob), and the first scale byte of
+  // row r of expert e.
+  int64_t scale_row_bytes() const { return format().scale_row_bytes(k); }
+  const uint8_t* scale_row(int64_t e, int64_t r) const {
+    return static_cast<const uint8_t*>(scales) + (e * n + r) * scale_row_bytes();
+  }
 };
 
 // The expert FFN of one MoE layer. gate is unused (w == nullptr) for kSquaredReLU.

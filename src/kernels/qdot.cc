@@ -36,7 +36,7 @@ const std::vector<QdotKernel>& qdot_kernels() {
     for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512_vbmi,
                      qdot_kernels_avx512_novbmi, qdot_fp_kernels_scalar, qdot_fp_kernels_avx2,
                      qdot_fp_kernels_avx512, qdot_float_kernels_scalar, qdot_float_kernels_avx2,
-                     qdot_float_kernels_avx512}) {
+                     qdot_float_kernels_avx512, qdot_ggml_kernels_scalar, qdot_ggml_kernels_avx2}) {
       int n = 0;
       const QdotKernel* t = get(&n);
       v.insert(v.end(), t, t + n);
@@ -71,6 +71,17 @@ const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w, Precision prec
                                            : qdot_float_kernels_scalar;
     return *find(table, quant::Mode::kFloat, bits, precision);
   }
+  if (quant::is_ggml_mode(w.mode)) {  // VNNI (2/4/8 bits without VBMI), else AVX2, else scalar
+    const QdotKernel* k = nullptr;
+    if (isa == Isa::kAvx512)
+      k = avx512_vbmi_active() ? find(qdot_kernels_avx512_vbmi, w.mode, w.bits, precision)
+                               : find(qdot_kernels_avx512_novbmi, w.mode, w.bits, precision);
+    if (!k && isa != Isa::kScalar) k = find(qdot_ggml_kernels_avx2, w.mode, w.bits, precision);
+    if (!k) k = find(qdot_ggml_kernels_scalar, w.mode, w.bits, precision);
+    if (k) return *k;
+    int n = 0;
+    return qdot_ggml_kernels_scalar(&n)[0];  // a precondition violation; stay in range
+  }
   if (!quant::is_fp_mode(w.mode)) return qdot_kernel(isa, w.bits, precision);
   const int bits = quant::fp_mode_bits(w.mode);
   if (isa == Isa::kAvx512) {  // E2M1 modes on the VNNI body, E4M3 elements in f32
@@ -101,6 +112,8 @@ const char* isa_kernel_suffix(Isa isa) {
 
 const char* qdot_unsupported_reason(const QuantWeightsView& w) {
   if (const char* why = quant::format_unsupported_reason(w.format())) return why;
+  if (quant::is_ggml_mode(w.mode))
+    if (const char* why = quant::format_unsupported_reason(w.format(), w.k)) return why;
   const bool quantized = w.format().quantized();  // unquantized rows: no groups, no scales
   if (w.k <= 0) return "the input dimension must be positive";
   if (quantized && w.k % w.group_size != 0)

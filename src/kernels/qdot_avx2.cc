@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/qdot_variants.h"
+#include "quant/ggml_groups.h"
 
 namespace moex::kernels {
 namespace {
@@ -118,17 +119,38 @@ inline float hsum(__m256 v) {
 
 constexpr int kRows = 4;  // rows per block, sharing the x loads
 
-template <int BITS, int GS>
+struct HalfF16c {
+  float operator()(uint16_t h) const { return _cvtsh_ss(h); }
+};
+
+// The scale and bias of group g of one row: stored (affine: kind 0 f32, 1 bf16, 2 f16) or,
+// for a ggml mode, from the row's scale blob at sp (quant/ggml_groups.h).
+template <quant::Mode M>
+inline void group_scale_bias(const char* sp, const char* bp, int64_t g, int kind,
+                             const quant::Format& f, int64_t k, float& s, float& b) {
+  if constexpr (M == quant::Mode::kAffine) {
+    s = load_sb1(sp, g, kind);
+    b = load_sb1(bp, g, kind);
+  } else {
+    const quant::GgmlGroup grp =
+        quant::ggml_group(f, reinterpret_cast<const uint8_t*>(sp), k, g, HalfF16c{});
+    s = grp.scale;
+    b = grp.bias;
+  }
+}
+
+template <int BITS, int GS, quant::Mode M>
 void qdot_rows_avx2(const QdotRowsArgs& a) {
   constexpr int kE = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs, kBlockBytes = kE * BITS / 8;
   const QuantWeightsView& w = *a.w;
+  const quant::Format f = w.format();
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = prepared_layout(k, GS, kE, 4);
   const char* base = static_cast<const char*>(a.x);
   const float* xsum = reinterpret_cast<const float*>(base + L.xsum);
   const float* xf = reinterpret_cast<const float*>(base + L.data);
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
-  const int64_t sb_row = groups * (kind == 0 ? 4 : 2);
+  const int64_t sb_row = w.scale_row_bytes();
   const Unpacker<BITS> unpack;
   const int64_t pf_far = kRows * row_bytes;  // software prefetch one row block ahead, into L2
 
@@ -141,40 +163,66 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
       const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
       sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
-      bp[r] = static_cast<const char*>(w.biases) + idx * sb_row;
+      bp[r] = w.biases ? static_cast<const char*>(w.biases) + idx * sb_row : nullptr;
     }
     __m256 tot[kRows];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) tot[r] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < groups; ++g) {
-      __m256 gacc[kRows];
+    auto block_acc = [&](int64_t eb, __m256* acc) {  // sum over the block of q * x, per row
+      __m256 xv[kV];
 #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) gacc[r] = _mm256_setzero_ps();
-      for (int bl = 0; bl < GS / kE; ++bl) {
-        const int64_t eb = g * GS + bl * kE;
-        __m256 xv[kV];
+      for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf + eb + 8 * t);
 #pragma GCC unroll 4
-        for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf + eb + 8 * t);
+      for (int r = 0; r < kRows; ++r) {
+        __m256i u[kV];
+        const uint8_t* wb = wp[r] + (eb / kE) * kBlockBytes;
+        if ((eb * BITS / 8) % 64 < kBlockBytes)
+          _mm_prefetch(reinterpret_cast<const char*>(wb + pf_far), _MM_HINT_T1);
+        unpack(wb, u);
+#pragma GCC unroll 4
+        for (int t = 0; t < kV; ++t)
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(u[t]), xv[t], acc[r]);
+      }
+    };
+    if constexpr (GS >= kE) {
+      for (int64_t g = 0; g < groups; ++g) {
+        __m256 gacc[kRows];
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) gacc[r] = _mm256_setzero_ps();
+        for (int bl = 0; bl < GS / kE; ++bl) block_acc(g * GS + bl * kE, gacc);
 #pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          __m256i u[kV];
-          const uint8_t* wb = wp[r] + (eb / kE) * kBlockBytes;
-          if ((eb * BITS / 8) % 64 < kBlockBytes)
-            _mm_prefetch(reinterpret_cast<const char*>(wb + pf_far), _MM_HINT_T1);
-          unpack(wb, u);
-#pragma GCC unroll 4
-          for (int t = 0; t < kV; ++t)
-            gacc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(u[t]), xv[t], gacc[r]);
+          float s, b;
+          group_scale_bias<M>(sp[r], bp[r], g, kind, f, k, s, b);
+          tot[r] = _mm256_fmadd_ps(gacc[r], _mm256_set1_ps(s), tot[r]);
         }
       }
+    } else {
+      // Groups of 16 in blocks of 32 (2 and 6 bits): lane p holds elements kV*p .. kV*p + 3,
+      // so lanes 0-3 belong to the block's first group and lanes 4-7 to its second.
+      static_assert(GS * 2 == kE && kV == 4, "a block spans exactly two groups");
+      for (int64_t eb = 0; eb < k; eb += kE) {
+        __m256 bacc[kRows];
 #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r)
-        tot[r] = _mm256_fmadd_ps(gacc[r], _mm256_set1_ps(load_sb1(sp[r], g, kind)), tot[r]);
+        for (int r = 0; r < kRows; ++r) bacc[r] = _mm256_setzero_ps();
+        block_acc(eb, bacc);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          float s0, s1, b;
+          group_scale_bias<M>(sp[r], bp[r], eb / GS, kind, f, k, s0, b);
+          group_scale_bias<M>(sp[r], bp[r], eb / GS + 1, kind, f, k, s1, b);
+          tot[r] = _mm256_fmadd_ps(bacc[r], _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1), tot[r]);
+        }
+      }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < nr; ++r) {
       float bias = 0.f;
-      for (int64_t g = 0; g < groups; ++g) bias += load_sb1(bp[r], g, kind) * xsum[g];
+      for (int64_t g = 0; g < groups; ++g) {
+        float s, b;
+        group_scale_bias<M>(sp[r], bp[r], g, kind, f, k, s, b);
+        bias += b * xsum[g];
+      }
       a.out[r0 - a.row_begin + r] = hsum(tot[r]) + bias;
     }
   }
@@ -182,13 +230,14 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
 
 template <int BITS>
 void qdot_rows_avx2_any(const QdotRowsArgs& a) {
+  constexpr quant::Mode kA = quant::Mode::kAffine;
   switch (a.w->group_size) {
     case 32:
-      return qdot_rows_avx2<BITS, 32>(a);
+      return qdot_rows_avx2<BITS, 32, kA>(a);
     case 64:
-      return qdot_rows_avx2<BITS, 64>(a);
+      return qdot_rows_avx2<BITS, 64, kA>(a);
     default:
-      return qdot_rows_avx2<BITS, 128>(a);
+      return qdot_rows_avx2<BITS, 128, kA>(a);
   }
 }
 
@@ -201,11 +250,29 @@ constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT
                                  MOEX_QDOT_AVX2(5), MOEX_QDOT_AVX2(6), MOEX_QDOT_AVX2(8)};
 #undef MOEX_QDOT_AVX2
 
+// The ggml block modes: groups of 32 (kGgmlQ0, 4/5-bit kGgmlKMin) or 16 (the rest).
+template <quant::Mode M, int B>
+constexpr int ggml_group_size() {
+  return M == quant::Mode::kGgmlQ0 || (M == quant::Mode::kGgmlKMin && B != 2) ? 32 : 16;
+}
+#define MOEX_QDOT_GGML_AVX2(NAME, M, B)                                                     \
+  QdotKernel {                                                                             \
+    "qdot_rows_" #NAME "__avx2", Isa::kAvx2, B, 0, prepared_bytes_avx2<B>, prepare_avx2<B>, \
+        qdot_rows_avx2<B, ggml_group_size<M, B>(), M>, false, M                             \
+  }
+constexpr QdotKernel kGgmlTable[] = {MOEX_QDOT_GGML_TABLE(MOEX_QDOT_GGML_AVX2)};
+#undef MOEX_QDOT_GGML_AVX2
+
 }  // namespace
 
 const QdotKernel* qdot_kernels_avx2(int* count) {
   *count = int(sizeof(kTable) / sizeof(kTable[0]));
   return kTable;
+}
+
+const QdotKernel* qdot_ggml_kernels_avx2(int* count) {
+  *count = int(sizeof(kGgmlTable) / sizeof(kGgmlTable[0]));
+  return kGgmlTable;
 }
 
 }  // namespace moex::kernels

@@ -218,6 +218,45 @@ inline __m512 load_fp_scales(const char* p, int64_t g, __mmask16 m) {
   }
 }
 
+// 16 groups' weight scales (ws) and what multiplies their x sums (wb) in a ggml block mode,
+// from the row's scale blob (quant/format.h): lanes past gm read code 0 (ws = wb = 0). The
+// super-block halves are widened once and spread over the lanes of their groups; every
+// product is the exact one quant::ggml_group forms, so values equal its scale and bias.
+template <quant::Mode M, int BITS, int GS>
+inline void load_ggml_scales(const uint8_t* blob, int64_t groups, int64_t supers, int64_t g0,
+                             __mmask16 gm, __m512& ws, __m512& wb) {
+  const __m512 neg_zero = _mm512_set1_ps(-float(1 << (BITS - 1)));
+  if constexpr (M == quant::Mode::kGgmlQ0) {
+    ws = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(gm, reinterpret_cast<const uint16_t*>(blob) + g0));
+    wb = _mm512_mul_ps(ws, neg_zero);
+  } else {
+    constexpr int kPerSuper = int(quant::kGgmlSuperBlock / GS);  // 8 or 16 groups
+    const int64_t s0 = g0 / kPerSuper;
+    const __mmask16 sm = __mmask16(supers - s0 >= 2 ? 3 : 1);  // 16 groups span 1 or 2
+    const __m512i spread = _mm512_srli_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), kPerSuper == 8 ? 3 : 4);
+    const __m128i codes = _mm_maskz_loadu_epi8(gm, blob + g0);
+    if constexpr (M == quant::Mode::kGgmlKMin) {
+      const uint16_t* halves = reinterpret_cast<const uint16_t*>(blob + 2 * groups);
+      const __m512 d = _mm512_permutexvar_ps(
+          spread, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, halves + s0)));
+      const __m512 dmin = _mm512_permutexvar_ps(
+          spread, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, halves + supers + s0)));
+      const __m128i mins = _mm_maskz_loadu_epi8(gm, blob + groups + g0);
+      ws = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(codes)), d);
+      const __m512 mn = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)), dmin);
+      wb = _mm512_castsi512_ps(
+          _mm512_xor_si512(_mm512_castps_si512(mn), _mm512_set1_epi32(int(0x80000000u))));
+    } else {
+      const uint16_t* halves = reinterpret_cast<const uint16_t*>(blob + groups);
+      const __m512 d = _mm512_permutexvar_ps(
+          spread, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(sm, halves + s0)));
+      ws = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), d);
+      wb = _mm512_mul_ps(ws, neg_zero);
+    }
+  }
+}
+
 inline __mmask64 byte_mask(int64_t bytes) {
   return bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
 }
@@ -270,7 +309,9 @@ constexpr int64_t kPrefetchNear = 512;
 template <int BITS, int GS, quant::Mode M, int LV, int NX>
 void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin, int64_t row_end,
                     const void* const* x, float* const* out) {
-  constexpr bool kFp = M != quant::Mode::kAffine;  // an E2M1 mode (BITS == 4)
+  constexpr bool kFp = M == quant::Mode::kMxfp4 || M == quant::Mode::kNvfp4;  // E2M1, 4 bits
+  constexpr bool kGgml = quant::is_ggml_mode(M);
+  constexpr bool kBiases = M == quant::Mode::kAffine;
   constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = layout_vnni<BITS, LV>(k, GS);
@@ -285,7 +326,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
     xlev[j] = reinterpret_cast<const int8_t*>(base + L.data);
   }
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
-  const int64_t sb_row = groups * (kFp ? 1 : (kind == 0 ? 4 : 2));
+  const int64_t sb_row = w.scale_row_bytes(), supers = k / quant::kGgmlSuperBlock;
   // E2M1 code -> 12 + 2 * value (vpshufb indexes each 128-bit lane's 16 bytes by the code).
   const __m512i e2m1_u = _mm512_broadcast_i32x4(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
@@ -299,7 +340,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
   constexpr int G = kB > GS ? kB / GS : 1;
   const __m512i lane_group =
       _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                        G == 1 ? 31 : (G == 2 ? 3 : (G == 4 ? 2 : 1)));
+                        G == 1 ? 31 : (G == 2 ? 3 : (G == 4 ? 2 : (G == 8 ? 1 : 0))));
   // The LV levels of vector j's block at element eb.
   auto load_x = [&](int j, int64_t eb, __m512i (*xl)[kV]) {
 #pragma GCC unroll 4
@@ -318,7 +359,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
       const int64_t idx = expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
       sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
-      bp[r] = kFp ? sp[r] : static_cast<const char*>(w.biases) + idx * sb_row;
+      bp[r] = kBiases ? static_cast<const char*>(w.biases) + idx * sb_row : sp[r];
     }
     __m512 facc[kRows][NX];
 #pragma GCC unroll 4
@@ -328,7 +369,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
     for (int r = 0; r < kRows; ++r)
       for (int64_t o = 0; o < sb_row; o += 64) {
         _mm_prefetch(sp[r] + o + sb_pf, _MM_HINT_T1);
-        if constexpr (!kFp) _mm_prefetch(bp[r] + o + sb_pf, _MM_HINT_T1);
+        if constexpr (kBiases) _mm_prefetch(bp[r] + o + sb_pf, _MM_HINT_T1);
       }
 
     for (int64_t g0 = 0; g0 < groups; g0 += 16) {
@@ -349,6 +390,9 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
           const __m512 s = load_fp_scales<M>(sp[r], g0, gm);
           ws = _mm512_mul_ps(s, _mm512_set1_ps(0.5f));
           wb = _mm512_mul_ps(s, _mm512_set1_ps(-6.0f));
+        } else if constexpr (kGgml) {
+          load_ggml_scales<M, BITS, GS>(reinterpret_cast<const uint8_t*>(sp[r]), groups, supers,
+                                        g0, gm, ws, wb);
         } else {
           ws = load_sb(sp[r], g0, gm, kind);
           wb = load_sb(bp[r], g0, gm, kind);
@@ -466,20 +510,41 @@ struct VnniAffine {
 #define MOEX_QDOT_FP_TIER(LV, TIER)                            \
   MOEX_QDOT_VNNI_FP(mxfp4, 32, quant::Mode::kMxfp4, LV, TIER), \
       MOEX_QDOT_VNNI_FP(nvfp4, 16, quant::Mode::kNvfp4, LV, TIER)
+// The ggml block modes (q4_0 ... q6_k); without VBMI only their 2-, 4- and 8-bit members.
+#define MOEX_QDOT_VNNI_GGML(NAME, B, GS, M, LV, TIER)                                        \
+  QdotKernel {                                                                              \
+    "qdot_rows_" #NAME MOEX_QDOT_SUFFIX "_" #TIER, Isa::kAvx512, B, LV,                     \
+        prepared_bytes_vnni<B, LV>, prepare_vnni<B, LV>, Vnni<B, GS, M, LV>::rows,          \
+        bool(MOEX_QDOT_VBMI), M, Vnni<B, GS, M, LV>::multi                                  \
+  }
+#define MOEX_QDOT_GGML_TIER_248(LV, TIER)                                       \
+  MOEX_QDOT_VNNI_GGML(q4_0, 4, 32, quant::Mode::kGgmlQ0, LV, TIER),             \
+      MOEX_QDOT_VNNI_GGML(q8_0, 8, 32, quant::Mode::kGgmlQ0, LV, TIER),         \
+      MOEX_QDOT_VNNI_GGML(q2_k, 2, 16, quant::Mode::kGgmlKMin, LV, TIER),       \
+      MOEX_QDOT_VNNI_GGML(q4_k, 4, 32, quant::Mode::kGgmlKMin, LV, TIER)
+#define MOEX_QDOT_GGML_TIER_356(LV, TIER)                                       \
+  MOEX_QDOT_VNNI_GGML(q5_0, 5, 32, quant::Mode::kGgmlQ0, LV, TIER),             \
+      MOEX_QDOT_VNNI_GGML(q5_k, 5, 32, quant::Mode::kGgmlKMin, LV, TIER),       \
+      MOEX_QDOT_VNNI_GGML(q3_k, 3, 16, quant::Mode::kGgmlKZero, LV, TIER),      \
+      MOEX_QDOT_VNNI_GGML(q6_k, 6, 16, quant::Mode::kGgmlKZero, LV, TIER)
 #if MOEX_QDOT_VBMI
 #define MOEX_QDOT_TIER(LV, TIER)                                                             \
   MOEX_QDOT_VNNI(2, LV, TIER), MOEX_QDOT_VNNI(3, LV, TIER), MOEX_QDOT_VNNI(4, LV, TIER),     \
       MOEX_QDOT_VNNI(5, LV, TIER), MOEX_QDOT_VNNI(6, LV, TIER), MOEX_QDOT_VNNI(8, LV, TIER), \
-      MOEX_QDOT_FP_TIER(LV, TIER)
+      MOEX_QDOT_FP_TIER(LV, TIER), MOEX_QDOT_GGML_TIER_248(LV, TIER),                       \
+      MOEX_QDOT_GGML_TIER_356(LV, TIER)
 #else
 #define MOEX_QDOT_TIER(LV, TIER)                                                         \
   MOEX_QDOT_VNNI(2, LV, TIER), MOEX_QDOT_VNNI(4, LV, TIER), MOEX_QDOT_VNNI(8, LV, TIER), \
-      MOEX_QDOT_FP_TIER(LV, TIER)
+      MOEX_QDOT_FP_TIER(LV, TIER), MOEX_QDOT_GGML_TIER_248(LV, TIER)
 #endif
 constexpr QdotKernel kTable[] = {MOEX_QDOT_TIER(3, exact), MOEX_QDOT_TIER(2, standard),
                                  MOEX_QDOT_TIER(1, fast)};
 #undef MOEX_QDOT_TIER
 #undef MOEX_QDOT_FP_TIER
+#undef MOEX_QDOT_GGML_TIER_248
+#undef MOEX_QDOT_GGML_TIER_356
+#undef MOEX_QDOT_VNNI_GGML
 #undef MOEX_QDOT_VNNI
 #undef MOEX_QDOT_VNNI_FP
 #undef MOEX_QDOT_SUFFIX

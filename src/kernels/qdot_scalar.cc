@@ -5,6 +5,7 @@
 
 #include "kernels/qdot_variants.h"
 #include "quant/format.h"
+#include "quant/ggml_groups.h"
 
 namespace moex::kernels {
 
@@ -39,6 +40,25 @@ void qdot_rows_scalar(const QdotRowsArgs& a) {
   }
 }
 
+// A ggml block mode: each weight as ggml's dequantizer computes it (quant/ggml_groups.h).
+template <quant::Mode M, int BITS>
+void qdot_rows_ggml_scalar(const QdotRowsArgs& a) {
+  const QuantWeightsView& w = *a.w;
+  const quant::Format f = w.format();
+  const float* x = static_cast<const float*>(a.x);
+  for (int64_t r = a.row_begin; r < a.row_end; ++r) {
+    const uint8_t* row = w.row(a.expert, r);
+    const uint8_t* blob = w.scale_row(a.expert, r);
+    double acc = 0.0;
+    for (int64_t g = 0; g < w.k / w.group_size; ++g) {
+      const quant::GgmlGroup grp = quant::ggml_group(f, blob, w.k, g);
+      for (int64_t i = g * w.group_size; i < (g + 1) * w.group_size; ++i)
+        acc += double(quant::ggml_value(grp, quant::extract_q(row, i, BITS))) * double(x[i]);
+    }
+    a.out[r - a.row_begin] = float(acc);
+  }
+}
+
 #define MOEX_QDOT_SCALAR(B)                                                                    \
   QdotKernel {                                                                                 \
     "qdot_rows_q" #B "_scalar", Isa::kScalar, B, 0, prepared_bytes_f32_copy, prepare_f32_copy, \
@@ -48,11 +68,24 @@ constexpr QdotKernel kAffineScalarTable[] = {MOEX_QDOT_SCALAR(2), MOEX_QDOT_SCAL
                                  MOEX_QDOT_SCALAR(5), MOEX_QDOT_SCALAR(6), MOEX_QDOT_SCALAR(8)};
 #undef MOEX_QDOT_SCALAR
 
+#define MOEX_QDOT_GGML_SCALAR(NAME, M, B)                                                    \
+  QdotKernel {                                                                               \
+    "qdot_rows_" #NAME "_scalar", Isa::kScalar, B, 0, prepared_bytes_f32_copy,               \
+        prepare_f32_copy, qdot_rows_ggml_scalar<M, B>, false, M                              \
+  }
+constexpr QdotKernel kGgmlScalarTable[] = {MOEX_QDOT_GGML_TABLE(MOEX_QDOT_GGML_SCALAR)};
+#undef MOEX_QDOT_GGML_SCALAR
+
 }  // namespace
 
 const QdotKernel* qdot_kernels_scalar(int* count) {
   *count = int(sizeof(kAffineScalarTable) / sizeof(kAffineScalarTable[0]));
   return kAffineScalarTable;
+}
+
+const QdotKernel* qdot_ggml_kernels_scalar(int* count) {
+  *count = int(sizeof(kGgmlScalarTable) / sizeof(kGgmlScalarTable[0]));
+  return kGgmlScalarTable;
 }
 
 }  // namespace moex::kernels

@@ -26,7 +26,9 @@ constexpr DType kSbTypes[] = {DType::BF16, DType::F16, DType::F32};
 constexpr Precision kTiers[] = {Precision::kFast, Precision::kStandard, Precision::kExact};
 constexpr uint32_t kCanary = 0x7fc0dead;
 
-std::vector<int64_t> row_lengths(int gs) {
+std::vector<int64_t> row_lengths(int gs, quant::Mode mode = quant::Mode::kAffine) {
+  if (mode == quant::Mode::kGgmlKMin || mode == quant::Mode::kGgmlKZero)
+    return {256, 768, 2048};  // whole super-blocks; 768: 48 or 24 groups, a 16-group tail
   switch (gs) {
     case 0:  // unquantized: any width (mlx-lm leaves a layer unquantized when its width is
              // not a multiple of the group size), so every tail of the 8- and 16-lane blocks
@@ -61,6 +63,10 @@ std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, i
 // fp mode's single format.
 std::vector<quant::Format> formats_of(const QdotKernel& kern) {
   if (quant::is_fp_mode(kern.mode)) return {quant::Format::fp(kern.mode)};
+  if (quant::is_ggml_mode(kern.mode)) {
+    const bool g32 = kern.mode == quant::Mode::kGgmlQ0 || (kern.mode == quant::Mode::kGgmlKMin && kern.bits != 2);
+    return {quant::Format::ggml(kern.mode, kern.bits, g32 ? 32 : 16)};
+  }
   if (kern.mode == quant::Mode::kFloat) {
     if (kern.bits == 32) return {quant::Format::dense(DType::F32)};
     return {quant::Format::dense(DType::BF16), quant::Format::dense(DType::F16)};
@@ -113,8 +119,9 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
   // Affine: 6 scalar, 6 AVX2, and per tier 6 VNNI with VBMI and 3 without; the fp modes:
   // scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and per tier mxfp4 / nvfp4 on the VNNI
   // body (with and without VBMI); unquantized: float16 (F16 and BF16 elements) and float32 per
-  // instruction set.
-  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u);
+  // instruction set; the ggml block modes: 8 scalar, 8 AVX2, and per tier 8 VNNI with VBMI and
+  // 4 (their 2-, 4- and 8-bit members) without.
+  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u + 16u + 3u * 12u);
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
     for (DType d : {DType::BF16, DType::F16, DType::F32}) {
       QuantWeightsView v;
@@ -190,7 +197,7 @@ TEST(Qdot, FastKernelsMatchScalarReference) {
     if (!runnable(kern)) continue;
     double worst_ratio = 0.0, worst_rel = 0.0;  // error / bound, error / |reference|
     for (const quant::Format& f : formats_of(kern))
-        for (int64_t k : row_lengths(f.group_size)) {
+        for (int64_t k : row_lengths(f.group_size, f.mode)) {
           const int gs = f.group_size;
           const std::string name = std::string(kern.name) + "/g" + std::to_string(gs) + "/" +
                                    dtype_name(f.scale_dtype) + "/k" + std::to_string(k);
@@ -315,9 +322,12 @@ TEST(Qdot, NoReadsPastTheEndOfTheWeights) {
   for (const QdotKernel& kern : qdot_kernels()) {
     if (!can_run(kern)) continue;
     for (const quant::Format& f : formats_of(kern)) {
-        if (f.scale_dtype == DType::F16) continue;
+        if (f.scale_dtype == DType::F16 && !quant::is_ggml_mode(f.mode)) continue;
         const int gs = f.group_size;
-        const int64_t k = gs == 0 ? 100 : gs <= 32 ? 96 : 3 * gs;  // 0: a 4-element tail
+        const int64_t k = gs == 0                      ? 100  // a 4-element tail
+                          : quant::is_ggml_mode(f.mode) ? 768
+                          : gs <= 32                    ? 96
+                                                        : 3 * gs;
         auto q = make_random_quant(1, 5, k, f, 9);
         std::vector<void*> maps;
         QuantWeightsView v = q.view;
@@ -347,9 +357,9 @@ TEST(Qdot, SeveralVectorsPerPassEqualOneAtATime) {
   for (const QdotKernel& kern : qdot_kernels()) {
     if (!runnable(kern) || !kern.dot_rows_multi) continue;
     for (const quant::Format& f : formats_of(kern)) {
-      if (f.scale_dtype == DType::F16) continue;
+      if (f.scale_dtype == DType::F16 && !quant::is_ggml_mode(f.mode)) continue;
       const int gs = f.group_size;
-      for (int64_t k : row_lengths(gs)) {
+      for (int64_t k : row_lengths(gs, f.mode)) {
         SCOPED_TRACE(str_cat(kern.name, "/g", gs, "/", dtype_name(f.scale_dtype), "/k", k));
         const int64_t n = 11;
         auto q = make_random_quant(2, n, k, f, ++seed);

@@ -17,6 +17,17 @@ const QdotKernel* qdot_float_kernels_scalar(int* count);
 const QdotKernel* qdot_float_kernels_avx2(int* count);
 const QdotKernel* qdot_float_kernels_avx512(int* count);
 
+// The ggml block-mode tables: one entry per (mode, bits) the instruction set builds (the
+// AVX-512 tables per tier; without VBMI only 2, 4 and 8 bits, like the affine widths).
+const QdotKernel* qdot_ggml_kernels_scalar(int* count);
+const QdotKernel* qdot_ggml_kernels_avx2(int* count);
+// Every (name, mode, bits) of the ggml block modes, for the tables above: X(NAME, MODE, BITS).
+#define MOEX_QDOT_GGML_TABLE(X)                                                        \
+  X(q4_0, quant::Mode::kGgmlQ0, 4), X(q5_0, quant::Mode::kGgmlQ0, 5),                  \
+      X(q8_0, quant::Mode::kGgmlQ0, 8), X(q2_k, quant::Mode::kGgmlKMin, 2),            \
+      X(q4_k, quant::Mode::kGgmlKMin, 4), X(q5_k, quant::Mode::kGgmlKMin, 5),          \
+      X(q3_k, quant::Mode::kGgmlKZero, 3), X(q6_k, quant::Mode::kGgmlKZero, 6)
+
 // The preparation of kernels that read x as f32 unchanged (qdot_scalar.cc, compiled without
 // instruction-set flags): a copy padded to a multiple of 64 bytes.
 size_t prepared_bytes_f32_copy(int64_t k, int group_size);

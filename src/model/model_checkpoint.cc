@@ -19,6 +19,13 @@ std::string describe(DType t, const std::vector<int64_t>& shape) {
   return str_cat(dtype_name(t), " ", io::shape_to_string(shape));
 }
 
+// The format a module's quantization names (scale dtype: BF16 stands for any float dtype of an
+// affine module; the fp modes' U8 codes; a ggml mode's own).
+quant::Format format_of(quant::Mode mode, const io::ModuleQuant& q) {
+  if (quant::is_ggml_mode(mode)) return quant::Format::ggml(mode, q.bits, q.group_size);
+  return {mode, q.bits, q.group_size, quant::is_fp_mode(mode) ? DType::U8 : DType::BF16};
+}
+
 std::string replace_expert(const std::string& pattern, int64_t e) {
   const size_t at = pattern.find("{e}");
   return pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 3);
@@ -128,13 +135,13 @@ class Checker {
     }
     if (!m_.quant->overrides().count(path) && !(*q == m_.quant->global()))
       m_.inferred_quant.push_back({path + ".weight", m_.quant->global(), *q});
-    const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode);
+    const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode, true);
     if (!mode) {
       problem(str_cat("module '", path, "': quantization mode '", q->mode, "' is not supported"));
       return std::nullopt;
     }
-    const quant::Format f{*mode, q->bits, q->group_size, quant::is_fp_mode(*mode) ? DType::U8 : DType::BF16};
-    if (quant::format_unsupported_reason(f) || in % q->group_size != 0) {
+    const quant::Format f = format_of(*mode, *q);
+    if (quant::format_unsupported_reason(f, in)) {
       problem(str_cat("module '", path, "': bits ", q->bits, " / group_size ", q->group_size,
                       " do not fit input width ", in));
       return std::nullopt;
@@ -151,10 +158,11 @@ class Checker {
       return;
     }
     m_.module_quant_[path] = *q;
-    const quant::Mode qmode = quant::mode_from_name(q->mode).value_or(quant::Mode::kAffine);
+    const quant::Mode qmode = quant::mode_from_name(q->mode, true).value_or(quant::Mode::kAffine);
+    const quant::Format f = format_of(qmode, *q);
     std::vector<int64_t> wshape = shape, sshape = shape;
     wshape.back() = in * q->bits / 32;
-    sshape.back() = in / q->group_size;
+    sshape.back() = f.scale_row_bytes(in) / int64_t(dtype_size(f.scale_dtype));
     const std::string qdesc = str_cat(" (config: bits ", q->bits, ", group_size ", q->group_size, ")");
     const std::string wn = path + ".weight";
     const io::TensorInfo* w = get(wn);
@@ -165,12 +173,12 @@ class Checker {
                       describe(w->dtype, w->shape)));
     else
       m_.tensors.push_back(record(s, *w, TensorPart::kWeight, q->bits, q->group_size, qmode));
-    if (q->mode != io::kAffineMode) {  // fp modes: U8 scale codes and no biases
+    if (q->mode != io::kAffineMode) {  // fp and ggml modes: one scales tensor, no biases
       const std::string sn = path + ".scales";
       const io::TensorInfo* t = get(sn);
-      if (!t || t->dtype != DType::U8 || t->shape != sshape)
+      if (!t || t->dtype != f.scale_dtype || t->shape != sshape)
         problem(str_cat(t ? "tensor '" : "missing tensor '", sn, "'", t ? ": expected " : " (expected ",
-                        describe(DType::U8, sshape), " (", q->mode, " scale codes)",
+                        describe(f.scale_dtype, sshape), " (", q->mode, " scales)",
                         t ? str_cat(", found ", describe(t->dtype, t->shape)) : std::string(")")));
       else
         m_.tensors.push_back(record(s, *t, TensorPart::kScales, q->bits, q->group_size, qmode));

@@ -310,14 +310,18 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
     std::optional<io::ModuleQuant> q;
     if (m.quantizable()) q = decide(m);
     if (q) {
-      const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode);
+      const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode, true);
       if (!mode) fail(m.path, ": quantization mode '", q->mode, "' is not supported");
-      const bool fp = quant::is_fp_mode(*mode);
-      if (quant::format_unsupported_reason({*mode, q->bits, q->group_size, fp ? DType::U8 : float_dtype}))
+      const bool fp = quant::is_fp_mode(*mode) || quant::is_ggml_mode(*mode);  // no biases
+      const quant::Format f = quant::is_ggml_mode(*mode)
+                                  ? quant::Format::ggml(*mode, q->bits, q->group_size)
+                                  : quant::Format{*mode, q->bits, q->group_size,
+                                                  quant::is_fp_mode(*mode) ? DType::U8 : float_dtype};
+      if (quant::format_unsupported_reason(f))
         fail(m.path, ": invalid quantization bits ", q->bits, " / group_size ", q->group_size,
              " for mode ", q->mode);
-      if (m.in_dim() % q->group_size != 0)
-        fail(m.path, ": input width ", m.in_dim(), " is not a multiple of group_size ", q->group_size);
+      if (const char* why = quant::format_unsupported_reason(f, m.in_dim()))
+        fail(m.path, ": input width ", m.in_dim(), ": ", why);
       base.bits = q->bits;
       base.group_size = q->group_size;
       base.mode = *mode;
@@ -329,8 +333,8 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
       s.name = m.path + ".scales";
       s.part = TensorPart::kScales;
       s.shape = m.shape;
-      s.shape.back() = m.in_dim() / q->group_size;
-      if (fp) s.dtype = DType::U8;
+      s.shape.back() = f.scale_row_bytes(m.in_dim()) / int64_t(dtype_size(f.scale_dtype));
+      if (fp) s.dtype = f.scale_dtype;
       z.name = m.path + ".biases";
       z.part = TensorPart::kBiases;
       z.shape = s.shape;

@@ -178,6 +178,12 @@ DispatchDecision decide_path(const DispatchInputs& in) {
       add(DeclineReason::kNotQuantized);  // scales without biases: not an affine matrix
       continue;
     }
+    if (quant::is_ggml_mode(q.mode)) {  // a GGUF block format: its own bits and group sizes
+      const quant::Format f = quant::Format::ggml(q.mode, q.bits, q.group_size);
+      if (quant::format_unsupported_reason(f)) add(DeclineReason::kBitsUnsupported);
+      else if (quant::format_unsupported_reason(f, projs[i].k)) add(DeclineReason::kGroupSizeMismatch);
+      continue;
+    }
     const bool fp = quant::is_fp_mode(q.mode);
     if (fp ? q.bits != quant::fp_mode_bits(q.mode) : !quant::is_valid_bits(q.bits))
       add(DeclineReason::kBitsUnsupported);

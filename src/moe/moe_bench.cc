@@ -81,11 +81,12 @@ void call_ranges(const kernels::MoeExpertsView& ex, const int32_t* ids, int64_t 
   for (int64_t j = 0; j < k; ++j)
     for (const kernels::QuantWeightsView* w : {&ex.gate, &ex.up, &ex.down}) {
       if (w->w == nullptr) continue;
-      const int64_t e = ids[j], sb = int64_t(dtype_size(w->sb_dtype));
-      const int64_t sb_bytes = w->n * w->groups_per_row() * sb;
+      const int64_t e = ids[j], sb_bytes = w->n * w->scale_row_bytes();
       out.push_back({w->row(e, 0), w->n * w->row_bytes()});
-      out.push_back({static_cast<const unsigned char*>(w->scales) + w->sb_offset(e, 0) * sb, sb_bytes});
-      out.push_back({static_cast<const unsigned char*>(w->biases) + w->sb_offset(e, 0) * sb, sb_bytes});
+      out.push_back({w->scale_row(e, 0), sb_bytes});
+      if (w->biases)
+        out.push_back({static_cast<const unsigned char*>(w->biases) + (w->scale_row(e, 0) - w->scale_row(0, 0)),
+                       sb_bytes});
     }
 }
 

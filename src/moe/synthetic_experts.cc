@@ -40,7 +40,7 @@ void fill_random_bytes(uint8_t* p, int64_t n, uint64_t seed) {
 }  // namespace
 
 int64_t projection_bytes(const kernels::QuantWeightsView& w) {
-  return w.n * (w.row_bytes() + 2 * w.groups_per_row() * int64_t(dtype_size(w.sb_dtype)));
+  return w.n * w.format().row_bytes_with_scales(w.k);
 }
 
 void SyntheticExperts::fill(kernels::QuantWeightsView& v, Buffers& b, int bits, int group_size,

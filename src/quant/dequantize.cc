@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "quant/fp_codes.h"
+#include "quant/ggml_groups.h"
 #include "quant/mlx_round.h"
 
 namespace moex::quant {
@@ -29,7 +30,11 @@ void check_view(const QuantMatrixView& v, std::string_view what) {
     if (v.rows > 0 && v.w == nullptr) fail(what, ": weights must be present");
     return;
   }
-  if (is_fp_mode(v.mode)) {
+  if (is_ggml_mode(v.mode)) {
+    if (const char* why = format_unsupported_reason(v.format(), v.k))
+      fail(what, ": ", why, " (got ", mode_name(v.mode), " bits=", v.bits, " group_size=",
+           v.group_size, " k=", v.k, ")");
+  } else if (is_fp_mode(v.mode)) {
     if (const char* why = format_unsupported_reason(v.format()))
       fail(what, ": ", why, " (got bits=", v.bits, " group_size=", v.group_size, " scales ",
            dtype_name(v.sb_dtype), ")");
@@ -72,6 +77,16 @@ void dequantize_row(const QuantMatrixView& v, int64_t r, float* out) {
   }
   if (is_fp_mode(v.mode)) {
     fp_dequantize_row(v, r, DType::F32, out);
+    return;
+  }
+  if (is_ggml_mode(v.mode)) {  // ggml's own arithmetic, in f32 (quant/ggml_groups.h)
+    const uint8_t* row = v.row(r);
+    const uint8_t* blob = v.scale_row(r);
+    for (int64_t g = 0; g < v.groups_per_row(); ++g) {
+      const GgmlGroup grp = ggml_group(v.format(), blob, v.k, g);
+      for (int64_t i = g * v.group_size; i < (g + 1) * v.group_size; ++i)
+        out[i] = ggml_value(grp, extract_q(row, i, v.bits));
+    }
     return;
   }
   const uint8_t* row = v.row(r);

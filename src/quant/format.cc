@@ -10,13 +10,19 @@ const char* mode_name(Mode m) {
     case Mode::kMxfp8: return "mxfp8";
     case Mode::kNvfp4: return "nvfp4";
     case Mode::kFloat: return "float";
+    case Mode::kGgmlQ0: return "ggml_q0";
+    case Mode::kGgmlKMin: return "ggml_k_min";
+    case Mode::kGgmlKZero: return "ggml_k_zero";
   }
   return "?";
 }
 
-std::optional<Mode> mode_from_name(std::string_view name) {
+std::optional<Mode> mode_from_name(std::string_view name, bool ggml) {
   for (Mode m : {Mode::kAffine, Mode::kMxfp4, Mode::kMxfp8, Mode::kNvfp4})
     if (name == mode_name(m)) return m;
+  if (ggml)
+    for (Mode m : {Mode::kGgmlQ0, Mode::kGgmlKMin, Mode::kGgmlKZero})
+      if (name == mode_name(m)) return m;
   return std::nullopt;
 }
 
@@ -33,6 +39,22 @@ const char* format_unsupported_reason(const Format& f) {
     if (!is_float_dtype(f.scale_dtype)) return "affine scales and biases must be F32, F16 or BF16";
     return nullptr;
   }
+  if (is_ggml_mode(f.mode)) {
+    if (f.mode == Mode::kGgmlQ0) {
+      if (f.bits != 4 && f.bits != 5 && f.bits != 8) return "ggml_q0 bits must be 4, 5 or 8";
+      if (f.group_size != 32) return "ggml_q0 needs group_size 32";
+      if (f.scale_dtype != DType::F16) return "ggml_q0 scales must be F16";
+      return nullptr;
+    }
+    if (f.mode == Mode::kGgmlKMin) {
+      if (f.bits == 2 ? f.group_size != 16 : (f.bits != 4 && f.bits != 5) || f.group_size != 32)
+        return "ggml_k_min needs bits 2 with group_size 16, or bits 4 or 5 with group_size 32";
+    } else if ((f.bits != 3 && f.bits != 6) || f.group_size != 16) {
+      return "ggml_k_zero needs bits 3 or 6 with group_size 16";
+    }
+    if (f.scale_dtype != DType::U8) return "ggml K-mode scales must be U8 bytes";
+    return nullptr;
+  }
   if (f.mode != Mode::kMxfp4 && f.mode != Mode::kMxfp8 && f.mode != Mode::kNvfp4)
     return "unknown quantization mode";
   if (f.bits != fp_mode_bits(f.mode))
@@ -40,6 +62,24 @@ const char* format_unsupported_reason(const Format& f) {
   if (f.group_size != fp_mode_group_size(f.mode))
     return f.mode == Mode::kNvfp4 ? "nvfp4 needs group_size 16" : "mxfp4 and mxfp8 need group_size 32";
   if (f.scale_dtype != DType::U8) return "mxfp4, mxfp8 and nvfp4 scales must be U8 codes";
+  return nullptr;
+}
+
+const char* ggml_type_name(const Format& f) {
+  static const char* const kQ0[] = {"q4_0", "q5_0", "q8_0"};
+  static const char* const kK[] = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+  if (format_unsupported_reason(f) != nullptr || !is_ggml_mode(f.mode)) return "?";
+  if (f.mode == Mode::kGgmlQ0) return kQ0[f.bits == 4 ? 0 : f.bits == 5 ? 1 : 2];
+  return kK[f.bits - 2];
+}
+
+const char* format_unsupported_reason(const Format& f, int64_t k) {
+  if (const char* why = format_unsupported_reason(f)) return why;
+  if (!f.quantized()) return k > 0 ? nullptr : "the row length must be positive";
+  if (k <= 0 || k % f.group_size != 0)
+    return "the row length must be a positive multiple of group_size";
+  if ((f.mode == Mode::kGgmlKMin || f.mode == Mode::kGgmlKZero) && k % kGgmlSuperBlock != 0)
+    return "ggml K-mode rows must be whole super-blocks of 256";
   return nullptr;
 }
 

@@ -21,15 +21,41 @@ namespace moex::quant {
 // kFloat is not an MLX mode but the same value for an unquantized matrix
 // (docs/quant_formats.md, "Unquantized weights"): elements stored as F32, F16 or BF16, no
 // groups, no scales, no biases.
-enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4, kFloat };
+// The three kGgml* modes are not MLX's: they hold ggml's block formats (GGUF files) in moex's
+// layout, read at the bytes per weight of the file (docs/quant_formats.md, "ggml block modes"):
+//   kGgmlQ0     w = d * (q - 2^(bits-1)): one F16 d per group of 32 (Q4_0, Q5_0, Q8_0);
+//   kGgmlKMin   w = (d * sc) * q - dmin * m: per group an 8-bit scale code sc and min code m,
+//               per super-block of 256 an F16 d and dmin (Q2_K group 16, Q4_K / Q5_K group 32);
+//   kGgmlKZero  w = (d * sc) * (q - 2^(bits-1)): per group a signed 8-bit sc, per super-block
+//               an F16 d (Q3_K, Q6_K: group 16).
+// Their codes are packed like every other mode's (one bit stream per row); their scale codes
+// live in one per-row blob (scales), laid out as ggml_scale_row_bytes says; no biases array.
+enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4, kFloat, kGgmlQ0, kGgmlKMin, kGgmlKZero };
 
 // MLX's spelling: "affine", "mxfp4", "mxfp8", "nvfp4"; "float" for kFloat.
 const char* mode_name(Mode m);
-// The quantization modes a config's "mode" field may name (never kFloat).
-std::optional<Mode> mode_from_name(std::string_view name);
+// The quantization modes a config's "mode" field may name (never kFloat); the ggml modes only
+// with `ggml` (readers of GGUF-sourced models; nothing writes or quantizes into them).
+std::optional<Mode> mode_from_name(std::string_view name, bool ggml = false);
 constexpr bool is_fp_mode(Mode m) {
   return m == Mode::kMxfp4 || m == Mode::kMxfp8 || m == Mode::kNvfp4;
 }
+constexpr bool is_ggml_mode(Mode m) {
+  return m == Mode::kGgmlQ0 || m == Mode::kGgmlKMin || m == Mode::kGgmlKZero;
+}
+// Elements per super-block of the kGgmlK* modes (ggml's QK_K).
+inline constexpr int64_t kGgmlSuperBlock = 256;
+// Bytes of one row's scale blob in a ggml mode: kGgmlQ0: groups F16 d; kGgmlKMin: groups sc
+// bytes, groups m bytes, then supers F16 d and supers F16 dmin; kGgmlKZero: groups signed sc
+// bytes, then supers F16 d (supers = k / 256).
+constexpr int64_t ggml_scale_row_bytes(Mode m, int64_t k, int group_size) {
+  const int64_t groups = k / group_size, supers = k / kGgmlSuperBlock;
+  return m == Mode::kGgmlQ0     ? 2 * groups
+         : m == Mode::kGgmlKMin ? 2 * groups + 4 * supers
+                                : groups + 2 * supers;
+}
+// ggml's name of a ggml-mode format ("q4_0", "q4_k", "q6_k", ...; "?" for another format).
+const char* ggml_type_name(const struct Format& f);
 // The only bits / group size an fp mode allows (MLX's defaults are its only values).
 constexpr int fp_mode_bits(Mode m) { return m == Mode::kMxfp8 ? 8 : 4; }
 constexpr int fp_mode_group_size(Mode m) { return m == Mode::kNvfp4 ? 16 : 32; }
@@ -52,6 +78,12 @@ struct Format {
   DType scale_dtype = DType::BF16;
 
   bool has_biases() const { return mode == Mode::kAffine; }
+  // Bytes of one row's scales (a ggml mode: its whole scale blob) and of its biases.
+  int64_t scale_row_bytes(int64_t k) const {
+    if (is_ggml_mode(mode)) return ggml_scale_row_bytes(mode, k, group_size);
+    return quantized() ? groups(k) * int64_t(dtype_size(scale_dtype)) : 0;
+  }
+  int64_t bias_row_bytes(int64_t k) const { return has_biases() ? scale_row_bytes(k) : 0; }
   bool operator==(const Format& o) const {  // spelled out: nvcc's C++17 has no defaulted ==
     return mode == o.mode && bits == o.bits && group_size == o.group_size &&
            scale_dtype == o.scale_dtype;
@@ -61,19 +93,25 @@ struct Format {
   }
   static Format fp(Mode m) { return {m, fp_mode_bits(m), fp_mode_group_size(m), DType::U8}; }
   static Format dense(DType element) { return {Mode::kFloat, int(dtype_size(element)) * 8, 0, element}; }
+  // A ggml mode: kGgmlQ0's scales are F16, the K modes' blobs raw bytes (U8).
+  static Format ggml(Mode m, int bits, int group_size) {
+    return {m, bits, group_size, m == Mode::kGgmlQ0 ? DType::F16 : DType::U8};
+  }
 
   bool quantized() const { return mode != Mode::kFloat; }
   // Scale groups per row of k values (0 for kFloat).
   int64_t groups(int64_t k) const { return group_size > 0 ? k / group_size : 0; }
   // Bytes of one row of k values: packed codes or float elements, plus its scales and biases.
   int64_t row_bytes_with_scales(int64_t k) const {
-    return k * bits / 8 + (has_biases() ? 2 : 1) * (quantized() ? groups(k) : 0) *
-                              int64_t(dtype_size(scale_dtype));
+    return k * bits / 8 + scale_row_bytes(k) + bias_row_bytes(k);
   }
 };
 
 // nullptr when f is a format moex supports, else a static description of what is wrong.
 const char* format_unsupported_reason(const Format& f);
+// The same for a row length k (k a positive multiple of the group size, and of 256 for the
+// K modes).
+const char* format_unsupported_reason(const Format& f, int64_t k);
 
 inline constexpr int kValidBits[] = {2, 3, 4, 5, 6, 8};
 inline constexpr int kValidGroupSizes[] = {32, 64, 128};  // affine

@@ -103,16 +103,56 @@ QuantShape check_fp_shape(const QuantShapeArgs& a, Mode mode) {
   return s;
 }
 
+// The ggml block modes (GGUF weights in moex's layout, quant/format.h): bits and group size
+// given, U32 codes, one scale blob per row (F16 d for ggml_q0, bytes for the K modes), no
+// biases; k follows from the codes and must fit the mode.
+QuantShape check_ggml_shape(const QuantShapeArgs& a, Mode mode) {
+  const std::string_view t = a.tensor;
+  const char* name = mode_name(mode);
+  if (!a.bits || !a.group_size)
+    fail(t, ": mode ", name, " needs bits and group_size in the quantization section");
+  const Format f = Format::ggml(mode, *a.bits, *a.group_size);
+  if (const char* why = format_unsupported_reason(f))
+    fail(t, ": ", why, " (got bits=", *a.bits, ", group_size=", *a.group_size, ")");
+  if (a.weight_dtype && *a.weight_dtype != DType::U32)
+    fail(t, ".weight: dtype ", dtype_name(*a.weight_dtype), ", expected U32 (packed)");
+  if (a.scales_dtype && *a.scales_dtype != f.scale_dtype)
+    fail(t, ".scales: dtype ", dtype_name(*a.scales_dtype), ", expected ",
+         dtype_name(f.scale_dtype), " (", name, " scales)");
+  if (!a.biases_shape.empty() || a.biases_dtype)
+    fail(t, ".biases: present, but ", name, " quantization has no biases");
+  QuantShape s = common_shape(a);
+  if (s.words * 32 % f.bits != 0)
+    fail(t, ": .weight ", shape_str(a.weight_shape), " is not a whole number of ", f.bits,
+         "-bit codes");
+  const int64_t k = s.words * 32 / f.bits;
+  if (const char* why = format_unsupported_reason(f, k)) fail(t, ": k=", k, ": ", why);
+  const int64_t cols = f.scale_row_bytes(k) / int64_t(dtype_size(f.scale_dtype));
+  if (s.groups != cols)
+    fail(t, ": .scales ", shape_str(a.scales_shape), " has ", s.groups, " columns, but ", name,
+         " rows of k=", k, " need ", cols);
+  if (a.k && *a.k != k)
+    fail(t, ": .weight ", shape_str(a.weight_shape), " in ", name, " gives k=", k,
+         ", but the model expects k=", *a.k);
+  s.mode = mode;
+  s.bits = f.bits;
+  s.group_size = f.group_size;
+  s.k = k;
+  s.inferred = false;
+  return s;
+}
+
 }  // namespace
 
 QuantShape check_quant_shape(const QuantShapeArgs& a) {
   const std::string_view t = a.tensor;
   if (a.mode) {
-    const std::optional<Mode> m = mode_from_name(*a.mode);
+    const std::optional<Mode> m = mode_from_name(*a.mode, true);
     if (!m)
       fail(t, ": quantization mode \"", *a.mode,
            "\" is not supported (expected affine, mxfp4, mxfp8 or nvfp4)");
     if (is_fp_mode(*m)) return check_fp_shape(a, *m);
+    if (is_ggml_mode(*m)) return check_ggml_shape(a, *m);
   }
   if (a.weight_dtype && *a.weight_dtype != DType::U32)
     fail(t, ".weight: dtype ", dtype_name(*a.weight_dtype), ", expected U32 (packed)");

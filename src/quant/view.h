@@ -45,11 +45,16 @@ struct QuantMatrixView {
   int64_t groups_per_row() const { return group_size > 0 ? k / group_size : 0; }  // 0: kFloat
   const uint8_t* row(int64_t r) const { return w + r * row_bytes(); }
   int64_t sb_offset(int64_t r) const { return r * groups_per_row(); }
+  // Bytes of one row's scales (a ggml mode: its scale blob), and row r's first scale byte.
+  int64_t scale_row_bytes() const { return format().scale_row_bytes(k); }
+  const uint8_t* scale_row(int64_t r) const {
+    return static_cast<const uint8_t*>(scales) + r * scale_row_bytes();
+  }
   // Rows [r0, r0 + n) as a view of their own (a fused projection's q, k or v part). The
   // caller keeps 0 <= r0 and r0 + n <= rows.
   QuantMatrixView row_slice(int64_t r0, int64_t n) const {
     QuantMatrixView v = *this;
-    const int64_t sb = sb_offset(r0) * int64_t(dtype_size(sb_dtype));
+    const int64_t sb = r0 * scale_row_bytes();
     v.w = row(r0);
     if (scales) v.scales = static_cast<const uint8_t*>(scales) + sb;
     if (biases) v.biases = static_cast<const uint8_t*>(biases) + sb;

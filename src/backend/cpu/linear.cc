@@ -143,7 +143,7 @@ const char* linear_unsupported_reason(const MatrixRef& m) {
 
 void embedding_row(const MatrixRef& table, int64_t r, float* out) {
   const quant::QuantMatrixView& v = table.q;
-  if (v.mode != quant::Mode::kAffine) {  // fp modes: element * scale, exact in f32; float: widened
+  if (v.mode != quant::Mode::kAffine) {  // fp and ggml modes: their exact f32 values; float: widened
     quant::dequantize_row(v, r, out);
     return;
   }

@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "io/gguf/ggml_blocks.h"
 
 namespace moex::gguf {
 
@@ -15,9 +16,8 @@ float load_f16(const uint8_t* p) { return f16_to_f32(uint16_t(p[0] | (p[1] << 8)
 
 namespace {
 
-// The 4-bit codes of a 32-element block's 16 bytes: element i < 16 is the low nibble of byte
-// i, element i >= 16 the high nibble of byte i - 16.
-inline int nibble32(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4; }
+using blocks::high_bit;
+using blocks::nibble32;
 
 // The non-linear 4-bit code book of IQ4_NL and IQ4_XS.
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -45,8 +45,6 @@ void q4_1(const uint8_t* b, float* y) {  // f16 d, f16 m, nibbles; w = d * q + m
   for (int i = 0; i < 32; ++i) y[i] = d * float(nibble32(b + 4, i)) + m;
 }
 
-// The fifth bit of element i: bit i of the little-endian 32-bit word at qh.
-inline int high_bit(const uint8_t* qh, int i) { return (qh[i / 8] >> (i % 8)) & 1; }
 
 void q5_0(const uint8_t* b, float* y) {  // f16 d, 4 bytes of fifth bits, nibbles; d * (q - 16)
   const float d = load_f16(b);

@@ -4,39 +4,13 @@
 // the types with minimums), each rounded on its own as numpy computes them.
 #include <cstdint>
 
+#include "io/gguf/ggml_blocks.h"
 #include "io/gguf/ggml_dequantize.h"
 
 namespace moex::gguf {
-namespace {
-
-// Element e of a super-block whose 2-bit codes fill 64 bytes in two halves of 32 bytes: the
-// half is e / 128, the shift 2 * ((e % 128) / 32), the byte e % 32 of the half.
-inline int two_bits(const uint8_t* q, int e) {
-  return (q[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-}
-
-// Q4_K / Q5_K's twelve bytes of 6-bit scales and minimums for the eight 32-element
-// sub-blocks: j < 4 in the low six bits of bytes j and j + 4; j >= 4 with four low bits in
-// byte j + 4 (scale low nibble, minimum high nibble) and two high bits from the top of bytes
-// j - 4 (scale) and j (minimum).
-inline void scale_min_k4(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
-// Element e's 4-bit code in 128 bytes of nibbles: sub-block j = e / 32 uses the low (even j)
-// or high (odd j) nibbles of bytes 32 * (j / 2) .. + 31.
-inline int nibble_k(const uint8_t* qs, int e) {
-  const int j = e / 32;
-  return (qs[32 * (j / 2) + e % 32] >> (4 * (j % 2))) & 0x0f;
-}
-
-}  // namespace
+using blocks::nibble_k;
+using blocks::scale_min_k4;
+using blocks::two_bits;
 
 // 16 bytes of scales (low nibble: scale, high nibble: minimum, per 16 elements), 64 bytes of
 // 2-bit codes, f16 d, f16 dmin. w = (d * scale) * q - (dmin * min).
@@ -60,13 +34,8 @@ void dequantize_q3_k(const uint8_t* b, float* y) {
   const uint8_t* s = b + 96;
   const float d = load_f16(b + 108);
   for (int g = 0; g < 16; ++g) {
-    const int lo = (s[g % 8] >> (4 * (g / 8))) & 0x0f;
-    const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 0x03;
-    const float dl = d * float((lo | hi << 4) - 32);
-    for (int e = 16 * g; e < 16 * g + 16; ++e) {
-      const int high = (hmask[e % 32] >> (e / 32)) & 1;
-      y[e] = dl * float(two_bits(qs, e) - (high ? 0 : 4));
-    }
+    const float dl = d * float(blocks::q3_k_scale(s, g));
+    for (int e = 16 * g; e < 16 * g + 16; ++e) y[e] = dl * float(blocks::q3_k_code(hmask, qs, e));
   }
 }
 
@@ -111,11 +80,7 @@ void dequantize_q6_k(const uint8_t* b, float* y) {
   const float d = load_f16(b + 208);
   for (int g = 0; g < 16; ++g) {
     const float dl = d * float(scales[g]);
-    for (int e = 16 * g; e < 16 * g + 16; ++e) {
-      const int r = e % 128;
-      const int low = (ql[64 * (e / 128) + r % 64] >> (4 * (r / 64))) & 0x0f;
-      y[e] = dl * float((low | two_bits(qh, e) << 4) - 32);
-    }
+    for (int e = 16 * g; e < 16 * g + 16; ++e) y[e] = dl * float(blocks::q6_k_code(ql, qh, e) - 32);
   }
 }
 

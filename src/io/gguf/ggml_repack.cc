@@ -1,5 +1,6 @@
-// ggml blocks -> moex's affine / mxfp4 / float layouts without changing a single dequantized
-// value (docs/gguf.md, "Repacking into moex's formats"). Each block type has one function that
+// ggml blocks -> moex's formats without changing a single dequantized value (docs/gguf.md,
+// "Repacking into moex's formats"): the ggml block modes for the types that have one
+// (ggml_native_repack.cc), else affine / mxfp4 / float layouts. Each block type has one function that
 // turns a block into codes and per-group f32 scales and biases; the row loop packs them. Built
 // with -ffp-contract=off: the sub-block scales are computed with ggml's own f32 products.
 #include "io/gguf/ggml_repack.h"
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "io/gguf/ggml_blocks.h"
 #include "io/gguf/ggml_dequantize.h"
 
 namespace moex::gguf {
@@ -29,11 +31,8 @@ constexpr const char* kInfiniteScale =
     "has an infinite scale d; ggml's d * (q - z) gives +-inf (NaN where q = z) but moex's "
     "scale * q + bias with bias = -z * d gives NaN, so it has no exact affine form";
 
-// Element i of a 32-element block's 16 bytes of nibbles: low nibble of byte i for i < 16,
-// high nibble of byte i - 16 otherwise.
-inline uint32_t rp_nib32(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 15u : qs[i - 16] >> 4; }
-// The fifth bit of element i in Q5_0 / Q5_1: bit i of the 32-bit little-endian word at qh.
-inline uint32_t rp_bit5(const uint8_t* qh, int i) { return (qh[i / 8] >> (i % 8)) & 1u; }
+inline uint32_t rp_nib32(const uint8_t* qs, int i) { return uint32_t(blocks::nibble32(qs, i)); }
+inline uint32_t rp_bit5(const uint8_t* qh, int i) { return uint32_t(blocks::high_bit(qh, i)); }
 
 // A zero-point block of one group: w = d * (code - z), code = q[i] already unsigned.
 // scale d and bias -z * d (exact: z is a power of two or a small integer, see docs).
@@ -42,21 +41,6 @@ const char* zero_point(float d, float z, AffineBlock* out) {
   out->scale[0] = d;
   out->bias[0] = -z * d;
   return nullptr;
-}
-
-const char* rp_q4_0(const uint8_t* b, AffineBlock* out) {  // d * (q - 8)
-  for (int i = 0; i < 32; ++i) out->q[i] = rp_nib32(b + 2, i);
-  return zero_point(load_f16(b), 8.0f, out);
-}
-
-const char* rp_q5_0(const uint8_t* b, AffineBlock* out) {  // d * ((q | h << 4) - 16)
-  for (int i = 0; i < 32; ++i) out->q[i] = rp_nib32(b + 6, i) | rp_bit5(b + 2, i) << 4;
-  return zero_point(load_f16(b), 16.0f, out);
-}
-
-const char* rp_q8_0(const uint8_t* b, AffineBlock* out) {  // int8 q * d = d * ((q + 128) - 128)
-  for (int i = 0; i < 32; ++i) out->q[i] = uint32_t(b[2 + i] ^ 0x80);
-  return zero_point(load_f16(b), 128.0f, out);
 }
 
 constexpr int8_t kIq4Codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -79,66 +63,6 @@ const char* rp_q5_1(const uint8_t* b, AffineBlock* out) {
   out->scale[0] = load_f16(b);
   out->bias[0] = load_f16(b + 2);
   return nullptr;
-}
-
-// ggml's dl * q - ml as dl * q + bias: bias = -ml, except a NaN ml, which is kept as it is
-// (x - NaN returns that NaN, sign included; x + (-NaN) would flip its sign bit).
-inline float minus(float ml) { return std::isnan(ml) ? ml : -ml; }
-
-// Q4_K / Q5_K's 6-bit scale and minimum of sub-block j (as ggml_dequantize_k.cc reads them).
-inline void rp_scale_min(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
-// Element e's nibble in Q4_K / Q5_K: sub-block j = e / 32 uses the low (even j) or high (odd
-// j) nibbles of bytes 32 * (j / 2) .. + 31.
-inline uint32_t rp_nib_k(const uint8_t* qs, int e) {
-  const int j = e / 32;
-  return (qs[32 * (j / 2) + e % 32] >> (4 * (j % 2))) & 15u;
-}
-
-// Q4_K (qh == nullptr) and Q5_K: group j's scale d * sc and bias -(dmin * m), computed as ggml.
-const char* rp_k_quant(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, AffineBlock* out) {
-  const float d = load_f16(b), dmin = load_f16(b + 2);
-  for (int j = 0; j < 8; ++j) {
-    int sc = 0, m = 0;
-    rp_scale_min(b + 4, j, &sc, &m);
-    out->scale[j] = d * float(sc);
-    out->bias[j] = minus(dmin * float(m));
-  }
-  for (int e = 0; e < 256; ++e)
-    out->q[e] = rp_nib_k(qs, e) | (qh ? ((qh[e % 32] >> (e / 32)) & 1u) << 4 : 0u);
-  return nullptr;
-}
-const char* rp_q4_k(const uint8_t* b, AffineBlock* out) { return rp_k_quant(b, nullptr, b + 16, out); }
-const char* rp_q5_k(const uint8_t* b, AffineBlock* out) { return rp_k_quant(b, b + 16, b + 48, out); }
-
-// Q3_K: w = (d * sc) * code with sc in [-32, 31] and code in [-4, 3], so sc * code lies in
-// [-124, 128]: 8-bit codes sc * code + 124 with scale d and bias -124 d, two groups of 128.
-const char* rp_q3_k(const uint8_t* b, AffineBlock* out) {
-  const uint8_t* hmask = b;
-  const uint8_t* qs = b + 32;
-  const uint8_t* s = b + 96;
-  for (int g = 0; g < 16; ++g) {
-    const int lo = (s[g % 8] >> (4 * (g / 8))) & 15;
-    const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
-    const int sc = (lo | hi << 4) - 32;
-    for (int e = 16 * g; e < 16 * g + 16; ++e) {
-      const int low = (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-      const int code = low - (((hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4);
-      out->q[e] = uint32_t(sc * code + 124);
-    }
-  }
-  const char* why = zero_point(load_f16(b + 108), 124.0f, out);
-  out->scale[1] = out->scale[0];
-  out->bias[1] = out->bias[0];
-  return why;
 }
 
 // IQ4_XS: sub-block j is d_j * table[q] with d_j = d * sc_j (computed as ggml does): 8-bit
@@ -166,15 +90,9 @@ struct AffineSpec {
 
 std::optional<AffineSpec> affine_spec(GgmlType t) {
   switch (t) {
-    case GgmlType::kQ4_0: return AffineSpec{4, 32, rp_q4_0};
     case GgmlType::kQ4_1: return AffineSpec{4, 32, rp_q4_1};
-    case GgmlType::kQ5_0: return AffineSpec{5, 32, rp_q5_0};
     case GgmlType::kQ5_1: return AffineSpec{5, 32, rp_q5_1};
-    case GgmlType::kQ8_0: return AffineSpec{8, 32, rp_q8_0};
     case GgmlType::kIQ4_NL: return AffineSpec{8, 32, rp_iq4_nl};
-    case GgmlType::kQ3_K: return AffineSpec{8, 128, rp_q3_k};
-    case GgmlType::kQ4_K: return AffineSpec{4, 32, rp_q4_k};
-    case GgmlType::kQ5_K: return AffineSpec{5, 32, rp_q5_k};
     case GgmlType::kIQ4_XS: return AffineSpec{8, 32, rp_iq4_xs};
     default: return std::nullopt;
   }
@@ -197,6 +115,7 @@ std::optional<DType> float_dtype(GgmlType t) {
 }  // namespace
 
 std::optional<quant::Format> repack_format(GgmlType t) {
+  if (auto n = native_format(t)) return n;
   if (auto s = affine_spec(t)) return quant::Format::affine(s->bits, s->group_size, DType::F32);
   if (t == GgmlType::kMXFP4) return quant::Format::fp(quant::Mode::kMxfp4);
   if (auto dt = float_dtype(t)) return quant::Format::dense(*dt);
@@ -206,13 +125,6 @@ std::optional<quant::Format> repack_format(GgmlType t) {
 const char* repack_unsupported_reason(GgmlType t) {
   if (repack_format(t)) return nullptr;
   switch (t) {
-    case GgmlType::kQ2_K:
-      return "Q2_K has a scale and a minimum per 16 elements; moex's affine groups are 32, 64 "
-             "or 128 elements with one bias each, and two sub-blocks' minimums dmin * m differ";
-    case GgmlType::kQ6_K:
-      return "Q6_K has a scale per 16 elements; moex's affine groups are 32, 64 or 128, and a "
-             "group shared by two sub-blocks needs codes sc * (q - 32) of up to 13 bits "
-             "(moex's widest is 8)";
     default:
       return "the type has no dequantization in moex to check a repack against";
   }
@@ -220,10 +132,6 @@ const char* repack_unsupported_reason(GgmlType t) {
 
 bool repack_keeps_zero_sign(GgmlType t) {
   switch (t) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ3_K:
     case GgmlType::kIQ4_NL:
     case GgmlType::kIQ4_XS: return false;
     default: return true;
@@ -246,6 +154,7 @@ quant::QuantizedMatrix repack(GgmlType t, const uint8_t* src, uint64_t src_bytes
     fail(what, ": ", rows, " rows of ", k, " ", info.name, " elements take ", uint64_t(rows) * row_src,
          " bytes but ", src_bytes, " were given");
 
+  if (native_format(t)) return native_repack(t, src, rows, k);
   quant::QuantizedMatrix m;
   m.mode = f->mode;
   m.bits = f->bits;

@@ -21,17 +21,18 @@ namespace {
 struct TypeCase {
   GgmlType type;
   std::vector<int> f16_scales;  // byte offsets of the block's f16 scales (d, dmin or m)
-  int zero_point_d = -1;        // offset of d for the zero-point types (no infinite d allowed)
+  int zero_point_d = -1;        // offset of d for the affine zero-point repacks (no infinite d)
 };
 
 const std::vector<TypeCase>& cases() {
   static const std::vector<TypeCase> kCases = {
       {GgmlType::kF32, {}},           {GgmlType::kF16, {}},
-      {GgmlType::kBF16, {}},          {GgmlType::kQ4_0, {0}, 0},
-      {GgmlType::kQ4_1, {0, 2}},      {GgmlType::kQ5_0, {0}, 0},
-      {GgmlType::kQ5_1, {0, 2}},      {GgmlType::kQ8_0, {0}, 0},
-      {GgmlType::kIQ4_NL, {0}, 0},    {GgmlType::kQ3_K, {108}, 108},
-      {GgmlType::kQ4_K, {0, 2}},      {GgmlType::kQ5_K, {0, 2}},
+      {GgmlType::kBF16, {}},          {GgmlType::kQ4_0, {0}},
+      {GgmlType::kQ4_1, {0, 2}},      {GgmlType::kQ5_0, {0}},
+      {GgmlType::kQ5_1, {0, 2}},      {GgmlType::kQ8_0, {0}},
+      {GgmlType::kIQ4_NL, {0}, 0},    {GgmlType::kQ2_K, {80, 82}},
+      {GgmlType::kQ3_K, {108}},       {GgmlType::kQ4_K, {0, 2}},
+      {GgmlType::kQ5_K, {0, 2}},      {GgmlType::kQ6_K, {208}},
       {GgmlType::kIQ4_XS, {0}, 0},    {GgmlType::kMXFP4, {}},
   };
   return kCases;
@@ -45,8 +46,9 @@ uint32_t bits_of(float f) {
 
 // rows x k elements of c.type: even blocks fully random bytes (every 8th with all scales NaN,
 // so two NaNs of different payloads meet in Q4_1's and the K types' last addition), odd
-// blocks with finite scales ~ N(0, 0.02) or +-0 (both signs, so ggml's -0.0 occurs). Infinite zero-point scales become NaN
-// and MXFP4's exponent 255 becomes 254: those blocks are refused (tested below).
+// blocks with finite scales ~ N(0, 0.02) or +-0 (both signs, so ggml's -0.0 occurs). Infinite
+// scales of the affine zero-point repacks become NaN and MXFP4's exponent 255 becomes 254:
+// those blocks are refused (tested below); the ggml block modes keep every scale.
 std::vector<uint8_t> random_rows(const TypeCase& c, int64_t rows, int64_t k, uint64_t seed) {
   const GgmlTypeInfo& info = ggml_info(c.type);
   const int64_t blocks = rows * k / info.block_elems;
@@ -111,17 +113,23 @@ TEST(GgmlRepack, DequantizesToGgmlsBitsForEveryType) {
   }
 }
 
-// Zero-point types: where ggml gives -0.0 moex gives +0.0 (scale * q + bias cancels to +0),
-// and nowhere else; checked above. Here: that this difference is real, not a test artefact.
+// Affine zero-point repacks (IQ4_NL, IQ4_XS): where ggml gives -0.0 moex gives +0.0 (scale * q
+// + bias cancels to +0), and nowhere else; checked above. Here: that this difference is real,
+// and that the ggml block modes (Q4_0 here) keep ggml's -0.0.
 TEST(GgmlRepack, ZeroPointTypesTurnNegativeZeroIntoPositiveZero) {
-  std::vector<uint8_t> b(18, 0x88);  // Q4_0, every code 8, d = -1.0 (0xBC00)
+  std::vector<uint8_t> b(18, 0x88);  // IQ4_NL, every code 8 (value 1), d = -0.0 (0x8000)
   b[0] = 0x00;
-  b[1] = 0xbc;
+  b[1] = 0x80;
   float want[32];
-  dequantize(GgmlType::kQ4_0, b.data(), b.size(), want, 32);
-  const std::vector<float> got = quant::dequantize_f32(repack(GgmlType::kQ4_0, b.data(), 18, 1, 32, "t").view());
+  dequantize(GgmlType::kIQ4_NL, b.data(), b.size(), want, 32);
+  std::vector<float> got = quant::dequantize_f32(repack(GgmlType::kIQ4_NL, b.data(), 18, 1, 32, "t").view());
   EXPECT_EQ(bits_of(want[0]), 0x80000000u);
   EXPECT_EQ(bits_of(got[0]), 0u);
+  b[1] = 0xbc;  // Q4_0, every code 8, d = -1.0: ggml's d * (8 - 8) = -0.0
+  dequantize(GgmlType::kQ4_0, b.data(), b.size(), want, 32);
+  got = quant::dequantize_f32(repack(GgmlType::kQ4_0, b.data(), 18, 1, 32, "t").view());
+  EXPECT_EQ(bits_of(want[0]), 0x80000000u);
+  EXPECT_EQ(bits_of(got[0]), 0x80000000u);
 }
 
 template <typename Fn>
@@ -148,20 +156,32 @@ TEST(GgmlRepack, RefusesRowsThatAreNotWholeBlocks) {
 
 TEST(GgmlRepack, RefusesTypesWithoutALosslessForm) {
   std::vector<uint8_t> src(210);
-  for (GgmlType t : {GgmlType::kQ6_K, GgmlType::kQ2_K, GgmlType::kQ8_1, GgmlType::kIQ2_XS}) {
+  for (GgmlType t : {GgmlType::kQ8_1, GgmlType::kIQ2_XS}) {
     EXPECT_FALSE(repack_format(t).has_value());
     const std::string e = repack_error([&] { repack(t, src.data(), src.size(), 1, 256, "w"); });
     EXPECT_NE(e.find(std::string("ggml type ") + ggml_type_name(t) + " cannot be repacked"),
               std::string::npos) << e;
   }
-  EXPECT_NE(std::string(repack_unsupported_reason(GgmlType::kQ6_K)).find("13 bits"), std::string::npos);
+  EXPECT_NE(std::string(repack_unsupported_reason(GgmlType::kQ8_1)).find("no dequantization"),
+            std::string::npos);
 }
 
 TEST(GgmlRepack, RefusesScalesMoexCannotReproduce) {
-  std::vector<uint8_t> q8(34 * 3, 0);  // Q8_0, block 2 with d = -inf (0xFC00)
+  std::vector<uint8_t> nl(18 * 3, 0);  // IQ4_NL, block 2 with d = -inf (0xFC00)
+  nl[2 * 18 + 1] = 0xfc;
+  std::string e = repack_error([&] { repack(GgmlType::kIQ4_NL, nl.data(), nl.size(), 1, 96, "x"); });
+  EXPECT_NE(e.find("x: IQ4_NL row 0 block 2 has an infinite scale d"), std::string::npos) << e;
+  // The ggml block modes compute ggml's own d * (q - z): an infinite d is kept, inf and NaN
+  // as ggml gives them.
+  std::vector<uint8_t> q8(34 * 3, 0);  // Q8_0, block 2 with d = -inf, codes 0 and 1
   q8[2 * 34 + 1] = 0xfc;
-  std::string e = repack_error([&] { repack(GgmlType::kQ8_0, q8.data(), q8.size(), 1, 96, "x"); });
-  EXPECT_NE(e.find("x: Q8_0 row 0 block 2 has an infinite scale d"), std::string::npos) << e;
+  q8[2 * 34 + 3] = 1;
+  float want[96];
+  dequantize(GgmlType::kQ8_0, q8.data(), q8.size(), want, 96);
+  const std::vector<float> got = quant::dequantize_f32(repack(GgmlType::kQ8_0, q8.data(), q8.size(), 1, 96, "x").view());
+  EXPECT_TRUE(std::isnan(want[64]) && std::isinf(want[65]));
+  EXPECT_EQ(bits_of(got[64]), bits_of(want[64]));
+  EXPECT_EQ(bits_of(got[65]), bits_of(want[65]));
   std::vector<uint8_t> fp4(17 * 2, 0);  // MXFP4, row 1 with the exponent byte 255
   fp4[17] = 255;
   e = repack_error([&] { repack(GgmlType::kMXFP4, fp4.data(), fp4.size(), 2, 32, "y"); });

@@ -396,7 +396,8 @@ kernels::QuantWeightsView WeightBinder::kv_b_value_rows(
     const QuantParts& p, const std::vector<const io::TensorInfo*>& stored, int64_t heads,
     int64_t nope, int64_t v, int64_t latent) {
   const size_t w_row = size_t(quant::packed_row_bytes(latent, p.bits));
-  const size_t sb_row = size_t(latent / p.group_size) * dtype_size(p.scales->dtype);
+  const size_t sb_row = size_t(quant::Format{p.mode, p.bits, p.group_size, p.scales->dtype}
+                                   .scale_row_bytes(latent));
   uint8_t* w = allocate(size_t(heads * v) * w_row);
   uint8_t* sc = allocate(size_t(heads * v) * sb_row);
   uint8_t* bi = p.biases ? allocate(size_t(heads * v) * sb_row) : nullptr;

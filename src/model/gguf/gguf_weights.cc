@@ -186,19 +186,18 @@ class Binder {
                       int64_t heads) {
     const int64_t k = shape.back(), rows = t.numel() / k;
     quant::QuantizedMatrix q = repack_parallel(t, rows, k, where(t.name));
-    const size_t groups = size_t(k / q.group_size);
-    const size_t sb = dtype_size(q.sb_dtype);
+    const size_t sb_row = size_t(q.view().scale_row_bytes());  // a row's scales (or blob)
     unpermute_rows(reinterpret_cast<uint8_t*>(q.packed.data()), rows,
                    size_t(k * q.bits / 32) * sizeof(uint32_t), heads);
-    unpermute_rows(q.scales.data(), rows, groups * sb, heads);
-    if (!q.biases.empty()) unpermute_rows(q.biases.data(), rows, groups * sb, heads);
+    unpermute_rows(q.scales.data(), rows, sb_row, heads);
+    if (!q.biases.empty()) unpermute_rows(q.biases.data(), rows, sb_row, heads);
     out_.repacked_bytes += int64_t(q.packed.size() * 4 + q.scales.size() + q.biases.size());
     release_source_pages(t);
     s_.matrices.push_back(std::move(q));
     const quant::QuantizedMatrix& r = s_.matrices.back();
     std::vector<int64_t> wshape = shape, sshape = shape;
     wshape.back() = k * r.bits / 32;
-    sshape.back() = k / r.group_size;
+    sshape.back() = int64_t(sb_row / dtype_size(r.sb_dtype));
     add_view(m.path + ".weight", DType::U32, wshape,
              reinterpret_cast<const uint8_t*>(r.packed.data()), r.packed.size() * 4, t.name);
     add_view(m.path + ".scales", r.sb_dtype, sshape, r.scales.data(), r.scales.size(), t.name);
