@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gguf_twin import twin  # noqa: E402
+from gguf_twin import LLAMA_QUANTIZE_TYPES, twin  # noqa: E402
 from peer_report import render  # noqa: E402
 
 
@@ -141,11 +141,11 @@ def main():
     ap.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT")
     ap.add_argument("--moex", required=True)
     ap.add_argument("--llama-bench", required=True)
-    ap.add_argument("--llama-quantize", help="for --type q4_k_m")
+    ap.add_argument("--llama-quantize", help="for the types llama-quantize makes (q4_k_m, ...)")
     ap.add_argument("--out", required=True, help="raw data and summary.{md,csv,json}")
     ap.add_argument("--twin-dir", default=os.path.expanduser(
         os.path.join(os.environ.get("MOEX_PEERS_DIR", "~/.cache/moex-peers"), "twins")))
-    ap.add_argument("--type", default="q4_0", choices=["q4_0", "q4_k_m"])
+    ap.add_argument("--type", default="q4_0", choices=["q4_0", *LLAMA_QUANTIZE_TYPES])
     ap.add_argument("-n", type=int, default=64, help="decode tokens per run (both engines)")
     ap.add_argument("--warmup-tokens", type=int, default=16, help="moex warm-up decode steps")
     ap.add_argument("--rounds", type=int, default=3, help="A,B rounds (interleaved)")

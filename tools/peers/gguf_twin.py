@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes the GGUF twin of a moex / MLX checkpoint for llama.cpp: the same architecture, shapes
 and weights, the MLX affine weights dequantized and requantized (4-bit -> Q4_0, 8-bit -> Q8_0;
-with --type q4_k_m a bf16 intermediate is handed to llama-quantize, which gguf-py cannot do).
+with --type q4_k_m, q2_k, q3_k_m, q5_k_m, q6_k, q4_1, q5_1, iq4_nl or iq4_xs a bf16 intermediate
+is handed to llama-quantize, which gguf-py cannot do).
 
-usage: gguf_twin.py CHECKPOINT_DIR OUT.gguf [--type q4_0|q4_k_m] [--llama-quantize BIN]
+usage: gguf_twin.py CHECKPOINT_DIR OUT.gguf [--type q4_0|q4_k_m|...] [--llama-quantize BIN]
 
 Beside OUT.gguf it writes OUT.gguf.json: the source, the tensor types, bits per weight on both
 sides and the bytes a decode step reads (one embedding row, everything else dense, top_k of the
@@ -48,7 +49,7 @@ def twin_type(ckpt, prefix, mode):
     if bits == 8:
         return Q.Q8_0
     if bits == 4:
-        return Q.BF16 if mode == "q4_k_m" else Q.Q4_0
+        return Q.BF16 if mode in LLAMA_QUANTIZE_TYPES else Q.Q4_0
     raise Unsupported(f"{prefix}: {bits}-bit weights; the twin maps 4-bit (Q4_0) and 8-bit (Q8_0)")
 
 
@@ -284,8 +285,14 @@ def summary(plan, mode, gguf_path, fingerprint):
     }
 
 
-def run_llama_quantize(binary, src, dst):
-    cmd = ["nice", "-n", "10", str(binary), "--allow-requantize", str(src), str(dst), "Q4_K_M"]
+# The twin types llama-quantize makes from a BF16 intermediate, and its name for each.
+LLAMA_QUANTIZE_TYPES = {"q4_k_m": "Q4_K_M", "q2_k": "Q2_K", "q3_k_m": "Q3_K_M", "q5_k_m": "Q5_K_M",
+                        "q6_k": "Q6_K", "q4_1": "Q4_1", "q5_1": "Q5_1", "iq4_nl": "IQ4_NL",
+                        "iq4_xs": "IQ4_XS"}
+
+
+def run_llama_quantize(binary, src, dst, qtype="Q4_K_M"):
+    cmd = ["nice", "-n", "10", str(binary), "--allow-requantize", str(src), str(dst), qtype]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -310,19 +317,19 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
         write_gguf(plan, tmp, gguf.LlamaFileType.MOSTLY_Q4_0 if mode == "q4_0" else
                    gguf.LlamaFileType.MOSTLY_F16, progress, vocab)
         meta = summary(plan, mode, out, fingerprint)
-    elif mode == "q4_k_m":
+    elif mode in LLAMA_QUANTIZE_TYPES:
         if llama_quantize is None:
-            raise ValueError("--type q4_k_m needs --llama-quantize (scripts/peers/llamacpp.sh)")
+            raise ValueError(f"--type {mode} needs --llama-quantize (scripts/peers/llamacpp.sh)")
         bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
         try:
             write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress, vocab)
-            run_llama_quantize(llama_quantize, bf16, tmp)
+            run_llama_quantize(llama_quantize, bf16, tmp, LLAMA_QUANTIZE_TYPES[mode])
         finally:
             bf16.unlink(missing_ok=True)
         meta = summary(plan, mode, out, fingerprint)
         retype_from_file(meta, plan, tmp)
     else:
-        raise ValueError(f"--type {mode!r}: expected q4_0, q4_k_m or f16")
+        raise ValueError(f"--type {mode!r}: expected q4_0, f16 or one of {sorted(LLAMA_QUANTIZE_TYPES)}")
     os.replace(tmp, out)
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     return meta
@@ -348,8 +355,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("out")
-    ap.add_argument("--type", default="q4_0", choices=["q4_0", "q4_k_m", "f16"])
-    ap.add_argument("--llama-quantize", help="llama-quantize binary (for --type q4_k_m)")
+    ap.add_argument("--type", default="q4_0", choices=["q4_0", "f16", *LLAMA_QUANTIZE_TYPES])
+    ap.add_argument("--llama-quantize", help="llama-quantize binary (for the types it makes)")
     ap.add_argument("--reuse", action="store_true", help="keep OUT if it is a twin of the same "
                     "source, type and writer version")
     ap.add_argument("-q", "--quiet", action="store_true")

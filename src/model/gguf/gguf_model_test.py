@@ -17,7 +17,8 @@ convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint dir
       equals moex's wherever the race is not closer than the engines' logit difference, and its
       logits lie within the measured bound;
     - a Q4_K_M file made by llama-quantize (Q4_K, Q6_K, ... as llama.cpp picks) loads in moex
-      and agrees with llama.cpp on the same file;
+      and agrees with llama.cpp on the same file; so do llama-quantize's Q2_K, Q3_K_M, Q5_K_M,
+      Q6_K, Q4_1, Q5_1, IQ4_NL and IQ4_XS files of the qwen3 checkpoint;
     - token ids of moex's GGUF tokenizer = llama.cpp's llama_tokenize on the corpus.
   SentencePiece ("llama") vocabulary: a 1024-piece BPE model trained with the sentencepiece
   package (tools/peers/twin_spm.py) in the tiny Mixtral's GGUF twin:
@@ -159,6 +160,31 @@ def fixtures(moex, work):
     return out
 
 
+def dequantized_copy(src, dst):
+    """DST: the GGUF file SRC with every tensor dequantized to F32 by gguf-py (the same
+    metadata), for llama.cpp to run without quantized matmuls."""
+    import gguf
+    r = gguf.GGUFReader(str(src))
+    arch = r.fields["general.architecture"].contents()
+    w = gguf.GGUFWriter(str(dst), arch)
+    for field in r.fields.values():
+        if field.name in ("general.architecture", "general.file_type") or field.name.startswith("GGUF."):
+            continue
+        vt = field.types[0]
+        sub = field.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(field.name, field.contents(), vt, sub_type=sub)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    for t in r.tensors:
+        shape = tuple(int(n) for n in reversed(t.shape))
+        w.add_tensor(t.name, gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+                     .reshape(shape))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
 def with_nextn_layer(src, dst):
     """DST: the F32 glm4moe file SRC plus a NextN (multi-token prediction) layer as GLM's
     converter writes one: block_count + 1, nextn_predict_layers 1, blk.L.* holding a copy of the
@@ -273,6 +299,20 @@ def peer(args, work, cases):
         types = sorted({t["type"] for t in meta["tensors"]})
         print(f"info {label}-q4_k_m tensor types: {types}")
         report.append(compare(args, work, f"{label}-q4_k_m", path, PEER_QUANT_BOUND))
+    # Every other type llama-quantize writes that moex reads, on the qwen3 checkpoint (whose
+    # widths are whole 256-element super-blocks, so the K types are not swapped for others).
+    # The oracle is llama.cpp on the file's F32 dequantization (gguf-py's), which has no
+    # activation rounding of its own: moex on the quantized file must agree with it as closely
+    # as two F32 runs do. (On the same file llama.cpp's 8-bit activations differ more with
+    # 2- and 3-bit weights: measured max 0.0665 on Q2_K and 0.135 on Q3_K_M.)
+    label, d, _, _ = next(c for c in cases if c[0] == "qwen3-f32")
+    for qtype in ("q2_k", "q3_k_m", "q5_k_m", "q6_k", "q4_1", "q5_1", "iq4_nl", "iq4_xs"):
+        path = work / f"{label}-{qtype}.gguf"
+        meta = twin(d, path, mode=qtype, llama_quantize=args.llama_quantize, progress=False)
+        types = sorted({t["type"] for t in meta["tensors"]})
+        print(f"info {label}-{qtype} tensor types: {types}")
+        f32 = dequantized_copy(path, work / f"{label}-{qtype}-as-f32.gguf")
+        report.append(compare(args, work, f"{label}-{qtype}", path, PEER_F32_BOUND, llama_path=f32))
     # Token ids: llama.cpp's llama_tokenize (special tokens parsed) vs moex's GGUF tokenizer.
     label, _, path, _ = cases[0]
     bad = []
@@ -315,7 +355,9 @@ def spm_peer(args, work, report):
     report.append(compare(args, work, label, path, PEER_F32_BOUND, text=SPM_PROMPT))
 
 
-def compare(args, work, label, path, bound, text=None):
+def compare(args, work, label, path, bound, text=None, llama_path=None):
+    """moex on PATH against llama.cpp on LLAMA_PATH (default: the same file)."""
+    lpath = llama_path or path
     if text is None:
         m_ids, m_log = moex_generate(args.moex, path, work / f"{label}.peer.moex.f32")
         prompt = PROMPT
@@ -326,8 +368,8 @@ def compare(args, work, label, path, bound, text=None):
         prompt = json.loads(run([args.llama_greedy, "--tokenize", path, f]).strip()
                             .splitlines()[-1])["ids"]
         check(m_prompt == prompt, f"{label}: prompt {text!r} as ids: moex {m_prompt}, llama.cpp {prompt}")
-    l_free, _ = llama(args.llama_greedy, path, None, None, prompt)
-    l_forced, l_log = llama(args.llama_greedy, path, m_ids, work / f"{label}.peer.llama.f32", prompt)
+    l_free, _ = llama(args.llama_greedy, lpath, None, None, prompt)
+    l_forced, l_log = llama(args.llama_greedy, lpath, m_ids, work / f"{label}.peer.llama.f32", prompt)
     centred = lambda x: x - x.mean(axis=1, keepdims=True)  # noqa: E731
     rel = np.linalg.norm(centred(m_log) - centred(l_log), axis=1) / np.linalg.norm(
         centred(m_log), axis=1)
