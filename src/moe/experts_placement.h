@@ -11,6 +11,11 @@
 
 namespace moex::moe {
 
+// The part of the reserve kept free beyond what the engine counts (the device backend's
+// context and library workspaces, allocator slack): a prior, not a measurement (no GPU was lent
+// to measure it when this was written); scripts/gpu_check.sh runs --experts-on auto on a GPU.
+inline constexpr int64_t kDeviceMarginBytes = int64_t{1} << 30;
+
 // What the user asked for.
 struct PlacementRequest {
   // --n-cpu-moe N: the experts of every MoE layer whose index is below N stay on the host.
