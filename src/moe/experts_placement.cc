@@ -82,7 +82,9 @@ std::string describe_placement(const ExpertsPlacement& p, const PlacementInputs&
   std::string host_part, device_part;
   int64_t host_first = -1, host_last = -1, dev_first = -1, dev_last = -1;
   for (const MoeLayerBytes& m : in.moe_layers) {
-    const bool dev = size_t(m.layer) < p.on_device.size() && p.on_device[size_t(m.layer)];
+    // With the CPU as the experts' backend every layer is on the host, whatever the split.
+    const bool dev = device != "cpu" && size_t(m.layer) < p.on_device.size() &&
+                     p.on_device[size_t(m.layer)];
     int64_t& first = dev ? dev_first : host_first;
     if (first < 0) first = m.layer;
     (dev ? dev_last : host_last) = m.layer;

@@ -64,7 +64,7 @@ ExpertsPlacement place_experts(const PlacementInputs& in);
 // "experts: layers 1-11 on cpu, 12-47 on cuda (free 70.1 GiB, reserve 3.2 GiB, experts need
 // 1.2 GiB/layer)": where the experts went, MoE layers by index ranges (dense layers inside a
 // range have no experts), and with fit the figures that decided it. `device` names the
-// experts' backend ("cuda").
+// experts' backend ("cuda"; "cpu": every layer is on the host).
 std::string describe_placement(const ExpertsPlacement& p, const PlacementInputs& in,
                                const std::string& device);
 

@@ -147,6 +147,8 @@ TEST(ExpertsPlacement, ReportLine) {
   EXPECT_EQ(describe_placement(place_experts(mixed), mixed, "cuda"),
             "experts: layer 1 on cpu, layers 2-3 on cuda (--n-cpu-moe 2; experts need up to "
             "2.0 GiB/layer)");
+  EXPECT_EQ(describe_placement(place_experts(mixed), mixed, "cpu"),
+            "experts: layers 1-3 on cpu (--n-cpu-moe 2; experts need up to 2.0 GiB/layer)");
   EXPECT_EQ(describe_placement(place_experts(model(2, {})), model(2, {}), "cuda"),
             "experts: the model has no MoE layers");
 }

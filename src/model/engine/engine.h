@@ -61,6 +61,8 @@ struct EngineOptions {
   // The calibrated cap of the CPU MoE backend, for the layers kept on the host beside another
   // experts' backend (`calibration` is that backend's).
   std::optional<moe::CalibratedCap> host_calibration;
+  // --experts-on auto found no device beside --backend cpu: why (added to the placement line).
+  std::string no_device;
   std::optional<moe::CalibratedCap> calibration;
   // Fault every weight page in at open (io::SafetensorsFile::populate), as llama.cpp maps
   // with MAP_POPULATE: decoding then never waits on the disk for an expert it meets late.

@@ -64,9 +64,9 @@ std::vector<const moe::MoeBackend*> Engine::place_experts_at_open(
     if (!placement_.on_device[size_t(m.layer)]) out[size_t(m.layer)] = &moe::cpu_moe_backend();
   const bool asked = in.request.cpu_layers > 0 || in.request.fit;
   if (asked && (!opt.collective || opt.collective->rank() == 0))
-    std::fprintf(stderr, "moex: %s\n",
-                 moe::describe_placement(placement_, in, moe::backend_name(device.kind()))
-                     .c_str());
+    std::fprintf(stderr, "moex: %s%s%s\n",
+                 moe::describe_placement(placement_, in, moe::backend_name(device.kind())).c_str(),
+                 opt.no_device.empty() ? "" : "; ", opt.no_device.c_str());
   return out;
 }
 
