@@ -58,7 +58,7 @@ ExpertsPlacement place_experts(const PlacementInputs& in) {
   int64_t used = 0;
   // From the last MoE layer backwards; the first layer that does not fit ends the walk, so
   // the device holds a suffix of the layers (what some --n-cpu-moe value gives).
-  for (auto it = in.moe_layers.rbegin(); it != in.moe_layers.rend(); ++it) {
+  for (auto it = in.moe_layers.rbegin(); it != in.moe_layers.rend() && !in.host_only; ++it) {
     if (it->layer < in.request.cpu_layers) break;
     if (!unlimited && it->bytes > budget - used) break;
     used += it->bytes;
@@ -82,9 +82,7 @@ std::string describe_placement(const ExpertsPlacement& p, const PlacementInputs&
   std::string host_part, device_part;
   int64_t host_first = -1, host_last = -1, dev_first = -1, dev_last = -1;
   for (const MoeLayerBytes& m : in.moe_layers) {
-    // With the CPU as the experts' backend every layer is on the host, whatever the split.
-    const bool dev = device != "cpu" && size_t(m.layer) < p.on_device.size() &&
-                     p.on_device[size_t(m.layer)];
+    const bool dev = size_t(m.layer) < p.on_device.size() && p.on_device[size_t(m.layer)];
     int64_t& first = dev ? dev_first : host_first;
     if (first < 0) first = m.layer;
     (dev ? dev_last : host_last) = m.layer;

@@ -39,6 +39,9 @@ struct PlacementInputs {
   PlacementRequest request;
   int64_t num_layers = 0;
   std::vector<MoeLayerBytes> moe_layers;  // ascending layer indices, each in [0, num_layers)
+  // The experts' backend is the host's own (--experts-on cpu, or --backend cpu alone): there
+  // is no device to place on, and every layer stays on the host whatever was asked.
+  bool host_only = false;
   // Free bytes of the experts' device (fit only): nullopt when the experts' backend is no
   // device (the CPU backend), which places every layer on the host.
   std::optional<int64_t> free_bytes;
@@ -64,7 +67,7 @@ ExpertsPlacement place_experts(const PlacementInputs& in);
 // "experts: layers 1-11 on cpu, 12-47 on cuda (free 70.1 GiB, reserve 3.2 GiB, experts need
 // 1.2 GiB/layer)": where the experts went, MoE layers by index ranges (dense layers inside a
 // range have no experts), and with fit the figures that decided it. `device` names the
-// experts' backend ("cuda"; "cpu": every layer is on the host).
+// experts' backend ("cuda").
 std::string describe_placement(const ExpertsPlacement& p, const PlacementInputs& in,
                                const std::string& device);
 

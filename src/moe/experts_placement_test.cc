@@ -1,7 +1,8 @@
 // place_experts as a table: --n-cpu-moe alone (N inside, at and past the layer count; dense
 // layers first as in DeepSeek/GLM, interleaved as in Nemotron-H), --experts-on auto (all fit,
-// none fits, the budget's edges, no device, N as a floor, the suffix rule), the equivalence of
-// auto with --n-cpu-moe at its first device layer, malformed inputs, and the report line.
+// none fits, the budget's edges, no device, N as a floor, the suffix rule), the host as the
+// experts' backend, the equivalence of auto with --n-cpu-moe at its first device layer,
+// malformed inputs, and the report line.
 #include "moe/experts_placement.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +32,11 @@ PlacementInputs fit(PlacementInputs in, std::optional<int64_t> free, int64_t res
   in.request.fit = true;
   in.free_bytes = free;
   in.reserve_bytes = reserve;
+  return in;
+}
+
+PlacementInputs host(PlacementInputs in) {
+  in.host_only = true;
   return in;
 }
 
@@ -71,6 +77,9 @@ TEST(ExpertsPlacement, Table) {
       {"auto with --n-cpu-moe 2 as a floor", n_cpu(fit(four, 100 * kG, 0), 2), {2, 3}, 2},
       {"auto on dense-first layers", fit(deepseek, 3 * kG, kG), {4, 5}, 4},
       {"no MoE layers", fit(model(3, {}), 10 * kG, 0), {}, 3},
+      {"the experts' backend is the host", host(four), {}, 4},
+      {"the host with --n-cpu-moe 2", host(n_cpu(four, 2)), {}, 4},
+      {"the host with auto", host(fit(four, 100 * kG, 0)), {}, 4},
   };
   for (const Case& c : cases) {
     const ExpertsPlacement p = place_experts(c.in);
@@ -147,6 +156,7 @@ TEST(ExpertsPlacement, ReportLine) {
   EXPECT_EQ(describe_placement(place_experts(mixed), mixed, "cuda"),
             "experts: layer 1 on cpu, layers 2-3 on cuda (--n-cpu-moe 2; experts need up to "
             "2.0 GiB/layer)");
+  mixed.host_only = true;
   EXPECT_EQ(describe_placement(place_experts(mixed), mixed, "cpu"),
             "experts: layers 1-3 on cpu (--n-cpu-moe 2; experts need up to 2.0 GiB/layer)");
   EXPECT_EQ(describe_placement(place_experts(model(2, {})), model(2, {}), "cuda"),

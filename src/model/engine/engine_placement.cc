@@ -37,6 +37,7 @@ std::vector<const moe::MoeBackend*> Engine::place_experts_at_open(
   moe::PlacementInputs& in = placement_in_;
   in.request = opt.experts_placement;
   in.num_layers = cfg_.num_layers;
+  in.host_only = &device == &moe::cpu_moe_backend();
   int64_t experts_bytes = 0;
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     if (cfg_.layers[size_t(l)].ffn != FfnKind::kMoe) continue;
