@@ -53,8 +53,7 @@ ExpertsPlacement place_experts(const PlacementInputs& in) {
   // without a device nothing does.
   const bool unlimited = !in.request.fit;
   const int64_t budget =
-      in.request.fit && in.free_bytes ? std::max<int64_t>(0, *in.free_bytes - in.reserve_bytes)
-                                      : 0;
+      in.request.fit && in.free_bytes ? std::max<int64_t>(0, *in.free_bytes - in.reserve_bytes) : 0;
   int64_t used = 0;
   // From the last MoE layer backwards; the first layer that does not fit ends the walk, so
   // the device holds a suffix of the layers (what some --n-cpu-moe value gives).

@@ -53,7 +53,7 @@ struct PlacementInputs {
 struct ExpertsPlacement {
   std::vector<uint8_t> on_device;  // per model layer: 1 where its experts go to the device
   int64_t host_layers = 0, device_layers = 0;  // MoE layers on each side
-  int64_t device_bytes = 0;                     // of the experts placed on the device
+  int64_t device_bytes = 0;                    // of the experts placed on the device
   // The --n-cpu-moe value that gives the same set: the first device layer's index
   // (num_layers when none is on the device).
   int64_t first_device_layer = 0;

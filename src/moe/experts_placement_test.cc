@@ -97,8 +97,7 @@ TEST(ExpertsPlacement, Table) {
 TEST(ExpertsPlacement, AutoPlacesASuffix) {
   PlacementInputs in = model(4, {0, 1, 2, 3});
   in.moe_layers[2].bytes = 50;
-  for (MoeLayerBytes* m : {&in.moe_layers[0], &in.moe_layers[1], &in.moe_layers[3]})
-    m->bytes = 10;
+  for (MoeLayerBytes* m : {&in.moe_layers[0], &in.moe_layers[1], &in.moe_layers[3]}) m->bytes = 10;
   const ExpertsPlacement p = place_experts(fit(in, 25, 0));
   EXPECT_EQ(device_layers(p), std::vector<int64_t>{3});
   EXPECT_EQ(p.device_bytes, 10);
@@ -134,12 +133,9 @@ TEST(ExpertsPlacement, MalformedInputsAreErrors) {
 }
 
 TEST(ExpertsPlacement, ReportLine) {
-  const PlacementInputs in = n_cpu(model(48, [] {
-                                     std::vector<int64_t> l;
-                                     for (int64_t i = 0; i < 48; ++i) l.push_back(i);
-                                     return l;
-                                   }(), kG + kG / 5),
-                                   12);
+  std::vector<int64_t> all48;
+  for (int64_t i = 0; i < 48; ++i) all48.push_back(i);
+  const PlacementInputs in = n_cpu(model(48, all48, kG + kG / 5), 12);
   EXPECT_EQ(describe_placement(place_experts(in), in, "cuda"),
             "experts: layers 0-11 on cpu, layers 12-47 on cuda (--n-cpu-moe 12; experts need 1.2 "
             "GiB/layer)");

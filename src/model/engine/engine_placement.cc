@@ -32,8 +32,7 @@ int64_t layer_experts_bytes(const MoeWeights& m) {
 }  // namespace
 
 std::vector<const moe::MoeBackend*> Engine::place_experts_at_open(
-    const EngineOptions& opt, const moe::MoeBackend& device,
-    std::optional<int64_t> free_at_open) {
+    const EngineOptions& opt, const moe::MoeBackend& device, std::optional<int64_t> free_at_open) {
   moe::PlacementInputs& in = placement_in_;
   in.request = opt.experts_placement;
   in.num_layers = cfg_.num_layers;

@@ -94,8 +94,8 @@ TEST_P(ExpertsSplit, NCpuMoeKeepsTheFirstLayersOnTheHostWithTheSameLogits) {
   const SplitCase& c = GetParam();
   const std::string& dir = test::shared_tiny_family(c.preset);
   static const backend::conformance::ForeignMemoryBackend foreign;
-  for (const backend::ModelBackend* model : {(const backend::ModelBackend*)nullptr,
-                                             (const backend::ModelBackend*)&foreign}) {
+  for (const backend::ModelBackend* model :
+       {(const backend::ModelBackend*)nullptr, (const backend::ModelBackend*)&foreign}) {
     SCOPED_TRACE(model ? "model on the foreign-memory backend" : "model on the CPU");
     const moe::CountingMoeBackend device;
     EngineOptions cpu_opt = test::options_for_fused("on");

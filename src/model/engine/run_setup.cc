@@ -92,7 +92,8 @@ EngineOptions engine_options(const std::optional<std::string>& fused,
   o.no_device = choice.no_device;
   o.calibration = moe::load_calibrated_cap(moe::moe_backend(o.backend).calibration_key());
   // Layers kept on the host beside a device get the host's cap.
-  if (o.backend != moe::Backend::kCpu && (o.experts_placement.cpu_layers > 0 || o.experts_placement.fit))
+  const moe::PlacementRequest& placed = o.experts_placement;
+  if (o.backend != moe::Backend::kCpu && (placed.cpu_layers > 0 || placed.fit))
     o.host_calibration = moe::load_calibrated_cap(moe::cpu_moe_backend().calibration_key());
   o.measure_policy = moe::measurement_enabled_by_environment();
   o.context = context;
