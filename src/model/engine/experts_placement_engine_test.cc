@@ -103,6 +103,9 @@ TEST_P(ExpertsSplit, NCpuMoeKeepsTheFirstLayersOnTheHostWithTheSameLogits) {
     EngineOptions split = cpu_opt;
     split.experts_backend = &device;
     split.experts_placement.cpu_layers = c.n_cpu_moe;
+    // Each side's policy reads its own backend's calibrated cap.
+    split.calibration = moe::CalibratedCap{777, "device calibration", "", true};
+    split.host_calibration = moe::CalibratedCap{1234, "host calibration", "", true};
     auto a = Engine::open(dir, cpu_opt);
     ::testing::internal::CaptureStderr();
     auto b = Engine::open(dir, split);
@@ -113,6 +116,8 @@ TEST_P(ExpertsSplit, NCpuMoeKeepsTheFirstLayersOnTheHostWithTheSameLogits) {
     EXPECT_GT(b->experts_placement().device_layers, 0);
     expect_same_run(*a, *b);
     expect_layers_on(*b, device, c.first_device);
+    for (const Engine::LayerDecision& d : b->decode_decisions())
+      EXPECT_EQ(d.routed.cap, d.layer < c.first_device ? 1234 : 777) << "layer " << d.layer;
   }
 }
 
