@@ -130,14 +130,19 @@ if [ "${MOEX_GPU_CHECK_TESTS:-1}" != 0 ]; then
     run_step cuda_engine 240 "$build/src/model/model_cuda_engine_test" \
       --gtest_output="xml:$out/model_cuda_engine_test.xml"
   fi
-  # A decode of the 4-layer qwen3-30b-a3b shape on the device, and with the experts on the host.
+  # A decode of the 4-layer qwen3-30b-a3b shape on the device, with the experts on the host, with
+  # the first 2 layers' experts on the host (--n-cpu-moe 2), and as many on the device as its
+  # free memory holds (--experts-on auto: all 4 on an H100/H200). Each prints its placement line
+  # ("moex: experts: ...") into steps.log; the JSON has experts_host_layers/_device_layers.
   if [ -x "$build/tools/moex" ]; then
     run_step make_model_l4 180 "$build/tools/moex" make-model --preset qwen3-30b-a3b --layers 4 \
       --out "$build/qwen3-L4" --reuse -q
-    for experts in cuda cpu; do
-      run_step "bench_decode_experts_$experts" 120 bash -c "'$build/tools/moex' bench-decode \
-        -m '$build/qwen3-L4' --backend cuda --experts-on $experts -n 64 --repeats 3 -o json \
-        > '$out/bench_decode_cuda_experts_$experts.json'"
+    for arm in "experts_cuda:--experts-on cuda" "experts_cpu:--experts-on cpu" \
+               "n_cpu_moe_2:--n-cpu-moe 2" "experts_auto:--experts-on auto"; do
+      name="${arm%%:*}"
+      run_step "bench_decode_$name" 120 bash -c "'$build/tools/moex' bench-decode \
+        -m '$build/qwen3-L4' --backend cuda ${arm#*:} -n 64 --repeats 3 -o json \
+        > '$out/bench_decode_cuda_$name.json'"
     done
   fi
 

@@ -44,7 +44,8 @@ struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
   std::optional<std::string> prompt_ids, prompt_tokens, n, warmup, repeats, fused, max_dff,
-      threads, precision, weights, isa, backend, experts_on;
+      threads, precision, weights, isa;
+  eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   std::string output = "md";
   ExpertParallelFlags expert_parallel;
 };
@@ -281,11 +282,11 @@ int run_bench(const BenchFlags& f) {
   for (const auto& a : arm_names) {
     Arm arm;
     arm.name = a;
-    arm.settings = eng::engine_options(a, f.max_dff, context, f.backend, f.experts_on).fused;
+    arm.settings = eng::engine_options(a, f.max_dff, context, f.backends).fused;
     arms.push_back(std::move(arm));
   }
   eng::EngineOptions opt =
-      eng::engine_options(arm_names[0], f.max_dff, context, f.backend, f.experts_on);
+      eng::engine_options(arm_names[0], f.max_dff, context, f.backends);
   if (ep) ep->apply(opt);
   const LoadProgress load("bench-decode", f.model);
   auto engine = eng::Engine::open(f.model, opt);
@@ -334,7 +335,7 @@ int run_bench(const BenchFlags& f) {
   std::string auto_pick, auto_note;
   if (arms.size() == 2 && ex) {
     engine->set_fused_settings(
-        eng::engine_options("auto", f.max_dff, context, f.backend, f.experts_on).fused);
+        eng::engine_options("auto", f.max_dff, context, f.backends).fused);
     const eng::Engine::LayerDecision d = engine->decode_decisions().at(0);
     auto_pick = d.routed.path == moe::Path::kFused ? "on" : "off";
     const std::string faster = ratio >= 1 ? "on" : "off";
@@ -385,7 +386,10 @@ int run_bench(const BenchFlags& f) {
                  {"precision", kernels::active_precision_label()}, {"threads", num_threads()},
                  {"cpu_model", cpu_model_name()},
                  {"moex_commit", moex_commit()}, {"date", date},
-                 {"default_cap", moe::backend_default_max_dff(opt.backend)}};
+                 {"default_cap", moe::backend_default_max_dff(opt.backend)},
+                 // Where the MoE layers' experts ran (--n-cpu-moe, --experts-on auto).
+                 {"experts_host_layers", engine->experts_placement().host_layers},
+                 {"experts_device_layers", engine->experts_placement().device_layers}};
     j["settings"] = {{"prompt", prompt.from_text ? f.prompt : ""}, {"prompt_tokens", prompt.ids.size()},
                      {"n", n}, {"warmup_tokens", warmup}, {"repeats", repeats}, {"fused", fused},
                      {"eos_ignored", true}};
@@ -521,7 +525,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
-  add_backend_options(sub, &f->backend, &f->experts_on);
+  add_backend_options(sub, &f->backends);
   sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
       ->capture_default_str();
   add_expert_parallel_flags(sub, &f->expert_parallel);

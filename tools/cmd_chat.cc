@@ -47,8 +47,9 @@ using serve::chat_message;
 
 struct ChatFlags {
   std::string model;
-  std::optional<std::string> system, n, threads, precision, weights, fused, backend, experts_on,
-      context, dump_turns;
+  std::optional<std::string> system, n, threads, precision, weights, fused, context,
+      dump_turns;
+  eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;
   SpecFlags spec;
   bool verbose = false;
@@ -187,6 +188,7 @@ int run_chat(const ChatFlags& f) {
                           lowercase_opt(f.weights));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 512;
   const int64_t context = f.context ? parse_int_strict(*f.context, "--context", 2, INT32_MAX) : 0;
+  eng::parse_backend_choice(f.backends);  // a malformed flag fails before the model loads
   const model::ModelConfig cfg = model::load_model_config(f.model);
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
@@ -198,7 +200,7 @@ int run_chat(const ChatFlags& f) {
 
   const LoadProgress load("chat", f.model);
   auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, std::nullopt, context,
-                                                               f.backend, f.experts_on));
+                                                               f.backends));
   load.done();
   // LFM2's short-conv layers cannot be truncated: the session then resets and re-runs the
   // whole conversation whenever it is rendered differently from what the engine holds.
@@ -331,7 +333,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
-  add_backend_options(sub, &f->backend, &f->experts_on);
+  add_backend_options(sub, &f->backends);
   sub.add_option("--dump-turns", f->dump_turns,
                  "write each turn's prompt ids, reused and run counts and answer ids as JSON")
       ->group("");  // for the reference tests

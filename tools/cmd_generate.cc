@@ -46,7 +46,8 @@ using serve::chat_message;
 struct GenerateFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
-      dump_logits, prefill_chunk, backend, experts_on;
+      dump_logits, prefill_chunk;
+  eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;
   SpecFlags spec;
   ExpertParallelFlags expert_parallel;
@@ -96,7 +97,7 @@ int run_generate(GenerateFlags f) {
       cfg.max_position > 0 ? std::min(prompt_tokens + n, cfg.max_position) : prompt_tokens + n;
   const LoadProgress load("generate", f.model);
   eng::EngineOptions options =
-      eng::engine_options(f.fused, f.max_dff, context, f.backend, f.experts_on);
+      eng::engine_options(f.fused, f.max_dff, context, f.backends);
   if (f.prefill_chunk)
     options.prefill_chunk =
         parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
@@ -294,7 +295,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
   add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
-  add_backend_options(sub, &f->backend, &f->experts_on);
+  add_backend_options(sub, &f->backends);
   sub.add_option("--prefill-chunk", f->prefill_chunk,
                  "prompt tokens per prefill batch, 1-65536 (default 512): bounds prefill memory")
       ->type_name("INT");

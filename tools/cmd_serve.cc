@@ -50,8 +50,8 @@ namespace eng = moex::model::engine;
 struct ServeFlags {
   std::string model;
   std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
-      fused, max_dff, backend, experts_on, reasoning_format, test_replies, cache_ram,
-      batch_tokens;
+      fused, max_dff, reasoning_format, test_replies, cache_ram, batch_tokens;
+  eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   ExpertParallelFlags expert_parallel;
   SpecFlags spec;
   bool health_needs_key = false;
@@ -249,7 +249,7 @@ int run_serve(const ServeFlags& f) {
          "cannot load a cached state); give --cache-ram 0 or leave it out");
   require_mapped_weights(ep);
   eng::EngineOptions options =
-      eng::engine_options(f.fused, f.max_dff, context, f.backend, f.experts_on);
+      eng::engine_options(f.fused, f.max_dff, context, f.backends);
   if (ep) ep->apply(options);
   const LoadProgress load("serve", f.model);
   auto engine = eng::Engine::open(f.model, options);
@@ -378,7 +378,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  add_backend_options(sub, &f->backend, &f->experts_on);
+  add_backend_options(sub, &f->backends);
   sub.add_option("--reasoning-format", f->reasoning_format,
                  "deepseek (default): thinking in reasoning_content; none: left in the content")
       ->type_name("FORMAT");

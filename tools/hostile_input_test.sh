@@ -92,6 +92,20 @@ row "generate --experts-on tpu" 2 "--experts-on: 'tpu' is not a backend" "${g[@]
 # Without CUDA built in, or without a device: an error naming the flag, before the model loads.
 row "generate --backend cuda (no device)" 2 "--backend cuda:" "${g[@]}" -m "$work/good" --backend cuda --experts-on cpu
 row "generate --experts-on cuda (no device)" 2 "backend cuda:" "${g[@]}" -m "$work/good" --experts-on cuda
+echo "== --n-cpu-moe / --experts-on auto (docs/architecture.md, experts placement)"
+row "generate --n-cpu-moe -1" 2 "--n-cpu-moe: -1 is out of range" "${g[@]}" -m "$work/good" --n-cpu-moe -1
+row "generate --n-cpu-moe two" 2 "--n-cpu-moe: 'two' is not an integer" "${g[@]}" -m "$work/good" --n-cpu-moe two
+row "generate --n-cpu-moe empty" 2 "--n-cpu-moe" "${g[@]}" -m "$work/good" --n-cpu-moe ""
+row "generate --n-cpu-moe 2^64" 2 "--n-cpu-moe: '18446744073709551616' is not an integer" "${g[@]}" -m "$work/good" --n-cpu-moe 18446744073709551616
+row "generate --n-cpu-moe 1025" 2 "--n-cpu-moe: 1025 is out of range; expected an integer in \[0, 1024\]" "${g[@]}" -m "$work/good" --n-cpu-moe 1025
+row "chat --n-cpu-moe 1.5" 2 "--n-cpu-moe: '1.5' is not an integer" "$m" chat -m "$work/good" --n-cpu-moe 1.5
+row "serve --n-cpu-moe -3" 2 "--n-cpu-moe: -3 is out of range" "$m" serve -m "$work/good" --port 0 --n-cpu-moe -3
+row "bench-decode --n-cpu-moe x" 2 "--n-cpu-moe: 'x' is not an integer" "$m" bench-decode -m "$work/good" --n-cpu-moe x
+row "generate --experts-on automatic" 2 "--experts-on: 'automatic' is not a backend; expected cpu, cuda or auto" "${g[@]}" -m "$work/good" --experts-on automatic
+# Documented: N past the last layer keeps every layer's experts on the host; auto without a
+# device (no CUDA here) keeps them on the host too and says why; both run.
+row "generate --n-cpu-moe 1024 runs" 0 "experts: layers 1-2 on cpu \(--n-cpu-moe 1024" "${g[@]}" -m "$work/good" --n-cpu-moe 1024
+row "generate --experts-on auto without a device runs on the host" 0 "experts: layers 1-2 on cpu \(--experts-on auto: the experts' backend has no device memory\); backend cuda:" "${g[@]}" -m "$work/good" --experts-on auto
 row "generate --spec-ngram-min 0" 2 "--spec-ngram-min" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 0
 row "generate --spec-ngram-max below min" 2 "--spec-ngram-max" "${g[@]}" -m "$work/good" --spec ngram --spec-ngram-min 3 --spec-ngram-max 2
 row "generate --spec with --expert-parallel" 2 "--expert-parallel" "${g[@]}" -m "$work/good" --spec ngram --expert-parallel

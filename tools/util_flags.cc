@@ -101,17 +101,23 @@ void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
     sub.add_option("--isa", *isa, "instruction set: scalar, avx2, avx512 (default: the best)");
 }
 
-void add_backend_options(CLI::App& sub, std::optional<std::string>* backend,
-                         std::optional<std::string>* experts_on) {
-  sub.add_option("--backend", *backend,
+void add_backend_options(CLI::App& sub, model::engine::BackendFlags* flags) {
+  sub.add_option("--backend", flags->backend,
                  "where the model runs: cpu (default) or cuda (the whole model on the device; "
                  "not yet run on a GPU, see the README)")
       ->type_name("cpu|cuda");
-  sub.add_option("--experts-on", *experts_on,
+  sub.add_option("--experts-on", flags->experts_on,
                  "where the MoE layers' routed experts run (default: as --backend): cpu beside "
                  "--backend cuda keeps them in host memory (llama.cpp's --cpu-moe); cuda beside "
-                 "--backend cpu puts only the experts on the device")
-      ->type_name("cpu|cuda");
+                 "--backend cpu puts only the experts on the device; auto puts as many layers' "
+                 "experts on the device as its free memory holds, the last layers first (on "
+                 "the host when there is no device)")
+      ->type_name("cpu|cuda|auto");
+  sub.add_option("--n-cpu-moe", flags->n_cpu_moe,
+                 "keep the experts of the MoE layers below layer N in host memory, the rest "
+                 "where --experts-on says (llama.cpp's --n-cpu-moe; N counts all layers, "
+                 "0-1024)")
+      ->type_name("N");
 }
 
 }  // namespace moex::tools

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/engine/backend_choice.h"
+
 namespace moex::tools {
 
 // The most worker threads any command accepts; each is a real thread with its own stack.
@@ -41,9 +43,9 @@ void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
                          std::optional<std::string>* precision,
                          std::optional<std::string>* weights, std::optional<std::string>* isa);
 
-// --backend and --experts-on (model/engine/backend_choice.h), with one help text each.
-void add_backend_options(CLI::App& sub, std::optional<std::string>* backend,
-                         std::optional<std::string>* experts_on);
+// --backend, --experts-on and --n-cpu-moe (model/engine/backend_choice.h), with one help
+// text each.
+void add_backend_options(CLI::App& sub, model::engine::BackendFlags* flags);
 
 // The name in `names` closest to `word` (edit distance at most 2, or `word` is a prefix of
 // it); "" when none is close.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "kernels/moe_contract.h"
 #include "moe/calibration.h"
@@ -63,6 +64,10 @@ class MoeBackend {
   // score-weighted sum).
   virtual void fallback(const PreparedExperts& experts, const RoutedCall& call,
                         MoeWorkspace& ws) const = 0;
+  // Free bytes of the device memory prepare() puts experts in, now (CUDA: cudaMemGetInfo's
+  // free figure); nullopt where the experts stay in host memory (the CPU backend), so that
+  // --experts-on auto keeps every layer on the host there (moe/experts_placement.h).
+  virtual std::optional<int64_t> device_free_bytes() const = 0;
 
   // mlx-lm's SwitchGLU sorts (token, expert) pairs by expert when there are at least this
   // many (indices.size >= 64), and unsorts the result.

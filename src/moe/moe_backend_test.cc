@@ -10,39 +10,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "moe/counting_moe_backend_test_util.h"
 #include "moe/moe_block.h"
 #include "moe/synthetic_experts.h"
 
 namespace moex::moe {
 namespace {
 
-// Counts the calls and computes on the CPU backend; optionally claims no fused kernel.
-class CountingBackend final : public MoeBackend {
- public:
-  explicit CountingBackend(bool fused_kernel) : fused_kernel_(fused_kernel) {}
-  Backend kind() const override { return Backend::kCuda; }  // a backend other than the CPU
-  CalibrationKey calibration_key() const override {
-    return {"cuda", "test device", 1, "sm_0", "f32"};
-  }
-  std::unique_ptr<PreparedExperts> prepare(const kernels::MoeExpertsView& ex,
-                                           const char* what) const override {
-    ++prepared;
-    return cpu_moe_backend().prepare(ex, what);
-  }
-  bool has_fused_kernel(const PreparedExperts&) const override { return fused_kernel_; }
-  void fused(const PreparedExperts& p, const RoutedCall& c, MoeWorkspace& ws) const override {
-    ++fused_calls;
-    cpu_moe_backend().fused(p, c, ws);
-  }
-  void fallback(const PreparedExperts& p, const RoutedCall& c, MoeWorkspace& ws) const override {
-    ++fallback_calls;
-    cpu_moe_backend().fallback(p, c, ws);
-  }
-  mutable int prepared = 0, fused_calls = 0, fallback_calls = 0;
-
- private:
-  bool fused_kernel_;
-};
+using CountingBackend = CountingMoeBackend;
 
 MoePolicy policy_on(const MoeBackend* backend) {
   MoePolicy p;
@@ -122,11 +97,18 @@ TEST(MoeBackend, SetPolicyKeepsThePreparedExpertsAndRefusesAnotherBackend) {
   EXPECT_THROW(block.set_policy(policy_on(&other)), Error);
 }
 
+// The host is no device: --experts-on auto keeps the layers there (moe/experts_placement.h).
+TEST(MoeBackend, TheCpuBackendHasNoDeviceMemory) {
+  EXPECT_FALSE(cpu_moe_backend().device_free_bytes().has_value());
+}
+
 TEST(MoeBackend, CudaIsRefusedClearlyWhenNotBuiltOrWithoutADevice) {
   EXPECT_EQ(moe_backend(Backend::kCpu).kind(), Backend::kCpu);
   try {
     const MoeBackend& cuda = moe_backend(Backend::kCuda);
     EXPECT_EQ(cuda.kind(), Backend::kCuda);  // a GPU machine
+    ASSERT_TRUE(cuda.device_free_bytes().has_value());
+    EXPECT_GT(*cuda.device_free_bytes(), 0);
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("backend cuda"), std::string::npos) << m;

@@ -50,6 +50,14 @@ DeviceInfo device_info() {
   return d;
 }
 
+int64_t device_free_bytes() {
+  const std::string why = device_unavailable_reason();
+  if (!why.empty()) fail("CUDA free memory query: no usable device (", why, ")");
+  size_t free = 0, total = 0;
+  MOEX_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return int64_t(free);
+}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   const cudaError_t err = cudaMalloc(&ptr_, bytes);

@@ -33,6 +33,10 @@ struct DeviceInfo {
 // Properties of the current device; throws moex::Error when none is available.
 DeviceInfo device_info();
 
+// Free bytes of the current device now (cudaMemGetInfo); throws moex::Error when no device is
+// available.
+int64_t device_free_bytes();
+
 // Owns one cudaMalloc allocation. Move-only; frees on destruction (errors there ignored).
 class DeviceBuffer {
  public:

@@ -139,13 +139,16 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   }
   // The whole-model ops run on opt.model_backend (the CPU backend unless given; activations,
   // KV caches and recurrent states in its memory); the MoE blocks on the MoE backend of
-  // opt.backend (--experts-on), whose capability is a policy input.
+  // opt.backend (--experts-on), whose capability is a policy input, except the layers the
+  // placement keeps on the host (--n-cpu-moe, --experts-on auto: engine_placement.cc).
   be_ = opt.model_backend ? opt.model_backend : &backend::cpu_backend();
+  const moe::MoeBackend& device_experts =
+      opt.experts_backend ? *opt.experts_backend : moe::moe_backend(opt.backend);
   moe::MoePolicy policy;
-  policy.backend = &moe::moe_backend(opt.backend);
+  policy.backend = &device_experts;
   policy.settings = opt.fused;
   policy.calibration = opt.calibration;
-  policy_ = std::make_unique<PolicyControl>(std::move(policy));
+  policy_ = std::make_unique<PolicyControl>(std::move(policy), opt.host_calibration);
   const std::string config_path = dir_ + "/config.json";
   binder_ = std::make_unique<WeightBinder>(ckpt_, std::move(mc.quant));
   if (ep_) {  // copied layouts copy (and read) only this rank's experts
@@ -155,6 +158,9 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     binder_->restrict_experts(std::move(keep));
   }
   w_ = bind_model_weights(cfg_, *binder_);
+  // The device's free memory before this engine puts anything on it (--experts-on auto).
+  std::optional<int64_t> free_at_open;
+  if (opt.experts_placement.fit) free_at_open = device_experts.device_free_bytes();
   place_small_weights(*be_, w_);
   if (ep_) {
     check_same_checkpoint(
@@ -195,11 +201,15 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   moe_.resize(size_t(cfg_.num_layers));
   ffns_.resize(size_t(cfg_.num_layers));
   mixers_.resize(size_t(cfg_.num_layers));
+  for (int64_t i = 0; i < cfg_.num_layers; ++i)
+    mixers_[size_t(i)] =
+        make_mixer(*be_, cfg_, i, w_.layers[size_t(i)], ropes_[size_t(i)], mixer_scratch_);
+  own_ = new_sequence();  // its KV caches count in the placement's reserve
+  const std::vector<const moe::MoeBackend*> experts =
+      place_experts_at_open(opt, device_experts, free_at_open);
   int64_t moe_index = 0;
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {
     const LayerPlan& plan = cfg_.layers[size_t(i)];
-    mixers_[size_t(i)] =
-        make_mixer(*be_, cfg_, i, w_.layers[size_t(i)], ropes_[size_t(i)], mixer_scratch_);
     std::optional<ExpertParallelLayer> ep;
     if (plan.ffn == FfnKind::kMoe && ep_) {
       ep = expert_parallel_layer(*opt.placement, ep_->collective(), i, moe_index);
@@ -207,11 +217,12 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
       ep_->stats().shared_share += ep->runs_shared() ? 1.0 / double(cfg_.num_moe_layers()) : 0.0;
     }
     if (plan.ffn == FfnKind::kMoe) ++moe_index;
-    ffns_[size_t(i)] =
-        make_ffn(*be_, cfg_, i, w_.layers[size_t(i)], *policy_, std::move(ep), ffn_scratch_);
+    ffns_[size_t(i)] = make_ffn({.be = *be_, .cfg = cfg_, .layer = i,
+                                 .weights = w_.layers[size_t(i)], .policy = *policy_,
+                                 .experts = *experts[size_t(i)], .scratch = ffn_scratch_},
+                                std::move(ep));
     moe_[size_t(i)] = ffns_[size_t(i)] ? ffns_[size_t(i)]->moe() : nullptr;
   }
-  own_ = new_sequence();
   PolicyControl::Layers moe_layers;
   moe_layers.shapes.resize(size_t(cfg_.num_layers));
   for (int64_t i = 0; i < cfg_.num_layers; ++i) {

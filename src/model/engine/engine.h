@@ -35,6 +35,8 @@
 #include "backend/cpu/rope.h"
 #include "model/weight_bytes.h"
 #include "moe/dispatch_policy.h"
+#include "moe/experts_placement.h"
+#include "moe/moe_backend.h"
 #include "moe/online_measure.h"
 #include "moe/path_counters.h"
 
@@ -46,7 +48,21 @@ struct EngineOptions {
   // max_position_embeddings is an Error.
   int64_t context = 0;
   moe::FusedSettings fused;  // resolved --fused / --max-dff / environment
-  moe::Backend backend = moe::Backend::kCpu;  // where the MoE layers run (--backend)
+  moe::Backend backend = moe::Backend::kCpu;  // where the MoE layers run (--experts-on)
+  // Which MoE layers' experts run on `backend` and which stay on the host, on the CPU MoE
+  // backend (moe/experts_placement.h): --n-cpu-moe N keeps the layers below N there,
+  // --experts-on auto puts on `backend` as many as its device's free memory holds after the
+  // rest of the run's reserve (place_experts_at_open). The default: every layer on `backend`.
+  // When anything is asked, open() prints the placement on stderr in one line.
+  moe::PlacementRequest experts_placement;
+  // The MoE backend of the layers placed on `backend` (null: moe::moe_backend(backend)).
+  // Tests pass a counting one (moe/counting_moe_backend_test_util.h).
+  const moe::MoeBackend* experts_backend = nullptr;
+  // The calibrated cap of the CPU MoE backend, for the layers kept on the host beside another
+  // experts' backend (`calibration` is that backend's).
+  std::optional<moe::CalibratedCap> host_calibration;
+  // --experts-on auto found no device beside --backend cpu: why (added to the placement line).
+  std::string no_device;
   std::optional<moe::CalibratedCap> calibration;
   // Fault every weight page in at open (io::SafetensorsFile::populate), as llama.cpp maps
   // with MAP_POPULATE: decoding then never waits on the disk for an expert it meets late.
@@ -176,6 +192,11 @@ class Engine : private StepRunner {
   // the numerator of the napkin-math bandwidth figure.
   int64_t active_weight_bytes_per_token() const;
   const model::WeightBytes& weight_bytes() const { return weight_bytes_; }
+  // Where each MoE layer's experts went at open, and what decided it (moe/experts_placement.h).
+  const moe::ExpertsPlacement& experts_placement() const { return placement_; }
+  const moe::PlacementInputs& experts_placement_inputs() const { return placement_in_; }
+  // The backend that runs the experts of MoE layer `layer` (Error for another layer).
+  const moe::MoeBackend& experts_backend(int64_t layer) const;
   int64_t stacked_copy_bytes() const { return w_.stacked_copy_bytes; }
   // Share of the checkpoint's pages that were in the page cache when open() began (before
   // populate): below 1, opening read the rest from disk.
@@ -230,6 +251,12 @@ class Engine : private StepRunner {
   void scale_logits(float* logits, int64_t rows) const;
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
   void norm_if(const NormWeights& w, float* x, int64_t rows) const;
+  // Decides placement_ once the mixers and the own sequence exist (engine_placement.cc):
+  // `device` runs the layers placed on it, `free_at_open` is its free memory before this
+  // engine put anything there (fit only). Returns each layer's experts' backend.
+  std::vector<const moe::MoeBackend*> place_experts_at_open(
+      const EngineOptions& opt, const moe::MoeBackend& device,
+      std::optional<int64_t> free_at_open);
 
   std::string dir_;
   const backend::ModelBackend* be_ = nullptr;  // every op of the forward pass
@@ -246,6 +273,8 @@ class Engine : private StepRunner {
   std::vector<std::unique_ptr<Mixer>> mixers_;  // per layer; null where the layer has none
   std::vector<std::unique_ptr<Ffn>> ffns_;  // per layer; null where the layer has none
   std::vector<MoeFfn*> moe_;  // per layer: ffns_'s MoE block, null for the other layers
+  moe::PlacementInputs placement_in_;
+  moe::ExpertsPlacement placement_;
   moe::PathCounters counters_;
   std::unique_ptr<Sequence> own_;   // what forward(tokens, n) runs on
   std::vector<SequenceRows> segments_;  // of the chunk run_rows runs

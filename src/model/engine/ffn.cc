@@ -88,14 +88,13 @@ const backend::ModelBackend& moe_host_backend(const backend::ModelBackend& be) {
 
 class MoeLayerFfn final : public Ffn {
  public:
-  MoeLayerFfn(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,
-              const LayerWeights& w, PolicyControl& policy, std::optional<ExpertParallelLayer> ep,
-              FfnScratch& s)
-      : be_(be), cfg_(cfg), layer_(layer), w_(w), policy_(policy), s_(s),
-        moe_(moe_host_backend(be), cfg, w.moe, layer, policy.policy(), std::move(ep)),
-        on_host_(&moe_host_backend(be) != &be),
-        parallel_dense_(cfg.layers[size_t(layer)].parallel_dense_dff > 0),
-        dense_act_(kernel_activation(cfg.dense_activation)) {}
+  MoeLayerFfn(const FfnParts& p, std::optional<ExpertParallelLayer> ep)
+      : be_(p.be), cfg_(p.cfg), layer_(p.layer), w_(p.weights), policy_(p.policy), s_(p.scratch),
+        moe_(moe_host_backend(p.be), p.cfg, p.weights.moe, p.layer,
+             p.policy.policy_for(p.experts), std::move(ep)),
+        on_host_(&moe_host_backend(p.be) != &p.be),
+        parallel_dense_(p.cfg.layers[size_t(p.layer)].parallel_dense_dff > 0),
+        dense_act_(kernel_activation(p.cfg.dense_activation)) {}
 
   // Gemma-4: a dense MLP on the normed input beside the experts, its output normed, the two
   // branches added; the experts' block then normalizes the raw residual itself.
@@ -142,18 +141,15 @@ class MoeLayerFfn final : public Ffn {
 
 }  // namespace
 
-std::unique_ptr<Ffn> make_ffn(const backend::ModelBackend& be, const ModelConfig& cfg,
-                              int64_t layer, const LayerWeights& weights, PolicyControl& policy,
-                              std::optional<ExpertParallelLayer> ep, FfnScratch& scratch) {
-  switch (cfg.layers[size_t(layer)].ffn) {
+std::unique_ptr<Ffn> make_ffn(const FfnParts& p, std::optional<ExpertParallelLayer> ep) {
+  switch (p.cfg.layers[size_t(p.layer)].ffn) {
     case FfnKind::kNone:
       return nullptr;
     case FfnKind::kDense:
-      return std::make_unique<DenseFfn>(be, weights.dense, kernel_activation(cfg.dense_activation),
-                                        scratch);
+      return std::make_unique<DenseFfn>(p.be, p.weights.dense,
+                                        kernel_activation(p.cfg.dense_activation), p.scratch);
     case FfnKind::kMoe:
-      return std::make_unique<MoeLayerFfn>(be, cfg, layer, weights, policy, std::move(ep),
-                                           scratch);
+      return std::make_unique<MoeLayerFfn>(p, std::move(ep));
   }
   return nullptr;
 }

@@ -15,6 +15,7 @@
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
 #include "model/model_config.h"
+#include "moe/moe_backend.h"
 
 namespace moex::model::engine {
 
@@ -55,11 +56,21 @@ class Ffn {
   virtual MoeFfn* moe() { return nullptr; }
 };
 
-// The FFN of `layer` (nullptr when its plan has none: Nemotron-H's mixer-only blocks). `policy`
-// times the MoE layers while it measures; `ep` is this process's share of an expert-parallel
-// run. `weights`, `policy` and `scratch` must outlive it.
-std::unique_ptr<Ffn> make_ffn(const backend::ModelBackend& be, const ModelConfig& cfg,
-                              int64_t layer, const LayerWeights& weights, PolicyControl& policy,
-                              std::optional<ExpertParallelLayer> ep, FfnScratch& scratch);
+// What make_ffn builds a layer's FFN from; everything referenced must outlive the FFN.
+struct FfnParts {
+  const backend::ModelBackend& be;  // the whole-model ops' backend
+  const ModelConfig& cfg;
+  int64_t layer = 0;
+  const LayerWeights& weights;
+  PolicyControl& policy;  // times the MoE layers while it measures
+  // Where this layer's experts run (a MoE layer only): the experts' backend or, for a layer
+  // the placement keeps on the host (--n-cpu-moe, --experts-on auto), the CPU's.
+  const moe::MoeBackend& experts;
+  FfnScratch& scratch;
+};
+
+// The FFN of parts.layer (nullptr when its plan has none: Nemotron-H's mixer-only blocks).
+// `ep` is this process's share of an expert-parallel run.
+std::unique_ptr<Ffn> make_ffn(const FfnParts& parts, std::optional<ExpertParallelLayer> ep);
 
 }  // namespace moex::model::engine

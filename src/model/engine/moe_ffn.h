@@ -72,6 +72,8 @@ class MoeFfn {
   moe::DispatchDecision decision(int64_t tokens) const { return block_->decision(tokens); }
   std::optional<moe::DispatchDecision> shared_decision(int64_t tokens) const;
   int64_t layer() const { return layer_; }
+  // The backend this layer's experts were prepared on (the placement's choice).
+  const moe::MoeBackend& backend() const { return block_->backend(); }
   // Whether the block takes the raw residual and normalizes it itself (Gemma-4).
   bool input_is_raw() const { return !w_.experts_in_norm.weight.empty(); }
   // Rebuilds the block for new fused settings (bench-decode's arms).

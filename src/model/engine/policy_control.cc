@@ -10,8 +10,19 @@
 
 namespace moex::model::engine {
 
-PolicyControl::PolicyControl(moe::MoePolicy policy)
-    : policy_(std::move(policy)), user_settings_(policy_.settings) {}
+PolicyControl::PolicyControl(moe::MoePolicy policy,
+                             std::optional<moe::CalibratedCap> host_calibration)
+    : policy_(std::move(policy)),
+      host_calibration_(std::move(host_calibration)),
+      user_settings_(policy_.settings) {}
+
+moe::MoePolicy PolicyControl::policy_for(const moe::MoeBackend& experts) const {
+  moe::MoePolicy p = policy_;
+  if (p.backend == &experts) return p;
+  p.backend = &experts;
+  p.calibration = host_calibration_;
+  return p;
+}
 
 void PolicyControl::attach(Layers layers, bool measure_requested, bool expert_parallel,
                            const moe::MeasureTime& time) {
@@ -33,7 +44,7 @@ void PolicyControl::set_user_settings(const moe::FusedSettings& settings) {
 
 void PolicyControl::apply(const moe::FusedSettings& s) {
   policy_.settings = s;
-  for (MoeFfn* m : layers_.ffn) m->set_policy(policy_);
+  for (MoeFfn* m : layers_.ffn) m->set_policy(policy_for(m->backend()));
 }
 
 // While recording, every MoE layer runs the step's path (mode on/off from the measurement).

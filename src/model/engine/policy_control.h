@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,16 @@ namespace moex::model::engine {
 
 class PolicyControl {
  public:
-  explicit PolicyControl(moe::MoePolicy policy);
-  // What every MoE layer is built with.
+  // policy: that of the experts' backend (policy.backend). host_calibration: the calibrated
+  // cap of the CPU MoE backend, for the layers a placement keeps on the host when the experts'
+  // backend is another (--n-cpu-moe, --experts-on auto).
+  explicit PolicyControl(moe::MoePolicy policy,
+                         std::optional<moe::CalibratedCap> host_calibration = std::nullopt);
+  // What the experts' backend's layers are built with.
   const moe::MoePolicy& policy() const { return policy_; }
+  // The policy of a layer whose experts run on `experts`: the same settings, that backend, and
+  // the host calibration for the CPU backend beside another experts' backend.
+  moe::MoePolicy policy_for(const moe::MoeBackend& experts) const;
 
   struct Layers {
     std::vector<MoeFfn*> ffn;                // every MoE layer (the others skipped)
@@ -49,6 +57,7 @@ class PolicyControl {
   void finish();
 
   moe::MoePolicy policy_;
+  std::optional<moe::CalibratedCap> host_calibration_;
   moe::FusedSettings user_settings_;  // what the options / set_user_settings say
   Layers layers_;
   std::unique_ptr<moe::OnlineMeasurement> measure_;  // while measuring

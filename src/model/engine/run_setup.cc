@@ -79,17 +79,22 @@ void apply_cpu_settings(const std::optional<std::string>& threads,
 
 EngineOptions engine_options(const std::optional<std::string>& fused,
                              const std::optional<std::string>& max_dff, int64_t context,
-                             const std::optional<std::string>& backend,
-                             const std::optional<std::string>& experts_on) {
+                             const BackendFlags& backends) {
   moe::RawFusedSettings raw;
   raw.flag_fused = fused;
   raw.flag_max_dff = max_dff;
   EngineOptions o;
   o.fused = moe::resolve_fused_settings(moe::with_environment(raw));
-  const BackendChoice choice = parse_backend_choice(backend, experts_on);
+  const BackendChoice choice = parse_backend_choice(backends);
   o.backend = choice.experts;
   if (choice.model != moe::Backend::kCpu) o.model_backend = &model_backend_of(choice.model);
+  o.experts_placement = choice.placement;
+  o.no_device = choice.no_device;
   o.calibration = moe::load_calibrated_cap(moe::moe_backend(o.backend).calibration_key());
+  // Layers kept on the host beside a device get the host's cap.
+  const moe::PlacementRequest& placed = o.experts_placement;
+  if (o.backend != moe::Backend::kCpu && (placed.cpu_layers > 0 || placed.fit))
+    o.host_calibration = moe::load_calibrated_cap(moe::cpu_moe_backend().calibration_key());
   o.measure_policy = moe::measurement_enabled_by_environment();
   o.context = context;
   return o;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/engine/backend_choice.h"
 #include "model/engine/engine.h"
 #include "moe/dispatch_policy.h"
 
@@ -27,14 +28,14 @@ void apply_cpu_settings(const std::optional<std::string>& threads,
                         const std::optional<std::string>& weights = std::nullopt);
 
 // --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
-// --backend and --experts-on (cpu|cuda, backend_choice.h; Error when CUDA is not built in or
-// has no device), plus the calibrated cap of the experts' backend's key
-// (MoeBackend::calibration_key) if a file has one, and the policy's online measurement unless
-// MOEX_FUSED_MOE_MEASURE=0.
+// --backend, --experts-on and --n-cpu-moe (backend_choice.h; Error when CUDA is not built in
+// or has no device, or for a malformed value, naming the flag), plus the calibrated cap of the
+// experts' backend's key (MoeBackend::calibration_key) if a file has one (and the CPU's for the
+// layers a placement keeps on the host beside a device), and the policy's online measurement
+// unless MOEX_FUSED_MOE_MEASURE=0.
 EngineOptions engine_options(const std::optional<std::string>& fused,
                              const std::optional<std::string>& max_dff, int64_t context,
-                             const std::optional<std::string>& backend = std::nullopt,
-                             const std::optional<std::string>& experts_on = std::nullopt);
+                             const BackendFlags& backends = {});
 
 struct Prompt {
   std::vector<int32_t> ids;

@@ -55,6 +55,9 @@ class CpuMoeBackend final : public MoeBackend {
     return std::make_unique<HostExperts>(experts);
   }
 
+  // Not a device: the experts are the host views themselves.
+  std::optional<int64_t> device_free_bytes() const override { return std::nullopt; }
+
   // The CPU fused kernel runs every format the fallback runs.
   bool has_fused_kernel(const PreparedExperts& /*experts*/) const override { return true; }
 

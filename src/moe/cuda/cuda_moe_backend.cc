@@ -77,6 +77,8 @@ class CudaMoeBackend final : public MoeBackend {
     return std::make_unique<DeviceExperts>(experts, what);
   }
 
+  std::optional<int64_t> device_free_bytes() const override { return cuda::device_free_bytes(); }
+
   // The CUDA fused kernels run every format DeviceMoeLayer::upload accepts.
   bool has_fused_kernel(const PreparedExperts& /*experts*/) const override { return true; }
 
