@@ -324,7 +324,9 @@ def gguf_value(vtype, val):
 
 
 def gguf_file(kvs, tensors, rng, alignment=32):
-    """kvs: [(key, type id, value)]; tensors: [(name, type name, ne list)]."""
+    """kvs: [(key, type id, value)]; tensors: [(name, type name, ne list)]; the data is random
+    bytes, except MXFP4 blocks, whose E8M0 byte is kept in [100, 140) (255, a NaN scale to
+    moex, would make the file one that moex refuses)."""
     out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
     for key, vtype, val in kvs:
         out += gguf_value(8, key) + struct.pack("<I", vtype) + gguf_value(vtype, val)
@@ -337,11 +339,14 @@ def gguf_file(kvs, tensors, rng, alignment=32):
         nbytes = n // block * size
         out += gguf_value(8, name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
         out += struct.pack("<IQ", tid, offset)
-        sizes.append(nbytes)
+        sizes.append((nbytes, tname))
         offset += -(-nbytes // alignment) * alignment
     out += b"\0" * (-len(out) % alignment)
-    for nbytes in sizes:
-        out += bytes(rng.randrange(256) for _ in range(nbytes)) + b"\0" * (-nbytes % alignment)
+    for nbytes, tname in sizes:
+        data = bytearray(rng.randrange(256) for _ in range(nbytes))
+        if tname == "MXFP4":
+            data[::17] = bytes(rng.randrange(100, 140) for _ in range(nbytes // 17))
+        out += bytes(data) + b"\0" * (-nbytes % alignment)
     return out
 
 
@@ -405,6 +410,79 @@ def gguf_model_inputs(out_dir, rng):
         if arch == "qwen3moe":
             t += [("blk.0.attn_q_norm.weight", "F32", [16]), ("blk.0.attn_k_norm.weight", "F32", [16])]
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
+    write(out_dir, "fuzz_gguf_model", "deepseek2-tiny.gguf",
+          gguf_file(deepseek2_keys() + tok_kvs, deepseek2_tensors(vocab), rng))
+    write(out_dir, "fuzz_gguf_model", "gpt-oss-tiny.gguf",
+          gguf_file(gpt_oss_keys() + tok_kvs, gpt_oss_tensors(vocab), rng))
+
+
+def deepseek2_keys():
+    """A 1-layer DeepSeek-V2-Lite in llama.cpp's MLA layout: hidden 32, 2 heads, latent 32,
+    nope 16 + rope 16, v 16, 4 experts top 2 and a shared one, YaRN."""
+    a = "deepseek2"
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 1),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 1),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-6), (f"{a}.rope.freq_base", 6, 1e4),
+            (f"{a}.expert_count", 4, 4), (f"{a}.expert_used_count", 4, 2),
+            (f"{a}.expert_feed_forward_length", 4, 16), (f"{a}.expert_shared_count", 4, 1),
+            (f"{a}.leading_dense_block_count", 4, 0), (f"{a}.attention.kv_lora_rank", 4, 32),
+            (f"{a}.attention.key_length", 4, 48), (f"{a}.attention.value_length", 4, 32),
+            (f"{a}.attention.key_length_mla", 4, 32), (f"{a}.attention.value_length_mla", 4, 16),
+            (f"{a}.rope.dimension_count", 4, 16), (f"{a}.expert_gating_func", 4, 1),
+            (f"{a}.rope.scaling.type", 8, "yarn"), (f"{a}.rope.scaling.factor", 6, 4.0),
+            (f"{a}.rope.scaling.original_context_length", 4, 64),
+            (f"{a}.rope.scaling.yarn_log_multiplier", 6, 0.0707)]
+
+
+def deepseek2_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab]), (b + "attn_norm.weight", "F32", [32]),
+            (b + "ffn_norm.weight", "F32", [32]), (b + "attn_q.weight", "Q8_0", [32, 64]),
+            (b + "attn_kv_a_mqa.weight", "Q8_0", [32, 48]),
+            (b + "attn_kv_a_norm.weight", "F32", [32]), (b + "attn_k_b.weight", "F16", [16, 32, 2]),
+            (b + "attn_v_b.weight", "Q8_0", [32, 16, 2]),
+            (b + "attn_output.weight", "Q8_0", [32, 32]), (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+            (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+            (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def gpt_oss_keys():
+    """A 2-layer gpt-oss (sliding then full): hidden 32, 2 heads of 16 (1 KV head), 4 experts of
+    32 top 2 in MXFP4, sinks, biases, YaRN."""
+    a = "gpt-oss"
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 2),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 1),
+            (f"{a}.attention.key_length", 4, 16), (f"{a}.attention.value_length", 4, 16),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-5), (f"{a}.rope.freq_base", 6, 1.5e5),
+            (f"{a}.expert_count", 4, 4), (f"{a}.expert_used_count", 4, 2),
+            (f"{a}.expert_feed_forward_length", 4, 32), (f"{a}.attention.sliding_window", 4, 8),
+            (f"{a}.rope.scaling.type", 8, "yarn"), (f"{a}.rope.scaling.factor", 6, 32.0),
+            (f"{a}.rope.scaling.original_context_length", 4, 64)]
+
+
+def gpt_oss_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+         ("output.weight", "Q8_0", [32, vocab])]
+    for i in range(2):
+        b = f"blk.{i}."
+        t += [(b + "attn_norm.weight", "F32", [32]), (b + "post_attention_norm.weight", "F32", [32]),
+              (b + "attn_q.weight", "Q8_0", [32, 32]), (b + "attn_q.bias", "F32", [32]),
+              (b + "attn_k.weight", "Q8_0", [32, 16]), (b + "attn_k.bias", "F32", [16]),
+              (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_v.bias", "F32", [16]),
+              (b + "attn_output.weight", "Q8_0", [32, 32]), (b + "attn_output.bias", "F32", [32]),
+              (b + "attn_sinks.weight", "F32", [2]), (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+              (b + "ffn_gate_inp.bias", "F32", [4])]
+        for proj in ("gate", "up", "down"):
+            t += [(b + f"ffn_{proj}_exps.weight", "MXFP4", [32, 32, 4]),
+                  (b + f"ffn_{proj}_exps.bias", "F32", [32, 4])]
+    return t
 
 
 def main():

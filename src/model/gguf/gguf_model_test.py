@@ -136,19 +136,55 @@ def make(moex, work, preset, name, *extra):
     return d
 
 
+def edited_config(src, dst, edit):
+    """DST: SRC's files (linked) with config.json passed through edit(dict)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in Path(src).iterdir():
+        target = dst / f.name
+        if f.name == "config.json":
+            cfg = json.loads(f.read_text())
+            edit(cfg)
+            target.write_text(json.dumps(cfg, indent=1))
+        elif not target.exists():
+            target.symlink_to(f.resolve())
+    return dst
+
+
+def deepseek2_as_llamacpp(cfg, grouped=False):
+    """The tiny DeepSeek-V2 as llama.cpp's deepseek2 can run it: mscale = mscale_all_dim (its
+    YaRN takes them equal, as DeepSeek-V2's configs have them) and, unless `grouped`, one
+    expert group (llama.cpp ranks groups by the sum of their top 2 scores, DeepSeek-V2's
+    group_limited_greedy by the best: the routing would differ)."""
+    rs = cfg["rope_scaling"]
+    rs["mscale"] = rs["mscale_all_dim"]
+    if not grouped:
+        cfg.update(topk_method="greedy", n_group=1, topk_group=1)
+
+
+# preset, short label, config edit (None: as made)
+PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
+           ("tiny-qwen2-moe", "qwen2moe", None), ("tiny-olmoe", "olmoe", None),
+           ("tiny-glm4-moe", "glm", None), ("tiny-deepseek-v2", "ds2", deepseek2_as_llamacpp),
+           ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
+           ("tiny-gpt-oss", "oss", None))
+
+
 def fixtures(moex, work):
     """(label, checkpoint dir, gguf path, kind) for every case."""
     out = []
-    for preset, short in (("tiny-qwen3-moe", "qwen3"), ("tiny-mixtral", "mixtral"),
-                          ("tiny-qwen2-moe", "qwen2moe"), ("tiny-olmoe", "olmoe"),
-                          ("tiny-glm4-moe", "glm")):
-        for kind, extra in (("f32", ["--bits", "0", "--dtype", "f32"]),
-                            ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])):
+    for preset, short, edit in PRESETS:
+        kinds = [("f32", ["--bits", "0", "--dtype", "f32"]),
+                 ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])]
+        if short == "oss":  # gpt-oss ships mxfp4 weights: written as ggml MXFP4 blocks
+            kinds.append(("mx", ["--mode", "mxfp4"]))
+        for kind, extra in kinds:
             d = make(moex, work, preset, f"{short}-{kind}-src", *extra)
             if short == "qwen3":  # llama.cpp's qwen3moe has no dense layers
                 dense_free = work / f"{short}-{kind}-allmoe"
                 without_dense_layers(d, dense_free)
                 d = dense_free
+            if edit is not None:
+                d = edited_config(d, work / f"{short}-{kind}-edited", edit)
             if kind == "q4":
                 exact = work / f"{short}-{kind}-exact"
                 exact_grid_copy(d, exact)
@@ -212,7 +248,8 @@ def reference(args, work, cases):
         ids_dir, log_dir = moex_generate(args.moex, d, work / f"{label}.dir.f32")
         ids_gguf, log_gguf = moex_generate(args.moex, path, work / f"{label}.gguf.f32")
         check(ids_dir == ids_gguf, f"{label}: greedy tokens from DIR {ids_dir} = from GGUF {ids_gguf}")
-        if kind in ("f32", "f16"):  # the same float tensors: views of the file, or copies
+        if kind in ("f32", "f16", "mx"):  # the same tensors: views of the file, or copies
+            # (mx: the MXFP4 blocks repacked into moex's mxfp4, the same codes and scales)
             same = log_dir.shape == log_gguf.shape and np.array_equal(
                 log_dir.view(np.uint32), log_gguf.view(np.uint32))
             check(same, f"{label}: {log_dir.size} logits bit-identical ({kind.upper()} twin)")
