@@ -61,6 +61,12 @@ PEER_F32_BOUND = 4.9e-4
 # its F16 matmuls, two roundings of 2^-11.
 PEER_F16_BOUND = 9.8e-4
 PEER_QUANT_BOUND = 3.2e-2
+# Two files quantize more of the model than the others: gpt-oss with every matmul in MXFP4
+# (attention and router too; make-model --mode mxfp4) measured 8.19e-2 at one step (median
+# 1.48e-2), the tiny DeepSeek-V2's Q4_K_M (q LoRA, kv and MoE matmuls all quantized) 4.86e-2.
+# llama.cpp on the F32 dequantization of the same files agrees with moex on the files to 8.9e-5
+# and 9.1e-5 (2026-12-07), so the excess is llama.cpp's 8-bit activations; bounds 1.2x measured.
+PEER_BOUND_OVERRIDE = {"oss-mx": 9.8e-2, "ds2-f32-q4_k_m": 5.8e-2}
 CORPUS = [
     "Hello, world!",
     "naïve café — Ünïcödé ∑ 日本語のテキスト 🙂🚀",
@@ -300,7 +306,7 @@ def peer(args, work, cases):
     report = []
     for label, d, path, kind in cases:
         bound = {"f32": PEER_F32_BOUND, "f16": PEER_F16_BOUND}.get(kind, PEER_QUANT_BOUND)
-        report.append(compare(args, work, label, path, bound))
+        report.append(compare(args, work, label, path, PEER_BOUND_OVERRIDE.get(label, bound)))
     # llama-quantize's Q4_K_M (a BF16 intermediate from the float32 checkpoints).
     for label, d, _, kind in cases:
         if kind != "f32":
@@ -309,7 +315,8 @@ def peer(args, work, cases):
         meta = twin(d, path, mode="q4_k_m", llama_quantize=args.llama_quantize, progress=False)
         types = sorted({t["type"] for t in meta["tensors"]})
         print(f"info {label}-q4_k_m tensor types: {types}")
-        report.append(compare(args, work, f"{label}-q4_k_m", path, PEER_QUANT_BOUND))
+        report.append(compare(args, work, f"{label}-q4_k_m", path,
+                              PEER_BOUND_OVERRIDE.get(f"{label}-q4_k_m", PEER_QUANT_BOUND)))
     # Token ids: llama.cpp's llama_tokenize (special tokens parsed) vs moex's GGUF tokenizer.
     label, _, path, _ = cases[0]
     bad = []
