@@ -272,12 +272,29 @@ def reference(args, work, cases):
     a, b = run(gen + ["-m", d]), run(gen + ["-m", path])
     check(a == b, f"{label}: `generate -p TEXT` prints the same from DIR and GGUF")
     spm_reference(args, work)
+    grouped_reference(args, work)
     nextn = with_nextn_layer(work / "glm-f32.gguf", work / "glm-f32-nextn.gguf")
     ids_a, log_a = moex_generate(args.moex, work / "glm-f32.gguf", work / "glm-plain.f32")
     ids_b, log_b = moex_generate(args.moex, nextn, work / "glm-nextn.f32")
     check(ids_a == ids_b and np.array_equal(log_a.view(np.uint32), log_b.view(np.uint32)),
           "glm-f32 with a NextN layer: its tensors skipped, tokens and logits bit-identical to "
           "the file without it")
+
+
+def grouped_reference(args, work):
+    """The tiny DeepSeek-V2 with its expert groups (2, 1 kept: group_limited_greedy), which the
+    twin writes as expert_group_count / expert_group_used_count: moex maps them back to the
+    model's own grouped routing, so the F32 twin is bit-identical to the directory (llama.cpp
+    ranks groups otherwise, docs/gguf.md, so this case is reference only)."""
+    d = edited_config(work / "ds2-f32-src", work / "ds2grp-f32-edited",
+                      lambda c: deepseek2_as_llamacpp(c, grouped=True))
+    path = work / "ds2grp-f32.gguf"
+    twin(d, path, mode="q4_0", progress=False)
+    ids_dir, log_dir = moex_generate(args.moex, d, work / "ds2grp.dir.f32")
+    ids_gguf, log_gguf = moex_generate(args.moex, path, work / "ds2grp.gguf.f32")
+    check(ids_dir == ids_gguf and np.array_equal(log_dir.view(np.uint32), log_gguf.view(np.uint32)),
+          f"ds2grp-f32 (2 expert groups, 1 kept): greedy tokens {ids_gguf} and {log_dir.size} "
+          "logits bit-identical to the directory")
 
 
 def spm_reference(args, work):
