@@ -169,7 +169,8 @@ json yarn_rope_scaling(const ArchKeys& k, YarnMscale mscale) {
     // llama.cpp (llama-context.cpp, the DEEPSEEK2 case) divides the multiplier by 0.1 and
     // takes mscale = mscale_all_dim, so the rotation keeps its scale and the softmax scale
     // grows by (0.1 mscale_all_dim ln(factor) + 1)^2. Without the key its deepseek2 graph
-    // scales the softmax by the rotation's factor a second time, which mlx-lm never does.
+    // scales the rotation by g = 0.1 ln(factor) + 1 and the softmax scale by g^2 as well, a
+    // reading of the file no DeepSeek-V2 config asks for: refused rather than guessed.
     if (!k.has(log_mul))
       fail("GGUF file '", k.file().path(), "': key '", k.key(log_mul), "' is missing; moex "
            "maps deepseek2's YaRN only with it (mscale_all_dim = it / 0.1)");
