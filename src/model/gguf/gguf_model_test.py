@@ -10,6 +10,9 @@ convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint dir
       cannot pass);
     - 4-bit checkpoints on an exact Q4_0 / Q8_0 grid -> Q4_0 / Q8_0 GGUF: the same weights
       repacked into other groups; tokens equal, logits within the bound below;
+    - gpt-oss's mxfp4 checkpoint -> MXFP4 GGUF (the same codes and E8M0 scales): bit-identical;
+      the tiny DeepSeek-V2 with its expert groups (reference only: llama.cpp ranks groups by
+      another rule) bit-identical as F32;
     - token ids of `moex tokenize FILE.gguf` = those of the checkpoint's tokenizer.json on a
       corpus with unicode, digits and whitespace runs; `-p TEXT` through the GGUF tokenizer.
   --peer (label peer; exit 77 = skipped, saying why, when the llama.cpp build is absent):
