@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+import make_corpus_gguf
+
 TEXTS = [
     "Hello, world! The quick brown fox jumps over 13 lazy dogs.",
     "<|im_start|>user\nwhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
@@ -304,109 +306,6 @@ def http_framing_inputs(out_dir):
             write(out_dir, "fuzz_http_framing", f"{name}-{step}", bytes([step]) + raw)
 
 
-# GGUF files written here by hand (the fuzz build's Python need not have gguf-py): value type
-# ids, ggml type ids and (elements, bytes) per block of the types used.
-GGUF_TYPES = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q8_0": (8, 32, 34),
-              "Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210), "BF16": (30, 1, 2),
-              "MXFP4": (39, 32, 17), "IQ4_XS": (23, 256, 136)}
-
-
-def gguf_value(vtype, val):
-    """Bytes of one GGUF value of type id vtype (arrays: (element type, list))."""
-    if vtype == 8:
-        b = val.encode()
-        return struct.pack("<Q", len(b)) + b
-    if vtype == 9:
-        sub, items = val
-        return struct.pack("<IQ", sub, len(items)) + b"".join(gguf_value(sub, v) for v in items)
-    return struct.pack("<" + {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
-                              10: "Q", 11: "q", 12: "d"}[vtype], val)
-
-
-def gguf_file(kvs, tensors, rng, alignment=32):
-    """kvs: [(key, type id, value)]; tensors: [(name, type name, ne list)]."""
-    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
-    for key, vtype, val in kvs:
-        out += gguf_value(8, key) + struct.pack("<I", vtype) + gguf_value(vtype, val)
-    offset, sizes = 0, []
-    for name, tname, ne in tensors:
-        tid, block, size = GGUF_TYPES[tname]
-        n = 1
-        for d in ne:
-            n *= d
-        nbytes = n // block * size
-        out += gguf_value(8, name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
-        out += struct.pack("<IQ", tid, offset)
-        sizes.append(nbytes)
-        offset += -(-nbytes // alignment) * alignment
-    out += b"\0" * (-len(out) % alignment)
-    for nbytes in sizes:
-        out += bytes(rng.randrange(256) for _ in range(nbytes)) + b"\0" * (-nbytes % alignment)
-    return out
-
-
-def gguf_inputs(out_dir, rng):
-    kvs = [("general.architecture", 8, "qwen3moe"), ("general.name", 8, "tiny"),
-           ("qwen3moe.block_count", 4, 2), ("qwen3moe.rope.freq_base", 6, 1e6),
-           ("qwen3moe.expert_count", 4, 8), ("general.file_type", 4, 15),
-           ("tokenizer.ggml.tokens", 9, (8, ["<s>", "a", "\u0120b", "\u00e9"])),
-           ("tokenizer.ggml.scores", 9, (6, [0.0, -1.5, -2.0, -3.25])),
-           ("tokenizer.ggml.token_type", 9, (5, [3, 1, 1, 1])),
-           ("t.flags", 9, (7, [True, False])), ("t.u64", 10, 2 ** 40), ("t.i8", 1, -3),
-           ("t.f64", 12, 0.125), ("t.nested", 9, (9, [(4, [1, 2]), (8, ["x"])]))]
-    dense = [("token_embd.weight", "Q4_K", [256, 4]), ("output_norm.weight", "F32", [16]),
-             ("blk.0.attn_q.weight", "Q8_0", [64, 2]), ("blk.0.ffn_down_exps.weight", "MXFP4", [32, 2, 2]),
-             ("blk.0.ffn_up_exps.weight", "Q6_K", [256, 1, 2]), ("blk.0.attn_norm.weight", "BF16", [8]),
-             ("blk.0.ffn_gate.weight", "Q4_0", [32, 3]), ("blk.1.attn_k.weight", "F16", [4, 4]),
-             ("blk.1.ffn_gate_exps.weight", "IQ4_XS", [256, 1])]
-    write(out_dir, "fuzz_gguf", "model.gguf", gguf_file(kvs, dense, rng))
-    write(out_dir, "fuzz_gguf", "model-align64.gguf",
-          gguf_file(kvs + [("general.alignment", 4, 64)], dense[:4], rng, alignment=64))
-    write(out_dir, "fuzz_gguf", "metadata-only.gguf", gguf_file(kvs, [], rng))
-    write(out_dir, "fuzz_gguf", "split-part.gguf",
-          gguf_file([("split.no", 2, 0), ("split.count", 2, 2), ("split.tensors.count", 5, 2)],
-                    dense[1:2], rng))
-    write(out_dir, "fuzz_gguf", "empty.gguf", gguf_file([], [], rng))
-
-
-def gguf_model_inputs(out_dir, rng):
-    """Whole tiny models: a 1-layer qwen3moe and a 1-layer Mixtral (llama with experts), hidden
-    32, 2 heads of 16, 4 experts top 2, with a byte-level BPE vocabulary of 16 tokens and a chat
-    template, so that every loader of fuzz_gguf_model starts from a file it accepts."""
-    tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a", "b", "c", "\u0120", "\u0120a",
-              "ab", "abc", "1", "2", ",", "!", "\u010a", "H"]
-    vocab = len(tokens)
-    tok_kvs = [("tokenizer.ggml.model", 8, "gpt2"), ("tokenizer.ggml.pre", 8, "qwen2"),
-               ("tokenizer.ggml.tokens", 9, (8, tokens)),
-               ("tokenizer.ggml.token_type", 9, (5, [3, 3, 3] + [1] * (vocab - 3))),
-               ("tokenizer.ggml.merges", 9, (8, ["\u0120 a", "a b", "ab c"])),
-               ("tokenizer.ggml.eos_token_id", 4, 2), ("tokenizer.ggml.bos_token_id", 4, 0),
-               ("tokenizer.chat_template", 8,
-                "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
-                "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")]
-    for arch, moe_key, extra in (
-            ("qwen3moe", "expert_feed_forward_length", [("qwen3moe.attention.key_length", 4, 16)]),
-            ("llama", "feed_forward_length", [])):
-        kvs = [("general.architecture", 8, arch), (f"{arch}.block_count", 4, 1),
-               (f"{arch}.context_length", 4, 256), (f"{arch}.embedding_length", 4, 32),
-               (f"{arch}.attention.head_count", 4, 2), (f"{arch}.attention.head_count_kv", 4, 1),
-               (f"{arch}.attention.layer_norm_rms_epsilon", 6, 1e-6),
-               (f"{arch}.rope.freq_base", 6, 10000.0), (f"{arch}.expert_count", 4, 4),
-               (f"{arch}.expert_used_count", 4, 2), (f"{arch}.{moe_key}", 4, 16)] + extra + tok_kvs
-        t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
-             ("output.weight", "Q8_0", [32, vocab]), ("blk.0.attn_norm.weight", "F32", [32]),
-             ("blk.0.ffn_norm.weight", "F32", [32]), ("blk.0.attn_q.weight", "Q8_0", [32, 32]),
-             ("blk.0.attn_k.weight", "Q8_0", [32, 16]), ("blk.0.attn_v.weight", "Q8_0", [32, 16]),
-             ("blk.0.attn_output.weight", "Q8_0", [32, 32]),
-             ("blk.0.ffn_gate_inp.weight", "F32", [32, 4]),
-             ("blk.0.ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
-             ("blk.0.ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
-             ("blk.0.ffn_down_exps.weight", "F16", [16, 32, 4])]
-        if arch == "qwen3moe":
-            t += [("blk.0.attn_q_norm.weight", "F32", [16]), ("blk.0.attn_k_norm.weight", "F32", [16])]
-        write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
-
-
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -415,8 +314,8 @@ def main():
     chat_template_inputs(out_dir)
     serve_request_inputs(out_dir)
     http_framing_inputs(out_dir)
-    gguf_inputs(out_dir, rng)
-    gguf_model_inputs(out_dir, rng)
+    make_corpus_gguf.gguf_inputs(out_dir, rng, write)
+    make_corpus_gguf.gguf_model_inputs(out_dir, rng, write)
     for preset in tiny_presets(moex):
         preset_inputs(moex, preset, [], preset, out_dir, rng)
     first = sorted(os.listdir(os.path.join(out_dir, "fuzz_tokenizer")))[0]

@@ -23,12 +23,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
-from twin_families import (EXPERT_TENSORS, T, Unsupported, check_expressible,  # noqa: E402
-                           family_of, gguf_name, tensor_table)
+from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
+                           check_expressible, family_of, gguf_name, tensor_table)
 from twin_vocab import add_vocab  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
-WRITER_VERSION = 1  # bump when the output changes, so cached twins are rewritten
+WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
 def source_fingerprint(ckpt_dir):
@@ -41,10 +41,22 @@ def source_fingerprint(ckpt_dir):
     return "\n".join(parts)
 
 
+def quant_mode(ckpt, prefix):
+    """MLX's quantization mode of a quantized weight ("affine" unless the config says)."""
+    q = ckpt.config.get("quantization") or ckpt.config.get("quantization_config") or {}
+    own = q.get(prefix)
+    return (own if isinstance(own, dict) else q).get("mode", "affine")
+
+
 def twin_type(ckpt, prefix, mode):
     """The GGUF type of one tensor of the twin."""
     if not ckpt.is_quantized(prefix):
         return Q.F16 if mode == "f16" else Q.F32
+    if quant_mode(ckpt, prefix) == "mxfp4":
+        return Q.MXFP4  # the same codes and E8M0 scales, regrouped into ggml's blocks
+    if quant_mode(ckpt, prefix) != "affine":
+        raise Unsupported(f"{prefix}: mode {quant_mode(ckpt, prefix)}; the twin maps affine "
+                          "and mxfp4 weights")
     bits, _ = ckpt.quant_params(prefix)
     if bits == 8:
         return Q.Q8_0
@@ -85,13 +97,16 @@ class Plan:
         self.rows = []
         seen = set()
         for prefix, tensor, layer in tensor_table(self.fam, self.n_layers):
-            if tensor == T.FFN_EXP_PROBS_B and ckpt.has(prefix):
+            if tensor in BARE_TENSORS and ckpt.has(prefix):
                 self._add(prefix, "", tensor, layer, mode)
                 seen.add(prefix)
                 continue
             if not (ckpt.has(prefix + ".weight")):
                 continue
-            self._add(prefix, ".weight", tensor, layer, mode)
+            if tensor == T.ATTN_KV_B:
+                self._add_kv_b(prefix, layer, mode)
+            else:
+                self._add(prefix, ".weight", tensor, layer, mode)
             seen.add(prefix + ".weight")
             for part in (".scales", ".biases"):
                 if ckpt.has(prefix + part):
@@ -105,7 +120,7 @@ class Plan:
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
-        if not has_output and self.fam.arch != gguf.MODEL_ARCH.QWEN3MOE:
+        if not has_output and self.fam.arch not in (gguf.MODEL_ARCH.QWEN3MOE,):
             # olmoe / qwen2moe / llama want output.weight: a tied checkpoint gets a copy.
             embd = next(r for r in self.rows if r["tensor"] == T.TOKEN_EMBD)
             self.rows.append(dict(embd, name=gguf_name(T.OUTPUT) + ".weight", tensor=T.OUTPUT,
@@ -128,12 +143,32 @@ class Plan:
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
-        self.rows.append(dict(name=gguf_name(tensor, layer) + (part or ".bias"), prefix=prefix,
+        suffix = part or BARE_TENSORS[tensor]
+        self.rows.append(dict(name=gguf_name(tensor, layer) + suffix, prefix=prefix,
                               part=part,
                               tensor=tensor, qtype=qtype, shape=tuple(shape), permute=permute,
                               tied_copy=False,
                               moex_bytes=moex_bytes(ckpt, prefix) if part == ".weight" else
                               ckpt.raw(prefix + part).nbytes))
+
+    def _add_kv_b(self, prefix, layer, mode):
+        """deepseek2's kv_b_proj [heads * (nope + v), latent] as the converter writes it: per
+        head the nope key rows, transposed, as attn_k_b [heads, latent, nope], and the value
+        rows as attn_v_b [heads, v, latent]. attn_k_b runs along nope, across the checkpoint's
+        quantization groups, so a quantized twin keeps it F32 (moex's directory load
+        dequantizes those rows to f32 too); attn_v_b keeps the rows and their groups."""
+        cfg, ckpt = self.ckpt.config, self.ckpt
+        nope, v, latent = (int(cfg["qk_nope_head_dim"]), int(cfg["v_head_dim"]),
+                           int(cfg["kv_lora_rank"]))
+        qtype = twin_type(ckpt, prefix, mode)
+        size = moex_bytes(ckpt, prefix)
+        for half, tensor, shape in (("k", T.ATTN_K_B, (self.n_head, latent, nope)),
+                                    ("v", T.ATTN_V_B, (self.n_head, v, latent))):
+            t = Q.F32 if half == "k" and qtype not in (Q.F32, Q.F16, Q.BF16) else qtype
+            self.rows.append(dict(name=gguf_name(tensor, layer) + ".weight", prefix=prefix,
+                                  part=".weight", tensor=tensor, qtype=t, shape=shape,
+                                  permute=0, tied_copy=False, kv_b=(half, nope, v, latent),
+                                  moex_bytes=size * (nope if half == "k" else v) // (nope + v)))
 
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
@@ -142,16 +177,37 @@ class Plan:
             w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
+        if row.get("kv_b"):
+            half, nope, v, latent = row["kv_b"]
+            w = w.reshape(self.n_head, nope + v, latent)
+            w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
         if row["tensor"] == T.FFN_GATE_INP_SHEXP:
             w = w.reshape(-1)
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
         return np.ascontiguousarray(w, dtype=np.float32)
 
+    def mxfp4_blocks(self, row, index=None):
+        """An mxfp4 weight's codes and scales as ggml MXFP4 blocks, bytes as they are: per 32
+        elements the E8M0 byte, then 16 bytes whose low nibble is element j and high nibble
+        element j + 16 (ggml-common.h block_mxfp4). MLX packs 8 codes per uint32, LSB first."""
+        from mlx_checkpoint import unpack
+        packed = np.asarray(self.ckpt.raw(row["prefix"] + ".weight"))
+        scales = np.asarray(self.ckpt.raw(row["prefix"] + ".scales"))
+        if index is not None:
+            packed, scales = packed[index], scales[index]
+        codes = unpack(packed, 4)
+        codes = codes.reshape(*codes.shape[:-1], codes.shape[-1] // 32, 32)
+        qs = codes[..., :16] | (codes[..., 16:] << 4)
+        blocks = np.concatenate([scales[..., None].astype(np.uint8), qs.astype(np.uint8)], -1)
+        return blocks.reshape(*blocks.shape[:-2], blocks.shape[-2] * 17)
+
     def encoded(self, row):
         """The bytes of one twin tensor as numpy (uint8 for quantized types)."""
         qtype = row["qtype"]
-        if row["tensor"] in EXPERT_TENSORS:
+        if qtype == Q.MXFP4:
+            return self.mxfp4_blocks(row)
+        if row["tensor"] in EXPERT_TENSORS and row["part"] == ".weight":
             return np.stack([encode(self.values(row, e), qtype) for e in range(row["shape"][0])])
         return encode(self.values(row), qtype)
 
@@ -182,17 +238,24 @@ def add_metadata(writer, plan, file_type):
     writer.add_embedding_length(plan.hidden)
     writer.add_block_count(plan.n_layers)
     writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
-    if plan.fam.expert_dff_key != "intermediate_size":
+    if (plan.fam.expert_dff_key != "intermediate_size"
+            or plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS):
         writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
-    if plan.fam.has_shared and plan.fam.arch != gguf.MODEL_ARCH.GLM4_MOE:
+    if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
     writer.add_head_count(plan.n_head)
-    writer.add_head_count_kv(plan.n_kv)
-    writer.add_key_length(plan.head_dim)
-    writer.add_value_length(plan.head_dim)
+    if plan.fam.arch == gguf.MODEL_ARCH.DEEPSEEK2:
+        add_deepseek2_metadata(writer, plan, cfg)
+    else:
+        writer.add_head_count_kv(plan.n_kv)
+        writer.add_key_length(plan.head_dim)
+        writer.add_value_length(plan.head_dim)
     if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
         add_glm4moe_metadata(writer, plan, cfg)
-    else:
+    elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
+        writer.add_sliding_window(int(cfg["sliding_window"]))
+        add_yarn_metadata(writer, cfg)
+    elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
         writer.add_rope_dimension_count(plan.head_dim)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
     writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
@@ -220,6 +283,56 @@ def add_glm4moe_metadata(writer, plan, cfg):
     if int(cfg.get("n_group", 1)) > 1:
         writer.add_expert_group_count(int(cfg["n_group"]))
         writer.add_expert_group_used_count(int(cfg["topk_group"]))
+
+
+def add_yarn_metadata(writer, cfg):
+    """The base converter's rope.scaling.* keys of a yarn rope_scaling (TextModel
+    .set_gguf_parameters in conversion/base.py)."""
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("type", rs.get("rope_type")) != "yarn":
+        return
+    writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    writer.add_rope_scaling_factor(float(rs["factor"]))
+    writer.add_rope_scaling_orig_ctx_len(int(rs["original_max_position_embeddings"]))
+    if rs.get("beta_fast") is not None:
+        writer.add_rope_scaling_yarn_beta_fast(float(rs["beta_fast"]))
+    if rs.get("beta_slow") is not None:
+        writer.add_rope_scaling_yarn_beta_slow(float(rs["beta_slow"]))
+
+
+def add_deepseek2_metadata(writer, plan, cfg):
+    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py): MLA as MQA over the latent
+    (head_count_kv 1, key / value lengths of the latent, the per-head ones as *_mla), the
+    routing keys, YaRN with 0.1 * mscale_all_dim as the log multiplier."""
+    nope, rope, v = (int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]),
+                     int(cfg["v_head_dim"]))
+    latent = int(cfg["kv_lora_rank"])
+    writer.add_head_count_kv(1)
+    if cfg.get("q_lora_rank") is not None:
+        writer.add_q_lora_rank(int(cfg["q_lora_rank"]))
+    elif plan.n_layers not in (26, 27):
+        # llama.cpp reads q_lora_rank unless the layer count is a known Lite model's; the
+        # converter omits it for a null rank, so a small q_proj model needs the 0 written.
+        writer.add_q_lora_rank(0)
+    writer.add_kv_lora_rank(latent)
+    writer.add_key_length(latent + rope)
+    writer.add_value_length(latent)
+    writer.add_key_length_mla(nope + rope)
+    writer.add_value_length_mla(v)
+    writer.add_rope_dimension_count(rope)
+    writer.add_leading_dense_block_count(int(cfg.get("first_k_dense_replace") or 0))
+    writer.add_expert_shared_count(int(cfg.get("n_shared_experts") or 0))
+    if cfg.get("routed_scaling_factor") is not None:
+        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    if cfg.get("n_group") is not None:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+    if cfg.get("topk_group") is not None:
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    add_yarn_metadata(writer, cfg)
+    rs = cfg["rope_scaling"]
+    if rs.get("mscale_all_dim") is not None:
+        writer.add_rope_scaling_yarn_log_mul(0.1 * float(rs["mscale_all_dim"]))
 
 
 def write_gguf(plan, path, file_type, progress, vocab=None):
@@ -280,7 +393,8 @@ def summary(plan, mode, gguf_path, fingerprint):
         "tensors": [{"name": r["name"], "source": r["prefix"] + r["part"],
                      "type": r["qtype"].name, "shape": list(r["shape"]),
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
-                     "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"]}
+                     "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
+                     "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None}
                     for r in rows],
     }
 

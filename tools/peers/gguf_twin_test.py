@@ -56,10 +56,15 @@ def moex_values(ckpt, entry, cfg):
     """What moex computes for this twin tensor, permuted as the twin needs (float64)."""
     src = entry["source"]
     prefix = src.rsplit(".", 1)[0]
-    # ".bias" tensors (a Linear's bias, glm4moe's exp_probs_b from the bare
-    # e_score_correction_bias) are float copies of the source; the rest its dequantized weight.
-    w = ckpt.float(src) if entry["name"].endswith(".bias") else ckpt.dequantize(prefix)
+    # A Linear's bias and the bare tensors (glm4moe's exp_probs_b from e_score_correction_bias,
+    # gpt-oss's sinks) are float copies of the source; the rest its dequantized weight.
+    bare = not src.endswith(".weight")
+    w = ckpt.float(src) if bare else ckpt.dequantize(prefix)
     w = np.asarray(w, dtype=np.float64)
+    if entry.get("kv_b_split"):  # deepseek2: kv_b_proj's key rows transposed, or value rows
+        half, nope, v, latent = entry["kv_b_split"]
+        w = w.reshape(-1, nope + v, latent)
+        w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
     if entry["name"].startswith("blk.") and entry["name"].endswith("ffn_gate_inp_shexp.weight"):
         w = w.reshape(-1)
     if entry["rope_permuted"]:
@@ -293,6 +298,18 @@ def main():
         d = work / preset
         subprocess.run([args.moex, "make-model", "--preset", preset, "--out", str(d), "-q",
                         "--reuse", "--threads", "2"], check=True, capture_output=True)
+        cfg = json.loads((d / "config.json").read_text())
+        if cfg["model_type"] == "deepseek_v2":
+            # llama.cpp's deepseek2 YaRN takes mscale = mscale_all_dim (as DeepSeek-V2's
+            # configs have them); the tiny preset sets them apart, which the writer refuses.
+            e = work / f"{preset}-mscale"
+            e.mkdir(exist_ok=True)
+            for f in d.iterdir():
+                if f.name != "config.json" and not (e / f.name).exists():
+                    (e / f.name).symlink_to(f.resolve())
+            cfg["rope_scaling"]["mscale"] = cfg["rope_scaling"]["mscale_all_dim"]
+            (e / "config.json").write_text(json.dumps(cfg, indent=1))
+            return e
         return d
 
     qwen3 = make("tiny-qwen3-moe")

@@ -39,6 +39,16 @@ FAMILIES = {
     # expert_weights_norm / _scale are keys, so norm_topk_prob is whatever the config says.
     "glm4_moe": Family(gguf.MODEL_ARCH.GLM4_MOE, "n_routed_experts", "moe_intermediate_size",
                        "mlp", permute_qk=False, norm_topk=True, has_shared=True),
+    # deepseek2 (conversion/deepseek.py DeepseekV2Model, src/models/deepseek2.cpp): MLA with
+    # kv_b_proj split into attn_k_b (transposed) / attn_v_b, RoPE NORM on rows the converter
+    # leaves as they are (DeepSeek's checkpoints are already in interleaved order), leading
+    # dense layers, softmax routing, ungated shared experts, YaRN.
+    "deepseek_v2": Family(gguf.MODEL_ARCH.DEEPSEEK2, "n_routed_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=False, norm_topk=False, has_shared=True),
+    # gpt-oss (conversion/gpt_oss.py, src/models/openai-moe.cpp): sinks, biases everywhere,
+    # softmax over the top-k logits, SwiGLU-OAI, even layers sliding, YaRN.
+    "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
+                      permute_qk=False, norm_topk=False),
 }
 
 # Per layer: MLX name after "model.layers.{i}." -> gguf tensor. "{moe}" is the family's prefix.
@@ -63,6 +73,17 @@ LAYER_TENSORS = {
     "mlp.shared_experts.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # a bare tensor -> "<name>.bias"
+    "self_attn.q_a_proj": T.ATTN_Q_A,                   # deepseek2's MLA
+    "self_attn.q_a_layernorm": T.ATTN_Q_A_NORM,
+    "self_attn.q_b_proj": T.ATTN_Q_B,
+    "self_attn.kv_a_proj_with_mqa": T.ATTN_KV_A_MQA,
+    "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
+    "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
+    "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
+    "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)
+    "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
+    "mlp.experts.up_proj": T.FFN_UP_EXP,
+    "mlp.experts.down_proj": T.FFN_DOWN_EXP,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
@@ -73,6 +94,8 @@ GLOBAL_TENSORS = {
     "lm_head": T.OUTPUT,
 }
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
+# Tensors stored without .weight in MLX, and the suffix llama.cpp gives them.
+BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight"}
 
 
 class Unsupported(ValueError):
@@ -93,6 +116,28 @@ def check_expressible(model_type, fam, config):
         raise Unsupported(f"config.json {field_name} = {config.get(field_name)!r}: {why} "
                           f"(llama.cpp arch {fam.arch.name.lower()})")
 
+    if model_type == "deepseek_v2":
+        rs = config.get("rope_scaling") or {}
+        if rs.get("type", rs.get("rope_type")) != "yarn":
+            refuse("rope_scaling", "the twin writes deepseek2's YaRN only")
+        if float(rs.get("mscale", 1.0)) != float(rs.get("mscale_all_dim", 0.0)):
+            refuse("rope_scaling", "llama.cpp's deepseek2 takes mscale = mscale_all_dim "
+                   "(src/llama-context.cpp); a checkpoint with other values has no GGUF form")
+        if config.get("scoring_func", "softmax") != "softmax" or config.get("norm_topk_prob"):
+            refuse("scoring_func", "deepseek2 as written here: softmax, no renormalization")
+        return
+    if model_type == "gpt_oss":
+        types = config.get("layer_types")
+        default = ["sliding_attention" if i % 2 == 0 else "full_attention"
+                   for i in range(int(config["num_hidden_layers"]))]
+        if types is not None and list(types) != default:
+            refuse("layer_types", "the twin writes llama.cpp's default pattern (even layers "
+                   "sliding) only")
+        rs = config.get("rope_scaling") or {}
+        if rs and (rs.get("rope_type", rs.get("type")) != "yarn" or "mscale" in rs
+                   or "mscale_all_dim" in rs):
+            refuse("rope_scaling", "gpt-oss's YaRN without mscale keys only")
+        return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
             refuse("rope_scaling", "the twin writer does not map RoPE scaling")
@@ -124,8 +169,9 @@ def tensor_table(fam, n_layers):
     table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
-            if t == T.FFN_NORM and fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
-                t = T.ATTN_POST_NORM  # glm4moe's name for the norm before the FFN
+            if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE,
+                                                gguf.MODEL_ARCH.GPT_OSS):
+                t = T.ATTN_POST_NORM  # glm4moe's / gpt-oss's name for the norm before the FFN
             table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

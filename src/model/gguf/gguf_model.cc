@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/family_registry.h"
+#include "model/gguf/gguf_config_common.h"
 #include "model/gguf/gguf_weights.h"
 
 namespace moex::model {
@@ -15,7 +16,10 @@ bool is_gguf_path(std::string_view path) { return path.ends_with(".gguf"); }
 namespace {
 
 ModelConfig config_of(const gguf::GgufFile& f) {
-  return parse_model_config(gguf_config_json(f), f.path() + " (GGUF metadata as config.json)");
+  ModelConfig c =
+      parse_model_config(gguf_config_json(f), f.path() + " (GGUF metadata as config.json)");
+  gguf_config::adapt_parsed_config(c, f);
+  return c;
 }
 
 }  // namespace

@@ -23,9 +23,10 @@ namespace moex::model {
 bool is_gguf_path(std::string_view path);
 
 // The config.json object (Hugging Face field names, with model_type) equivalent to the GGUF
-// metadata of a supported arch: qwen3moe, llama with experts (Mixtral). moex::Error naming the
-// file and key for an unsupported arch, a missing or out-of-range key, or a setting the moex
-// family cannot express (RoPE scaling, an expert weight scale, partial RoPE, ...).
+// metadata of a supported arch (qwen3moe, llama with experts: Mixtral, qwen2moe, olmoe,
+// glm4moe, deepseek2, gpt-oss; docs/gguf.md). moex::Error naming the file and key for an
+// unsupported arch, a missing or out-of-range key, or a setting the moex family cannot express
+// (RoPE scaling other than YaRN, an expert weight scale, partial RoPE, ...).
 nlohmann::json gguf_config_json(const gguf::GgufFile& f);
 
 // The ModelConfig of a GGUF file (gguf_config_json parsed by its family).

@@ -8,14 +8,26 @@ namespace {
 const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
   switch (m.slot) {
     case Slot::kInputNorm: return "attn_norm";
-    // glm4moe calls the norm before the FFN attn_post_norm (llama-arch.cpp).
-    case Slot::kPostNorm: return family == "glm4_moe" ? "post_attention_norm" : "ffn_norm";
+    // glm4moe and gpt-oss call the norm before the FFN attn_post_norm (llama-arch.cpp).
+    case Slot::kPostNorm:
+      return family == "glm4_moe" || family == "gpt_oss" ? "post_attention_norm" : "ffn_norm";
     case Slot::kQ: return "attn_q";
     case Slot::kK: return "attn_k";
     case Slot::kV: return "attn_v";
     case Slot::kO: return "attn_output";
     case Slot::kQNorm: return "attn_q_norm";
     case Slot::kKNorm: return "attn_k_norm";
+    case Slot::kSinks: return "attn_sinks";  // stored as "<name>.weight"
+    // deepseek2's multi-head latent attention; kv_b_proj is attn_kv_b in older files, split
+    // into attn_k_b (transposed: embed_q) and attn_v_b (unembed_out) in current ones.
+    case Slot::kMlaQA: return "attn_q_a";
+    case Slot::kMlaQANorm: return "attn_q_a_norm";
+    case Slot::kMlaQB: return "attn_q_b";
+    case Slot::kMlaKvA: return "attn_kv_a_mqa";
+    case Slot::kMlaKvANorm: return "attn_kv_a_norm";
+    case Slot::kMlaKvB: return "attn_kv_b";
+    case Slot::kMlaEmbedQ: return "attn_k_b";
+    case Slot::kMlaUnembedOut: return "attn_v_b";
     case Slot::kRouter: return "ffn_gate_inp";
     case Slot::kExpertBias: return "exp_probs_b";  // stored as "<name>.bias"
     case Slot::kExperts:

@@ -226,9 +226,10 @@ class Binder {
     return layer >= begin && layer < end;
   }
 
-  // A bare tensor module (the expert bias): "<gguf name>.bias" as it is.
+  // A bare tensor module as it is: the expert bias "<gguf name>.bias", gpt-oss's attention
+  // sinks "<gguf name>.weight".
   void bind_tensor(const ModuleSpec& m, const std::string& base) {
-    const std::string name = base + ".bias";
+    const std::string name = base + (m.slot == Slot::kSinks ? ".weight" : ".bias");
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
     if (!t || t->shape() != m.shape)

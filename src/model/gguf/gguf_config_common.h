@@ -1,0 +1,60 @@
+// What the per-arch GGUF config mappings share (gguf_config*.cc): the decoder fields every
+// supported arch has, head_dim from the key / value lengths, the routed scaling factor and
+// YaRN RoPE scaling from llama.cpp's rope.scaling.* keys. Every value is range-checked and
+// every error names the file and key (gguf_keys.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/gguf/gguf_keys.h"
+#include "model/model_config.h"
+
+namespace moex::model::gguf_config {
+
+struct CommonOptions {
+  bool routing_keys = false;  // the arch maps expert_weights_scale itself (else it must be 1)
+  bool rope_scaling = false;  // the arch maps rope.scaling.* itself (else it must be none)
+};
+
+// model_type, hidden / layers / heads / kv heads / vocabulary / context / eps / theta / top-k,
+// tied embeddings (no output.weight), the stop and bos ids of tokenizer.ggml.*.
+nlohmann::json common_fields(const gguf_keys::ArchKeys& k, const std::string& model_type,
+                             CommonOptions opt = {});
+
+// head_dim from attention.key_length (value_length must agree); RoPE over all of it unless
+// `partial_rope` (the caller reads rope.dimension_count).
+int64_t head_dim(const gguf_keys::ArchKeys& k, const nlohmann::json& j,
+                 bool must_be_hidden_over_heads, bool partial_rope = false);
+
+// expert_weights_scale as routed_scaling_factor: 0 or absent is 1 (llama.cpp skips the
+// scaling then); otherwise finite and positive.
+double routed_scale(const gguf_keys::ArchKeys& k);
+
+// How the arch turns YaRN's mscale keys into mlx-lm's mscale / mscale_all_dim.
+enum class YarnMscale {
+  // deepseek2: rope.scaling.yarn_log_multiplier = 0.1 * mscale_all_dim (required), and
+  // llama.cpp takes mscale = mscale_all_dim (the rotation is not rescaled).
+  kDeepseek2,
+  // No log multiplier (gpt-oss): the rotation is scaled by 0.1 ln(factor) + 1, the softmax not.
+  kPlain,
+};
+
+// The rope_scaling object of rope.scaling.type = "yarn" (factor, original_context_length,
+// yarn_beta_fast / _slow), or a null json when the type is absent or "none". Any other type,
+// and a yarn_ext_factor / yarn_attn_factor / attn_factor other than 1, is refused by name.
+nlohmann::json yarn_rope_scaling(const gguf_keys::ArchKeys& k, YarnMscale mscale);
+
+// deepseek2 and gpt-oss (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc).
+nlohmann::json deepseek2(const gguf_keys::ArchKeys& k);
+nlohmann::json gpt_oss(const gguf_keys::ArchKeys& k);
+
+// After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
+// kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /
+// unembed_out, so each MLA layer is given those names (the older attn_kv_b layout keeps the
+// one kv_b_proj Linear).
+void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f);
+
+}  // namespace moex::model::gguf_config
