@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <deque>
+#include <string>
 #include <numeric>
 
 #include "core/parallel.h"
@@ -105,20 +107,35 @@ void BM_moe_decode_fallback(benchmark::State& st) {
   st.SetLabel(gather_qmm_name(l.ex.view.up, active_isa()) + " x3 + activation + weighted_sum");
 }
 
-// Up projections (2048 -> 768) of MOEX_BENCH_EXPERTS experts at `bits`, f32 scales excluded.
-const QuantWeightsView& projection(int bits) {
-  static std::vector<testing::RandomQuant> cache(9);
-  if (bits == 4) return layer().ex.view.up;
-  if (cache[size_t(bits)].w.empty())
-    cache[size_t(bits)] =
-        testing::make_random_quant(bench_experts(), 768, 2048, bits, 64, DType::BF16, 7);
-  return cache[size_t(bits)].view;
+// The format a kernel is benchmarked on: affine at group 64 with BF16 scales (mlx-community's
+// default), or the kernel's own fp, ggml or float format.
+quant::Format bench_format(const QdotKernel& kern) {
+  if (quant::is_fp_mode(kern.mode)) return quant::Format::fp(kern.mode);
+  if (kern.mode == quant::Mode::kFloat)
+    return quant::Format::dense(kern.bits == 32 ? DType::F32 : DType::BF16);
+  if (quant::is_ggml_mode(kern.mode)) {
+    const bool g32 = kern.mode == quant::Mode::kGgmlQ0 ||
+                     (kern.mode == quant::Mode::kGgmlKMin && kern.bits != 2);
+    return quant::Format::ggml(kern.mode, kern.bits, g32 ? 32 : 16);
+  }
+  return quant::Format::affine(kern.bits, 64, DType::BF16);
+}
+
+// Up projections (2048 -> 768) of MOEX_BENCH_EXPERTS experts in the kernel's format.
+const QuantWeightsView& projection(const QdotKernel& kern) {
+  static std::vector<std::pair<quant::Format, testing::RandomQuant>> cache;
+  const quant::Format f = bench_format(kern);
+  if (f == quant::Format::affine(4, 64, DType::BF16)) return layer().ex.view.up;
+  for (auto& [cf, q] : cache)
+    if (cf == f) return q.view;
+  cache.emplace_back(f, testing::make_random_quant(bench_experts(), 768, 2048, f, 7));
+  return cache.back().second.view;
 }
 
 // One qdot kernel over all rows of 8 experts per call (a stage-A-like sweep).
 void BM_qdot_rows(benchmark::State& st, const QdotKernel& kern) {
   set_num_threads(int(st.range(0)));
-  const QuantWeightsView& w = projection(kern.bits);
+  const QuantWeightsView& w = projection(kern);
   const Layer& l = layer();
   PreparedVectors px;
   px.prepare(kern, l.x.data(), 1, w.k, w.k, w.group_size);
@@ -137,6 +154,33 @@ void BM_qdot_rows(benchmark::State& st, const QdotKernel& kern) {
     benchmark::DoNotOptimize(out.data());
   }
   report(st, kTopK * expert_bytes(w));
+  st.SetLabel(kern.name);
+}
+
+// The arithmetic ceiling of a multi-vector kernel (what prefill and batched decode run on):
+// 256 rows x 4096 in the kernel's format, small enough to stay in L2, dotted with 4 prepared
+// vectors per pass on one thread. Reports multiply-accumulates per second (GMAC/s).
+void BM_qdot_compute(benchmark::State& st, const QdotKernel& kern) {
+  set_num_threads(1);
+  constexpr int64_t kN = 256, kK = 4096, kX = 4;
+  const quant::Format f = bench_format(kern);
+  static std::vector<std::pair<quant::Format, testing::RandomQuant>> cache;
+  const QuantWeightsView* w = nullptr;
+  for (auto& [cf, q] : cache)
+    if (cf == f) w = &q.view;
+  if (!w) w = &cache.emplace_back(f, testing::make_random_quant(1, kN, kK, f, 11)).second.view;
+  const std::vector<float> x = testing::random_normal(kX * kK, 1.f, 3);
+  PreparedVectors px;
+  px.prepare(kern, x.data(), kX, kK, kK, f.group_size, false);
+  std::vector<float> out(size_t(kX * kN));
+  const void* xs[kX] = {px.at(0), px.at(1), px.at(2), px.at(3)};
+  float* os[kX] = {&out[0], &out[kN], &out[2 * kN], &out[3 * kN]};
+  for (auto _ : st) {
+    qdot_rows_multi(kern, {w, 0, 0, kN, xs, os, int(kX)});
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(kX * kN * kK) * double(st.iterations()) / 1e9,
+                                             benchmark::Counter::kIsRate);
   st.SetLabel(kern.name);
 }
 
@@ -177,13 +221,22 @@ BENCHMARK(BM_read_bandwidth)->Arg(1)->Arg(2)->MinTime(0.3)->UseRealTime();
 
 int main(int argc, char** argv) {
   using namespace moex::kernels;
-  for (const QdotKernel& kern : qdot_kernels())
-    if (moex::isa_supported(kern.isa) && (kern.bits == 4 || kern.bits == 6 || kern.bits == 8))
+  const bool vbmi = moex::avx512_vbmi_active();
+  for (const QdotKernel& kern : qdot_kernels()) {
+    if (!moex::isa_supported(kern.isa) || (kern.needs_vbmi && !vbmi)) continue;
+    if (kern.bits == 4 || kern.bits == 6 || kern.bits == 8)
       benchmark::RegisterBenchmark(kern.name, BM_qdot_rows, kern)
           ->Arg(1)
           ->Arg(2)
           ->MinTime(0.3)
           ->UseRealTime();
+    static std::deque<std::string> names;  // RegisterBenchmark keeps the pointer
+    if (kern.dot_rows_multi)  // the VNNI bodies
+      benchmark::RegisterBenchmark(names.emplace_back(std::string("compute/") + kern.name).c_str(),
+                                   BM_qdot_compute, kern)
+          ->MinTime(0.3)
+          ->UseRealTime();
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
