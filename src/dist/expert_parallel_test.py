@@ -15,6 +15,9 @@
 #    its own (bit-equal logits on a tiny model, and a lower peak RSS on the real shape);
 #  - serve: `moex serve --expert-parallel` under mpirun answers concurrent requests with the
 #    single-process server's text (greedy), and SIGTERM to rank 0 ends every rank with exit 0;
+#  - gguf: a Q4_0 GGUF file (experts in the ggml_q0 block mode) on 2 ranks equals one process bit
+#    for bit; ranks with different GGUF files are refused, by default and with
+#    --verify-checkpoint;
 #  - faults: a bad placement file, --placement alone, a rank whose checkpoint is missing, ranks
 #    that opened different checkpoints, a rank that fails mid-run, a rank killed mid-run: exit
 #    non-zero with a message naming the rank and the cause, every rank stopped (no hang: each
@@ -112,6 +115,51 @@ def parity(a, failures):
                           f"(worst step nRMS {worst:.2e})", failures)
                 else:
                     check(True, f"{what}: every logit equals the single process's bit for bit", failures)
+
+
+def gguf(a, failures):
+    """A GGUF file (tiny Mixtral's Q4_0 twin: its experts in the ggml_q0 block mode), 2 ranks
+    against one process, bit for bit; ranks opening different GGUF files are refused; with
+    --verify-checkpoint every byte of the file is compared."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "tools", "peers"))
+    from gguf_twin import twin  # noqa: E402
+    files = []
+    for seed in (0, 1):
+        model = os.path.join(a.work, f"tiny-mixtral-seed{seed}")
+        subprocess.run([a.moex, "make-model", "--preset", "tiny-mixtral", "--seed", str(seed),
+                        "--out", model, "--reuse", "-q"], check=True)
+        path = os.path.join(a.work, f"tiny-mixtral-seed{seed}-q4_0.gguf")
+        twin(model, path, mode="q4_0", reuse=True, progress=False)
+        files.append(path)
+    single = os.path.join(a.work, "gguf.single")
+    r = subprocess.run([a.moex] + generate_args(files[0], single, "on"), capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        check(False, f"GGUF single run: {r.stderr.strip()[-400:]}", failures)
+        return
+    ids, ref = load(single)
+    dump = os.path.join(a.work, "gguf.ep2")
+    r = mpirun(a, 2, generate_args(files[0], dump, "on") + ["--expert-parallel"])
+    if r.returncode != 0:
+        check(False, f"GGUF 2 ranks: exit {r.returncode}: {r.stderr.strip()[-400:]}", failures)
+        return
+    got_ids, got = load(dump)
+    check(got_ids == ids and not (got.view(np.uint32) != ref.view(np.uint32)).any(),
+          "a Q4_0 GGUF file on 2 ranks: greedy tokens and every logit equal one process's", failures)
+    cmd = [a.mpiexec, "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    one = ["generate", "--prompt-ids", "3,14,15", "-n", "4", "--threads", "1", "--expert-parallel"]
+    for extra, want in (([], "checkpoint of rank 1 differs from rank 0's"),
+                        (["--verify-checkpoint"], "differs from rank 0's (some byte")):
+        r = subprocess.run(cmd + ["-np", "1", a.moex] + one + extra + ["-m", files[0], ":", "-np", "1",
+                                  a.moex] + one + extra + ["-m", files[1]],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode != 0 and want in r.stderr,
+              f"ranks opening different GGUF files{' (' + extra[0] + ')' if extra else ''}: "
+              "refused, naming rank 1", failures)
+    r = mpirun(a, 2, ["generate", "-m", files[0], "--prompt-ids", "3,14,15", "-n", "4", "--threads",
+                      "1", "--expert-parallel", "--verify-checkpoint"], timeout=60)
+    check(r.returncode == 0, "the same GGUF file on both ranks, --verify-checkpoint: runs", failures)
 
 
 def reads(a, failures):
@@ -383,7 +431,7 @@ def main():
     p.add_argument("--moex", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--work", required=True)
-    sections = {"parity": parity, "reads": reads, "serve": serve, "errors": errors}
+    sections = {"parity": parity, "gguf": gguf, "reads": reads, "serve": serve, "errors": errors}
     p.add_argument("--only", choices=sorted(sections), action="append",
                    help="run these sections (default: all)")
     a = p.parse_args()

@@ -165,7 +165,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   if (ep_) {
     check_same_checkpoint(
         ep_->collective(),
-        checkpoint_fingerprint(config_path, ckpt_, mc.tensors, opt.verify_every_byte), dir_,
+        checkpoint_fingerprint(dir_, ckpt_, mc.tensors, opt.verify_every_byte), dir_,
         opt.verify_every_byte);
     ffn_scratch_.moe.rank_experts.assign(size_t(ep_->stats().ranks), 0);
     const int rank = ep_->collective().rank();

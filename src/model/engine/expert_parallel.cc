@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unistd.h>
 #include <map>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/file_read.h"
+#include "model/gguf/gguf_model.h"
 
 namespace moex::model::engine {
 
@@ -119,10 +121,40 @@ struct Fingerprint {
 
 }  // namespace
 
-uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
+namespace {
+
+// Adds a GGUF file's size and its first `limit` bytes (all of them when limit < 0) to f.
+void add_gguf_bytes(Fingerprint& f, const std::string& path, int64_t limit) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, "GGUF file", &size);
+  std::vector<uint8_t> buf(size_t(1) << 20);
+  uint64_t left = limit < 0 ? size : std::min<uint64_t>(size, uint64_t(limit));
+  f.add(int64_t(size));
+  while (left > 0) {
+    const ssize_t got = ::read(fd, buf.data(), size_t(std::min<uint64_t>(left, buf.size())));
+    if (got <= 0) {
+      ::close(fd);
+      fail(path, ": GGUF file: read failed while fingerprinting it for expert parallelism");
+    }
+    f.add(buf.data(), size_t(got));
+    left -= uint64_t(got);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+uint64_t checkpoint_fingerprint(const std::string& model_path, const io::Checkpoint& ckpt,
                                 const std::vector<TensorRecord>& tensors, bool every_byte) {
   Fingerprint f;
-  f.add(read_small_file(config_path, int64_t(64) << 20, "config.json"));
+  // The model's description: config.json, or a GGUF file's header, metadata and tokenizer
+  // (its first 16 MiB: a GGUF's tensors are repacked copies, so `files` below has no mapping
+  // of it to read for every_byte; the whole file is hashed here instead).
+  const bool gguf = is_gguf_path(model_path);
+  if (gguf)
+    add_gguf_bytes(f, model_path, every_byte ? -1 : int64_t(16) << 20);
+  else
+    f.add(read_small_file(model_path + "/config.json", int64_t(64) << 20, "config.json"));
   for (const std::string& name : ckpt.names()) {
     const io::TensorInfo& t = ckpt.require(name);
     f.add(name);
@@ -133,7 +165,7 @@ uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkp
   for (const TensorRecord& r : tensors)
     if (r.role == TensorRole::kRouter || r.role == TensorRole::kNorm)
       if (const io::TensorInfo* t = ckpt.find(r.name)) f.add(t->data, t->nbytes);
-  if (every_byte) {
+  if (every_byte && !gguf) {
     for (const auto& file : ckpt.files()) {
       f.add(file->mapping(), size_t(file->file_size()));
       f.add(int64_t(file->file_size()));

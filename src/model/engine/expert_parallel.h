@@ -30,12 +30,13 @@ std::vector<FileRange> expert_parallel_reads(const io::Checkpoint& ckpt,
                                              const ModelConfig& cfg, const ModelWeights& w,
                                              const dist::ExpertPlacement& placement, int rank);
 
-// A 64-bit fingerprint of what every rank must hold alike: config.json's text, every tensor's
-// name, dtype, shape and size, and the bytes of the routers and norms (small, and different
-// between two random or two trained checkpoints of one shape). With `every_byte`, also every
-// byte of every checkpoint file, in file order: expert weights included, at the cost of
-// reading the whole checkpoint.
-uint64_t checkpoint_fingerprint(const std::string& config_path, const io::Checkpoint& ckpt,
+// A 64-bit fingerprint of what every rank must hold alike: config.json's text (a GGUF file:
+// its size and first 16 MiB, the header, metadata and tokenizer), every tensor's name, dtype,
+// shape and size, and the bytes of the routers and norms (small, and different between two
+// random or two trained checkpoints of one shape). With `every_byte`, also every byte of every
+// checkpoint file (or of the GGUF file), in file order: expert weights included, at the cost of
+// reading the whole checkpoint. `model_path`: the model directory or GGUF file.
+uint64_t checkpoint_fingerprint(const std::string& model_path, const io::Checkpoint& ckpt,
                                 const std::vector<TensorRecord>& tensors, bool every_byte);
 // Every rank passes its fingerprint; moex::Error on every rank, naming the ranks that differ
 // from rank 0, when they are not all equal. `every_byte` says what the fingerprints covered
