@@ -11,6 +11,10 @@ namespace moex::gguf::blocks {
 // nibble of byte i for i < 16, the high nibble of byte i - 16 otherwise.
 inline int nibble32(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4; }
 
+// The non-linear 4-bit code book of IQ4_NL and IQ4_XS.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
 // The fifth bit of element i of Q5_0 / Q5_1: bit i of the 32-bit little-endian word at qh.
 inline int high_bit(const uint8_t* qh, int i) { return (qh[i / 8] >> (i % 8)) & 1; }
 

@@ -19,9 +19,7 @@ namespace {
 using blocks::high_bit;
 using blocks::nibble32;
 
-// The non-linear 4-bit code book of IQ4_NL and IQ4_XS.
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                   1,    13,   25,  38,  53,  69,  89,  113};
+using blocks::kIq4Values;
 // MXFP4's E2M1 code book, doubled so every entry is an integer (the scale is halved to match).
 constexpr int8_t kE2m1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

@@ -35,6 +35,12 @@ void nv_q8_0(const uint8_t* b, NativeBlock* o) {  // d, int8 codes: q + 128 is u
   o->d = half_bits(b);
   for (int i = 0; i < 32; ++i) o->q[i] = uint32_t(b[2 + i] ^ 0x80);
 }
+// IQ4_NL: d, 16 bytes of nibbles indexing the code book; the code book value + 128 (in
+// [1, 241]) is an 8-bit code with zero point 128, so the block is Q8_0's form.
+void nv_iq4_nl(const uint8_t* b, NativeBlock* o) {
+  o->d = half_bits(b);
+  for (int i = 0; i < 32; ++i) o->q[i] = uint32_t(blocks::kIq4Values[blocks::nibble32(b + 2, i)] + 128);
+}
 void nv_q2_k(const uint8_t* b, NativeBlock* o) {  // 16 scale|min bytes, 2-bit codes, d, dmin
   for (int g = 0; g < 16; ++g) {
     o->sc[g] = b[g] & 0x0f;
@@ -81,6 +87,7 @@ std::optional<NativeSpec> native_spec(GgmlType t) {
     case GgmlType::kQ4_0: return NativeSpec{Mode::kGgmlQ0, 4, 32, nv_q4_0};
     case GgmlType::kQ5_0: return NativeSpec{Mode::kGgmlQ0, 5, 32, nv_q5_0};
     case GgmlType::kQ8_0: return NativeSpec{Mode::kGgmlQ0, 8, 32, nv_q8_0};
+    case GgmlType::kIQ4_NL: return NativeSpec{Mode::kGgmlQ0, 8, 32, nv_iq4_nl};
     case GgmlType::kQ2_K: return NativeSpec{Mode::kGgmlKMin, 2, 16, nv_q2_k};
     case GgmlType::kQ4_K: return NativeSpec{Mode::kGgmlKMin, 4, 32, nv_q4_k};
     case GgmlType::kQ5_K: return NativeSpec{Mode::kGgmlKMin, 5, 32, nv_q5_k};

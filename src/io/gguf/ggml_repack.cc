@@ -34,22 +34,7 @@ constexpr const char* kInfiniteScale =
 inline uint32_t rp_nib32(const uint8_t* qs, int i) { return uint32_t(blocks::nibble32(qs, i)); }
 inline uint32_t rp_bit5(const uint8_t* qh, int i) { return uint32_t(blocks::high_bit(qh, i)); }
 
-// A zero-point block of one group: w = d * (code - z), code = q[i] already unsigned.
-// scale d and bias -z * d (exact: z is a power of two or a small integer, see docs).
-const char* zero_point(float d, float z, AffineBlock* out) {
-  if (std::isinf(d)) return kInfiniteScale;
-  out->scale[0] = d;
-  out->bias[0] = -z * d;
-  return nullptr;
-}
-
-constexpr int8_t kIq4Codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                   1,    13,   25,  38,  53,  69,  89,  113};
-
-const char* rp_iq4_nl(const uint8_t* b, AffineBlock* out) {  // d * table[q] = d * ((t + 127) - 127)
-  for (int i = 0; i < 32; ++i) out->q[i] = uint32_t(kIq4Codebook[rp_nib32(b + 2, i)] + 127);
-  return zero_point(load_f16(b), 127.0f, out);
-}
+using blocks::kIq4Values;
 
 const char* rp_q4_1(const uint8_t* b, AffineBlock* out) {  // d * q + m: the same two operations
   for (int i = 0; i < 32; ++i) out->q[i] = rp_nib32(b + 4, i);
@@ -78,7 +63,7 @@ const char* rp_iq4_xs(const uint8_t* b, AffineBlock* out) {
     out->scale[j] = dl;
     out->bias[j] = -127.0f * dl;
     for (int i = 0; i < 32; ++i)
-      out->q[32 * j + i] = uint32_t(kIq4Codebook[rp_nib32(b + 8 + 16 * j, i)] + 127);
+      out->q[32 * j + i] = uint32_t(kIq4Values[rp_nib32(b + 8 + 16 * j, i)] + 127);
   }
   return nullptr;
 }
@@ -92,7 +77,6 @@ std::optional<AffineSpec> affine_spec(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_1: return AffineSpec{4, 32, rp_q4_1};
     case GgmlType::kQ5_1: return AffineSpec{5, 32, rp_q5_1};
-    case GgmlType::kIQ4_NL: return AffineSpec{8, 32, rp_iq4_nl};
     case GgmlType::kIQ4_XS: return AffineSpec{8, 32, rp_iq4_xs};
     default: return std::nullopt;
   }
@@ -132,7 +116,6 @@ const char* repack_unsupported_reason(GgmlType t) {
 
 bool repack_keeps_zero_sign(GgmlType t) {
   switch (t) {
-    case GgmlType::kIQ4_NL:
     case GgmlType::kIQ4_XS: return false;
     default: return true;
   }

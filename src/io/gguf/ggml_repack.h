@@ -14,8 +14,8 @@
 namespace moex::gguf {
 
 // The moex format rows of type t repack into: its ggml block mode (native_format) for Q4_0,
-// Q5_0, Q8_0 and Q2_K..Q6_K; affine with F32 scales and biases for Q4_1, Q5_1, IQ4_NL (group
-// 32) and IQ4_XS (group 32, one group per sub-block); mxfp4 for MXFP4; kFloat for F32, F16,
+// Q5_0, Q8_0, IQ4_NL (as ggml_q0 8-bit codes: code book value + 128) and Q2_K..Q6_K; affine with
+// F32 scales and biases for Q4_1, Q5_1 (group 32) and IQ4_XS (group 32, one group per sub-block); mxfp4 for MXFP4; kFloat for F32, F16,
 // BF16. nullopt for a type that has no lossless form in moex (repack_unsupported_reason says
 // why).
 std::optional<quant::Format> repack_format(GgmlType t);
@@ -25,7 +25,7 @@ std::optional<quant::Format> repack_format(GgmlType t);
 const char* repack_unsupported_reason(GgmlType t);
 
 // Whether moex's dequantization of a repacked t reproduces ggml's sign of zero: false for the
-// affine repacks with an implicit zero point (IQ4_NL, IQ4_XS), where moex's scale * q + bias
+// affine repack with an implicit zero point (IQ4_XS), where moex's scale * q + bias
 // cancels exactly to +0.0 wherever ggml's d * (q - z) is -0.0 (d < 0 and q = z, or d = +-0).
 // Every other value, NaN payloads included, is bit-identical for every type.
 bool repack_keeps_zero_sign(GgmlType t);

@@ -30,7 +30,7 @@ const std::vector<TypeCase>& cases() {
       {GgmlType::kBF16, {}},          {GgmlType::kQ4_0, {0}},
       {GgmlType::kQ4_1, {0, 2}},      {GgmlType::kQ5_0, {0}},
       {GgmlType::kQ5_1, {0, 2}},      {GgmlType::kQ8_0, {0}},
-      {GgmlType::kIQ4_NL, {0}, 0},    {GgmlType::kQ2_K, {80, 82}},
+      {GgmlType::kIQ4_NL, {0}},       {GgmlType::kQ2_K, {80, 82}},
       {GgmlType::kQ3_K, {108}},       {GgmlType::kQ4_K, {0, 2}},
       {GgmlType::kQ5_K, {0, 2}},      {GgmlType::kQ6_K, {208}},
       {GgmlType::kIQ4_XS, {0}, 0},    {GgmlType::kMXFP4, {}},
@@ -113,18 +113,21 @@ TEST(GgmlRepack, DequantizesToGgmlsBitsForEveryType) {
   }
 }
 
-// Affine zero-point repacks (IQ4_NL, IQ4_XS): where ggml gives -0.0 moex gives +0.0 (scale * q
-// + bias cancels to +0), and nowhere else; checked above. Here: that this difference is real,
-// and that the ggml block modes (Q4_0 here) keep ggml's -0.0.
+// The affine zero-point repack (IQ4_XS): where ggml gives -0.0 moex gives +0.0 (scale * q + bias
+// cancels to +0), and nowhere else; checked above. Here: that this difference is real, and that
+// the ggml block modes (Q4_0 here) keep ggml's -0.0.
 TEST(GgmlRepack, ZeroPointTypesTurnNegativeZeroIntoPositiveZero) {
-  std::vector<uint8_t> b(18, 0x88);  // IQ4_NL, every code 8 (value 1), d = -0.0 (0x8000)
-  b[0] = 0x00;
-  b[1] = 0x80;
-  float want[32];
-  dequantize(GgmlType::kIQ4_NL, b.data(), b.size(), want, 32);
-  std::vector<float> got = quant::dequantize_f32(repack(GgmlType::kIQ4_NL, b.data(), 18, 1, 32, "t").view());
-  EXPECT_EQ(bits_of(want[0]), 0x80000000u);
+  std::vector<uint8_t> xs(136, 0);  // IQ4_XS, d = -0.0, sub-scales 0 - 32, every code 0 (-127)
+  xs[1] = 0x80;
+  float want_xs[256];
+  dequantize(GgmlType::kIQ4_XS, xs.data(), xs.size(), want_xs, 256);
+  std::vector<float> got =
+      quant::dequantize_f32(repack(GgmlType::kIQ4_XS, xs.data(), 136, 1, 256, "t").view());
+  EXPECT_EQ(bits_of(want_xs[0]), 0x80000000u);  // (-0 x -32) x -127
   EXPECT_EQ(bits_of(got[0]), 0u);
+  std::vector<uint8_t> b(18, 0x88);
+  float want[32];
+  b[0] = 0x00;
   b[1] = 0xbc;  // Q4_0, every code 8, d = -1.0: ggml's d * (8 - 8) = -0.0
   dequantize(GgmlType::kQ4_0, b.data(), b.size(), want, 32);
   got = quant::dequantize_f32(repack(GgmlType::kQ4_0, b.data(), 18, 1, 32, "t").view());
@@ -167,10 +170,10 @@ TEST(GgmlRepack, RefusesTypesWithoutALosslessForm) {
 }
 
 TEST(GgmlRepack, RefusesScalesMoexCannotReproduce) {
-  std::vector<uint8_t> nl(18 * 3, 0);  // IQ4_NL, block 2 with d = -inf (0xFC00)
-  nl[2 * 18 + 1] = 0xfc;
-  std::string e = repack_error([&] { repack(GgmlType::kIQ4_NL, nl.data(), nl.size(), 1, 96, "x"); });
-  EXPECT_NE(e.find("x: IQ4_NL row 0 block 2 has an infinite scale d"), std::string::npos) << e;
+  std::vector<uint8_t> xs(136 * 2, 0);  // IQ4_XS, block 1 with d = -inf (0xFC00)
+  xs[136 + 1] = 0xfc;
+  std::string e = repack_error([&] { repack(GgmlType::kIQ4_XS, xs.data(), xs.size(), 1, 512, "x"); });
+  EXPECT_NE(e.find("x: IQ4_XS row 0 block 1 has an infinite scale d"), std::string::npos) << e;
   // The ggml block modes compute ggml's own d * (q - z): an infinite d is kept, inf and NaN
   // as ggml gives them.
   std::vector<uint8_t> q8(34 * 3, 0);  // Q8_0, block 2 with d = -inf, codes 0 and 1
