@@ -114,9 +114,7 @@ quant::Format bench_format(const QdotKernel& kern) {
   if (kern.mode == quant::Mode::kFloat)
     return quant::Format::dense(kern.bits == 32 ? DType::F32 : DType::BF16);
   if (quant::is_ggml_mode(kern.mode)) {
-    const bool g32 = kern.mode == quant::Mode::kGgmlQ0 ||
-                     (kern.mode == quant::Mode::kGgmlKMin && kern.bits != 2);
-    return quant::Format::ggml(kern.mode, kern.bits, g32 ? 32 : 16);
+    return quant::Format::ggml(kern.mode, kern.bits, quant::ggml_group_size(kern.mode, kern.bits));
   }
   return quant::Format::affine(kern.bits, 64, DType::BF16);
 }

@@ -250,15 +250,10 @@ constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT
                                  MOEX_QDOT_AVX2(5), MOEX_QDOT_AVX2(6), MOEX_QDOT_AVX2(8)};
 #undef MOEX_QDOT_AVX2
 
-// The ggml block modes: groups of 32 (kGgmlQ0, 4/5-bit kGgmlKMin) or 16 (the rest).
-template <quant::Mode M, int B>
-constexpr int ggml_group_size() {
-  return M == quant::Mode::kGgmlQ0 || (M == quant::Mode::kGgmlKMin && B != 2) ? 32 : 16;
-}
 #define MOEX_QDOT_GGML_AVX2(NAME, M, B)                                                     \
   QdotKernel {                                                                             \
     "qdot_rows_" #NAME "__avx2", Isa::kAvx2, B, 0, prepared_bytes_avx2<B>, prepare_avx2<B>, \
-        qdot_rows_avx2<B, ggml_group_size<M, B>(), M>, false, M                             \
+        qdot_rows_avx2<B, quant::ggml_group_size(M, B), M>, false, M                             \
   }
 constexpr QdotKernel kGgmlTable[] = {MOEX_QDOT_GGML_TABLE(MOEX_QDOT_GGML_AVX2)};
 #undef MOEX_QDOT_GGML_AVX2

@@ -521,7 +521,8 @@ struct VnniAffine {
   MOEX_QDOT_VNNI_GGML(q4_0, 4, 32, quant::Mode::kGgmlQ0, LV, TIER),             \
       MOEX_QDOT_VNNI_GGML(q8_0, 8, 32, quant::Mode::kGgmlQ0, LV, TIER),         \
       MOEX_QDOT_VNNI_GGML(q2_k, 2, 16, quant::Mode::kGgmlKMin, LV, TIER),       \
-      MOEX_QDOT_VNNI_GGML(q4_k, 4, 32, quant::Mode::kGgmlKMin, LV, TIER)
+      MOEX_QDOT_VNNI_GGML(q4_k, 4, 32, quant::Mode::kGgmlKMin, LV, TIER),       \
+      MOEX_QDOT_VNNI_GGML(iq4_xs, 8, 32, quant::Mode::kGgmlKZero, LV, TIER)
 #define MOEX_QDOT_GGML_TIER_356(LV, TIER)                                       \
   MOEX_QDOT_VNNI_GGML(q5_0, 5, 32, quant::Mode::kGgmlQ0, LV, TIER),             \
       MOEX_QDOT_VNNI_GGML(q5_k, 5, 32, quant::Mode::kGgmlKMin, LV, TIER),       \

@@ -35,7 +35,8 @@ std::vector<GgmlCase> all_cases() {
   return {{"q4_0", Format::ggml(Mode::kGgmlQ0, 4, 32)},   {"q5_0", Format::ggml(Mode::kGgmlQ0, 5, 32)},
           {"q8_0", Format::ggml(Mode::kGgmlQ0, 8, 32)},   {"q2_k", Format::ggml(Mode::kGgmlKMin, 2, 16)},
           {"q4_k", Format::ggml(Mode::kGgmlKMin, 4, 32)}, {"q5_k", Format::ggml(Mode::kGgmlKMin, 5, 32)},
-          {"q3_k", Format::ggml(Mode::kGgmlKZero, 3, 16)}, {"q6_k", Format::ggml(Mode::kGgmlKZero, 6, 16)}};
+          {"q3_k", Format::ggml(Mode::kGgmlKZero, 3, 16)}, {"q6_k", Format::ggml(Mode::kGgmlKZero, 6, 16)},
+          {"iq4_xs", Format::ggml(Mode::kGgmlKZero, 8, 32)}};
 }
 
 // The affine F32 twin of a ggml-mode stack: the same codes, each group's scale and bias.

@@ -64,8 +64,7 @@ std::vector<float> run_rows(const QdotKernel& kern, const QuantWeightsView& w, i
 std::vector<quant::Format> formats_of(const QdotKernel& kern) {
   if (quant::is_fp_mode(kern.mode)) return {quant::Format::fp(kern.mode)};
   if (quant::is_ggml_mode(kern.mode)) {
-    const bool g32 = kern.mode == quant::Mode::kGgmlQ0 || (kern.mode == quant::Mode::kGgmlKMin && kern.bits != 2);
-    return {quant::Format::ggml(kern.mode, kern.bits, g32 ? 32 : 16)};
+    return {quant::Format::ggml(kern.mode, kern.bits, quant::ggml_group_size(kern.mode, kern.bits))};
   }
   if (kern.mode == quant::Mode::kFloat) {
     if (kern.bits == 32) return {quant::Format::dense(DType::F32)};
@@ -119,9 +118,9 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
   // Affine: 6 scalar, 6 AVX2, and per tier 6 VNNI with VBMI and 3 without; the fp modes:
   // scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and per tier mxfp4 / nvfp4 on the VNNI
   // body (with and without VBMI); unquantized: float16 (F16 and BF16 elements) and float32 per
-  // instruction set; the ggml block modes: 8 scalar, 8 AVX2, and per tier 8 VNNI with VBMI and
-  // 4 (their 2-, 4- and 8-bit members) without.
-  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u + 16u + 3u * 12u);
+  // instruction set; the ggml block modes: 9 scalar, 9 AVX2, and per tier 9 VNNI with VBMI and
+  // 5 (their 2-, 4- and 8-bit members) without.
+  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u + 18u + 3u * 14u);
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
     for (DType d : {DType::BF16, DType::F16, DType::F32}) {
       QuantWeightsView v;

@@ -26,7 +26,8 @@ const QdotKernel* qdot_ggml_kernels_avx2(int* count);
   X(q4_0, quant::Mode::kGgmlQ0, 4), X(q5_0, quant::Mode::kGgmlQ0, 5),                  \
       X(q8_0, quant::Mode::kGgmlQ0, 8), X(q2_k, quant::Mode::kGgmlKMin, 2),            \
       X(q4_k, quant::Mode::kGgmlKMin, 4), X(q5_k, quant::Mode::kGgmlKMin, 5),          \
-      X(q3_k, quant::Mode::kGgmlKZero, 3), X(q6_k, quant::Mode::kGgmlKZero, 6)
+      X(q3_k, quant::Mode::kGgmlKZero, 3), X(q6_k, quant::Mode::kGgmlKZero, 6),           \
+      X(iq4_xs, quant::Mode::kGgmlKZero, 8)
 
 // The preparation of kernels that read x as f32 unchanged (qdot_scalar.cc, compiled without
 // instruction-set flags): a copy padded to a multiple of 64 bytes.

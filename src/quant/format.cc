@@ -49,8 +49,8 @@ const char* format_unsupported_reason(const Format& f) {
     if (f.mode == Mode::kGgmlKMin) {
       if (f.bits == 2 ? f.group_size != 16 : (f.bits != 4 && f.bits != 5) || f.group_size != 32)
         return "ggml_k_min needs bits 2 with group_size 16, or bits 4 or 5 with group_size 32";
-    } else if ((f.bits != 3 && f.bits != 6) || f.group_size != 16) {
-      return "ggml_k_zero needs bits 3 or 6 with group_size 16";
+    } else if (f.bits == 8 ? f.group_size != 32 : (f.bits != 3 && f.bits != 6) || f.group_size != 16) {
+      return "ggml_k_zero needs bits 3 or 6 with group_size 16, or bits 8 with group_size 32";
     }
     if (f.scale_dtype != DType::U8) return "ggml K-mode scales must be U8 bytes";
     return nullptr;
@@ -70,6 +70,7 @@ const char* ggml_type_name(const Format& f) {
   static const char* const kK[] = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
   if (format_unsupported_reason(f) != nullptr || !is_ggml_mode(f.mode)) return "?";
   if (f.mode == Mode::kGgmlQ0) return kQ0[f.bits == 4 ? 0 : f.bits == 5 ? 1 : 2];
+  if (f.bits == 8) return "iq4_xs";  // kGgmlKZero's 8-bit member
   return kK[f.bits - 2];
 }
 

@@ -27,7 +27,8 @@ namespace moex::quant {
 //   kGgmlKMin   w = (d * sc) * q - dmin * m: per group an 8-bit scale code sc and min code m,
 //               per super-block of 256 an F16 d and dmin (Q2_K group 16, Q4_K / Q5_K group 32);
 //   kGgmlKZero  w = (d * sc) * (q - 2^(bits-1)): per group a signed 8-bit sc, per super-block
-//               an F16 d (Q3_K, Q6_K: group 16).
+//               an F16 d (Q3_K, Q6_K: group 16; IQ4_XS as 8-bit codes, code book value + 128,
+//               group 32).
 // Their codes are packed like every other mode's (one bit stream per row); their scale codes
 // live in one per-row blob (scales), laid out as ggml_scale_row_bytes says; no biases array.
 enum class Mode : uint8_t { kAffine, kMxfp4, kMxfp8, kNvfp4, kFloat, kGgmlQ0, kGgmlKMin, kGgmlKZero };
@@ -42,6 +43,14 @@ constexpr bool is_fp_mode(Mode m) {
 }
 constexpr bool is_ggml_mode(Mode m) {
   return m == Mode::kGgmlQ0 || m == Mode::kGgmlKMin || m == Mode::kGgmlKZero;
+}
+// The group size of a ggml mode's member with `bits` (its only one): 32 for kGgmlQ0, 4- and
+// 5-bit kGgmlKMin and 8-bit kGgmlKZero (IQ4_XS), else 16.
+constexpr int ggml_group_size(Mode m, int bits) {
+  return m == Mode::kGgmlQ0 || (m == Mode::kGgmlKMin && bits != 2) ||
+                 (m == Mode::kGgmlKZero && bits == 8)
+             ? 32
+             : 16;
 }
 // Elements per super-block of the kGgmlK* modes (ggml's QK_K).
 inline constexpr int64_t kGgmlSuperBlock = 256;

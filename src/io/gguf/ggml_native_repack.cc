@@ -41,6 +41,18 @@ void nv_iq4_nl(const uint8_t* b, NativeBlock* o) {
   o->d = half_bits(b);
   for (int i = 0; i < 32; ++i) o->q[i] = uint32_t(blocks::kIq4Values[blocks::nibble32(b + 2, i)] + 128);
 }
+// IQ4_XS: d, 2 bytes of high and 4 of low sub-scale bits, then per 32-element sub-block 16
+// bytes of nibbles; sub-block j's scale is d * (sc_j - 32), its codes the code book + 128.
+void nv_iq4_xs(const uint8_t* b, NativeBlock* o) {
+  o->d = half_bits(b);
+  const unsigned scales_h = unsigned(b[2] | (b[3] << 8));
+  for (int j = 0; j < 8; ++j) {
+    const int lo = (b[4 + j / 2] >> (4 * (j % 2))) & 15, hi = (scales_h >> (2 * j)) & 3;
+    o->sc[j] = uint8_t(int8_t((lo | hi << 4) - 32));
+    for (int i = 0; i < 32; ++i)
+      o->q[32 * j + i] = uint32_t(blocks::kIq4Values[blocks::nibble32(b + 8 + 16 * j, i)] + 128);
+  }
+}
 void nv_q2_k(const uint8_t* b, NativeBlock* o) {  // 16 scale|min bytes, 2-bit codes, d, dmin
   for (int g = 0; g < 16; ++g) {
     o->sc[g] = b[g] & 0x0f;
@@ -93,6 +105,7 @@ std::optional<NativeSpec> native_spec(GgmlType t) {
     case GgmlType::kQ5_K: return NativeSpec{Mode::kGgmlKMin, 5, 32, nv_q5_k};
     case GgmlType::kQ3_K: return NativeSpec{Mode::kGgmlKZero, 3, 16, nv_q3_k};
     case GgmlType::kQ6_K: return NativeSpec{Mode::kGgmlKZero, 6, 16, nv_q6_k};
+    case GgmlType::kIQ4_XS: return NativeSpec{Mode::kGgmlKZero, 8, 32, nv_iq4_xs};
     default: return std::nullopt;
   }
 }

@@ -27,14 +27,8 @@ struct AffineBlock {
 // Fills `out` from block b; returns nullptr, or why the block has no exact affine form.
 using AffineFn = const char* (*)(const uint8_t* b, AffineBlock* out);
 
-constexpr const char* kInfiniteScale =
-    "has an infinite scale d; ggml's d * (q - z) gives +-inf (NaN where q = z) but moex's "
-    "scale * q + bias with bias = -z * d gives NaN, so it has no exact affine form";
-
 inline uint32_t rp_nib32(const uint8_t* qs, int i) { return uint32_t(blocks::nibble32(qs, i)); }
 inline uint32_t rp_bit5(const uint8_t* qh, int i) { return uint32_t(blocks::high_bit(qh, i)); }
-
-using blocks::kIq4Values;
 
 const char* rp_q4_1(const uint8_t* b, AffineBlock* out) {  // d * q + m: the same two operations
   for (int i = 0; i < 32; ++i) out->q[i] = rp_nib32(b + 4, i);
@@ -50,24 +44,6 @@ const char* rp_q5_1(const uint8_t* b, AffineBlock* out) {
   return nullptr;
 }
 
-// IQ4_XS: sub-block j is d_j * table[q] with d_j = d * sc_j (computed as ggml does): 8-bit
-// codes table + 127 with scale d_j and bias -127 d_j (exact, see docs).
-const char* rp_iq4_xs(const uint8_t* b, AffineBlock* out) {
-  const float d = load_f16(b);
-  const unsigned scales_h = unsigned(b[2] | (b[3] << 8));
-  for (int j = 0; j < 8; ++j) {
-    const int lo = (b[4 + j / 2] >> (4 * (j % 2))) & 15;
-    const int hi = (scales_h >> (2 * j)) & 3;
-    const float dl = d * float((lo | hi << 4) - 32);
-    if (std::isinf(dl)) return kInfiniteScale;
-    out->scale[j] = dl;
-    out->bias[j] = -127.0f * dl;
-    for (int i = 0; i < 32; ++i)
-      out->q[32 * j + i] = uint32_t(kIq4Values[rp_nib32(b + 8 + 16 * j, i)] + 127);
-  }
-  return nullptr;
-}
-
 struct AffineSpec {
   int bits, group_size;
   AffineFn fn;
@@ -77,7 +53,6 @@ std::optional<AffineSpec> affine_spec(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_1: return AffineSpec{4, 32, rp_q4_1};
     case GgmlType::kQ5_1: return AffineSpec{5, 32, rp_q5_1};
-    case GgmlType::kIQ4_XS: return AffineSpec{8, 32, rp_iq4_xs};
     default: return std::nullopt;
   }
 }
@@ -108,17 +83,7 @@ std::optional<quant::Format> repack_format(GgmlType t) {
 
 const char* repack_unsupported_reason(GgmlType t) {
   if (repack_format(t)) return nullptr;
-  switch (t) {
-    default:
-      return "the type has no dequantization in moex to check a repack against";
-  }
-}
-
-bool repack_keeps_zero_sign(GgmlType t) {
-  switch (t) {
-    case GgmlType::kIQ4_XS: return false;
-    default: return true;
-  }
+  return "the type has no dequantization in moex to check a repack against";
 }
 
 quant::QuantizedMatrix repack(GgmlType t, const uint8_t* src, uint64_t src_bytes, int64_t rows,
