@@ -47,6 +47,11 @@ FAMILIES = {
                           "mlp", permute_qk=False, norm_topk=False, has_shared=True),
     # gpt-oss (conversion/gpt_oss.py, src/models/openai-moe.cpp): sinks, biases everywhere,
     # softmax over the top-k logits, SwiGLU-OAI, even layers sliding, YaRN.
+    # dots1 (conversion/dots1.py, src/models/dots1.cpp): qwen3moe's attention, glm4moe's
+    # routing (sigmoid + exp_probs_b, groups, expert_weights_norm / _scale keys), leading dense
+    # layers, ungated shared experts n_shared_experts * moe_intermediate_size wide.
+    "dots1": Family(gguf.MODEL_ARCH.DOTS1, "n_routed_experts", "moe_intermediate_size", "mlp",
+                    permute_qk=False, norm_topk=True, has_shared=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -137,6 +142,12 @@ def check_expressible(model_type, fam, config):
         if rs and (rs.get("rope_type", rs.get("type")) != "yarn" or "mscale" in rs
                    or "mscale_all_dim" in rs):
             refuse("rope_scaling", "gpt-oss's YaRN without mscale keys only")
+        return
+    if model_type == "dots1":
+        if config.get("rope_scaling"):
+            refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
         return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):

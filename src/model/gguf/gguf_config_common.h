@@ -50,6 +50,8 @@ nlohmann::json yarn_rope_scaling(const gguf_keys::ArchKeys& k, YarnMscale mscale
 // deepseek2 and gpt-oss (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc).
 nlohmann::json deepseek2(const gguf_keys::ArchKeys& k);
 nlohmann::json gpt_oss(const gguf_keys::ArchKeys& k);
+// The archs of gguf_config_<arch>.cc.
+nlohmann::json dots1(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /
