@@ -30,6 +30,9 @@ from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E
 from twin_vocab import add_vocab  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
+# The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
+# src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
+TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -94,7 +97,7 @@ class Plan:
         self.n_kv = int(cfg.get("num_key_value_heads", self.n_head))
         self.head_dim = int(cfg.get("head_dim") or self.hidden // self.n_head)
         self.n_experts = int(cfg[self.fam.n_experts_key])
-        self.top_k = int(cfg["num_experts_per_tok"])
+        self.top_k = int(cfg[self.fam.top_k_key])
         self.vocab = int(cfg["vocab_size"])
         self.rows = []
         seen = set()
@@ -122,7 +125,7 @@ class Plan:
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
-        if not has_output and self.fam.arch not in (gguf.MODEL_ARCH.QWEN3MOE,):
+        if not has_output and self.fam.arch not in TIED_ARCHS:
             # olmoe / qwen2moe / llama want output.weight: a tied checkpoint gets a copy.
             embd = next(r for r in self.rows if r["tensor"] == T.TOKEN_EMBD)
             self.rows.append(dict(embd, name=gguf_name(T.OUTPUT) + ".weight", tensor=T.OUTPUT,

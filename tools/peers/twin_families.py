@@ -19,6 +19,7 @@ class Family:
     permute_qk: bool                # RoPE type NORM (interleaved) in llama.cpp: q/k rows permuted
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
+    top_k_key: str = "num_experts_per_tok"
 
 
 FAMILIES = {
@@ -52,6 +53,12 @@ FAMILIES = {
     # layers, ungated shared experts n_shared_experts * moe_intermediate_size wide.
     "dots1": Family(gguf.MODEL_ARCH.DOTS1, "n_routed_experts", "moe_intermediate_size", "mlp",
                     permute_qk=False, norm_topk=True, has_shared=True),
+    # ernie4_5-moe (conversion/ernie.py Ernie4_5MoeModel, src/models/ernie4-5*.cpp): RoPE NORM
+    # on rows the converter leaves as they are (ERNIE's own RoPE is interleaved), leading dense
+    # layers, softmax top-k renormalized (hard-coded), ungated shared experts.
+    "ernie4_5_moe": Family(gguf.MODEL_ARCH.ERNIE4_5_MOE, "moe_num_experts",
+                           "moe_intermediate_size", "mlp", permute_qk=False, norm_topk=True,
+                           has_shared=True, top_k_key="moe_k"),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -149,6 +156,9 @@ def check_expressible(model_type, fam, config):
         if config.get("scoring_func", "sigmoid") != "sigmoid":
             refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
         return
+    if model_type == "ernie4_5_moe":
+        check_ernie(config, refuse)
+        return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
             refuse("rope_scaling", "the twin writer does not map RoPE scaling")
@@ -169,6 +179,26 @@ def check_expressible(model_type, fam, config):
         refuse("clip_qkv", "the twin writer does not map q/k/v clamping")
     if config.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", "llama.cpp's MoE FFN here is SiLU-gated")
+
+
+def check_ernie(config, refuse):
+    layers = int(config["num_hidden_layers"])
+    end = config.get("moe_layer_end_index", layers - 1)
+    if (max(end) if isinstance(end, list) else end) != layers - 1:
+        refuse("moe_layer_end_index", "llama.cpp's graph makes every layer after the leading "
+               "dense ones MoE (by the interval)")
+    if config.get("moe_gate_act", "softmax") != "softmax":
+        refuse("moe_gate_act", "llama.cpp's ernie4_5-moe graph hard-codes softmax")
+    if config.get("use_bias"):
+        refuse("use_bias", "the twin writer maps no MLP biases")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+    shared = int(config.get("moe_num_shared_experts") or 0)
+    width = int(config["intermediate_size"]) // int(config["num_key_value_heads"])
+    if shared and shared * int(config["moe_intermediate_size"]) != width:
+        refuse("moe_num_shared_experts", "the converter writes the shared experts' width as "
+               f"intermediate_size // num_key_value_heads = {width}, not shared x "
+               "moe_intermediate_size")
 
 
 def gguf_name(tensor, layer=None):

@@ -80,6 +80,8 @@ def add_arch_metadata(writer, plan, cfg):
     arch = plan.fam.arch
     if arch == gguf.MODEL_ARCH.DOTS1:
         add_dots1_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
+        add_ernie_metadata(writer, cfg)
 
 
 def add_dots1_metadata(writer, cfg):
@@ -94,3 +96,18 @@ def add_dots1_metadata(writer, cfg):
     if cfg.get("topk_group") is not None:
         writer.add_expert_group_used_count(int(cfg["topk_group"]))
     writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+
+
+def add_ernie_metadata(writer, cfg):
+    """Ernie4_5MoeModel.set_gguf_parameters (conversion/ernie.py): the interval, the leading
+    dense layers (moe_layer_start_index), the shared count, and the shared width as the
+    converter computes it, intermediate_size // num_key_value_heads (twin_families.check_ernie
+    refuses a checkpoint where that is not the width)."""
+    start = cfg.get("moe_layer_start_index", 0)
+    writer.add_interleave_moe_layer_step(int(cfg.get("moe_layer_interval", 1)))
+    writer.add_leading_dense_block_count(int(min(start) if isinstance(start, list) else start))
+    shared = int(cfg.get("moe_num_shared_experts") or 0)
+    writer.add_expert_shared_count(shared)
+    if shared > 0:
+        writer.add_expert_shared_feed_forward_length(
+            int(cfg["intermediate_size"]) // int(cfg["num_key_value_heads"]))

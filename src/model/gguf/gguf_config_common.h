@@ -52,6 +52,7 @@ nlohmann::json deepseek2(const gguf_keys::ArchKeys& k);
 nlohmann::json gpt_oss(const gguf_keys::ArchKeys& k);
 // The archs of gguf_config_<arch>.cc.
 nlohmann::json dots1(const gguf_keys::ArchKeys& k);
+nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /

@@ -180,7 +180,8 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-qwen2-moe", "qwen2moe", None), ("tiny-olmoe", "olmoe", None),
            ("tiny-glm4-moe", "glm", None), ("tiny-deepseek-v2", "ds2", deepseek2_as_llamacpp),
            ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
-           ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None))
+           ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
+           ("tiny-ernie4-5-moe", "ernie", None))
 
 
 def fixtures(moex, work, only=None):
