@@ -32,7 +32,8 @@ from twin_vocab import add_vocab  # noqa: E402
 Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
-TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE)
+TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
+              gguf.MODEL_ARCH.GRANITE_MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 

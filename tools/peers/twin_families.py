@@ -59,6 +59,11 @@ FAMILIES = {
     "ernie4_5_moe": Family(gguf.MODEL_ARCH.ERNIE4_5_MOE, "moe_num_experts",
                            "moe_intermediate_size", "mlp", permute_qk=False, norm_topk=True,
                            has_shared=True, top_k_key="moe_k"),
+    # granitemoe (conversion/granite.py GraniteMoeModel over LlamaModel, src/models/granite*.cpp):
+    # Mixtral's layout (q/k rows and biases permuted for RoPE NORM), the muP multipliers as
+    # keys, softmax top-k renormalized.
+    "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
+                         "block_sparse_moe", permute_qk=True, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -92,6 +97,7 @@ LAYER_TENSORS = {
     "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
     "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
     "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
+    "block_sparse_moe.router.layer": T.FFN_GATE_INP,    # granitemoe's router
     "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,

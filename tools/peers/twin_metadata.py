@@ -82,6 +82,12 @@ def add_arch_metadata(writer, plan, cfg):
         add_dots1_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
+        # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
+        writer.add_attention_scale(float(cfg["attention_multiplier"]))
+        writer.add_embedding_scale(float(cfg["embedding_multiplier"]))
+        writer.add_residual_scale(float(cfg["residual_multiplier"]))
+        writer.add_logit_scale(float(cfg["logits_scaling"]))
 
 
 def add_dots1_metadata(writer, cfg):
