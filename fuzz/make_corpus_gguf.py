@@ -1,6 +1,6 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss) that moex loads, written byte by byte.
+Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe) that moex loads, written byte by byte.
 """
 import struct
 
@@ -115,6 +115,12 @@ def gguf_model_inputs(out_dir, rng, write):
           gguf_file(deepseek2_keys() + tok_kvs, deepseek2_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "gpt-oss-tiny.gguf",
           gguf_file(gpt_oss_keys() + tok_kvs, gpt_oss_tensors(vocab), rng))
+    write(out_dir, "fuzz_gguf_model", "dots1-tiny.gguf",
+          gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
+    for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
+                                ("granitemoe", granite_keys(), granite_tensors(vocab))):
+        write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
+              gguf_file(keys + tok_kvs, tensors, rng))
 
 
 def deepseek2_keys():
@@ -186,3 +192,87 @@ def gpt_oss_tensors(vocab):
             t += [(b + f"ffn_{proj}_exps.weight", "MXFP4", [32, 32, 4]),
                   (b + f"ffn_{proj}_exps.bias", "F32", [32, 4])]
     return t
+
+
+def dots1_keys():
+    """A 1-layer dots.llm1 (MoE): hidden 32, 2 heads of 16 (MHA, as llama.cpp's dots1), 4
+    experts of 16 in 2 groups (1 kept) top 2, 1 shared expert, sigmoid + exp_probs_b."""
+    a = "dots1"
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 1),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 2),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-5), (f"{a}.rope.freq_base", 6, 1e7),
+            (f"{a}.expert_count", 4, 4), (f"{a}.expert_used_count", 4, 2),
+            (f"{a}.feed_forward_length", 4, 64), (f"{a}.expert_feed_forward_length", 4, 16),
+            (f"{a}.expert_shared_count", 4, 1), (f"{a}.leading_dense_block_count", 4, 0),
+            (f"{a}.expert_gating_func", 4, 2), (f"{a}.expert_weights_scale", 6, 2.5),
+            (f"{a}.expert_weights_norm", 7, True), (f"{a}.expert_group_count", 4, 2),
+            (f"{a}.expert_group_used_count", 4, 1)]
+
+
+def dots1_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab]), (b + "attn_norm.weight", "F32", [32]),
+            (b + "ffn_norm.weight", "F32", [32]), (b + "attn_q.weight", "Q8_0", [32, 32]),
+            (b + "attn_k.weight", "Q8_0", [32, 32]), (b + "attn_v.weight", "Q8_0", [32, 32]),
+            (b + "attn_output.weight", "Q8_0", [32, 32]),
+            (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16]),
+            (b + "ffn_gate_inp.weight", "F32", [32, 4]), (b + "exp_probs_b.bias", "F32", [4]),
+            (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+            (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def plain_keys(a, extra):
+    """hidden 32, 2 heads of 16 (1 KV head), 4 experts top 2, one layer."""
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 1),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 1),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-5), (f"{a}.expert_count", 4, 4),
+            (f"{a}.expert_used_count", 4, 2)] + [(f"{a}.{k}", t, v) for k, t, v in extra]
+
+
+def moe_layer_tensors(bias=False):
+    b = "blk.0."
+    t = [(b + "attn_norm.weight", "F32", [32]), (b + "ffn_norm.weight", "F32", [32]),
+         (b + "attn_q.weight", "Q8_0", [32, 32]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+         (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
+         (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+         (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+         (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+         (b + "ffn_down_exps.weight", "F16", [16, 32, 4])]
+    if bias:
+        t += [(b + "attn_q.bias", "F32", [32]), (b + "attn_k.bias", "F32", [16]),
+              (b + "attn_v.bias", "F32", [16]), (b + "attn_output.bias", "F32", [32])]
+    return t
+
+
+def ernie_keys():
+    """A 1-layer ERNIE-4.5 MoE (tied embeddings) with 1 shared expert."""
+    return plain_keys("ernie4_5-moe", [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("expert_shared_count", 4, 1), ("expert_shared_feed_forward_length", 4, 16),
+        ("interleave_moe_layer_step", 4, 1), ("leading_dense_block_count", 4, 0)])
+
+
+def ernie_tensors(vocab):
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32])] + \
+        moe_layer_tensors() + [("blk.0.ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+                               ("blk.0.ffn_up_shexp.weight", "Q8_0", [32, 16]),
+                               ("blk.0.ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def granite_keys():
+    """A 1-layer Granite MoE with the muP multipliers and q/k/v/o biases."""
+    return plain_keys("granitemoe", [
+        ("feed_forward_length", 4, 16), ("attention.scale", 6, 0.1), ("embedding_scale", 6, 12.0),
+        ("residual_scale", 6, 0.22), ("logit_scale", 6, 6.0)])
+
+
+def granite_tensors(vocab):
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors(bias=True)

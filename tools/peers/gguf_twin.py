@@ -25,9 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
                            check_expressible, family_of, gguf_name, tensor_table)
+from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
+                           add_glm4moe_metadata, add_yarn_metadata)
 from twin_vocab import add_vocab  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
+# The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
+# src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
+TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
+              gguf.MODEL_ARCH.GRANITE_MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -92,7 +98,7 @@ class Plan:
         self.n_kv = int(cfg.get("num_key_value_heads", self.n_head))
         self.head_dim = int(cfg.get("head_dim") or self.hidden // self.n_head)
         self.n_experts = int(cfg[self.fam.n_experts_key])
-        self.top_k = int(cfg["num_experts_per_tok"])
+        self.top_k = int(cfg[self.fam.top_k_key])
         self.vocab = int(cfg["vocab_size"])
         self.rows = []
         seen = set()
@@ -120,7 +126,7 @@ class Plan:
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
-        if not has_output and self.fam.arch not in (gguf.MODEL_ARCH.QWEN3MOE,):
+        if not has_output and self.fam.arch not in TIED_ARCHS:
             # olmoe / qwen2moe / llama want output.weight: a tied checkpoint gets a copy.
             embd = next(r for r in self.rows if r["tensor"] == T.TOKEN_EMBD)
             self.rows.append(dict(embd, name=gguf_name(T.OUTPUT) + ".weight", tensor=T.OUTPUT,
@@ -257,6 +263,7 @@ def add_metadata(writer, plan, file_type):
         add_yarn_metadata(writer, cfg)
     elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
         writer.add_rope_dimension_count(plan.head_dim)
+    add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
     writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     writer.add_expert_count(plan.n_experts)
@@ -264,75 +271,6 @@ def add_metadata(writer, plan, file_type):
     writer.add_vocab_size(plan.vocab)
     writer.add_file_type(file_type)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
-
-
-def add_glm4moe_metadata(writer, plan, cfg):
-    """The keys conversion/glm.py's Glm4MoeModel.set_gguf_parameters writes, plus the generic
-    expert group keys llama.cpp's loader reads (for a config with n_group > 1)."""
-    writer.add_rope_dimension_count(int(plan.head_dim * float(cfg.get("partial_rotary_factor",
-                                                                      0.5))))
-    if cfg.get("n_shared_experts") is not None:
-        writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
-    if cfg.get("first_k_dense_replace") is not None:
-        writer.add_leading_dense_block_count(int(cfg["first_k_dense_replace"]))
-    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
-    if cfg.get("routed_scaling_factor") is not None:
-        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
-    if cfg.get("norm_topk_prob") is not None:
-        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
-    if int(cfg.get("n_group", 1)) > 1:
-        writer.add_expert_group_count(int(cfg["n_group"]))
-        writer.add_expert_group_used_count(int(cfg["topk_group"]))
-
-
-def add_yarn_metadata(writer, cfg):
-    """The base converter's rope.scaling.* keys of a yarn rope_scaling (TextModel
-    .set_gguf_parameters in conversion/base.py)."""
-    rs = cfg.get("rope_scaling") or {}
-    if rs.get("type", rs.get("rope_type")) != "yarn":
-        return
-    writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
-    writer.add_rope_scaling_factor(float(rs["factor"]))
-    writer.add_rope_scaling_orig_ctx_len(int(rs["original_max_position_embeddings"]))
-    if rs.get("beta_fast") is not None:
-        writer.add_rope_scaling_yarn_beta_fast(float(rs["beta_fast"]))
-    if rs.get("beta_slow") is not None:
-        writer.add_rope_scaling_yarn_beta_slow(float(rs["beta_slow"]))
-
-
-def add_deepseek2_metadata(writer, plan, cfg):
-    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py): MLA as MQA over the latent
-    (head_count_kv 1, key / value lengths of the latent, the per-head ones as *_mla), the
-    routing keys, YaRN with 0.1 * mscale_all_dim as the log multiplier."""
-    nope, rope, v = (int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]),
-                     int(cfg["v_head_dim"]))
-    latent = int(cfg["kv_lora_rank"])
-    writer.add_head_count_kv(1)
-    if cfg.get("q_lora_rank") is not None:
-        writer.add_q_lora_rank(int(cfg["q_lora_rank"]))
-    elif plan.n_layers not in (26, 27):
-        # llama.cpp reads q_lora_rank unless the layer count is a known Lite model's; the
-        # converter omits it for a null rank, so a small q_proj model needs the 0 written.
-        writer.add_q_lora_rank(0)
-    writer.add_kv_lora_rank(latent)
-    writer.add_key_length(latent + rope)
-    writer.add_value_length(latent)
-    writer.add_key_length_mla(nope + rope)
-    writer.add_value_length_mla(v)
-    writer.add_rope_dimension_count(rope)
-    writer.add_leading_dense_block_count(int(cfg.get("first_k_dense_replace") or 0))
-    writer.add_expert_shared_count(int(cfg.get("n_shared_experts") or 0))
-    if cfg.get("routed_scaling_factor") is not None:
-        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
-    if cfg.get("n_group") is not None:
-        writer.add_expert_group_count(int(cfg["n_group"]))
-    if cfg.get("topk_group") is not None:
-        writer.add_expert_group_used_count(int(cfg["topk_group"]))
-    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
-    add_yarn_metadata(writer, cfg)
-    rs = cfg["rope_scaling"]
-    if rs.get("mscale_all_dim") is not None:
-        writer.add_rope_scaling_yarn_log_mul(0.1 * float(rs["mscale_all_dim"]))
 
 
 def write_gguf(plan, path, file_type, progress, vocab=None):

@@ -19,6 +19,7 @@ class Family:
     permute_qk: bool                # RoPE type NORM (interleaved) in llama.cpp: q/k rows permuted
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
+    top_k_key: str = "num_experts_per_tok"
 
 
 FAMILIES = {
@@ -47,6 +48,22 @@ FAMILIES = {
                           "mlp", permute_qk=False, norm_topk=False, has_shared=True),
     # gpt-oss (conversion/gpt_oss.py, src/models/openai-moe.cpp): sinks, biases everywhere,
     # softmax over the top-k logits, SwiGLU-OAI, even layers sliding, YaRN.
+    # dots1 (conversion/dots1.py, src/models/dots1.cpp): qwen3moe's attention, glm4moe's
+    # routing (sigmoid + exp_probs_b, groups, expert_weights_norm / _scale keys), leading dense
+    # layers, ungated shared experts n_shared_experts * moe_intermediate_size wide.
+    "dots1": Family(gguf.MODEL_ARCH.DOTS1, "n_routed_experts", "moe_intermediate_size", "mlp",
+                    permute_qk=False, norm_topk=True, has_shared=True),
+    # ernie4_5-moe (conversion/ernie.py Ernie4_5MoeModel, src/models/ernie4-5*.cpp): RoPE NORM
+    # on rows the converter leaves as they are (ERNIE's own RoPE is interleaved), leading dense
+    # layers, softmax top-k renormalized (hard-coded), ungated shared experts.
+    "ernie4_5_moe": Family(gguf.MODEL_ARCH.ERNIE4_5_MOE, "moe_num_experts",
+                           "moe_intermediate_size", "mlp", permute_qk=False, norm_topk=True,
+                           has_shared=True, top_k_key="moe_k"),
+    # granitemoe (conversion/granite.py GraniteMoeModel over LlamaModel, src/models/granite*.cpp):
+    # Mixtral's layout (q/k rows and biases permuted for RoPE NORM), the muP multipliers as
+    # keys, softmax top-k renormalized.
+    "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
+                         "block_sparse_moe", permute_qk=True, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -80,6 +97,7 @@ LAYER_TENSORS = {
     "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
     "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
     "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
+    "block_sparse_moe.router.layer": T.FFN_GATE_INP,    # granitemoe's router
     "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,
@@ -138,6 +156,15 @@ def check_expressible(model_type, fam, config):
                    or "mscale_all_dim" in rs):
             refuse("rope_scaling", "gpt-oss's YaRN without mscale keys only")
         return
+    if model_type == "dots1":
+        if config.get("rope_scaling"):
+            refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
+        return
+    if model_type == "ernie4_5_moe":
+        check_ernie(config, refuse)
+        return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
             refuse("rope_scaling", "the twin writer does not map RoPE scaling")
@@ -158,6 +185,26 @@ def check_expressible(model_type, fam, config):
         refuse("clip_qkv", "the twin writer does not map q/k/v clamping")
     if config.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", "llama.cpp's MoE FFN here is SiLU-gated")
+
+
+def check_ernie(config, refuse):
+    layers = int(config["num_hidden_layers"])
+    end = config.get("moe_layer_end_index", layers - 1)
+    if (max(end) if isinstance(end, list) else end) != layers - 1:
+        refuse("moe_layer_end_index", "llama.cpp's graph makes every layer after the leading "
+               "dense ones MoE (by the interval)")
+    if config.get("moe_gate_act", "softmax") != "softmax":
+        refuse("moe_gate_act", "llama.cpp's ernie4_5-moe graph hard-codes softmax")
+    if config.get("use_bias"):
+        refuse("use_bias", "the twin writer maps no MLP biases")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+    shared = int(config.get("moe_num_shared_experts") or 0)
+    width = int(config["intermediate_size"]) // int(config["num_key_value_heads"])
+    if shared and shared * int(config["moe_intermediate_size"]) != width:
+        refuse("moe_num_shared_experts", "the converter writes the shared experts' width as "
+               f"intermediate_size // num_key_value_heads = {width}, not shared x "
+               "moe_intermediate_size")
 
 
 def gguf_name(tensor, layer=None):

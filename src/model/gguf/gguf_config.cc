@@ -120,9 +120,12 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "glm4moe") return glm4moe(k);
   if (k.arch() == "deepseek2") return gguf_config::deepseek2(k);
   if (k.arch() == "gpt-oss") return gguf_config::gpt_oss(k);
+  if (k.arch() == "dots1") return gguf_config::dots1(k);
+  if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
+  if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2 and gpt-oss");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe and granitemoe");
 }
 
 }  // namespace moex::model

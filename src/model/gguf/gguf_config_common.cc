@@ -133,17 +133,14 @@ void require_one(const ArchKeys& k, const char* suffix) {
     k.refuse(suffix, "expected 1 (moex's YaRN has no such factor)");
 }
 
-// The decimal that a float32 key most likely was written from: its shortest round-trip
-// digits read as a double (0.08f -> 0.08), so that a config value such as 0.1 * 0.8 comes back
-// as the double the converter started from rather than 0.0799999982.
+}  // namespace
+
 double shortest_decimal(double v) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof(buf) - 1, float(v));
   *r.ptr = '\0';
   return std::strtod(buf, nullptr);
 }
-
-}  // namespace
 
 json yarn_rope_scaling(const ArchKeys& k, YarnMscale mscale) {
   if (!k.has("rope.scaling.type")) return json();

@@ -33,6 +33,11 @@ int64_t head_dim(const gguf_keys::ArchKeys& k, const nlohmann::json& j,
 // scaling then); otherwise finite and positive.
 double routed_scale(const gguf_keys::ArchKeys& k);
 
+// The decimal that a float32 key most likely was written from: its shortest round-trip digits
+// read as a double (0.08f -> 0.08), so that a config value such as 0.22 comes back as the
+// double the converter started from rather than 0.2199999988.
+double shortest_decimal(double v);
+
 // How the arch turns YaRN's mscale keys into mlx-lm's mscale / mscale_all_dim.
 enum class YarnMscale {
   // deepseek2: rope.scaling.yarn_log_multiplier = 0.1 * mscale_all_dim (required), and
@@ -50,6 +55,10 @@ nlohmann::json yarn_rope_scaling(const gguf_keys::ArchKeys& k, YarnMscale mscale
 // deepseek2 and gpt-oss (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc).
 nlohmann::json deepseek2(const gguf_keys::ArchKeys& k);
 nlohmann::json gpt_oss(const gguf_keys::ArchKeys& k);
+// The archs of gguf_config_<arch>.cc.
+nlohmann::json dots1(const gguf_keys::ArchKeys& k);
+nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
+nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /

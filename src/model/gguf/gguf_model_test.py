@@ -43,7 +43,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "peers"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from checkpoint_edits import with_kv_heads_repeated  # noqa: E402
 from gguf_twin import twin  # noqa: E402
+from gguf_file_edits import dequantized_copy, with_nextn_layer  # noqa: E402
 from gguf_twin_test import exact_grid_copy, without_dense_layers  # noqa: E402
 from twin_spm import spm_vocab, train as train_spm  # noqa: E402
 
@@ -172,18 +175,28 @@ def deepseek2_as_llamacpp(cfg, grouped=False):
         cfg.update(topk_method="greedy", n_group=1, topk_group=1)
 
 
+def granite_sensitive(cfg):
+    """The tiny Granite MoE with embedding_multiplier 1.5 instead of 12: at 12 the scaled
+    embeddings outweigh every layer's 0.22 x branch so much that wrong q/k rows moved the
+    logits by only 1.6e-4 (within the F32 peer bound); at 1.5 the layers count."""
+    cfg["embedding_multiplier"] = 1.5
+
+
 # preset, short label, config edit (None: as made)
 PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-qwen2-moe", "qwen2moe", None), ("tiny-olmoe", "olmoe", None),
            ("tiny-glm4-moe", "glm", None), ("tiny-deepseek-v2", "ds2", deepseek2_as_llamacpp),
            ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
-           ("tiny-gpt-oss", "oss", None))
+           ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
+           ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive))
 
 
-def fixtures(moex, work):
-    """(label, checkpoint dir, gguf path, kind) for every case."""
+def fixtures(moex, work, only=None):
+    """(label, checkpoint dir, gguf path, kind) for every case (of the `only` presets)."""
     out = []
     for preset, short, edit in PRESETS:
+        if only and short not in only:
+            continue
         kinds = [("f32", ["--bits", "0", "--dtype", "f32"]),
                  ("f16", ["--bits", "0", "--dtype", "f16"]), ("q4", [])]
         if short == "oss":  # gpt-oss ships mxfp4 weights: written as ggml MXFP4 blocks
@@ -194,6 +207,8 @@ def fixtures(moex, work):
                 dense_free = work / f"{short}-{kind}-allmoe"
                 without_dense_layers(d, dense_free)
                 d = dense_free
+            if short == "dots1":  # llama.cpp's dots1 has no GQA: KV heads written out
+                d = with_kv_heads_repeated(d, work / f"{short}-{kind}-mha")
             if edit is not None:
                 d = edited_config(d, work / f"{short}-{kind}-edited", edit)
             if kind == "q4":
@@ -204,69 +219,6 @@ def fixtures(moex, work):
             twin(d, path, mode="f16" if kind == "f16" else "q4_0", progress=False)
             out.append((f"{short}-{kind}", d, path, kind))
     return out
-
-
-def dequantized_copy(src, dst):
-    """DST: the GGUF file SRC with every tensor dequantized to F32 by gguf-py (the same
-    metadata), for llama.cpp to run without quantized matmuls."""
-    import gguf
-    r = gguf.GGUFReader(str(src))
-    arch = r.fields["general.architecture"].contents()
-    w = gguf.GGUFWriter(str(dst), arch)
-    for field in r.fields.values():
-        if field.name in ("general.architecture", "general.file_type") or field.name.startswith("GGUF."):
-            continue
-        vt = field.types[0]
-        sub = field.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(field.name, field.contents(), vt, sub_type=sub)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    for t in r.tensors:
-        shape = tuple(int(n) for n in reversed(t.shape))
-        w.add_tensor(t.name, gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
-                     .reshape(shape))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return dst
-
-
-def with_nextn_layer(src, dst):
-    """DST: the F32 glm4moe file SRC plus a NextN (multi-token prediction) layer as GLM's
-    converter writes one: block_count + 1, nextn_predict_layers 1, blk.L.* holding a copy of the
-    last layer's tensors and the nextn.* projections and norms (values arbitrary: nothing that
-    decodes one token per step reads them)."""
-    import gguf
-    r = gguf.GGUFReader(str(src))
-    arch = r.fields["general.architecture"].contents()
-    w = gguf.GGUFWriter(str(dst), arch)
-    layers = int(r.fields[f"{arch}.block_count"].contents())
-    for field in r.fields.values():
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue
-        vt = field.types[0]
-        sub = field.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
-        value = layers + 1 if field.name == f"{arch}.block_count" else field.contents()
-        w.add_key_value(field.name, value, vt, sub_type=sub)
-    w.add_nextn_predict_layers(1)
-    last = f"blk.{layers - 1}."
-    hidden = int(r.fields[f"{arch}.embedding_length"].contents())
-    rng = np.random.default_rng(0)
-    for t in r.tensors:
-        if t.tensor_type != gguf.GGMLQuantizationType.F32:
-            raise ValueError(f"{src}: {t.name} is not F32")
-        w.add_tensor(t.name, np.array(t.data))
-        if t.name.startswith(last):
-            w.add_tensor(f"blk.{layers}." + t.name[len(last):], np.array(t.data))
-    for name, shape in (("nextn.eh_proj.weight", (hidden, 2 * hidden)),
-                        ("nextn.enorm.weight", (hidden,)), ("nextn.hnorm.weight", (hidden,)),
-                        ("nextn.shared_head_norm.weight", (hidden,))):
-        w.add_tensor(f"blk.{layers}.{name}", rng.standard_normal(shape).astype(np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return dst
 
 
 def spm_fixture(work):
@@ -280,6 +232,11 @@ def spm_fixture(work):
 
 
 def reference(args, work, cases):
+    reference_cases(args, work, cases)
+    tokenizer_reference(args, work, cases)
+
+
+def reference_cases(args, work, cases):
     for label, d, path, kind in cases:
         ids_dir, log_dir = moex_generate(args.moex, d, work / f"{label}.dir.f32")
         ids_gguf, log_gguf = moex_generate(args.moex, path, work / f"{label}.gguf.f32")
@@ -294,6 +251,9 @@ def reference(args, work, cases):
             check(rel <= QUANT_REL_BOUND,
                   f"{label}: logits max |diff| / max |logit| = {rel:.3g} <= {QUANT_REL_BOUND:g} "
                   "(same values, other groups and kernels)")
+
+
+def tokenizer_reference(args, work, cases):
     label, d, path, _ = cases[0]
     bad = [t for t in CORPUS if moex_tokenize(args.moex, d, t) != moex_tokenize(args.moex, path, t)]
     check(not bad, f"{label}: token ids from GGUF = from tokenizer.json on {len(CORPUS)} texts"
@@ -359,7 +319,8 @@ def f32_oracle(args, work, label, path):
     return [compare(args, work, f"{label}-vs-f32", path, PEER_F32_BOUND, llama_path=f32)]
 
 
-def peer(args, work, cases):
+def peer_cases(args, work, cases):
+    """Each file against llama.cpp, and llama-quantize's Q4_K_M of each F32 checkpoint."""
     report = []
     for label, d, path, kind in cases:
         bound = {"f32": PEER_F32_BOUND, "f16": PEER_F16_BOUND}.get(kind, PEER_QUANT_BOUND)
@@ -376,6 +337,11 @@ def peer(args, work, cases):
         report.append(compare(args, work, f"{label}-q4_k_m", path,
                               PEER_BOUND_OVERRIDE.get(f"{label}-q4_k_m", PEER_QUANT_BOUND)))
         report += f32_oracle(args, work, f"{label}-q4_k_m", path)
+    return report
+
+
+def peer(args, work, cases):
+    report = peer_cases(args, work, cases)
     # Every other type llama-quantize writes that moex reads, on the qwen3 checkpoint (whose
     # widths are whole 256-element super-blocks, so the K types are not swapped for others).
     # The oracle is llama.cpp on the file's F32 dequantization (gguf-py's), which has no
@@ -475,6 +441,8 @@ def main():
     ap.add_argument("--peer", action="store_true", help="the llama.cpp checks, with the build of "
                     "scripts/peers/llamacpp.sh under $MOEX_PEERS_DIR (default ~/.cache/moex-peers);"
                     " exit 77 (skipped) when it is absent")
+    ap.add_argument("--only", help="comma-separated preset labels (qwen3, dots1, ...): their "
+                    "twins' checks alone, without the tokenizer and whole-file cases")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -487,8 +455,10 @@ def main():
                   f"build it with MOEX_PEERS_DIR={root} scripts/peers/llamacpp.sh (~10 min of "
                   "2 cores) to run moex against llama.cpp on GGUF files")
             return 77
-    cases = fixtures(args.moex, work)
-    if not args.peer:
+    cases = fixtures(args.moex, work, args.only and args.only.split(","))
+    if args.only:  # the per-preset checks alone (a development run)
+        (reference_cases if not args.peer else peer_cases)(args, work, cases)
+    elif not args.peer:
         reference(args, work, cases)
     else:
         peer(args, work, cases)

@@ -150,7 +150,8 @@ class Binder {
 
   // The heads whose q/k rows llama.cpp's converter permuted for this module, or 0.
   int64_t permuted_heads(const ModuleSpec& m) const {
-    if (cfg_.family != "mixtral") return 0;  // the GGUF arch "llama" (RoPE type NORM)
+    // The GGUF archs "llama" and "granitemoe" (RoPE type NORM, LlamaModel's permutation).
+    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe") return 0;
     if (m.slot == Slot::kQ) return cfg_.heads;
     if (m.slot == Slot::kK) return cfg_.kv_heads;
     return 0;

@@ -1,0 +1,119 @@
+"""The arch-specific metadata of a GGUF twin (gguf_twin.py add_metadata writes the keys every
+arch shares): the keys each llama.cpp converter class's set_gguf_parameters writes, from the
+moex checkpoint's config.json. Sources: llama.cpp 0c1e570 conversion/<arch>.py.
+"""
+import gguf
+
+
+def add_glm4moe_metadata(writer, plan, cfg):
+    """The keys conversion/glm.py's Glm4MoeModel.set_gguf_parameters writes, plus the generic
+    expert group keys llama.cpp's loader reads (for a config with n_group > 1)."""
+    writer.add_rope_dimension_count(int(plan.head_dim * float(cfg.get("partial_rotary_factor",
+                                                                      0.5))))
+    if cfg.get("n_shared_experts") is not None:
+        writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    if cfg.get("first_k_dense_replace") is not None:
+        writer.add_leading_dense_block_count(int(cfg["first_k_dense_replace"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if cfg.get("routed_scaling_factor") is not None:
+        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    if cfg.get("norm_topk_prob") is not None:
+        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    if int(cfg.get("n_group", 1)) > 1:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
+
+
+def add_yarn_metadata(writer, cfg):
+    """The base converter's rope.scaling.* keys of a yarn rope_scaling (TextModel
+    .set_gguf_parameters in conversion/base.py)."""
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("type", rs.get("rope_type")) != "yarn":
+        return
+    writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    writer.add_rope_scaling_factor(float(rs["factor"]))
+    writer.add_rope_scaling_orig_ctx_len(int(rs["original_max_position_embeddings"]))
+    if rs.get("beta_fast") is not None:
+        writer.add_rope_scaling_yarn_beta_fast(float(rs["beta_fast"]))
+    if rs.get("beta_slow") is not None:
+        writer.add_rope_scaling_yarn_beta_slow(float(rs["beta_slow"]))
+
+
+def add_deepseek2_metadata(writer, plan, cfg):
+    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py): MLA as MQA over the latent
+    (head_count_kv 1, key / value lengths of the latent, the per-head ones as *_mla), the
+    routing keys, YaRN with 0.1 * mscale_all_dim as the log multiplier."""
+    nope, rope, v = (int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]),
+                     int(cfg["v_head_dim"]))
+    latent = int(cfg["kv_lora_rank"])
+    writer.add_head_count_kv(1)
+    if cfg.get("q_lora_rank") is not None:
+        writer.add_q_lora_rank(int(cfg["q_lora_rank"]))
+    elif plan.n_layers not in (26, 27):
+        # llama.cpp reads q_lora_rank unless the layer count is a known Lite model's; the
+        # converter omits it for a null rank, so a small q_proj model needs the 0 written.
+        writer.add_q_lora_rank(0)
+    writer.add_kv_lora_rank(latent)
+    writer.add_key_length(latent + rope)
+    writer.add_value_length(latent)
+    writer.add_key_length_mla(nope + rope)
+    writer.add_value_length_mla(v)
+    writer.add_rope_dimension_count(rope)
+    writer.add_leading_dense_block_count(int(cfg.get("first_k_dense_replace") or 0))
+    writer.add_expert_shared_count(int(cfg.get("n_shared_experts") or 0))
+    if cfg.get("routed_scaling_factor") is not None:
+        writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    if cfg.get("n_group") is not None:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+    if cfg.get("topk_group") is not None:
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    add_yarn_metadata(writer, cfg)
+    rs = cfg["rope_scaling"]
+    if rs.get("mscale_all_dim") is not None:
+        writer.add_rope_scaling_yarn_log_mul(0.1 * float(rs["mscale_all_dim"]))
+
+
+def add_arch_metadata(writer, plan, cfg):
+    """The keys of the archs added after deepseek2 / gpt-oss (the others are written inline by
+    add_metadata)."""
+    arch = plan.fam.arch
+    if arch == gguf.MODEL_ARCH.DOTS1:
+        add_dots1_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
+        add_ernie_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
+        # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
+        writer.add_attention_scale(float(cfg["attention_multiplier"]))
+        writer.add_embedding_scale(float(cfg["embedding_multiplier"]))
+        writer.add_residual_scale(float(cfg["residual_multiplier"]))
+        writer.add_logit_scale(float(cfg["logits_scaling"]))
+
+
+def add_dots1_metadata(writer, cfg):
+    """Dots1Model.set_gguf_parameters (conversion/dots1.py) over the base converter's
+    n_group / topk_group / scoring_func keys (conversion/base.py)."""
+    writer.add_leading_dense_block_count(int(cfg["first_k_dense_replace"]))
+    writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    if cfg.get("n_group") is not None:
+        writer.add_expert_group_count(int(cfg["n_group"]))
+    if cfg.get("topk_group") is not None:
+        writer.add_expert_group_used_count(int(cfg["topk_group"]))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+
+
+def add_ernie_metadata(writer, cfg):
+    """Ernie4_5MoeModel.set_gguf_parameters (conversion/ernie.py): the interval, the leading
+    dense layers (moe_layer_start_index), the shared count, and the shared width as the
+    converter computes it, intermediate_size // num_key_value_heads (twin_families.check_ernie
+    refuses a checkpoint where that is not the width)."""
+    start = cfg.get("moe_layer_start_index", 0)
+    writer.add_interleave_moe_layer_step(int(cfg.get("moe_layer_interval", 1)))
+    writer.add_leading_dense_block_count(int(min(start) if isinstance(start, list) else start))
+    shared = int(cfg.get("moe_num_shared_experts") or 0)
+    writer.add_expert_shared_count(shared)
+    if shared > 0:
+        writer.add_expert_shared_feed_forward_length(
+            int(cfg["intermediate_size"]) // int(cfg["num_key_value_heads"]))
