@@ -15,16 +15,8 @@ using testing_gguf::TinyModel;
 // hidden 8, 2 heads; MLA with q LoRA 4, latent 4, nope 2 + rope 2, v 2; a dense first layer
 // (FFN 16), then 2 experts of 4, top-1, one shared; YaRN factor 4; vocabulary 16.
 TinyModel tiny_ds2() {
-  TinyModel m;
-  m.keys.clear();
-  m.str("general.architecture", "deepseek2");
+  TinyModel m = TinyModel::with_basics("deepseek2", 2, 1e-6f);
   const std::string a = "deepseek2.";
-  m.u32(a + "block_count", 2);
-  m.u32(a + "embedding_length", 8);
-  m.u32(a + "attention.head_count", 2);
-  m.u32(a + "attention.head_count_kv", 1);
-  m.u32(a + "context_length", 64);
-  m.f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   m.u32(a + "expert_count", 2);
   m.u32(a + "expert_used_count", 1);
   m.u32(a + "expert_shared_count", 1);
@@ -72,18 +64,10 @@ TinyModel tiny_ds2() {
 // hidden 8, 2 heads of 4 (1 KV head), 2 layers (sliding window 4, then full), 2 experts of 4,
 // top-2, YaRN factor 32; vocabulary 16.
 TinyModel tiny_oss() {
-  TinyModel m;
-  m.keys.clear();
-  m.str("general.architecture", "gpt-oss");
+  TinyModel m = TinyModel::with_basics("gpt-oss", 2, 1e-5f);
   const std::string a = "gpt-oss.";
-  m.u32(a + "block_count", 2);
-  m.u32(a + "embedding_length", 8);
-  m.u32(a + "attention.head_count", 2);
-  m.u32(a + "attention.head_count_kv", 1);
   m.u32(a + "attention.key_length", 4);
   m.u32(a + "attention.value_length", 4);
-  m.u32(a + "context_length", 64);
-  m.f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   m.f32(a + "rope.freq_base", 150000.f);
   m.u32(a + "expert_count", 2);
   m.u32(a + "expert_used_count", 2);

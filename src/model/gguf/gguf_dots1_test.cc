@@ -15,16 +15,8 @@ using testing_gguf::TinyModel;
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4 in 2 groups (1 kept),
 // 2 shared experts (8 wide), top-2, vocabulary 16.
 TinyModel tiny_dots1() {
-  TinyModel m;
-  m.keys.clear();
-  m.str("general.architecture", "dots1");
-  m.u32("dots1.block_count", 2);
-  m.u32("dots1.embedding_length", 8);
-  m.u32("dots1.attention.head_count", 2);
-  m.u32("dots1.attention.head_count_kv", 1);
+  TinyModel m = TinyModel::with_basics("dots1", 2, 1e-5f);
   m.u32("dots1.attention.key_length", 4);
-  m.u32("dots1.context_length", 64);
-  m.f32("dots1.attention.layer_norm_rms_epsilon", 1e-5f);
   m.u32("dots1.expert_count", 4);
   m.u32("dots1.expert_used_count", 2);
   m.u32("dots1.expert_shared_count", 2);

@@ -15,16 +15,8 @@ using testing_gguf::TinyModel;
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4, shared width 8 (2 shared
 // experts), top-2, vocabulary 16, no output.weight.
 TinyModel tiny_ernie() {
-  TinyModel m;
-  m.keys.clear();
+  TinyModel m = TinyModel::with_basics("ernie4_5-moe", 2, 1e-5f);
   const std::string a = "ernie4_5-moe.";
-  m.str("general.architecture", "ernie4_5-moe");
-  m.u32(a + "block_count", 2);
-  m.u32(a + "embedding_length", 8);
-  m.u32(a + "attention.head_count", 2);
-  m.u32(a + "attention.head_count_kv", 1);
-  m.u32(a + "context_length", 64);
-  m.f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   m.f32(a + "rope.freq_base", 500000.f);
   m.u32(a + "expert_count", 4);
   m.u32(a + "expert_used_count", 2);

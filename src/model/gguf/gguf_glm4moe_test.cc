@@ -16,17 +16,9 @@ using testing_gguf::TinyModel;
 // hidden 8, 2 heads of 4 (1 KV head), RoPE over 2 of 4 dims, dense FFN 16, 2 experts of 4
 // plus 1 shared, top-2, vocabulary 16.
 TinyModel tiny_glm() {
-  TinyModel m;
-  m.keys.clear();
-  m.str("general.architecture", "glm4moe");
-  m.u32("glm4moe.block_count", 2);
-  m.u32("glm4moe.embedding_length", 8);
-  m.u32("glm4moe.attention.head_count", 2);
-  m.u32("glm4moe.attention.head_count_kv", 1);
+  TinyModel m = TinyModel::with_basics("glm4moe", 2, 1e-5f);
   m.u32("glm4moe.attention.key_length", 4);
   m.u32("glm4moe.rope.dimension_count", 2);
-  m.u32("glm4moe.context_length", 64);
-  m.f32("glm4moe.attention.layer_norm_rms_epsilon", 1e-5f);
   m.u32("glm4moe.expert_count", 2);
   m.u32("glm4moe.expert_used_count", 2);
   m.u32("glm4moe.expert_shared_count", 1);

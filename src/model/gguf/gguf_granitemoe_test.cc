@@ -17,16 +17,8 @@ using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), 4 experts of 4, top-2, vocabulary 16.
 TinyModel tiny_granite() {
-  TinyModel m;
-  m.keys.clear();
+  TinyModel m = TinyModel::with_basics("granitemoe", 2, 1e-6f);
   const std::string a = "granitemoe.";
-  m.str("general.architecture", "granitemoe");
-  m.u32(a + "block_count", 2);
-  m.u32(a + "embedding_length", 8);
-  m.u32(a + "attention.head_count", 2);
-  m.u32(a + "attention.head_count_kv", 1);
-  m.u32(a + "context_length", 64);
-  m.f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   m.u32(a + "expert_count", 4);
   m.u32(a + "expert_used_count", 2);
   m.u32(a + "feed_forward_length", 4);

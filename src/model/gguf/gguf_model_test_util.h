@@ -48,6 +48,23 @@ struct TinyModel {
                {"blk.0.ffn_gate_inp.weight", {8, 2}}, {"blk.0.ffn_gate_exps.weight", {8, 4, 2}},
                {"blk.0.ffn_up_exps.weight", {8, 4, 2}}, {"blk.0.ffn_down_exps.weight", {4, 8, 2}}};
   }
+  // A model of `arch` with only the keys every architecture's tiny model shares (width 8,
+  // 2 heads, 1 KV head, context 64, `layers` blocks, RMS epsilon `eps`) and no tensors; the
+  // caller adds the rest.
+  static TinyModel with_basics(const std::string& arch, uint32_t layers, float eps) {
+    TinyModel m;
+    m.keys.clear();
+    m.tensors.clear();
+    m.str("general.architecture", arch);
+    const std::string a = arch + ".";
+    m.u32(a + "block_count", layers);
+    m.u32(a + "embedding_length", 8);
+    m.u32(a + "attention.head_count", 2);
+    m.u32(a + "attention.head_count_kv", 1);
+    m.u32(a + "context_length", 64);
+    m.f32(a + "attention.layer_norm_rms_epsilon", eps);
+    return m;
+  }
   void u32(const std::string& k, uint32_t v) {
     keys[k] = [v](Bytes& b) { b.u32(4).u32(v); };
   }
