@@ -75,6 +75,10 @@ struct QuantWeightsView {
   const uint8_t* scale_row(int64_t e, int64_t r) const {
     return static_cast<const uint8_t*>(scales) + (e * n + r) * scale_row_bytes();
   }
+  // The first bias byte of row r of expert e (affine; biases are laid out as the scales).
+  const uint8_t* bias_row(int64_t e, int64_t r) const {
+    return static_cast<const uint8_t*>(biases) + (e * n + r) * scale_row_bytes();
+  }
 };
 
 // The expert FFN of one MoE layer. gate is unused (w == nullptr) for kSquaredReLU.

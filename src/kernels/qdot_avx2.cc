@@ -166,6 +166,7 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
       bp[r] = w.biases ? static_cast<const char*>(w.biases) + idx * sb_row : nullptr;
     }
     __m256 tot[kRows];
+    float bias[kRows] = {};  // sum over groups of bias * sum x, in group order
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) tot[r] = _mm256_setzero_ps();
     auto block_acc = [&](int64_t eb, __m256* acc) {  // sum over the block of q * x, per row
@@ -195,6 +196,7 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
           float s, b;
           group_scale_bias<M>(sp[r], bp[r], g, kind, f, k, s, b);
           tot[r] = _mm256_fmadd_ps(gacc[r], _mm256_set1_ps(s), tot[r]);
+          bias[r] += b * xsum[g];
         }
       }
     } else {
@@ -208,23 +210,17 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
         block_acc(eb, bacc);
 #pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          float s0, s1, b;
-          group_scale_bias<M>(sp[r], bp[r], eb / GS, kind, f, k, s0, b);
-          group_scale_bias<M>(sp[r], bp[r], eb / GS + 1, kind, f, k, s1, b);
+          float s0, s1, b0, b1;
+          group_scale_bias<M>(sp[r], bp[r], eb / GS, kind, f, k, s0, b0);
+          group_scale_bias<M>(sp[r], bp[r], eb / GS + 1, kind, f, k, s1, b1);
           tot[r] = _mm256_fmadd_ps(bacc[r], _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1), tot[r]);
+          bias[r] += b0 * xsum[eb / GS];
+          bias[r] += b1 * xsum[eb / GS + 1];
         }
       }
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < nr; ++r) {
-      float bias = 0.f;
-      for (int64_t g = 0; g < groups; ++g) {
-        float s, b;
-        group_scale_bias<M>(sp[r], bp[r], g, kind, f, k, s, b);
-        bias += b * xsum[g];
-      }
-      a.out[r0 - a.row_begin + r] = hsum(tot[r]) + bias;
-    }
+    for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = hsum(tot[r]) + bias[r];
   }
 }
 

@@ -19,11 +19,10 @@ std::string describe(DType t, const std::vector<int64_t>& shape) {
   return str_cat(dtype_name(t), " ", io::shape_to_string(shape));
 }
 
-// The format a module's quantization names (scale dtype: BF16 stands for any float dtype of an
-// affine module; the fp modes' U8 codes; a ggml mode's own).
+// The format a module's quantization names (BF16 stands for any float scale dtype of an affine
+// module).
 quant::Format format_of(quant::Mode mode, const io::ModuleQuant& q) {
-  if (quant::is_ggml_mode(mode)) return quant::Format::ggml(mode, q.bits, q.group_size);
-  return {mode, q.bits, q.group_size, quant::is_fp_mode(mode) ? DType::U8 : DType::BF16};
+  return quant::Format::named(mode, q.bits, q.group_size, DType::BF16);
 }
 
 std::string replace_expert(const std::string& pattern, int64_t e) {

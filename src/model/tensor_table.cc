@@ -313,10 +313,7 @@ std::vector<TensorRecord> expand_tensors(const std::vector<ModuleSpec>& modules,
       const std::optional<quant::Mode> mode = quant::mode_from_name(q->mode, true);
       if (!mode) fail(m.path, ": quantization mode '", q->mode, "' is not supported");
       const bool fp = quant::is_fp_mode(*mode) || quant::is_ggml_mode(*mode);  // no biases
-      const quant::Format f = quant::is_ggml_mode(*mode)
-                                  ? quant::Format::ggml(*mode, q->bits, q->group_size)
-                                  : quant::Format{*mode, q->bits, q->group_size,
-                                                  quant::is_fp_mode(*mode) ? DType::U8 : float_dtype};
+      const quant::Format f = quant::Format::named(*mode, q->bits, q->group_size, float_dtype);
       if (quant::format_unsupported_reason(f))
         fail(m.path, ": invalid quantization bits ", q->bits, " / group_size ", q->group_size,
              " for mode ", q->mode);

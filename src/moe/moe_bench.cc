@@ -84,9 +84,7 @@ void call_ranges(const kernels::MoeExpertsView& ex, const int32_t* ids, int64_t 
       const int64_t e = ids[j], sb_bytes = w->n * w->scale_row_bytes();
       out.push_back({w->row(e, 0), w->n * w->row_bytes()});
       out.push_back({w->scale_row(e, 0), sb_bytes});
-      if (w->biases)
-        out.push_back({static_cast<const unsigned char*>(w->biases) + (w->scale_row(e, 0) - w->scale_row(0, 0)),
-                       sb_bytes});
+      if (w->biases) out.push_back({w->bias_row(e, 0), sb_bytes});
     }
 }
 

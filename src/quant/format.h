@@ -106,6 +106,12 @@ struct Format {
   static Format ggml(Mode m, int bits, int group_size) {
     return {m, bits, group_size, m == Mode::kGgmlQ0 ? DType::F16 : DType::U8};
   }
+  // The format a quantization section names (mode, bits, group size): the scale dtype is the
+  // mode's own (U8 codes for the fp modes, ggml()'s), or `affine_scales` for affine.
+  static Format named(Mode m, int bits, int group_size, DType affine_scales) {
+    if (is_ggml_mode(m)) return ggml(m, bits, group_size);
+    return {m, bits, group_size, is_fp_mode(m) ? DType::U8 : affine_scales};
+  }
 
   bool quantized() const { return mode != Mode::kFloat; }
   // Scale groups per row of k values (0 for kFloat).

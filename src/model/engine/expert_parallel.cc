@@ -37,9 +37,7 @@ void add_expert(const io::Checkpoint& ckpt, const kernels::QuantWeightsView& v, 
   add_range(ckpt, v.row(e, 0), uint64_t(v.n * v.row_bytes()), out);
   const uint64_t sb = uint64_t(v.n * v.scale_row_bytes());
   if (v.scales && sb) add_range(ckpt, v.scale_row(e, 0), sb, out);
-  if (v.biases && sb)
-    add_range(ckpt, static_cast<const uint8_t*>(v.biases) + (v.scale_row(e, 0) - v.scale_row(0, 0)),
-              sb, out);
+  if (v.biases && sb) add_range(ckpt, v.bias_row(e, 0), sb, out);
 }
 
 }  // namespace
