@@ -350,7 +350,8 @@ def run_llama_quantize(binary, src, dst, qtype="Q4_K_M"):
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
 
 
-def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None):
+def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None,
+         intermediate="bf16"):
     """Writes OUT (and OUT.json) unless --reuse finds a twin of the same source; returns the
     summary dict. vocab(writer, ckpt_dir, config) writes the tokenizer keys (default: the
     checkpoint's tokenizer.json as "gpt2"; twin_spm.py's for a SentencePiece vocabulary)."""
@@ -372,13 +373,24 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
     elif mode in LLAMA_QUANTIZE_TYPES:
         if llama_quantize is None:
             raise ValueError(f"--type {mode} needs --llama-quantize (scripts/peers/llamacpp.sh)")
-        bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
+        # The intermediate llama-quantize reads: BF16 (the default: the checkpoint's values as
+        # they are), or Q4_0 (a quarter of the disk, for shapes whose BF16 file does not fit:
+        # llama-quantize requantizes it, so the weights are those of the Q4_0 twin, rounded
+        # twice; the same types and sizes, for speed figures only).
+        ftype = {"bf16": gguf.LlamaFileType.MOSTLY_BF16,
+                 "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[intermediate]
+        if intermediate == "q4_0":
+            plan = Plan(Checkpoint(ckpt_dir), "q4_0")
+        mid = out.with_name(out.name + f".{intermediate}-{os.getpid()}")
         try:
-            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress, vocab)
-            run_llama_quantize(llama_quantize, bf16, tmp, LLAMA_QUANTIZE_TYPES[mode])
+            write_gguf(plan, mid, ftype, progress, vocab)
+            run_llama_quantize(llama_quantize, mid, tmp, LLAMA_QUANTIZE_TYPES[mode])
         finally:
-            bf16.unlink(missing_ok=True)
+            mid.unlink(missing_ok=True)
+        if intermediate == "q4_0":
+            plan = Plan(Checkpoint(ckpt_dir), mode)
         meta = summary(plan, mode, out, fingerprint)
+        meta["intermediate"] = intermediate
         retype_from_file(meta, plan, tmp)
     else:
         raise ValueError(f"--type {mode!r}: expected q4_0, f16 or one of {sorted(LLAMA_QUANTIZE_TYPES)}")
@@ -411,11 +423,14 @@ def main():
     ap.add_argument("--llama-quantize", help="llama-quantize binary (for the types it makes)")
     ap.add_argument("--reuse", action="store_true", help="keep OUT if it is a twin of the same "
                     "source, type and writer version")
+    ap.add_argument("--intermediate", default="bf16", choices=["bf16", "q4_0"],
+                    help="the file llama-quantize reads for its types: bf16 (default) or q4_0 "
+                    "(a quarter of the disk; the weights rounded twice: for speed figures)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
     try:
         meta = twin(args.checkpoint, args.out, args.type, args.llama_quantize, args.reuse,
-                    progress=not args.quiet)
+                    progress=not args.quiet, intermediate=args.intermediate)
     except (Unsupported, ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"gguf_twin: {e}", file=sys.stderr)
         return 2
