@@ -1,6 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe) that moex loads, written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe) that moex loads,
+written byte by byte.
 """
 import struct
 
@@ -113,6 +114,8 @@ def gguf_model_inputs(out_dir, rng, write):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
     write(out_dir, "fuzz_gguf_model", "deepseek2-tiny.gguf",
           gguf_file(deepseek2_keys() + tok_kvs, deepseek2_tensors(vocab), rng))
+    write(out_dir, "fuzz_gguf_model", "deepseek2-v3-tiny.gguf",
+          gguf_file(deepseek_v3_keys() + tok_kvs, deepseek_v3_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "gpt-oss-tiny.gguf",
           gguf_file(gpt_oss_keys() + tok_kvs, gpt_oss_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "dots1-tiny.gguf",
@@ -158,6 +161,20 @@ def deepseek2_tensors(vocab):
             (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def deepseek_v3_keys():
+    """The 1-layer deepseek2 above as DeepSeek-V3 (moex's deepseek_v3 family): sigmoid gating,
+    the 4 experts in 2 groups (1 kept), renormalized top 2 scaled 2.5."""
+    a = "deepseek2"
+    keys = [kv for kv in deepseek2_keys() if kv[0] != f"{a}.expert_gating_func"]
+    return keys + [(f"{a}.expert_gating_func", 4, 2), (f"{a}.expert_weights_norm", 7, True),
+                   (f"{a}.expert_weights_scale", 6, 2.5), (f"{a}.expert_group_count", 4, 2),
+                   (f"{a}.expert_group_used_count", 4, 1)]
+
+
+def deepseek_v3_tensors(vocab):
+    return deepseek2_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4])]
 
 
 def gpt_oss_keys():

@@ -46,6 +46,11 @@ FAMILIES = {
     # dense layers, softmax routing, ungated shared experts, YaRN.
     "deepseek_v2": Family(gguf.MODEL_ARCH.DEEPSEEK2, "n_routed_experts", "moe_intermediate_size",
                           "mlp", permute_qk=False, norm_topk=False, has_shared=True),
+    # deepseek2 again for DeepSeek-V3 / Kimi-K2 (the same converter class): sigmoid gating, the
+    # correction bias as exp_probs_b, groups by their top-2 sum, expert_weights_norm / _scale
+    # keys; mlx-lm's split embed_q / unembed_out are the converter's attn_k_b / attn_v_b.
+    "deepseek_v3": Family(gguf.MODEL_ARCH.DEEPSEEK2, "n_routed_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=False, norm_topk=True, has_shared=True),
     # gpt-oss (conversion/gpt_oss.py, src/models/openai-moe.cpp): sinks, biases everywhere,
     # softmax over the top-k logits, SwiGLU-OAI, even layers sliding, YaRN.
     # dots1 (conversion/dots1.py, src/models/dots1.cpp): qwen3moe's attention, glm4moe's
@@ -96,6 +101,8 @@ LAYER_TENSORS = {
     "self_attn.kv_a_proj_with_mqa": T.ATTN_KV_A_MQA,
     "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
     "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
+    "self_attn.embed_q": T.ATTN_K_B,                    # deepseek_v3: kv_b_proj already split
+    "self_attn.unembed_out": T.ATTN_V_B,                # ([heads, latent, nope], [heads, v, latent])
     "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
     "block_sparse_moe.router.layer": T.FFN_GATE_INP,    # granitemoe's router
     "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)
@@ -143,6 +150,16 @@ def check_expressible(model_type, fam, config):
                    "(src/llama-context.cpp); a checkpoint with other values has no GGUF form")
         if config.get("scoring_func", "softmax") != "softmax" or config.get("norm_topk_prob"):
             refuse("scoring_func", "deepseek2 as written here: softmax, no renormalization")
+        return
+    if model_type == "deepseek_v3":
+        rs = config.get("rope_scaling") or {}
+        if rs and rs.get("type", rs.get("rope_type")) != "yarn":
+            refuse("rope_scaling", "the twin writes deepseek2's YaRN only")
+        if rs and float(rs.get("mscale", 1.0)) != float(rs.get("mscale_all_dim", 0.0)):
+            refuse("rope_scaling", "llama.cpp's deepseek2 takes mscale = mscale_all_dim "
+                   "(src/llama-context.cpp); a checkpoint with other values has no GGUF form")
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "DeepSeek-V3's noaux_tc router scores by sigmoid")
         return
     if model_type == "gpt_oss":
         types = config.get("layer_types")

@@ -40,9 +40,10 @@ def add_yarn_metadata(writer, cfg):
 
 
 def add_deepseek2_metadata(writer, plan, cfg):
-    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py): MLA as MQA over the latent
-    (head_count_kv 1, key / value lengths of the latent, the per-head ones as *_mla), the
-    routing keys, YaRN with 0.1 * mscale_all_dim as the log multiplier."""
+    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py, which also converts
+    DeepseekV3ForCausalLM): MLA as MQA over the latent (head_count_kv 1, key / value lengths of
+    the latent, the per-head ones as *_mla), the routing keys, YaRN with 0.1 * mscale_all_dim
+    as the log multiplier."""
     nope, rope, v = (int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]),
                      int(cfg["v_head_dim"]))
     latent = int(cfg["kv_lora_rank"])
@@ -67,9 +68,15 @@ def add_deepseek2_metadata(writer, plan, cfg):
         writer.add_expert_group_count(int(cfg["n_group"]))
     if cfg.get("topk_group") is not None:
         writer.add_expert_group_used_count(int(cfg["topk_group"]))
-    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    # The base converter's scoring_func key: DeepSeek-V3's configs say "sigmoid" (V2's predate
+    # the field: softmax); norm_topk_prob only when true (DeepseekV2Model).
+    sigmoid = cfg.get("scoring_func", "softmax") == "sigmoid"
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if sigmoid
+                                  else gguf.ExpertGatingFuncType.SOFTMAX)
+    if cfg.get("norm_topk_prob"):
+        writer.add_expert_weights_norm(True)
     add_yarn_metadata(writer, cfg)
-    rs = cfg["rope_scaling"]
+    rs = cfg.get("rope_scaling") or {}
     if rs.get("mscale_all_dim") is not None:
         writer.add_rope_scaling_yarn_log_mul(0.1 * float(rs["mscale_all_dim"]))
 

@@ -175,6 +175,14 @@ def deepseek2_as_llamacpp(cfg, grouped=False):
         cfg.update(topk_method="greedy", n_group=1, topk_group=1)
 
 
+def deepseek3_as_llamacpp(cfg):
+    """The tiny DeepSeek-V3 with mscale = mscale_all_dim, as llama.cpp's deepseek2 YaRN takes
+    them (and as DeepSeek-V3's and Kimi-K2's configs have them). Its 2 expert groups (1 kept)
+    stay: llama.cpp ranks groups by the sum of their two best biased scores, DeepSeek-V3's
+    noaux_tc rule."""
+    cfg["rope_scaling"]["mscale"] = cfg["rope_scaling"]["mscale_all_dim"]
+
+
 def granite_sensitive(cfg):
     """The tiny Granite MoE with embedding_multiplier 1.5 instead of 12: at 12 the scaled
     embeddings outweigh every layer's 0.22 x branch so much that wrong q/k rows moved the
@@ -187,6 +195,7 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-qwen2-moe", "qwen2moe", None), ("tiny-olmoe", "olmoe", None),
            ("tiny-glm4-moe", "glm", None), ("tiny-deepseek-v2", "ds2", deepseek2_as_llamacpp),
            ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
+           ("tiny-deepseek-v3", "ds3", deepseek3_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
            ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive))
 
