@@ -36,3 +36,38 @@ def with_kv_heads_repeated(src_dir, dst_dir):
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
     return dst
+
+
+def with_shared_mlp_width(src_dir, dst_dir, width):
+    """DST: SRC (a Hunyuan checkpoint) with its shared MLP cut to its first `width` hidden units
+    (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases; `width` a
+    multiple of the quantization group) and intermediate_size = width. Another model, but one
+    whose shared MLP is as wide as its experts: llama.cpp's hunyuan-moe loader sizes the
+    experts by feed_forward_length, the converter's intermediate_size (the shared width), so a
+    checkpoint whose two widths differ has no llama.cpp form."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    out = {}
+    for name in ckpt.names():
+        arr = np.asarray(ckpt.raw(name))
+        prefix, part = name.rsplit(".", 1)
+        if ".mlp.shared_mlp." in name:
+            if prefix.endswith(("gate_proj", "up_proj")):
+                arr = arr[:width]
+            elif ckpt.is_quantized(prefix):
+                bits, group = ckpt.quant_params(prefix)
+                if width % group:
+                    raise ValueError(f"{prefix}: width {width} is not a multiple of group {group}")
+                arr = arr[:, :width * bits // 32] if part == "weight" else arr[:, :width // group]
+            else:
+                arr = arr[:, :width]
+        out[name] = (ckpt.dtype(name), np.ascontiguousarray(arr))
+    cfg["intermediate_size"] = width
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst

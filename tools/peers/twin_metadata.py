@@ -95,6 +95,24 @@ def add_arch_metadata(writer, plan, cfg):
         writer.add_embedding_scale(float(cfg["embedding_multiplier"]))
         writer.add_residual_scale(float(cfg["residual_multiplier"]))
         writer.add_logit_scale(float(cfg["logits_scaling"]))
+    elif arch == gguf.MODEL_ARCH.HUNYUAN_MOE:
+        # HunYuanMoEModel.set_gguf_parameters (conversion/hunyuan.py): the shared MLP's width
+        # and count; the NTK alpha is folded into the base (rope_base), scaling type none.
+        writer.add_expert_shared_feed_forward_length(int(cfg["intermediate_size"]))
+        writer.add_expert_shared_count(1)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+        writer.add_rope_scaling_factor(1)
+
+
+def rope_base(plan, cfg):
+    """rope.freq_base: rope_theta, for Hunyuan times alpha^(d / (d - 2)) with d = hidden /
+    heads when its rope_scaling is "dynamic" (the converter's fold of the NTK alpha)."""
+    base = float(cfg.get("rope_theta", 10000.0))
+    rs = cfg.get("rope_scaling") or {}
+    if plan.fam.arch == gguf.MODEL_ARCH.HUNYUAN_MOE and rs.get("type") == "dynamic":
+        d = plan.hidden // plan.n_head
+        base *= float(rs.get("alpha", 1000)) ** (d / (d - 2))
+    return base
 
 
 def add_dots1_metadata(writer, cfg):

@@ -123,6 +123,7 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "dots1") return gguf_config::dots1(k);
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
+  if (k.arch() == "hunyuan-moe") return gguf_config::hunyuan_moe(k);
   // Phi-3.5-MoE: llama.cpp's phimoe runs the phi3 graph (src/models/phi3.cpp), which routes by
   // a renormalized softmax top-k and normalizes by RMS plus a bias; the model (and moex's phimoe
   // family, as mlx-lm) routes by sparsemixer and uses LayerNorm. The same weights would run
@@ -134,7 +135,8 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
                  "phimoe family) routes by sparsemixer and uses LayerNorm");
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe and granitemoe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
+               "and hunyuan-moe");
 }
 
 }  // namespace moex::model
