@@ -38,15 +38,20 @@ def with_kv_heads_repeated(src_dir, dst_dir):
     return dst
 
 
-def with_shared_mlp_width(src_dir, dst_dir, width):
-    """DST: SRC (a Hunyuan checkpoint) with its shared MLP cut to its first `width` hidden units
-    (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases; `width` a
-    multiple of the quantization group) and intermediate_size = width. Another model, but one
-    whose shared MLP is as wide as its experts: llama.cpp's hunyuan-moe loader sizes the
-    experts by feed_forward_length, the converter's intermediate_size (the shared width), so a
-    checkpoint whose two widths differ has no llama.cpp form."""
+def hunyuan_as_llamacpp(src_dir, dst_dir):
+    """DST: the Hunyuan checkpoint SRC as llama.cpp's hunyuan-moe can hold it, for moex to run
+    from the directory too: the shared MLP cut to its first moe_intermediate_size hidden units
+    (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases) and
+    intermediate_size set to that, since llama.cpp's loader sizes the experts by
+    feed_forward_length, the converter's intermediate_size (another model then, but one whose
+    two widths agree); the top-k renormalized (moex's norm_topk_prob: llama.cpp's graph and the
+    Hugging Face model renormalize, mlx-lm's hunyuan does not); and the NTK alpha folded into
+    rope_theta as the converter folds it, theta x alpha^(d / (d - 2)), rounded to float32 as the
+    file stores it (a directory load would otherwise keep the double)."""
     ckpt = Checkpoint(src_dir)
     cfg = dict(ckpt.config)
+    width = cfg["moe_intermediate_size"]
+    width = int(width[0] if isinstance(width, list) else width)
     out = {}
     for name in ckpt.names():
         arr = np.asarray(ckpt.raw(name))
@@ -62,7 +67,12 @@ def with_shared_mlp_width(src_dir, dst_dir, width):
             else:
                 arr = arr[:, :width]
         out[name] = (ckpt.dtype(name), np.ascontiguousarray(arr))
-    cfg["intermediate_size"] = width
+    d = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+    base = float(cfg["rope_theta"])
+    if cfg.get("rope_scaling"):
+        base *= float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
+    cfg.update(intermediate_size=width, norm_topk_prob=True, rope_theta=float(np.float32(base)),
+               rope_scaling=None)
     dst = Path(dst_dir)
     dst.mkdir(parents=True, exist_ok=True)
     for extra in ("tokenizer.json", "tokenizer_config.json"):

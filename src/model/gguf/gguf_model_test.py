@@ -47,7 +47,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "peers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from checkpoint_edits import with_kv_heads_repeated, with_shared_mlp_width  # noqa: E402
+from checkpoint_edits import hunyuan_as_llamacpp, with_kv_heads_repeated  # noqa: E402
 from gguf_twin import twin  # noqa: E402
 from gguf_file_edits import dequantized_copy, with_nextn_layer  # noqa: E402
 from gguf_twin_test import exact_grid_copy, without_dense_layers  # noqa: E402
@@ -186,17 +186,6 @@ def deepseek3_as_llamacpp(cfg):
     cfg["rope_scaling"]["mscale"] = cfg["rope_scaling"]["mscale_all_dim"]
 
 
-def hunyuan_as_llamacpp(cfg):
-    """The tiny Hunyuan as llama.cpp's hunyuan-moe runs it: the top-k renormalized (moex's
-    norm_topk_prob field; llama.cpp's graph and the Hugging Face model renormalize, mlx-lm's
-    hunyuan does not) and the NTK alpha folded into the base as the converter folds it,
-    theta x alpha^(d / (d - 2)), rounded to float32 as the file stores it (so that the F32 twin
-    can be bit-identical: the directory load would otherwise keep the double)."""
-    d = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
-    base = float(cfg["rope_theta"]) * float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
-    cfg.update(norm_topk_prob=True, rope_theta=float(np.float32(base)), rope_scaling=None)
-
-
 def granite_sensitive(cfg):
     """The tiny Granite MoE with embedding_multiplier 1.5 instead of 12: at 12 the scaled
     embeddings outweigh every layer's 0.22 x branch so much that wrong q/k rows moved the
@@ -212,7 +201,7 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-deepseek-v3", "ds3", deepseek3_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
            ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive),
-           ("tiny-hunyuan", "hunyuan", hunyuan_as_llamacpp))
+           ("tiny-hunyuan", "hunyuan", None))
 
 
 def fixtures(moex, work, only=None):
@@ -233,8 +222,8 @@ def fixtures(moex, work, only=None):
                 d = dense_free
             if short == "dots1":  # llama.cpp's dots1 has no GQA: KV heads written out
                 d = with_kv_heads_repeated(d, work / f"{short}-{kind}-mha")
-            if short == "hunyuan":  # llama.cpp's experts are as wide as the shared MLP
-                d = with_shared_mlp_width(d, work / f"{short}-{kind}-narrow", 128)
+            if short == "hunyuan":  # renormalized, the base folded, the shared MLP narrowed
+                d = hunyuan_as_llamacpp(d, work / f"{short}-{kind}-llamacpp")
             if edit is not None:
                 d = edited_config(d, work / f"{short}-{kind}-edited", edit)
             if kind == "q4":
