@@ -199,6 +199,7 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-glm4-moe", "glm", None), ("tiny-deepseek-v2", "ds2", deepseek2_as_llamacpp),
            ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
            ("tiny-deepseek-v3", "ds3", deepseek3_as_llamacpp),
+           ("tiny-deepseek-v3-q-proj", "ds3qp", deepseek3_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
            ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive),
            ("tiny-hunyuan", "hunyuan", None))
