@@ -113,8 +113,8 @@ LAYER_TENSORS = {
     "self_attn.kv_a_proj_with_mqa": T.ATTN_KV_A_MQA,
     "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
     "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
-    "self_attn.embed_q": T.ATTN_K_B,                    # deepseek_v3: kv_b_proj already split
-    "self_attn.unembed_out": T.ATTN_V_B,                # ([heads, latent, nope], [heads, v, latent])
+    "self_attn.embed_q": T.ATTN_K_B,                    # deepseek_v3: kv_b_proj already split,
+    "self_attn.unembed_out": T.ATTN_V_B,                # [heads, latent, nope], [heads, v, latent]
     "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
     "block_sparse_moe.router.layer": T.FFN_GATE_INP,    # granitemoe's router
     "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)

@@ -24,8 +24,8 @@ bool mla_layout(const ArchKeys& k) {
 // llama.cpp's expert_gating_func of a deepseek2 file (load_arch_hparams): the key, and when it
 // is absent (or 0, "none") softmax, the gating of the V2 / V2.5 files that predate it. (llama.cpp
 // guesses sigmoid instead for a file of 47 or 48 layers and 154880 tokens, GLM-4.7's lite
-// models; moex does not guess: such a file without the key holds exp_probs_b, which the softmax
-// family has no place for, and is refused naming that tensor.)
+// models; moex does not guess: such a file without the key, if it carries exp_probs_b as the
+// sigmoid-gated ones do, is refused naming that tensor, which the softmax family cannot read.)
 int64_t gating_func(const ArchKeys& k) {
   const int64_t g = k.size_or("expert_gating_func", 0, 0, 4);
   return g == 0 ? 1 : g;
