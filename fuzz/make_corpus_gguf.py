@@ -1,6 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe) that moex loads, written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe, hunyuan-moe)
+that moex loads, written byte by byte.
 """
 import struct
 
@@ -113,12 +114,15 @@ def gguf_model_inputs(out_dir, rng, write):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
     write(out_dir, "fuzz_gguf_model", "deepseek2-tiny.gguf",
           gguf_file(deepseek2_keys() + tok_kvs, deepseek2_tensors(vocab), rng))
+    write(out_dir, "fuzz_gguf_model", "deepseek2-v3-tiny.gguf",
+          gguf_file(deepseek_v3_keys() + tok_kvs, deepseek_v3_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "gpt-oss-tiny.gguf",
           gguf_file(gpt_oss_keys() + tok_kvs, gpt_oss_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "dots1-tiny.gguf",
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
-                                ("granitemoe", granite_keys(), granite_tensors(vocab))):
+                                ("granitemoe", granite_keys(), granite_tensors(vocab)),
+                                ("hunyuan-moe", hunyuan_keys(), hunyuan_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -158,6 +162,20 @@ def deepseek2_tensors(vocab):
             (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def deepseek_v3_keys():
+    """The 1-layer deepseek2 above as DeepSeek-V3 (moex's deepseek_v3 family): sigmoid gating,
+    the 4 experts in 2 groups (1 kept), renormalized top 2 scaled 2.5."""
+    a = "deepseek2"
+    keys = [kv for kv in deepseek2_keys() if kv[0] != f"{a}.expert_gating_func"]
+    return keys + [(f"{a}.expert_gating_func", 4, 2), (f"{a}.expert_weights_norm", 7, True),
+                   (f"{a}.expert_weights_scale", 6, 2.5), (f"{a}.expert_group_count", 4, 2),
+                   (f"{a}.expert_group_used_count", 4, 1)]
+
+
+def deepseek_v3_tensors(vocab):
+    return deepseek2_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4])]
 
 
 def gpt_oss_keys():
@@ -276,3 +294,33 @@ def granite_keys():
 def granite_tensors(vocab):
     return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
             ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors(bias=True)
+
+
+def hunyuan_keys():
+    """A 1-layer Hunyuan-A13B: hidden 32, 2 heads of 16 (1 KV head), 4 experts of 16 top 2 and a
+    shared MLP of 16, q/k norms, the NTK alpha already in the base, tied embeddings."""
+    a = "hunyuan-moe"
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 1),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 1),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-5),
+            (f"{a}.rope.freq_base", 6, 11158840.0), (f"{a}.rope.scaling.type", 8, "none"),
+            (f"{a}.expert_count", 4, 4), (f"{a}.expert_used_count", 4, 2),
+            (f"{a}.feed_forward_length", 4, 16), (f"{a}.expert_feed_forward_length", 4, 16),
+            (f"{a}.expert_shared_feed_forward_length", 4, 16), (f"{a}.expert_shared_count", 4, 1)]
+
+
+def hunyuan_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "Q8_0", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            (b + "attn_norm.weight", "F32", [32]), (b + "ffn_norm.weight", "F32", [32]),
+            (b + "attn_q.weight", "Q8_0", [32, 32]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+            (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
+            (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16]),
+            (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+            (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+            (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_down_shexp.weight", "F16", [16, 32])]

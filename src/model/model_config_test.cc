@@ -389,6 +389,16 @@ TEST(ModelConfig, MissingListFieldsAndZeroHeadDim) {
   EXPECT_EQ(c.head_dim, c.hidden / c.heads);
 }
 
+// Hunyuan's top-k is used as it is (mlx-lm) unless the config sets moex's norm_topk_prob, as the
+// GGUF mapping of llama.cpp's hunyuan-moe does.
+TEST(ModelConfig, HunyuanRenormalizesOnlyWhenAsked) {
+  json j = preset_config_json(*find_preset("tiny-hunyuan"));
+  EXPECT_FALSE(parse_model_config(j, "h.json").moe.router.renormalize);
+  j["norm_topk_prob"] = true;
+  EXPECT_TRUE(parse_model_config(j, "h.json").moe.router.renormalize);
+  j["norm_topk_prob"] = "yes";
+  expect_error([&] { parse_model_config(j, "h.json"); }, {"h.json", "norm_topk_prob"});
+}
 
 // Every integer field a family reads is range checked: absurd values (negative, past int32,
 // values whose products wrap int64) are refused naming the field, for one preset per family.

@@ -36,3 +36,48 @@ def with_kv_heads_repeated(src_dir, dst_dir):
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
     return dst
+
+
+def hunyuan_as_llamacpp(src_dir, dst_dir):
+    """DST: the Hunyuan checkpoint SRC as llama.cpp's hunyuan-moe can hold it, for moex to run
+    from the directory too: the shared MLP cut to its first moe_intermediate_size hidden units
+    (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases) and
+    intermediate_size set to that, since llama.cpp's loader sizes the experts by
+    feed_forward_length, the converter's intermediate_size (another model then, but one whose
+    two widths agree); the top-k renormalized (moex's norm_topk_prob: llama.cpp's graph and the
+    Hugging Face model renormalize, mlx-lm's hunyuan does not); and the NTK alpha folded into
+    rope_theta as the converter folds it, theta x alpha^(d / (d - 2)), rounded to float32 as the
+    file stores it (a directory load would otherwise keep the double)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    width = cfg["moe_intermediate_size"]
+    width = int(width[0] if isinstance(width, list) else width)
+    out = {}
+    for name in ckpt.names():
+        arr = np.asarray(ckpt.raw(name))
+        prefix, part = name.rsplit(".", 1)
+        if ".mlp.shared_mlp." in name:
+            if prefix.endswith(("gate_proj", "up_proj")):
+                arr = arr[:width]
+            elif ckpt.is_quantized(prefix):
+                bits, group = ckpt.quant_params(prefix)
+                if width % group:
+                    raise ValueError(f"{prefix}: width {width} is not a multiple of group {group}")
+                arr = arr[:, :width * bits // 32] if part == "weight" else arr[:, :width // group]
+            else:
+                arr = arr[:, :width]
+        out[name] = (ckpt.dtype(name), np.ascontiguousarray(arr))
+    d = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+    base = float(cfg["rope_theta"])
+    if cfg.get("rope_scaling"):
+        base *= float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
+    cfg.update(intermediate_size=width, norm_topk_prob=True, rope_theta=float(np.float32(base)),
+               rope_scaling=None)
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst

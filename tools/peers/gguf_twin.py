@@ -24,16 +24,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
-                           check_expressible, family_of, gguf_name, tensor_table)
+                           check_expressible, family_of, gguf_name, tensor_table, uniform)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
-                           add_glm4moe_metadata, add_yarn_metadata)
+                           add_glm4moe_metadata, add_yarn_metadata, rope_base)
 from twin_vocab import add_vocab  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -98,7 +98,7 @@ class Plan:
         self.n_kv = int(cfg.get("num_key_value_heads", self.n_head))
         self.head_dim = int(cfg.get("head_dim") or self.hidden // self.n_head)
         self.n_experts = int(cfg[self.fam.n_experts_key])
-        self.top_k = int(cfg[self.fam.top_k_key])
+        self.top_k = uniform(cfg, self.fam.top_k_key)
         self.vocab = int(cfg["vocab_size"])
         self.rows = []
         seen = set()
@@ -243,10 +243,11 @@ def add_metadata(writer, plan, file_type):
     writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
     writer.add_embedding_length(plan.hidden)
     writer.add_block_count(plan.n_layers)
-    writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
+    writer.add_feed_forward_length(int(cfg.get("intermediate_size") or
+                                       uniform(cfg, plan.fam.expert_dff_key)))
     if (plan.fam.expert_dff_key != "intermediate_size"
             or plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS):
-        writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
+        writer.add_expert_feed_forward_length(uniform(cfg, plan.fam.expert_dff_key))
     if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
     writer.add_head_count(plan.n_head)
@@ -264,7 +265,7 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
-    writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
+    writer.add_rope_freq_base(rope_base(plan, cfg))
     writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)

@@ -299,7 +299,10 @@ def main():
         subprocess.run([args.moex, "make-model", "--preset", preset, "--out", str(d), "-q",
                         "--reuse", "--threads", "2"], check=True, capture_output=True)
         cfg = json.loads((d / "config.json").read_text())
-        if cfg["model_type"] == "deepseek_v2":
+        if cfg["model_type"] == "hunyuan":
+            from checkpoint_edits import hunyuan_as_llamacpp  # (it imports this module)
+            return hunyuan_as_llamacpp(d, work / f"{preset}-llamacpp")
+        if cfg["model_type"] in ("deepseek_v2", "deepseek_v3"):
             # llama.cpp's deepseek2 YaRN takes mscale = mscale_all_dim (as DeepSeek-V2's
             # configs have them); the tiny preset sets them apart, which the writer refuses.
             e = work / f"{preset}-mscale"

@@ -46,6 +46,11 @@ FAMILIES = {
     # dense layers, softmax routing, ungated shared experts, YaRN.
     "deepseek_v2": Family(gguf.MODEL_ARCH.DEEPSEEK2, "n_routed_experts", "moe_intermediate_size",
                           "mlp", permute_qk=False, norm_topk=False, has_shared=True),
+    # deepseek2 again for DeepSeek-V3 / Kimi-K2 (the same converter class): sigmoid gating, the
+    # correction bias as exp_probs_b, groups by their top-2 sum, expert_weights_norm / _scale
+    # keys; mlx-lm's split embed_q / unembed_out are the converter's attn_k_b / attn_v_b.
+    "deepseek_v3": Family(gguf.MODEL_ARCH.DEEPSEEK2, "n_routed_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=False, norm_topk=True, has_shared=True),
     # gpt-oss (conversion/gpt_oss.py, src/models/openai-moe.cpp): sinks, biases everywhere,
     # softmax over the top-k logits, SwiGLU-OAI, even layers sliding, YaRN.
     # dots1 (conversion/dots1.py, src/models/dots1.cpp): qwen3moe's attention, glm4moe's
@@ -66,6 +71,12 @@ FAMILIES = {
                          "block_sparse_moe", permute_qk=True, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
+    # hunyuan-moe (conversion/hunyuan.py HunYuanMoEModel, src/models/hunyuan-moe.cpp): q/k norms
+    # after NEOX RoPE, softmax top-k renormalized (hard-coded), an ungated shared MLP of
+    # intermediate_size; per-layer lists of equal values as one value; the NTK alpha folded into
+    # the base.
+    "hunyuan": Family(gguf.MODEL_ARCH.HUNYUAN_MOE, "num_experts", "moe_intermediate_size", "mlp",
+                      permute_qk=False, norm_topk=True, has_shared=True, top_k_key="moe_topk"),
 }
 
 # Per layer: MLX name after "model.layers.{i}." -> gguf tensor. "{moe}" is the family's prefix.
@@ -86,6 +97,12 @@ LAYER_TENSORS = {
     "mlp.shared_expert.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_expert.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.shared_expert_gate": T.FFN_GATE_INP_SHEXP,
+    "mlp.shared_mlp.gate_proj": T.FFN_GATE_SHEXP,       # hunyuan's shared MLP
+    "mlp.shared_mlp.up_proj": T.FFN_UP_SHEXP,
+    "mlp.shared_mlp.down_proj": T.FFN_DOWN_SHEXP,
+    "mlp.gate.wg": T.FFN_GATE_INP,                      # hunyuan's router
+    "self_attn.query_layernorm": T.ATTN_Q_NORM,         # hunyuan's q/k norms (after RoPE)
+    "self_attn.key_layernorm": T.ATTN_K_NORM,
     "mlp.shared_experts.gate_proj": T.FFN_GATE_SHEXP,   # glm4moe's plural
     "mlp.shared_experts.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
@@ -96,6 +113,8 @@ LAYER_TENSORS = {
     "self_attn.kv_a_proj_with_mqa": T.ATTN_KV_A_MQA,
     "self_attn.kv_a_layernorm": T.ATTN_KV_A_NORM,
     "self_attn.kv_b_proj": T.ATTN_KV_B,                 # written split: attn_k_b / attn_v_b
+    "self_attn.embed_q": T.ATTN_K_B,                    # deepseek_v3: kv_b_proj already split,
+    "self_attn.unembed_out": T.ATTN_V_B,                # [heads, latent, nope], [heads, v, latent]
     "self_attn.sinks": T.ATTN_SINKS,                    # gpt-oss: a bare tensor -> ".weight"
     "block_sparse_moe.router.layer": T.FFN_GATE_INP,    # granitemoe's router
     "mlp.router": T.FFN_GATE_INP,                       # gpt-oss's router (with a bias)
@@ -144,6 +163,16 @@ def check_expressible(model_type, fam, config):
         if config.get("scoring_func", "softmax") != "softmax" or config.get("norm_topk_prob"):
             refuse("scoring_func", "deepseek2 as written here: softmax, no renormalization")
         return
+    if model_type == "deepseek_v3":
+        rs = config.get("rope_scaling") or {}
+        if rs and rs.get("type", rs.get("rope_type")) != "yarn":
+            refuse("rope_scaling", "the twin writes deepseek2's YaRN only")
+        if rs and float(rs.get("mscale", 1.0)) != float(rs.get("mscale_all_dim", 0.0)):
+            refuse("rope_scaling", "llama.cpp's deepseek2 takes mscale = mscale_all_dim "
+                   "(src/llama-context.cpp); a checkpoint with other values has no GGUF form")
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "DeepSeek-V3's noaux_tc router scores by sigmoid")
+        return
     if model_type == "gpt_oss":
         types = config.get("layer_types")
         default = ["sliding_attention" if i % 2 == 0 else "full_attention"
@@ -164,6 +193,9 @@ def check_expressible(model_type, fam, config):
         return
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
+        return
+    if model_type == "hunyuan":
+        check_hunyuan(config, refuse)
         return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
@@ -205,6 +237,36 @@ def check_ernie(config, refuse):
         refuse("moe_num_shared_experts", "the converter writes the shared experts' width as "
                f"intermediate_size // num_key_value_heads = {width}, not shared x "
                "moe_intermediate_size")
+
+
+def uniform(config, key):
+    """An int field, or a per-layer list of equal ints (Hunyuan's) as its one value."""
+    v = config[key]
+    if isinstance(v, list):
+        if not v or any(x != v[0] for x in v):
+            raise Unsupported(f"config.json {key} = {v!r}: the converter asserts one value for "
+                              "every layer")
+        v = v[0]
+    return int(v)
+
+
+def check_hunyuan(config, refuse):
+    for key, want in (("use_cla", False), ("attention_bias", False), ("use_qk_norm", True),
+                      ("use_mixed_mlp_moe", True), ("tie_word_embeddings", True)):
+        if bool(config.get(key, want)) != want:
+            refuse(key, f"llama.cpp's hunyuan-moe holds only {key} = {want}")
+    if uniform(config, "num_shared_expert") != 1:
+        refuse("num_shared_expert", "the converter writes the shared MLP's width as "
+               "intermediate_size, one shared expert's")
+    if uniform(config, "moe_intermediate_size") != int(config["intermediate_size"]):
+        refuse("moe_intermediate_size", "llama.cpp's hunyuan-moe loader sizes the experts by "
+               "feed_forward_length, the converter's intermediate_size (the shared MLP's width)")
+    if not config.get("norm_topk_prob"):
+        refuse("norm_topk_prob", "llama.cpp's hunyuan-moe renormalizes the top-k (norm_w = true); "
+               "moex's hunyuan runs the checkpoint as mlx-lm, without (set the field to compare)")
+    rs = config.get("rope_scaling") or {}
+    if rs and rs.get("type", rs.get("rope_type")) != "dynamic":
+        refuse("rope_scaling", "the converter folds a dynamic NTK alpha into the base only")
 
 
 def gguf_name(tensor, layer=None):

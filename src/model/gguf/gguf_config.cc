@@ -123,9 +123,20 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "dots1") return gguf_config::dots1(k);
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
+  if (k.arch() == "hunyuan-moe") return gguf_config::hunyuan_moe(k);
+  // Phi-3.5-MoE: llama.cpp's phimoe runs the phi3 graph (src/models/phi3.cpp), which routes by
+  // a renormalized softmax top-k and normalizes by RMS plus a bias; the model (and moex's phimoe
+  // family, as mlx-lm) routes by sparsemixer and uses LayerNorm. The same weights would run
+  // two different models, so the arch is refused by name (docs/gguf.md).
+  if (k.arch() == "phimoe")
+    k.refuse_key("general.architecture",
+                 "phimoe is not mapped: llama.cpp's phimoe graph routes by softmax top-k "
+                 "renormalized and uses RMS norms with a bias, where Phi-3.5-MoE (and moex's "
+                 "phimoe family) routes by sparsemixer and uses LayerNorm");
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe and granitemoe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
+               "and hunyuan-moe");
 }
 
 }  // namespace moex::model

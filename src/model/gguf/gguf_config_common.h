@@ -52,18 +52,20 @@ enum class YarnMscale {
 // and a yarn_ext_factor / yarn_attn_factor / attn_factor other than 1, is refused by name.
 nlohmann::json yarn_rope_scaling(const gguf_keys::ArchKeys& k, YarnMscale mscale);
 
-// deepseek2 and gpt-oss (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc).
+// deepseek2 (as deepseek_v2 or, sigmoid-gated, deepseek_v3) and gpt-oss
+// (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc).
 nlohmann::json deepseek2(const gguf_keys::ArchKeys& k);
 nlohmann::json gpt_oss(const gguf_keys::ArchKeys& k);
 // The archs of gguf_config_<arch>.cc.
 nlohmann::json dots1(const gguf_keys::ArchKeys& k);
 nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
+nlohmann::json hunyuan_moe(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /
-// unembed_out, so each MLA layer is given those names (the older attn_kv_b layout keeps the
-// one kv_b_proj Linear).
+// unembed_out, so each MLA layer is given those names; the older attn_kv_b layout is the one
+// kv_b_proj Linear in both DeepSeek families (deepseek_v3's split names are cleared).
 void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f);
 
 }  // namespace moex::model::gguf_config
