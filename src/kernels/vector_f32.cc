@@ -27,12 +27,12 @@ void scaled_dots_of(const float* q, int64_t nq, const float* keys, int64_t n, in
 }
 
 template <void (*Axpy)(float, const float*, float*, int64_t)>
-void weighted_sums_of(const float* p, int64_t nq, int64_t stride, const float* values, int64_t n,
-                      int64_t width, float* out) {
+void weighted_sums_of(const float* p, int64_t nq, int64_t stride, const float* values,
+                      int64_t pitch, int64_t n, int64_t width, float* out) {
   for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
   for (int64_t t = 0; t < n; ++t)
     for (int64_t j = 0; j < nq; ++j)
-      Axpy(p[j * stride + t], values + t * width, out + j * width, width);
+      Axpy(p[j * stride + t], values + t * pitch, out + j * width, width);
 }
 
 constexpr VectorF32Ops kVectorF32Scalar{"vector_f32_scalar", dot_scalar, axpy_scalar,

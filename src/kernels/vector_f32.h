@@ -22,11 +22,11 @@ struct VectorF32Ops {
   // scores[j * stride + t] = dot(q + j * width, keys + t * width, width) * scale.
   void (*scaled_dots)(const float* q, int64_t nq, const float* keys, int64_t n, int64_t width,
                       float scale, float* scores, int64_t stride);
-  // out[j * width + i] = sum over t < n of p[j * stride + t] * values[t * width + i], as out
-  // set to zero and then axpy(p[j * stride + t], values + t * width, out + j * width, width)
-  // for t = 0, 1, ..., n - 1.
+  // out[j * width + i] = sum over t < n of p[j * stride + t] * values[t * pitch + i] (value
+  // rows `pitch` >= width floats apart), as out set to zero and then
+  // axpy(p[j * stride + t], values + t * pitch, out + j * width, width) for t = 0, 1, ..., n - 1.
   void (*weighted_sums)(const float* p, int64_t nq, int64_t stride, const float* values,
-                        int64_t n, int64_t width, float* out);
+                        int64_t pitch, int64_t n, int64_t width, float* out);
 };
 
 // The variant for `isa` (the scalar one for Isa::kScalar).

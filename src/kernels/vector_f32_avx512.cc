@@ -107,8 +107,8 @@ void dots_block(const float* q, const float* k, int64_t w, float scale, float* s
 // vector under mask m): accumulators from zero, one FMA per key in key order, as axpy's
 // chain on the same lanes.
 template <int J, int C>
-void sums_block(const float* p, int64_t stride, const float* v, int64_t n, int64_t w, int64_t c,
-                __mmask16 m, float* out) {
+void sums_block(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
+                int64_t w, int64_t c, __mmask16 m, float* out) {
   __m512 acc[J][C];
   MOEX_UNROLL
   for (int j = 0; j < J; ++j)
@@ -118,7 +118,7 @@ void sums_block(const float* p, int64_t stride, const float* v, int64_t n, int64
     __m512 vv[C];
     MOEX_UNROLL
     for (int x = 0; x < C; ++x)
-      vv[x] = _mm512_maskz_loadu_ps(x == C - 1 ? m : kAll, v + t * w + c + 16 * x);
+      vv[x] = _mm512_maskz_loadu_ps(x == C - 1 ? m : kAll, v + t * pitch + c + 16 * x);
     MOEX_UNROLL
     for (int j = 0; j < J; ++j) {
       const __m512 pj = _mm512_set1_ps(p[j * stride + t]);
@@ -142,14 +142,14 @@ void dots_rows(const float* q, const float* keys, int64_t n, int64_t w, float sc
 }
 
 template <int J>
-void sums_rows(const float* p, int64_t stride, const float* v, int64_t n, int64_t w,
-               float* out) {
+void sums_rows(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
+               int64_t w, float* out) {
   int64_t c = 0;
-  for (; c + 64 <= w; c += 64) sums_block<J, 4>(p, stride, v, n, w, c, kAll, out);
+  for (; c + 64 <= w; c += 64) sums_block<J, 4>(p, stride, v, pitch, n, w, c, kAll, out);
   for (; c < w; c += 16) {
     const int64_t left = w - c;
     const __mmask16 m = left >= 16 ? kAll : __mmask16((1u << left) - 1);
-    sums_block<J, 1>(p, stride, v, n, w, c, m, out);
+    sums_block<J, 1>(p, stride, v, pitch, n, w, c, m, out);
   }
 }
 
@@ -171,16 +171,16 @@ void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int6
 }
 
 void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
-                               int64_t n, int64_t width, float* out) {
+                               int64_t pitch, int64_t n, int64_t width, float* out) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
-    sums_rows<4>(p + j * stride, stride, values, n, width, out + j * width);
+    sums_rows<4>(p + j * stride, stride, values, pitch, n, width, out + j * width);
   const float* pj = p + j * stride;
   float* oj = out + j * width;
   switch (nq - j) {
-    case 3: sums_rows<3>(pj, stride, values, n, width, oj); break;
-    case 2: sums_rows<2>(pj, stride, values, n, width, oj); break;
-    case 1: sums_rows<1>(pj, stride, values, n, width, oj); break;
+    case 3: sums_rows<3>(pj, stride, values, pitch, n, width, oj); break;
+    case 2: sums_rows<2>(pj, stride, values, pitch, n, width, oj); break;
+    case 1: sums_rows<1>(pj, stride, values, pitch, n, width, oj); break;
     default: break;
   }
 }

@@ -62,7 +62,8 @@ TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
                        std::to_string(nq) + " keys " + std::to_string(n));
           const int64_t stride = n + 3;
           const auto q = random_normal(nq * w, 1.f, uint64_t(w * 131 + nq * 7 + n));
-          const auto kv = random_normal(n * w, 1.f, uint64_t(w * 17 + nq + n * 1001));
+          const int64_t pitch = w + (w % 3);  // value rows wider than the sums, or not
+          const auto kv = random_normal(n * pitch, 1.f, uint64_t(w * 17 + nq + n * 1001));
           std::vector<float> got(size_t(nq * stride), -7.f), want = got;
           ops.scaled_dots(q.data(), nq, kv.data(), n, w, 0.17f, got.data(), stride);
           ref.scaled_dots(q.data(), nq, kv.data(), n, w, 0.17f, want.data(), stride);
@@ -73,8 +74,8 @@ TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
           p[0] = 0.f;
           p[size_t(nq * stride - 1 - 3)] = -0.f;
           std::vector<float> out(size_t(nq * w + 5), 3.f), out_ref = out;
-          ops.weighted_sums(p.data(), nq, stride, kv.data(), n, w, out.data());
-          ref.weighted_sums(p.data(), nq, stride, kv.data(), n, w, out_ref.data());
+          ops.weighted_sums(p.data(), nq, stride, kv.data(), pitch, n, w, out.data());
+          ref.weighted_sums(p.data(), nq, stride, kv.data(), pitch, n, w, out_ref.data());
           ASSERT_EQ(0, std::memcmp(out.data(), out_ref.data(), out.size() * 4)) << "weighted_sums";
           ASSERT_EQ(out[size_t(nq * w)], 3.f) << "weighted_sums wrote past its rows";
         }
@@ -90,7 +91,7 @@ TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
         EXPECT_NEAR(sc[size_t(j * stride + t)], 0.5 * d, 1e-5);
       }
     std::vector<float> out(size_t(nq * w));
-    ops.weighted_sums(sc.data(), nq, stride, kv.data(), n, w, out.data());
+    ops.weighted_sums(sc.data(), nq, stride, kv.data(), w, n, w, out.data());
     for (int64_t j = 0; j < nq; ++j)
       for (int64_t i = 0; i < w; ++i) {
         double d = 0;

@@ -59,15 +59,10 @@ void attend_tile(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64
       else
         softmax(s + j * stride, n);
     }
-    vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), n, hd,
+    vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), hd, n, hd,
                       a.out + (r * a.heads + h0) * hd);
   }
 }
-
-// The tile at slot i of n, in the order slots are handed out: first, last, second, second
-// last, ... Causal tiles grow with their position, so a contiguous run of slots (one thread's
-// share) pairs short tiles with long ones.
-int64_t zigzag(int64_t i, int64_t n) { return i % 2 == 0 ? i / 2 : n - 1 - i / 2; }
 
 }  // namespace
 
@@ -92,7 +87,7 @@ void attention(const AttentionArgs& a) {
   parallel_for_work(units, work, [&](int64_t lo, int64_t hi) {
     std::vector<float> scores(static_cast<size_t>(tile_rows * per_unit * max_keys));
     for (int64_t u = lo; u < hi; ++u) {
-      const int64_t head_block = u / tiles, tile = zigzag(u % tiles, tiles);
+      const int64_t head_block = u / tiles, tile = zigzag_slot(u % tiles, tiles);
       const int64_t kvh = head_block / blocks, b = head_block % blocks;
       const int64_t h0 = kvh * group + b * per_unit;
       const int64_t h1 = std::min(h0 + per_unit, (kvh + 1) * group);
