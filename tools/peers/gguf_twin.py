@@ -24,7 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
-                           check_expressible, family_of, gguf_name, tensor_table)
+                           check_expressible, family_of, gguf_name, lfm2_attention_layers,
+                           tensor_table)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
                            add_glm4moe_metadata, add_yarn_metadata)
 from twin_vocab import add_vocab  # noqa: E402
@@ -33,7 +34,7 @@ Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.LFM2MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -144,6 +145,8 @@ class Plan:
                 shape = shape[:-1] + (shape[-1] * 32 // bits,)
             if tensor == T.FFN_GATE_INP_SHEXP:   # [1, hidden] in MLX, {n_embd} in llama.cpp
                 shape, qtype = (shape[-1],), Q.F32
+            if tensor == T.SHORTCONV_CONV:  # [H, L, 1] -> [H, L]; F32 as the converter writes
+                shape, qtype = tuple(shape[:2]), Q.F32
         if len(shape) == 1:
             qtype = Q.F32
         permute = 0
@@ -187,8 +190,8 @@ class Plan:
             half, nope, v, latent = row["kv_b"]
             w = w.reshape(self.n_head, nope + v, latent)
             w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
-        if row["tensor"] == T.FFN_GATE_INP_SHEXP:
-            w = w.reshape(-1)
+        if row["tensor"] in (T.FFN_GATE_INP_SHEXP, T.SHORTCONV_CONV):
+            w = w.reshape(row["shape"])
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
         return np.ascontiguousarray(w, dtype=np.float32)
@@ -253,7 +256,12 @@ def add_metadata(writer, plan, file_type):
     if plan.fam.arch == gguf.MODEL_ARCH.DEEPSEEK2:
         add_deepseek2_metadata(writer, plan, cfg)
     else:
-        writer.add_head_count_kv(plan.n_kv)
+        if plan.fam.arch == gguf.MODEL_ARCH.LFM2MOE:  # 0 for the short-convolution layers
+            attn = lfm2_attention_layers(cfg)
+            writer.add_head_count_kv([plan.n_kv if i in attn else 0
+                                      for i in range(plan.n_layers)])
+        else:
+            writer.add_head_count_kv(plan.n_kv)
         writer.add_key_length(plan.head_dim)
         writer.add_value_length(plan.head_dim)
     if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
@@ -265,7 +273,7 @@ def add_metadata(writer, plan, file_type):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
-    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
+    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", cfg.get("norm_eps", 1e-6))))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)
     writer.add_vocab_size(plan.vocab)

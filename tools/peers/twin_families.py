@@ -64,6 +64,11 @@ FAMILIES = {
     # keys, softmax top-k renormalized.
     "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
                          "block_sparse_moe", permute_qk=True, norm_topk=True),
+    # lfm2moe (conversion/lfm2.py LFM2MoeModel, src/models/lfm2moe.cpp and lfm2.cpp): short-conv
+    # and attention layers (head_count_kv 0 for a conv layer), per-head q/k norms, full NEOX
+    # RoPE, leading dense layers, sigmoid + exp_probs_b, top-k renormalized (hard-coded).
+    "lfm2_moe": Family(gguf.MODEL_ARCH.LFM2MOE, "num_experts", "moe_intermediate_size",
+                       "feed_forward", permute_qk=False, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -102,6 +107,18 @@ LAYER_TENSORS = {
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,
     "mlp.experts.down_proj": T.FFN_DOWN_EXP,
+    "operator_norm": T.ATTN_NORM,                       # lfm2moe's names
+    "ffn_norm": T.FFN_NORM,
+    "self_attn.out_proj": T.ATTN_OUT,
+    "self_attn.q_layernorm": T.ATTN_Q_NORM,
+    "self_attn.k_layernorm": T.ATTN_K_NORM,
+    "conv.in_proj": T.SHORTCONV_INPROJ,
+    "conv.conv": T.SHORTCONV_CONV,                      # [H, L, 1] in MLX, {L, H} in GGUF
+    "conv.out_proj": T.SHORTCONV_OUTPROJ,
+    "{moe}.expert_bias": T.FFN_EXP_PROBS_B,             # a bare tensor -> "<name>.bias"
+    "feed_forward.gate_proj": T.FFN_GATE,               # lfm2moe's leading dense layers
+    "feed_forward.up_proj": T.FFN_UP,
+    "feed_forward.down_proj": T.FFN_DOWN,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
@@ -109,6 +126,7 @@ LAYER_TENSORS = {
 GLOBAL_TENSORS = {
     "model.embed_tokens": T.TOKEN_EMBD,
     "model.norm": T.OUTPUT_NORM,
+    "model.embedding_norm": T.TOKEN_EMBD_NORM,          # lfm2moe's final norm
     "lm_head": T.OUTPUT,
 }
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
@@ -162,6 +180,9 @@ def check_expressible(model_type, fam, config):
         if config.get("scoring_func", "sigmoid") != "sigmoid":
             refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
         return
+    if model_type == "lfm2_moe":
+        check_lfm2(config, refuse)
+        return
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
         return
@@ -185,6 +206,27 @@ def check_expressible(model_type, fam, config):
         refuse("clip_qkv", "the twin writer does not map q/k/v clamping")
     if config.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", "llama.cpp's MoE FFN here is SiLU-gated")
+
+
+def check_lfm2(config, refuse):
+    """What LFM2MoeModel's keys and llama.cpp's lfm2moe graph cannot say."""
+    if float(config.get("routed_scaling_factor", 1.0)) != 1.0:
+        refuse("routed_scaling_factor", "the converter writes no expert_weights_scale")
+    if not config.get("norm_topk_prob", True):
+        refuse("norm_topk_prob", "llama.cpp's lfm2 graph hard-codes norm_w=true")
+    if not config.get("use_expert_bias", True):
+        refuse("use_expert_bias", "llama.cpp's lfm2moe loader requires exp_probs_b")
+    if config.get("conv_bias"):
+        refuse("conv_bias", "llama.cpp's lfm2moe loader has no convolution biases")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+
+
+def lfm2_attention_layers(config):
+    """The attention layers of an lfm2_moe config (layer_types or full_attn_idxs)."""
+    if config.get("full_attn_idxs") is not None:
+        return {int(i) for i in config["full_attn_idxs"]}
+    return {i for i, t in enumerate(config["layer_types"]) if t == "full_attention"}
 
 
 def check_ernie(config, refuse):

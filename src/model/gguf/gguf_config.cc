@@ -123,9 +123,11 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "dots1") return gguf_config::dots1(k);
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
+  if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe and granitemoe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
+               "and lfm2moe");
 }
 
 }  // namespace moex::model

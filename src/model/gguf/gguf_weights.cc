@@ -261,6 +261,9 @@ class Binder {
     std::vector<int64_t> got = t->shape();
     // Qwen2-MoE's shared-expert gate is Linear(H, 1) in moex, a vector [H] in GGUF.
     if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
+    // A depthwise convolution kernel is [channels, L] in GGUF, Conv1d [channels, L, 1] here
+    // (the same elements in the same order).
+    if (m.kind == ModuleKind::kConv1d && got.size() == 2) got.push_back(1);
     if (got != m.shape)
       return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
                              io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
