@@ -1,7 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, lfm2moe) that moex loads, written
-byte by byte.
+Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, lfm2moe, llama4) that moex loads,
+written byte by byte.
 """
 import struct
 
@@ -120,7 +120,8 @@ def gguf_model_inputs(out_dir, rng, write):
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
                                 ("granitemoe", granite_keys(), granite_tensors(vocab)),
-                                ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab))):
+                                ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab)),
+                                ("llama4", llama4_keys(), llama4_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -303,3 +304,27 @@ def lfm2_tensors(vocab):
     return t + [(n.replace("blk.0.", "blk.1."), ty, ne) for n, ty, ne in moe_layer_tensors()] + [
         ("blk.1.attn_q_norm.weight", "F32", [16]), ("blk.1.attn_k_norm.weight", "F32", [16]),
         ("blk.1.exp_probs_b.bias", "F32", [4])]
+
+
+def llama4_keys():
+    """A 2-layer Llama 4: a dense layer, then a MoE layer (interleave step 2) of 4 experts top 1
+    with a shared expert; no rope_freqs (random bytes are no llama3 factors)."""
+    a = "llama4"
+    keys = [k for k in plain_keys(a, [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("interleave_moe_layer_step", 4, 2), ("rope.freq_base", 6, 500000.0)])
+            if k[0] not in (f"{a}.block_count", f"{a}.expert_used_count")]
+    return keys + [(f"{a}.block_count", 4, 2), (f"{a}.expert_used_count", 4, 1)]
+
+
+def llama4_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+         ("output.weight", "Q8_0", [32, vocab])]
+    for i in range(2):
+        t += [(n.replace("blk.0.", f"blk.{i}."), ty, ne) for n, ty, ne in moe_layer_tensors()
+              if i == 1 or "_exps" not in n and "gate_inp" not in n]
+    return t + [("blk.0.ffn_gate.weight", "Q8_0", [32, 64]), ("blk.0.ffn_up.weight", "Q8_0", [32, 64]),
+                ("blk.0.ffn_down.weight", "Q8_0", [64, 32]),
+                ("blk.1.ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+                ("blk.1.ffn_up_shexp.weight", "Q8_0", [32, 16]),
+                ("blk.1.ffn_down_shexp.weight", "F16", [16, 32])]

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
                            check_expressible, family_of, gguf_name, lfm2_attention_layers,
-                           tensor_table)
+                           llama3_rope_factors, tensor_table, text_config)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
                            add_glm4moe_metadata, add_yarn_metadata)
 from twin_vocab import add_vocab  # noqa: E402
@@ -90,9 +90,9 @@ class Plan:
 
     def __init__(self, ckpt, mode):
         self.ckpt = ckpt
-        cfg = ckpt.config
-        self.model_type, self.fam = family_of(cfg)
-        check_expressible(self.model_type, self.fam, cfg)
+        self.model_type, self.fam = family_of(ckpt.config)
+        check_expressible(self.model_type, self.fam, ckpt.config)
+        cfg = self.cfg = text_config(ckpt.config)
         self.n_layers = int(cfg["num_hidden_layers"])
         self.hidden = int(cfg["hidden_size"])
         self.n_head = int(cfg["num_attention_heads"])
@@ -125,6 +125,12 @@ class Plan:
         if left:
             raise Unsupported(f"{ckpt.dir}: tensors with no place in the {self.fam.arch.name} "
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
+        if self.fam.arch == gguf.MODEL_ARCH.LLAMA4 and cfg.get("rope_scaling"):
+            # LlamaModel.generate_extra_tensors: llama3 scaling as per-pair factors
+            self.rows.append(dict(name="rope_freqs.weight", prefix="rope_freqs", part="",
+                                  tensor=T.ROPE_FREQS, qtype=Q.F32, shape=(self.head_dim // 2,),
+                                  permute=0, tied_copy=False, moex_bytes=0,
+                                  data=llama3_rope_factors(cfg, self.head_dim)))
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
         if not has_output and self.fam.arch not in TIED_ARCHS:
@@ -182,7 +188,9 @@ class Plan:
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
-        if row["part"] in (".bias", ""):
+        if row.get("data") is not None:
+            w = row["data"]
+        elif row["part"] in (".bias", ""):
             w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
@@ -241,14 +249,16 @@ def encode(values, qtype):
 
 
 def add_metadata(writer, plan, file_type):
-    cfg = plan.ckpt.config
+    cfg = plan.cfg
     writer.add_name(f"moex twin of {plan.ckpt.dir.name}")
     writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
     writer.add_embedding_length(plan.hidden)
     writer.add_block_count(plan.n_layers)
-    writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
+    # Llama4Model swaps the widths: feed_forward_length is the dense layers' intermediate_size_mlp.
+    writer.add_feed_forward_length(int(cfg.get("intermediate_size_mlp") or
+                                       cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
     if (plan.fam.expert_dff_key != "intermediate_size"
-            or plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS):
+            or plan.fam.arch in (gguf.MODEL_ARCH.GPT_OSS, gguf.MODEL_ARCH.LLAMA4)):
         writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
     if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
@@ -284,7 +294,7 @@ def add_metadata(writer, plan, file_type):
 def write_gguf(plan, path, file_type, progress, vocab=None):
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
     add_metadata(writer, plan, file_type)
-    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.ckpt.config)
+    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.cfg)
     for row in plan.rows:
         if row["qtype"] == Q.F32:
             writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),

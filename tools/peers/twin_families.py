@@ -20,6 +20,7 @@ class Family:
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
     top_k_key: str = "num_experts_per_tok"
+    prefix: str = ""                # before every MLX name ("language_model." for llama4)
 
 
 FAMILIES = {
@@ -69,6 +70,13 @@ FAMILIES = {
     # RoPE, leading dense layers, sigmoid + exp_probs_b, top-k renormalized (hard-coded).
     "lfm2_moe": Family(gguf.MODEL_ARCH.LFM2MOE, "num_experts", "moe_intermediate_size",
                        "feed_forward", permute_qk=False, norm_topk=True),
+    # llama4 (conversion/llama.py Llama4Model, src/models/llama4.cpp): RoPE NORM on rows the
+    # converter leaves as they are, MoE layers every interleave_moe_layer_step, top-1 with the
+    # sigmoid weight applied to the expert input, a shared expert; the text model's names
+    # under language_model. (moex's llama4 checkpoint of the multimodal wrapper).
+    "llama4": Family(gguf.MODEL_ARCH.LLAMA4, "num_local_experts", "intermediate_size",
+                     "feed_forward", permute_qk=False, norm_topk=False, has_shared=True,
+                     prefix="language_model."),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -116,7 +124,14 @@ LAYER_TENSORS = {
     "conv.conv": T.SHORTCONV_CONV,                      # [H, L, 1] in MLX, {L, H} in GGUF
     "conv.out_proj": T.SHORTCONV_OUTPROJ,
     "{moe}.expert_bias": T.FFN_EXP_PROBS_B,             # a bare tensor -> "<name>.bias"
-    "feed_forward.gate_proj": T.FFN_GATE,               # lfm2moe's leading dense layers
+    "feed_forward.router": T.FFN_GATE_INP,              # llama4's names
+    "feed_forward.experts.gate_proj": T.FFN_GATE_EXP,
+    "feed_forward.experts.up_proj": T.FFN_UP_EXP,
+    "feed_forward.experts.down_proj": T.FFN_DOWN_EXP,
+    "feed_forward.shared_expert.gate_proj": T.FFN_GATE_SHEXP,
+    "feed_forward.shared_expert.up_proj": T.FFN_UP_SHEXP,
+    "feed_forward.shared_expert.down_proj": T.FFN_DOWN_SHEXP,
+    "feed_forward.gate_proj": T.FFN_GATE,               # lfm2moe's / llama4's dense layers
     "feed_forward.up_proj": T.FFN_UP,
     "feed_forward.down_proj": T.FFN_DOWN,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
@@ -180,6 +195,9 @@ def check_expressible(model_type, fam, config):
         if config.get("scoring_func", "sigmoid") != "sigmoid":
             refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
         return
+    if model_type == "llama4":
+        check_llama4(text_config(config), refuse)
+        return
     if model_type == "lfm2_moe":
         check_lfm2(config, refuse)
         return
@@ -222,6 +240,57 @@ def check_lfm2(config, refuse):
         refuse("rope_scaling", "the twin writer does not map RoPE scaling")
 
 
+def text_config(config):
+    """A multimodal wrapper's text_config over its top level (llama4), else the config."""
+    return {**config, **config["text_config"]} if "text_config" in config else config
+
+
+def check_llama4(cfg, refuse):
+    """The settings llama.cpp's llama4 hard-codes (src/models/llama4.cpp load_arch_hparams)."""
+    fixed = {"attention_chunk_size": 8192, "floor_scale": 8192, "attn_scale": 0.1,
+             "num_experts_per_tok": 1}
+    for field, value in fixed.items():
+        if float(cfg.get(field, value)) != value:
+            raise Unsupported(f"config.json text_config.{field} = {cfg.get(field)!r}: llama.cpp's "
+                              f"llama4 hard-codes {value}")
+    if not cfg.get("attn_temperature_tuning", True):
+        raise Unsupported("config.json text_config.attn_temperature_tuning: llama.cpp's llama4 "
+                          "always tunes the NoPE layers' temperature")
+    if bool(cfg.get("use_qk_norm")) != (int(cfg["num_local_experts"]) != 128):
+        raise Unsupported("config.json text_config.use_qk_norm: llama.cpp's llama4 applies the "
+                          "q/k norm unless there are 128 experts")
+    if cfg.get("attention_bias"):
+        raise Unsupported("config.json text_config.attention_bias: llama.cpp's llama4 loader "
+                          "has no attention biases")
+    rs = cfg.get("rope_scaling") or {}
+    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
+        raise Unsupported("config.json text_config.rope_scaling: the twin writes llama3 only")
+
+
+def llama3_rope_factors(cfg, dim):
+    """rope_freqs.weight as LlamaModel.generate_extra_tensors computes it (conversion/
+    llama.py): per rotated pair 1, factor, or the smooth blend between, in float32."""
+    import math
+    import numpy as np
+    rs = cfg["rope_scaling"]
+    base = float(cfg.get("rope_theta", 10000.0))
+    freqs = 1.0 / (np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor = float(rs.get("factor", 8.0))
+    low, high = float(rs.get("low_freq_factor", 1.0)), float(rs.get("high_freq_factor", 4.0))
+    old = float(rs.get("original_max_position_embeddings", 8192))
+    out = []
+    for freq in freqs.astype(np.float32):
+        wavelen = np.float32(2 * math.pi) / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def lfm2_attention_layers(config):
     """The attention layers of an lfm2_moe config (layer_types or full_attn_idxs)."""
     if config.get("full_attn_idxs") is not None:
@@ -255,12 +324,13 @@ def gguf_name(tensor, layer=None):
 
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
-    table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    table = [(fam.prefix + name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
             if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE,
                                                 gguf.MODEL_ARCH.GPT_OSS):
                 t = T.ATTN_POST_NORM  # glm4moe's / gpt-oss's name for the norm before the FFN
-            table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
+            table.append((f"{fam.prefix}model.layers.{i}." + suffix.format(moe=fam.moe_prefix),
+                          t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

@@ -88,6 +88,10 @@ def add_arch_metadata(writer, plan, cfg):
         writer.add_leading_dense_block_count(int(cfg.get("num_dense_layers", 0)))
         writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
         writer.add_shortconv_l_cache(int(cfg["conv_L_cache"]))
+    elif arch == gguf.MODEL_ARCH.LLAMA4:
+        # Llama4Model.set_gguf_parameters (conversion/llama.py); no sliding_window key unless
+        # every layer is full attention (MobileLLM), which the twin does not write.
+        writer.add_interleave_moe_layer_step(int(cfg["interleave_moe_layer_step"]))
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
         # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
         writer.add_attention_scale(float(cfg["attention_multiplier"]))

@@ -124,10 +124,11 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
   if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
+  if (k.arch() == "llama4") return gguf_config::llama4(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
-               "and lfm2moe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
+               "lfm2moe and llama4");
 }
 
 }  // namespace moex::model
