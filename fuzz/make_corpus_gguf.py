@@ -1,7 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, lfm2moe, llama4) that moex loads,
-written byte by byte.
+Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, lfm2moe, llama4, minimax-m2) that
+moex loads, written byte by byte.
 """
 import struct
 
@@ -121,7 +121,8 @@ def gguf_model_inputs(out_dir, rng, write):
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
                                 ("granitemoe", granite_keys(), granite_tensors(vocab)),
                                 ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab)),
-                                ("llama4", llama4_keys(), llama4_tensors(vocab))):
+                                ("llama4", llama4_keys(), llama4_tensors(vocab)),
+                                ("minimax-m2", minimax_keys(), minimax_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -328,3 +329,18 @@ def llama4_tensors(vocab):
                 ("blk.1.ffn_gate_shexp.weight", "Q8_0", [32, 16]),
                 ("blk.1.ffn_up_shexp.weight", "Q8_0", [32, 16]),
                 ("blk.1.ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def minimax_keys():
+    """A 1-layer MiniMax-M2: RoPE over 8 of 16 head dims, q/k norms over all heads, 4 experts
+    top 2, sigmoid + exp_probs_b."""
+    return plain_keys("minimax-m2", [
+        ("feed_forward_length", 4, 16), ("expert_feed_forward_length", 4, 16),
+        ("rope.dimension_count", 4, 8), ("expert_gating_func", 4, 2)])
+
+
+def minimax_tensors(vocab):
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
+        ("blk.0.attn_q_norm.weight", "F32", [32]), ("blk.0.attn_k_norm.weight", "F32", [16]),
+        ("blk.0.exp_probs_b.bias", "F32", [4])]

@@ -258,7 +258,8 @@ def add_metadata(writer, plan, file_type):
     writer.add_feed_forward_length(int(cfg.get("intermediate_size_mlp") or
                                        cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
     if (plan.fam.expert_dff_key != "intermediate_size"
-            or plan.fam.arch in (gguf.MODEL_ARCH.GPT_OSS, gguf.MODEL_ARCH.LLAMA4)):
+            or plan.fam.arch in (gguf.MODEL_ARCH.GPT_OSS, gguf.MODEL_ARCH.LLAMA4,
+                                 gguf.MODEL_ARCH.MINIMAXM2)):
         writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
     if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
@@ -279,6 +280,8 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
         writer.add_sliding_window(int(cfg["sliding_window"]))
         add_yarn_metadata(writer, cfg)
+    elif plan.fam.arch == gguf.MODEL_ARCH.MINIMAXM2:
+        writer.add_rope_dimension_count(int(cfg["rotary_dim"]))
     elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)

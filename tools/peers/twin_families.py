@@ -77,6 +77,11 @@ FAMILIES = {
     "llama4": Family(gguf.MODEL_ARCH.LLAMA4, "num_local_experts", "intermediate_size",
                      "feed_forward", permute_qk=False, norm_topk=False, has_shared=True,
                      prefix="language_model."),
+    # minimax-m2 (conversion/minimax.py MiniMaxM2Model, src/models/minimax-m2.cpp): q/k RMS
+    # norms over all heads, partial NEOX RoPE (rotary_dim), sigmoid + exp_probs_b, top-k
+    # renormalized (hard-coded).
+    "minimax": Family(gguf.MODEL_ARCH.MINIMAXM2, "num_local_experts", "intermediate_size",
+                      "block_sparse_moe", permute_qk=False, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -124,6 +129,7 @@ LAYER_TENSORS = {
     "conv.conv": T.SHORTCONV_CONV,                      # [H, L, 1] in MLX, {L, H} in GGUF
     "conv.out_proj": T.SHORTCONV_OUTPROJ,
     "{moe}.expert_bias": T.FFN_EXP_PROBS_B,             # a bare tensor -> "<name>.bias"
+    "{moe}.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # minimax's (bare)
     "feed_forward.router": T.FFN_GATE_INP,              # llama4's names
     "feed_forward.experts.gate_proj": T.FFN_GATE_EXP,
     "feed_forward.experts.up_proj": T.FFN_UP_EXP,
@@ -197,6 +203,14 @@ def check_expressible(model_type, fam, config):
         return
     if model_type == "llama4":
         check_llama4(text_config(config), refuse)
+        return
+    if model_type == "minimax":
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "MiniMax-M2 scores experts with a sigmoid")
+        if config.get("rope_scaling"):
+            refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+        if not config.get("use_qk_norm", True):
+            refuse("use_qk_norm", "llama.cpp's minimax-m2 loader requires the q/k norms")
         return
     if model_type == "lfm2_moe":
         check_lfm2(config, refuse)

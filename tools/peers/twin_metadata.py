@@ -92,6 +92,10 @@ def add_arch_metadata(writer, plan, cfg):
         # Llama4Model.set_gguf_parameters (conversion/llama.py); no sliding_window key unless
         # every layer is full attention (MobileLLM), which the twin does not write.
         writer.add_interleave_moe_layer_step(int(cfg["interleave_moe_layer_step"]))
+    elif arch == gguf.MODEL_ARCH.MINIMAXM2:
+        # The base converter's gating function from scoring_func (llama.cpp's minimax-m2 sets
+        # no default: without the key its graph aborts).
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
         # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
         writer.add_attention_scale(float(cfg["attention_multiplier"]))

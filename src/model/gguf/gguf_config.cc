@@ -125,10 +125,11 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
   if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
   if (k.arch() == "llama4") return gguf_config::llama4(k);
+  if (k.arch() == "minimax-m2") return gguf_config::minimax_m2(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
                "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
-               "lfm2moe and llama4");
+               "lfm2moe, llama4 and minimax-m2");
 }
 
 }  // namespace moex::model

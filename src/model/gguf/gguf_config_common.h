@@ -71,6 +71,7 @@ nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
 nlohmann::json lfm2moe(const gguf_keys::ArchKeys& k);
 nlohmann::json llama4(const gguf_keys::ArchKeys& k);
+nlohmann::json minimax_m2(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /

@@ -197,7 +197,8 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-deepseek-v2-lite", "ds2lite", deepseek2_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
            ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive),
-           ("tiny-lfm2-moe", "lfm2", None), ("tiny-llama4", "llama4", llama4_as_llamacpp))
+           ("tiny-lfm2-moe", "lfm2", None), ("tiny-llama4", "llama4", llama4_as_llamacpp),
+           ("tiny-minimax", "minimax", None))
 
 
 def fixtures(moex, work, only=None):
