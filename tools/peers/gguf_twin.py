@@ -24,7 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
-                           check_expressible, family_of, gguf_name, tensor_table, uniform)
+                           check_expressible, family_of, gguf_name, lfm2_attention_layers,
+                           llama3_rope_factors, tensor_table, text_config, uniform)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
                            add_glm4moe_metadata, add_yarn_metadata, rope_base)
 from twin_vocab import add_vocab  # noqa: E402
@@ -33,7 +34,7 @@ Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE, gguf.MODEL_ARCH.LFM2MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -89,9 +90,9 @@ class Plan:
 
     def __init__(self, ckpt, mode):
         self.ckpt = ckpt
-        cfg = ckpt.config
-        self.model_type, self.fam = family_of(cfg)
-        check_expressible(self.model_type, self.fam, cfg)
+        self.model_type, self.fam = family_of(ckpt.config)
+        check_expressible(self.model_type, self.fam, ckpt.config)
+        cfg = self.cfg = text_config(ckpt.config)
         self.n_layers = int(cfg["num_hidden_layers"])
         self.hidden = int(cfg["hidden_size"])
         self.n_head = int(cfg["num_attention_heads"])
@@ -124,6 +125,12 @@ class Plan:
         if left:
             raise Unsupported(f"{ckpt.dir}: tensors with no place in the {self.fam.arch.name} "
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
+        if self.fam.arch == gguf.MODEL_ARCH.LLAMA4 and cfg.get("rope_scaling"):
+            # LlamaModel.generate_extra_tensors: llama3 scaling as per-pair factors
+            self.rows.append(dict(name="rope_freqs.weight", prefix="rope_freqs", part="",
+                                  tensor=T.ROPE_FREQS, qtype=Q.F32, shape=(self.head_dim // 2,),
+                                  permute=0, tied_copy=False, moex_bytes=0,
+                                  data=llama3_rope_factors(cfg, self.head_dim)))
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
         if not has_output and self.fam.arch not in TIED_ARCHS:
@@ -144,6 +151,8 @@ class Plan:
                 shape = shape[:-1] + (shape[-1] * 32 // bits,)
             if tensor == T.FFN_GATE_INP_SHEXP:   # [1, hidden] in MLX, {n_embd} in llama.cpp
                 shape, qtype = (shape[-1],), Q.F32
+            if tensor == T.SHORTCONV_CONV:  # [H, L, 1] -> [H, L]; F32 as the converter writes
+                shape, qtype = tuple(shape[:2]), Q.F32
         if len(shape) == 1:
             qtype = Q.F32
         permute = 0
@@ -179,7 +188,9 @@ class Plan:
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
-        if row["part"] in (".bias", ""):
+        if row.get("data") is not None:
+            w = row["data"]
+        elif row["part"] in (".bias", ""):
             w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
@@ -187,8 +198,8 @@ class Plan:
             half, nope, v, latent = row["kv_b"]
             w = w.reshape(self.n_head, nope + v, latent)
             w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
-        if row["tensor"] == T.FFN_GATE_INP_SHEXP:
-            w = w.reshape(-1)
+        if row["tensor"] in (T.FFN_GATE_INP_SHEXP, T.SHORTCONV_CONV):
+            w = w.reshape(row["shape"])
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
         return np.ascontiguousarray(w, dtype=np.float32)
@@ -238,15 +249,18 @@ def encode(values, qtype):
 
 
 def add_metadata(writer, plan, file_type):
-    cfg = plan.ckpt.config
+    cfg = plan.cfg
     writer.add_name(f"moex twin of {plan.ckpt.dir.name}")
     writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
     writer.add_embedding_length(plan.hidden)
     writer.add_block_count(plan.n_layers)
-    writer.add_feed_forward_length(int(cfg.get("intermediate_size") or
+    # Llama4Model swaps the widths: feed_forward_length is the dense layers' intermediate_size_mlp.
+    writer.add_feed_forward_length(int(cfg.get("intermediate_size_mlp") or
+                                       cfg.get("intermediate_size") or
                                        uniform(cfg, plan.fam.expert_dff_key)))
     if (plan.fam.expert_dff_key != "intermediate_size"
-            or plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS):
+            or plan.fam.arch in (gguf.MODEL_ARCH.GPT_OSS, gguf.MODEL_ARCH.LLAMA4,
+                                 gguf.MODEL_ARCH.MINIMAXM2)):
         writer.add_expert_feed_forward_length(uniform(cfg, plan.fam.expert_dff_key))
     if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
@@ -254,7 +268,12 @@ def add_metadata(writer, plan, file_type):
     if plan.fam.arch == gguf.MODEL_ARCH.DEEPSEEK2:
         add_deepseek2_metadata(writer, plan, cfg)
     else:
-        writer.add_head_count_kv(plan.n_kv)
+        if plan.fam.arch == gguf.MODEL_ARCH.LFM2MOE:  # 0 for the short-convolution layers
+            attn = lfm2_attention_layers(cfg)
+            writer.add_head_count_kv([plan.n_kv if i in attn else 0
+                                      for i in range(plan.n_layers)])
+        else:
+            writer.add_head_count_kv(plan.n_kv)
         writer.add_key_length(plan.head_dim)
         writer.add_value_length(plan.head_dim)
     if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
@@ -262,11 +281,13 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
         writer.add_sliding_window(int(cfg["sliding_window"]))
         add_yarn_metadata(writer, cfg)
+    elif plan.fam.arch == gguf.MODEL_ARCH.MINIMAXM2:
+        writer.add_rope_dimension_count(int(cfg["rotary_dim"]))
     elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(rope_base(plan, cfg))
-    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
+    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", cfg.get("norm_eps", 1e-6))))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)
     writer.add_vocab_size(plan.vocab)
@@ -277,7 +298,7 @@ def add_metadata(writer, plan, file_type):
 def write_gguf(plan, path, file_type, progress, vocab=None):
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
     add_metadata(writer, plan, file_type)
-    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.ckpt.config)
+    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.cfg)
     for row in plan.rows:
         if row["qtype"] == Q.F32:
             writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),

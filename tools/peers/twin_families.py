@@ -20,6 +20,7 @@ class Family:
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
     top_k_key: str = "num_experts_per_tok"
+    prefix: str = ""                # before every MLX name ("language_model." for llama4)
 
 
 FAMILIES = {
@@ -69,6 +70,23 @@ FAMILIES = {
     # keys, softmax top-k renormalized.
     "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
                          "block_sparse_moe", permute_qk=True, norm_topk=True),
+    # lfm2moe (conversion/lfm2.py LFM2MoeModel, src/models/lfm2moe.cpp and lfm2.cpp): short-conv
+    # and attention layers (head_count_kv 0 for a conv layer), per-head q/k norms, full NEOX
+    # RoPE, leading dense layers, sigmoid + exp_probs_b, top-k renormalized (hard-coded).
+    "lfm2_moe": Family(gguf.MODEL_ARCH.LFM2MOE, "num_experts", "moe_intermediate_size",
+                       "feed_forward", permute_qk=False, norm_topk=True),
+    # llama4 (conversion/llama.py Llama4Model, src/models/llama4.cpp): RoPE NORM on rows the
+    # converter leaves as they are, MoE layers every interleave_moe_layer_step, top-1 with the
+    # sigmoid weight applied to the expert input, a shared expert; the text model's names
+    # under language_model. (moex's llama4 checkpoint of the multimodal wrapper).
+    "llama4": Family(gguf.MODEL_ARCH.LLAMA4, "num_local_experts", "intermediate_size",
+                     "feed_forward", permute_qk=False, norm_topk=False, has_shared=True,
+                     prefix="language_model."),
+    # minimax-m2 (conversion/minimax.py MiniMaxM2Model, src/models/minimax-m2.cpp): q/k RMS
+    # norms over all heads, partial NEOX RoPE (rotary_dim), sigmoid + exp_probs_b, top-k
+    # renormalized (hard-coded).
+    "minimax": Family(gguf.MODEL_ARCH.MINIMAXM2, "num_local_experts", "intermediate_size",
+                      "block_sparse_moe", permute_qk=False, norm_topk=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
     # hunyuan-moe (conversion/hunyuan.py HunYuanMoEModel, src/models/hunyuan-moe.cpp): q/k norms
@@ -121,6 +139,26 @@ LAYER_TENSORS = {
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,
     "mlp.experts.down_proj": T.FFN_DOWN_EXP,
+    "operator_norm": T.ATTN_NORM,                       # lfm2moe's names
+    "ffn_norm": T.FFN_NORM,
+    "self_attn.out_proj": T.ATTN_OUT,
+    "self_attn.q_layernorm": T.ATTN_Q_NORM,
+    "self_attn.k_layernorm": T.ATTN_K_NORM,
+    "conv.in_proj": T.SHORTCONV_INPROJ,
+    "conv.conv": T.SHORTCONV_CONV,                      # [H, L, 1] in MLX, {L, H} in GGUF
+    "conv.out_proj": T.SHORTCONV_OUTPROJ,
+    "{moe}.expert_bias": T.FFN_EXP_PROBS_B,             # a bare tensor -> "<name>.bias"
+    "{moe}.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # minimax's (bare)
+    "feed_forward.router": T.FFN_GATE_INP,              # llama4's names
+    "feed_forward.experts.gate_proj": T.FFN_GATE_EXP,
+    "feed_forward.experts.up_proj": T.FFN_UP_EXP,
+    "feed_forward.experts.down_proj": T.FFN_DOWN_EXP,
+    "feed_forward.shared_expert.gate_proj": T.FFN_GATE_SHEXP,
+    "feed_forward.shared_expert.up_proj": T.FFN_UP_SHEXP,
+    "feed_forward.shared_expert.down_proj": T.FFN_DOWN_SHEXP,
+    "feed_forward.gate_proj": T.FFN_GATE,               # lfm2moe's / llama4's dense layers
+    "feed_forward.up_proj": T.FFN_UP,
+    "feed_forward.down_proj": T.FFN_DOWN,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
@@ -128,6 +166,7 @@ LAYER_TENSORS = {
 GLOBAL_TENSORS = {
     "model.embed_tokens": T.TOKEN_EMBD,
     "model.norm": T.OUTPUT_NORM,
+    "model.embedding_norm": T.TOKEN_EMBD_NORM,          # lfm2moe's final norm
     "lm_head": T.OUTPUT,
 }
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
@@ -191,6 +230,20 @@ def check_expressible(model_type, fam, config):
         if config.get("scoring_func", "sigmoid") != "sigmoid":
             refuse("scoring_func", "dots.llm1 scores experts with a sigmoid")
         return
+    if model_type == "llama4":
+        check_llama4(text_config(config), refuse)
+        return
+    if model_type == "minimax":
+        if config.get("scoring_func", "sigmoid") != "sigmoid":
+            refuse("scoring_func", "MiniMax-M2 scores experts with a sigmoid")
+        if config.get("rope_scaling"):
+            refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+        if not config.get("use_qk_norm", True):
+            refuse("use_qk_norm", "llama.cpp's minimax-m2 loader requires the q/k norms")
+        return
+    if model_type == "lfm2_moe":
+        check_lfm2(config, refuse)
+        return
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
         return
@@ -217,6 +270,78 @@ def check_expressible(model_type, fam, config):
         refuse("clip_qkv", "the twin writer does not map q/k/v clamping")
     if config.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", "llama.cpp's MoE FFN here is SiLU-gated")
+
+
+def check_lfm2(config, refuse):
+    """What LFM2MoeModel's keys and llama.cpp's lfm2moe graph cannot say."""
+    if float(config.get("routed_scaling_factor", 1.0)) != 1.0:
+        refuse("routed_scaling_factor", "the converter writes no expert_weights_scale")
+    if not config.get("norm_topk_prob", True):
+        refuse("norm_topk_prob", "llama.cpp's lfm2 graph hard-codes norm_w=true")
+    if not config.get("use_expert_bias", True):
+        refuse("use_expert_bias", "llama.cpp's lfm2moe loader requires exp_probs_b")
+    if config.get("conv_bias"):
+        refuse("conv_bias", "llama.cpp's lfm2moe loader has no convolution biases")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+
+
+def text_config(config):
+    """A multimodal wrapper's text_config over its top level (llama4), else the config."""
+    return {**config, **config["text_config"]} if "text_config" in config else config
+
+
+def check_llama4(cfg, refuse):
+    """The settings llama.cpp's llama4 hard-codes (src/models/llama4.cpp load_arch_hparams)."""
+    fixed = {"attention_chunk_size": 8192, "floor_scale": 8192, "attn_scale": 0.1,
+             "num_experts_per_tok": 1}
+    for field, value in fixed.items():
+        if float(cfg.get(field, value)) != value:
+            raise Unsupported(f"config.json text_config.{field} = {cfg.get(field)!r}: llama.cpp's "
+                              f"llama4 hard-codes {value}")
+    if not cfg.get("attn_temperature_tuning", True):
+        raise Unsupported("config.json text_config.attn_temperature_tuning: llama.cpp's llama4 "
+                          "always tunes the NoPE layers' temperature")
+    if bool(cfg.get("use_qk_norm")) != (int(cfg["num_local_experts"]) != 128):
+        raise Unsupported("config.json text_config.use_qk_norm: llama.cpp's llama4 applies the "
+                          "q/k norm unless there are 128 experts")
+    if cfg.get("attention_bias"):
+        raise Unsupported("config.json text_config.attention_bias: llama.cpp's llama4 loader "
+                          "has no attention biases")
+    rs = cfg.get("rope_scaling") or {}
+    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
+        raise Unsupported("config.json text_config.rope_scaling: the twin writes llama3 only")
+
+
+def llama3_rope_factors(cfg, dim):
+    """rope_freqs.weight as LlamaModel.generate_extra_tensors computes it (conversion/
+    llama.py): per rotated pair 1, factor, or the smooth blend between, in float32."""
+    import math
+    import numpy as np
+    rs = cfg["rope_scaling"]
+    base = float(cfg.get("rope_theta", 10000.0))
+    freqs = 1.0 / (np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor = float(rs.get("factor", 8.0))
+    low, high = float(rs.get("low_freq_factor", 1.0)), float(rs.get("high_freq_factor", 4.0))
+    old = float(rs.get("original_max_position_embeddings", 8192))
+    out = []
+    for freq in freqs.astype(np.float32):
+        wavelen = np.float32(2 * math.pi) / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def lfm2_attention_layers(config):
+    """The attention layers of an lfm2_moe config (layer_types or full_attn_idxs)."""
+    if config.get("full_attn_idxs") is not None:
+        return {int(i) for i in config["full_attn_idxs"]}
+    return {i for i, t in enumerate(config["layer_types"]) if t == "full_attention"}
 
 
 def check_ernie(config, refuse):
@@ -275,12 +400,13 @@ def gguf_name(tensor, layer=None):
 
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
-    table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    table = [(fam.prefix + name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
             if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE,
                                                 gguf.MODEL_ARCH.GPT_OSS):
                 t = T.ATTN_POST_NORM  # glm4moe's / gpt-oss's name for the norm before the FFN
-            table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
+            table.append((f"{fam.prefix}model.layers.{i}." + suffix.format(moe=fam.moe_prefix),
+                          t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

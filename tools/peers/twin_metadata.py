@@ -89,6 +89,20 @@ def add_arch_metadata(writer, plan, cfg):
         add_dots1_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.LFM2MOE:
+        # LFM2MoeModel.set_gguf_parameters (conversion/lfm2.py); head_count_kv is written
+        # per layer by add_metadata.
+        writer.add_leading_dense_block_count(int(cfg.get("num_dense_layers", 0)))
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        writer.add_shortconv_l_cache(int(cfg["conv_L_cache"]))
+    elif arch == gguf.MODEL_ARCH.LLAMA4:
+        # Llama4Model.set_gguf_parameters (conversion/llama.py); no sliding_window key unless
+        # every layer is full attention (MobileLLM), which the twin does not write.
+        writer.add_interleave_moe_layer_step(int(cfg["interleave_moe_layer_step"]))
+    elif arch == gguf.MODEL_ARCH.MINIMAXM2:
+        # The base converter's gating function from scoring_func (llama.cpp's minimax-m2 sets
+        # no default: without the key its graph aborts).
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
         # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
         writer.add_attention_scale(float(cfg["attention_multiplier"]))

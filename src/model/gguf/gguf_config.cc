@@ -133,10 +133,13 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
                  "phimoe is not mapped: llama.cpp's phimoe graph routes by softmax top-k "
                  "renormalized and uses RMS norms with a bias, where Phi-3.5-MoE (and moex's "
                  "phimoe family) routes by sparsemixer and uses LayerNorm");
+  if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
+  if (k.arch() == "llama4") return gguf_config::llama4(k);
+  if (k.arch() == "minimax-m2") return gguf_config::minimax_m2(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
-               "and hunyuan-moe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
+               "hunyuan-moe, lfm2moe, llama4 and minimax-m2");
 }
 
 }  // namespace moex::model

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,12 +19,20 @@ namespace moex::model::gguf_config {
 struct CommonOptions {
   bool routing_keys = false;  // the arch maps expert_weights_scale itself (else it must be 1)
   bool rope_scaling = false;  // the arch maps rope.scaling.* itself (else it must be none)
+  // attention.head_count_kv may be an array with 0 for the layers without attention (the
+  // hybrid archs); num_key_value_heads is then the one non-zero count.
+  bool per_layer_kv_heads = false;
 };
 
 // model_type, hidden / layers / heads / kv heads / vocabulary / context / eps / theta / top-k,
 // tied embeddings (no output.weight), the stop and bos ids of tokenizer.ggml.*.
 nlohmann::json common_fields(const gguf_keys::ArchKeys& k, const std::string& model_type,
                              CommonOptions opt = {});
+
+// A per-layer integer key: an array of `layers` integers in [lo, hi], or one integer for every
+// layer (required).
+std::vector<int64_t> layer_sizes(const gguf_keys::ArchKeys& k, std::string_view suffix,
+                                 int64_t layers, int64_t lo, int64_t hi);
 
 // head_dim from attention.key_length (value_length must agree); RoPE over all of it unless
 // `partial_rope` (the caller reads rope.dimension_count).
@@ -61,6 +71,9 @@ nlohmann::json dots1(const gguf_keys::ArchKeys& k);
 nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
 nlohmann::json hunyuan_moe(const gguf_keys::ArchKeys& k);
+nlohmann::json lfm2moe(const gguf_keys::ArchKeys& k);
+nlohmann::json llama4(const gguf_keys::ArchKeys& k);
+nlohmann::json minimax_m2(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
 // kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /

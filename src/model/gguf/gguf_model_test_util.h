@@ -77,6 +77,12 @@ struct TinyModel {
   void boolean(const std::string& k, bool v) {
     keys[k] = [v](Bytes& b) { b.u32(7).u8(v ? 1 : 0); };
   }
+  void i32_array(const std::string& k, const std::vector<int32_t>& v) {
+    keys[k] = [v](Bytes& b) {
+      b.u32(9).u32(5).u64(v.size());  // array of int32
+      for (int32_t x : v) b.u32(uint32_t(x));
+    };
+  }
   void str(const std::string& k, const std::string& v) {
     keys[k] = [v](Bytes& b) { b.u32(8).str(v); };
   }

@@ -108,7 +108,8 @@ class Binder {
     for (const ModuleSpec& m : modules) bind(m);
     const int64_t mtp_end = cfg_.num_layers + mtp_layers();
     for (const gguf::Tensor& t : f_.tensors())
-      if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end))
+      if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end) &&
+          !read_by_config(t.name))
         problem(str_cat("tensor '", t.name, "' is not part of the ", cfg_.family, " model moex "
                         "reads from this file (", cfg_.num_layers, " layers); nothing would read "
                         "it"));
@@ -215,6 +216,11 @@ class Binder {
     const char* key = "glm4moe.nextn_predict_layers";
     return cfg_.family == "glm4_moe" && f_.find(key) ? f_.get_int(key) : 0;
   }
+  // llama4's rope_freqs.weight: the llama3 RoPE factors, read by the config mapping
+  // (gguf_config_llama4.cc) into the family's rope_scaling.
+  bool read_by_config(const std::string& name) const {
+    return cfg_.family == "llama4" && name == "rope_freqs.weight";
+  }
   static bool in_layers(const std::string& name, int64_t begin, int64_t end) {
     if (begin >= end || name.compare(0, 4, "blk.") != 0) return false;
     const size_t dot = name.find('.', 4);
@@ -261,6 +267,9 @@ class Binder {
     std::vector<int64_t> got = t->shape();
     // Qwen2-MoE's shared-expert gate is Linear(H, 1) in moex, a vector [H] in GGUF.
     if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
+    // A depthwise convolution kernel is [channels, L] in GGUF, Conv1d [channels, L, 1] here
+    // (the same elements in the same order).
+    if (m.kind == ModuleKind::kConv1d && got.size() == 2) got.push_back(1);
     if (got != m.shape)
       return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
                              io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
