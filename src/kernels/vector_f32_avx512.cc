@@ -10,6 +10,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
+
 #include "kernels/vector_f32_variants.h"
 
 namespace moex::kernels {
@@ -104,16 +106,18 @@ void dots_block(const float* q, const float* k, int64_t w, float scale, float* s
 }
 
 // J rows of the weighted sums over C vectors of 16 columns starting at column c (the last
-// vector under mask m): accumulators from zero, one FMA per key in key order, as axpy's
-// chain on the same lanes.
+// vector under mask m): accumulators from zero (`first`) or from the sums so far in out, one
+// FMA per key in key order, as axpy's chain on the same lanes.
 template <int J, int C>
 void sums_block(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
-                int64_t w, int64_t c, __mmask16 m, float* out) {
+                int64_t w, int64_t c, __mmask16 m, bool first, float* out) {
   __m512 acc[J][C];
   MOEX_UNROLL
   for (int j = 0; j < J; ++j)
     MOEX_UNROLL
-    for (int x = 0; x < C; ++x) acc[j][x] = _mm512_setzero_ps();
+    for (int x = 0; x < C; ++x)
+      acc[j][x] = first ? _mm512_setzero_ps()
+                        : _mm512_maskz_loadu_ps(x == C - 1 ? m : kAll, out + j * w + c + 16 * x);
   for (int64_t t = 0; t < n; ++t) {
     __m512 vv[C];
     MOEX_UNROLL
@@ -143,20 +147,23 @@ void dots_rows(const float* q, const float* keys, int64_t n, int64_t w, float sc
 
 template <int J>
 void sums_rows(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
-               int64_t w, float* out) {
+               int64_t w, bool first, float* out) {
   int64_t c = 0;
-  for (; c + 64 <= w; c += 64) sums_block<J, 4>(p, stride, v, pitch, n, w, c, kAll, out);
+  for (; c + 64 <= w; c += 64) sums_block<J, 4>(p, stride, v, pitch, n, w, c, kAll, first, out);
   for (; c < w; c += 16) {
     const int64_t left = w - c;
     const __mmask16 m = left >= 16 ? kAll : __mmask16((1u << left) - 1);
-    sums_block<J, 1>(p, stride, v, pitch, n, w, c, m, out);
+    sums_block<J, 1>(p, stride, v, pitch, n, w, c, m, first, out);
   }
 }
 
-}  // namespace
+// Keys per pass over all query rows: a chunk of key (value) rows is read from memory once
+// and stays in L1 while every block of 4 rows uses it (a group of 8 heads over a 2048-key
+// cache otherwise read each kv head's 1 MB of keys and of values twice per decode step).
+constexpr int64_t kKeysPerChunk = 32;
 
-void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int64_t n,
-                             int64_t width, float scale, float* scores, int64_t stride) {
+void scaled_dots_chunk(const float* q, int64_t nq, const float* keys, int64_t n, int64_t width,
+                       float scale, float* scores, int64_t stride) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
     dots_rows<4>(q + j * width, keys, n, width, scale, scores + j * stride, stride);
@@ -170,19 +177,37 @@ void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int6
   }
 }
 
-void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
-                               int64_t pitch, int64_t n, int64_t width, float* out) {
+void weighted_sums_chunk(const float* p, int64_t nq, int64_t stride, const float* values,
+                         int64_t pitch, int64_t n, int64_t width, bool first, float* out) {
   int64_t j = 0;
   for (; j + 4 <= nq; j += 4)
-    sums_rows<4>(p + j * stride, stride, values, pitch, n, width, out + j * width);
+    sums_rows<4>(p + j * stride, stride, values, pitch, n, width, first, out + j * width);
   const float* pj = p + j * stride;
   float* oj = out + j * width;
   switch (nq - j) {
-    case 3: sums_rows<3>(pj, stride, values, pitch, n, width, oj); break;
-    case 2: sums_rows<2>(pj, stride, values, pitch, n, width, oj); break;
-    case 1: sums_rows<1>(pj, stride, values, pitch, n, width, oj); break;
+    case 3: sums_rows<3>(pj, stride, values, pitch, n, width, first, oj); break;
+    case 2: sums_rows<2>(pj, stride, values, pitch, n, width, first, oj); break;
+    case 1: sums_rows<1>(pj, stride, values, pitch, n, width, first, oj); break;
     default: break;
   }
+}
+
+}  // namespace
+
+void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int64_t n,
+                             int64_t width, float scale, float* scores, int64_t stride) {
+  for (int64_t t = 0; t < n; t += kKeysPerChunk)
+    scaled_dots_chunk(q, nq, keys + t * width, std::min(kKeysPerChunk, n - t), width, scale,
+                      scores + t, stride);
+}
+
+void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
+                               int64_t pitch, int64_t n, int64_t width, float* out) {
+  if (n == 0)
+    for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n; t += kKeysPerChunk)
+    weighted_sums_chunk(p + t, nq, stride, values + t * pitch, pitch,
+                        std::min(kKeysPerChunk, n - t), width, t == 0, out);
 }
 
 }  // namespace moex::kernels

@@ -48,7 +48,8 @@ TEST(VectorF32, DotAndAxpyMatchDoubleSumsOnEveryIsa) {
 // Attention's loops: scaled_dots and weighted_sums give, bit for bit, what loops of the same
 // variant's dot and axpy give (vector_f32_reference_ops), for every count of query rows the
 // register blocks split into (1-4 and beyond), odd and even key counts, and widths around
-// every block size (the 64-column sums blocks, 32-float dot blocks, masked tails); rows of
+// every block size (the 64-column sums blocks, 32-float dot blocks, masked tails), keys in
+// one chunk and in several (the sums carried from one chunk to the next); rows of
 // `stride` leave the floats between rows untouched.
 TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
   int checked = 0;
@@ -57,7 +58,7 @@ TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
     const VectorF32Ops& ref = vector_f32_reference_ops(isa);
     for (int64_t w : {1, 15, 16, 17, 32, 48, 63, 64, 80, 96, 112, 128, 131, 256})
       for (int64_t nq : {1, 2, 3, 4, 5, 7, 8})
-        for (int64_t n : {1, 2, 3, 6, 17}) {
+        for (int64_t n : {1, 2, 3, 6, 17, 33, 70}) {  // 33, 70: several key chunks
           SCOPED_TRACE(std::string(ops.name) + " width " + std::to_string(w) + " rows " +
                        std::to_string(nq) + " keys " + std::to_string(n));
           const int64_t stride = n + 3;

@@ -17,8 +17,9 @@ namespace moex::ops {
 namespace {
 
 // Query heads per unit of work: the heads of one group that share a kv head are computed
-// together, so each key and value row is read once for up to kHeadsPerUnit heads.
-constexpr int64_t kHeadsPerUnit = 4;
+// together, so each key and value row is read once for up to kHeadsPerUnit heads (the vector
+// ops take the keys in chunks that stay in L1 for all of them).
+constexpr int64_t kHeadsPerUnit = 16;
 // Query rows per unit: a tile of rows shares every key and value row it reads too. With one
 // row per unit, a 512-token prefill read each kv head's keys and values (256 KB each at
 // Qwen3's shape) once per row, and the units of all kv heads in turn did not fit in L2.
@@ -72,13 +73,18 @@ void attention(const AttentionArgs& a) {
   if (a.heads % c.kv_heads() != 0 || a.pos0 + a.rows > c.length())
     fail("attention: ", a.heads, " heads over ", c.kv_heads(), " kv heads, rows up to ",
          a.pos0 + a.rows, " but the cache holds ", c.length());
-  // Units: (kv head, block of up to kHeadsPerUnit of its query heads, tile of up to
-  // kRowsPerTile rows), the tiles of one head block consecutive so that a thread's units
-  // reuse one kv head's keys and values.
+  // Units: (kv head, block of its query heads, tile of up to kRowsPerTile rows), the tiles of
+  // one head block consecutive so that a thread's units reuse one kv head's keys and values.
+  // A unit takes as many heads of a group as it can while there are units enough for every
+  // thread (decode has one tile: a kv head's heads are split only when the threads outnumber
+  // the kv heads). The blocking changes no result.
   const int64_t group = a.heads / c.kv_heads();
-  const int64_t per_unit = group < kHeadsPerUnit ? group : kHeadsPerUnit;
-  const int64_t blocks = (group + per_unit - 1) / per_unit;
   const int64_t tiles = (a.rows + kRowsPerTile - 1) / kRowsPerTile;
+  int64_t per_unit = group < kHeadsPerUnit ? group : kHeadsPerUnit;
+  auto blocks_of = [&](int64_t per) { return (group + per - 1) / per; };
+  while (per_unit > 1 && c.kv_heads() * blocks_of(per_unit) * tiles < num_threads())
+    per_unit = (per_unit + 1) / 2;
+  const int64_t blocks = blocks_of(per_unit);
   const int64_t units = c.kv_heads() * blocks * tiles;
   const int64_t max_keys = a.pos0 + a.rows;
   const int64_t tile_rows = std::min(a.rows, kRowsPerTile);

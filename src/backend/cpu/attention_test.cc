@@ -203,8 +203,8 @@ TEST(Attention, LongPrefillAfterAPrefixEqualsDecodeWithChunksAndWindows) {
   set_num_threads(saved);
 }
 
-// Work units are (kv head, block of up to 4 query heads, tile of rows): a head's values must
-// not depend on how many threads share the units.
+// Work units are (kv head, block of its query heads, tile of rows), the blocks smaller when
+// threads outnumber units: a head's values must not depend on how many threads share them.
 TEST(Attention, SameBitsAtEveryThreadCount) {
   const int saved = num_threads();
   const Case c{12, 2, 16, 40};
@@ -213,17 +213,28 @@ TEST(Attention, SameBitsAtEveryThreadCount) {
   auto v = random_vec(c.len * c.kv_heads * c.hd, 41);
   auto q = random_vec(c.len * c.heads * c.hd, 42, -2.f, 2.f);
   cache.append(k.data(), v.data(), c.len);
-  std::vector<std::vector<float>> outs;
-  for (int threads : {1, 2, 3}) {
+  std::vector<std::vector<float>> outs, last_rows;
+  const int64_t qrow = c.heads * c.hd;
+  for (int threads : {1, 2, 3, 8}) {
     set_num_threads(threads);
     std::vector<float> out(q.size());
     attention({.q = q.data(), .cache = &cache, .rows = c.len, .pos0 = 0, .heads = c.heads,
                .scale = 0.25f, .out = out.data()});
     outs.push_back(out);
+    // The last row alone (decode): a kv head's 6 heads split into smaller blocks when the
+    // threads outnumber the kv heads.
+    std::vector<float> last(static_cast<size_t>(qrow));
+    attention({.q = q.data() + (c.len - 1) * qrow, .cache = &cache, .rows = 1,
+               .pos0 = c.len - 1, .heads = c.heads, .scale = 0.25f, .out = last.data()});
+    last_rows.push_back(last);
   }
   set_num_threads(saved);
-  for (size_t i = 1; i < outs.size(); ++i)
+  for (size_t i = 1; i < outs.size(); ++i) {
     EXPECT_EQ(0, std::memcmp(outs[i].data(), outs[0].data(), outs[0].size() * 4)) << i;
+    EXPECT_EQ(0, std::memcmp(last_rows[i].data(), last_rows[0].data(), size_t(qrow) * 4)) << i;
+  }
+  EXPECT_EQ(0, std::memcmp(last_rows[0].data(), outs[0].data() + (c.len - 1) * qrow,
+                           size_t(qrow) * 4));
 }
 
 TEST(KvCache, OverflowIsAnError) {
