@@ -10,6 +10,7 @@
 namespace moex::model {
 namespace {
 
+using testing_gguf::expect_refused;
 using testing_gguf::open_error;
 using testing_gguf::TinyModel;
 
@@ -115,22 +116,6 @@ TinyModel tiny_oss() {
       m.tensors[b + name] = ne;
   }
   return m;
-}
-
-using Edit = std::function<void(TinyModel&)>;
-
-void expect_refused(const std::function<TinyModel()>& make, const std::string& id,
-                    const std::vector<std::pair<Edit, std::vector<std::string>>>& cases) {
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = make();
-    edit(m);
-    const std::string what = open_error(m, id + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << id << " case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << id << " case " << i << ": '" << e << "' in "
-                                                 << what;
-  }
 }
 
 TEST(GgufDeepseek2, TinyFileLoadsAsTheDeepseekV2Family) {

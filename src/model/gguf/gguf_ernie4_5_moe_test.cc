@@ -10,6 +10,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4, shared width 8 (2 shared
@@ -72,8 +74,7 @@ TEST(GgufErnie45Moe, TinyFileLoadsAsTheErnieFamily) {
 
 TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "ernie4_5-moe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "interleave_moe_layer_step"); },
            {a + "interleave_moe_layer_step", "missing"}},
           {[&](TinyModel& m) { m.u32(a + "interleave_moe_layer_step", 0); },
@@ -91,15 +92,7 @@ TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.tensors["blk.0.attn_output.bias"] = {8}; },
            {"blk.0.attn_output.bias", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_ernie();
-    edit(m);
-    const std::string what = open_error(m, "ernie_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_ernie, "ernie_bad_", cases);
 }
 
 }  // namespace

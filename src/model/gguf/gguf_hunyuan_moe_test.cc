@@ -11,6 +11,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), 2 layers, 4 experts of 4 (feed_forward_length, as
@@ -61,8 +63,7 @@ TEST(GgufHunyuanMoe, TinyFileLoadsAsTheHunyuanFamilyRenormalized) {
 
 TEST(GgufHunyuanMoe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "hunyuan-moe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "feed_forward_length"); },
            {a + "feed_forward_length", "missing"}},
           {[&](TinyModel& m) { m.u32(a + "expert_feed_forward_length", 8); },
@@ -87,15 +88,7 @@ TEST(GgufHunyuanMoe, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.f32(a + "expert_weights_scale", 2.f); },
            {a + "expert_weights_scale"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_hunyuan();
-    edit(m);
-    const std::string what = open_error(m, "hunyuan_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_hunyuan, "hunyuan_bad_", cases);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head in the attention layer, 0 in the convolution layer),
@@ -70,8 +72,7 @@ TEST(GgufLfm2Moe, TinyFileLoadsAsTheLfm2MoeFamily) {
 
 TEST(GgufLfm2Moe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "lfm2moe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.i32_array(a + "attention.head_count_kv", {0, 1, 1}); },
            {a + "attention.head_count_kv", "2 integers"}},
           {[&](TinyModel& m) { m.i32_array(a + "attention.head_count_kv", {0, 0}); },
@@ -104,15 +105,7 @@ TEST(GgufLfm2Moe, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.tensors["blk.0.attn_q.weight"] = {8, 8}; },
            {"blk.0.attn_q.weight", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_lfm2();
-    edit(m);
-    const std::string what = open_error(m, "lfm2_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_lfm2, "lfm2_bad_", cases);
 }
 
 }  // namespace

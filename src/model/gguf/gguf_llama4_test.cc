@@ -10,6 +10,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4 top-1 with a shared expert
@@ -75,8 +77,7 @@ TEST(GgufLlama4, TinyFileLoadsAsTheLlama4Family) {
 
 TEST(GgufLlama4, RefusedNamingTheKeyOrTensor) {
   const std::string a = "llama4.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "interleave_moe_layer_step"); },
            {a + "interleave_moe_layer_step", "missing"}},
           {[&](TinyModel& m) { m.u32(a + "interleave_moe_layer_step", 1); },
@@ -102,15 +103,7 @@ TEST(GgufLlama4, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.tensors["blk.0.attn_q_norm.weight"] = {4}; },
            {"blk.0.attn_q_norm.weight", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_llama4();
-    edit(m);
-    const std::string what = open_error(m, "llama4_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_llama4, "llama4_bad_", cases);
 }
 
 }  // namespace

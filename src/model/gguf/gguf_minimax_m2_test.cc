@@ -10,6 +10,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), RoPE over 2 of the 4 dims, 4 experts of 4, top-2,
@@ -54,8 +56,7 @@ TEST(GgufMinimaxM2, TinyFileLoadsAsTheMinimaxFamily) {
 
 TEST(GgufMinimaxM2, RefusedNamingTheKeyOrTensor) {
   const std::string a = "minimax-m2.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "expert_gating_func"); },
            {a + "expert_gating_func", "missing"}},
           {[&](TinyModel& m) { m.u32(a + "expert_gating_func", 1); },
@@ -75,15 +76,7 @@ TEST(GgufMinimaxM2, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.tensors.erase("blk.0.exp_probs_b.bias"); },
            {"blk.0.exp_probs_b.bias", "missing"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_minimax();
-    edit(m);
-    const std::string what = open_error(m, "minimax_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_minimax, "minimax_bad_", cases);
 }
 
 }  // namespace

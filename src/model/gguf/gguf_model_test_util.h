@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -143,6 +144,24 @@ inline std::string open_error(const TinyModel& m, const std::string& id) {
     EXPECT_NE(what.find(path), std::string::npos) << id << ": " << what;
   }
   return what;
+}
+
+// One refusal per row: make() edited by the row's edit must fail to open (open_error's time
+// and allocation bounds) with an error that contains every one of the row's strings.
+using TinyEdit = std::function<void(TinyModel&)>;
+using RefusalRows = std::vector<std::pair<TinyEdit, std::vector<std::string>>>;
+inline void expect_refused(const std::function<TinyModel()>& make, const std::string& id,
+                           const RefusalRows& rows) {
+  int i = 0;
+  for (const auto& [edit, expect] : rows) {
+    TinyModel m = make();
+    edit(m);
+    const std::string what = open_error(m, id + std::to_string(i++));
+    ASSERT_FALSE(what.empty()) << id << " case " << i << " loaded";
+    for (const std::string& e : expect)
+      EXPECT_NE(what.find(e), std::string::npos) << id << " case " << i << ": '" << e << "' in "
+                                                 << what;
+  }
 }
 
 }  // namespace moex::model::testing_gguf
