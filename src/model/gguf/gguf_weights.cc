@@ -150,8 +150,11 @@ class Binder {
 
   // The heads whose q/k rows llama.cpp's converter permuted for this module, or 0.
   int64_t permuted_heads(const ModuleSpec& m) const {
-    // The GGUF archs "llama" and "granitemoe" (RoPE type NORM, LlamaModel's permutation).
-    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe") return 0;
+    // The GGUF archs "llama", "granitemoe" and "bailingmoe" (RoPE type NORM, LlamaModel's
+    // permutation; bailingmoe's converter applies it to the q / k it splits from
+    // query_key_value).
+    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe" && cfg_.family != "bailing_moe")
+      return 0;
     if (m.slot == Slot::kQ) return cfg_.heads;
     if (m.slot == Slot::kK) return cfg_.kv_heads;
     return 0;
