@@ -1,7 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe, hunyuan-moe)
-that moex loads, written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe, hunyuan-moe,
+bailingmoe) that moex loads, written byte by byte.
 """
 import struct
 
@@ -122,7 +122,8 @@ def gguf_model_inputs(out_dir, rng, write):
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
                                 ("granitemoe", granite_keys(), granite_tensors(vocab)),
-                                ("hunyuan-moe", hunyuan_keys(), hunyuan_tensors(vocab))):
+                                ("hunyuan-moe", hunyuan_keys(), hunyuan_tensors(vocab)),
+                                ("bailingmoe", bailing_keys(), bailing_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -324,3 +325,22 @@ def hunyuan_tensors(vocab):
             (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def bailing_keys():
+    """A 1-layer Ling-lite: 4 experts of 16 top 2 renormalized, 2 shared experts, full RoPE,
+    every layer MoE, an untied (already normalized) head."""
+    return plain_keys("bailingmoe", [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("expert_shared_count", 4, 2), ("leading_dense_block_count", 4, 0),
+        ("rope.dimension_count", 4, 16), ("expert_weights_scale", 6, 1.0),
+        ("expert_weights_norm", 7, True)])
+
+
+def bailing_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
+        (b + "ffn_gate_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_up_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_down_shexp.weight", "F16", [32, 32])]

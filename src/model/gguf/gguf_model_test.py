@@ -47,7 +47,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "peers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from checkpoint_edits import hunyuan_as_llamacpp, with_kv_heads_repeated  # noqa: E402
+from checkpoint_edits import (bailing_as_ling_lite, hunyuan_as_llamacpp,  # noqa: E402
+                              with_kv_heads_repeated)
 from gguf_twin import twin  # noqa: E402
 from gguf_file_edits import dequantized_copy, with_nextn_layer  # noqa: E402
 from gguf_twin_test import exact_grid_copy, without_dense_layers  # noqa: E402
@@ -204,7 +205,7 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-deepseek-v3-q-proj", "ds3qp", deepseek3_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
            ("tiny-ernie4-5-moe", "ernie", None), ("tiny-granitemoe", "granite", granite_sensitive),
-           ("tiny-hunyuan", "hunyuan", None))
+           ("tiny-hunyuan", "hunyuan", None), ("tiny-bailing-moe", "bailing", None))
 
 
 def fixtures(moex, work, only=None):
@@ -227,6 +228,8 @@ def fixtures(moex, work, only=None):
                 d = with_kv_heads_repeated(d, work / f"{short}-{kind}-mha")
             if short == "hunyuan":  # renormalized, the base folded, the shared MLP narrowed
                 d = hunyuan_as_llamacpp(d, work / f"{short}-{kind}-llamacpp")
+            if short == "bailing":  # Ling-lite's shape: llama.cpp's bailingmoe graph
+                d = bailing_as_ling_lite(d, work / f"{short}-{kind}-lite")
             if edit is not None:
                 d = edited_config(d, work / f"{short}-{kind}-edited", edit)
             if kind == "q4":
