@@ -375,7 +375,8 @@ def summary(plan, mode, gguf_path, fingerprint):
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
                      "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
                      "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None,
-                     "qkv_rows": list(r["qkv_rows"]) if r.get("qkv_rows") else None}
+                     "qkv_rows": list(r["qkv_rows"]) if r.get("qkv_rows") else None,
+                     "columns_normalized": r["tensor"] == T.OUTPUT and plan.normalized_head(r)}
                     for r in rows],
     }
 
