@@ -236,7 +236,13 @@ class Binder {
     const std::string name = base + (m.slot == Slot::kSinks ? ".weight" : ".bias");
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
-    if (!t || t->shape() != m.shape)
+    // ERNIE's converter writes the Hugging Face parameter [1, E] as it is (no squeeze): the
+    // same values as an [E] bias.
+    std::vector<int64_t> leading_one = m.shape;
+    leading_one.insert(leading_one.begin(), 1);
+    const bool ok_shape = t && (t->shape() == m.shape ||
+                                (m.slot == Slot::kExpertBias && t->shape() == leading_one));
+    if (!ok_shape)
       return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
                              m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
                              "; expected ", io::shape_to_string(m.shape)));
