@@ -1,7 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe, hunyuan-moe,
-bailingmoe) that moex loads, written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe (also with exp_probs_b),
+granitemoe, hunyuan-moe, bailingmoe) that moex loads, written byte by byte.
 """
 import struct
 
@@ -126,6 +126,10 @@ def gguf_model_inputs(out_dir, rng, write):
                                 ("bailingmoe", bailing_keys(), bailing_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
+    # ERNIE with the correction bias as the converter writes it ([1, E]).
+    write(out_dir, "fuzz_gguf_model", "ernie4_5-moe-bias-tiny.gguf",
+          gguf_file(ernie_keys() + tok_kvs,
+                    ernie_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4, 1])], rng))
 
 
 def deepseek2_keys():

@@ -125,3 +125,30 @@ def bailing_as_ling_lite(src_dir, dst_dir):
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
     return dst
+
+
+def ernie_with_correction_bias(src_dir, dst_dir, seed=0):
+    """DST: the ERNIE-4.5 MoE checkpoint SRC with a correction bias in every MoE layer
+    (mlp.moe_statics.e_score_correction_bias [E], float32, uniform in [-0.2, 0.2], large next to
+    the softmax scores of 1/E on average, so that it changes the selection) and moex's
+    route_with_correction_bias set: the Hugging Face model's routing of a moe_use_aux_free
+    checkpoint, which llama.cpp runs from exp_probs_b (mlx-lm drops the bias)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    experts = int(cfg["moe_num_experts"])
+    rng = np.random.default_rng(seed)
+    out = {name: (ckpt.dtype(name), np.asarray(ckpt.raw(name))) for name in ckpt.names()}
+    for name in ckpt.names():
+        if name.endswith(".mlp.gate.weight"):
+            bias = rng.uniform(-0.2, 0.2, experts).astype(np.float32)
+            out[name.replace(".mlp.gate.weight", ".mlp.moe_statics.e_score_correction_bias")] = (
+                "F32", bias)
+    cfg["route_with_correction_bias"] = True
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst

@@ -148,6 +148,14 @@ class Plan:
                 shape, qtype = (shape[-1],), Q.F32
         if len(shape) == 1:
             qtype = Q.F32
+        if tensor == T.FFN_EXP_PROBS_B and self.fam.arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
+            # The converter writes the Hugging Face parameter [1, E] as it is; moex's directory
+            # load reads the bias only with route_with_correction_bias (mlx-lm drops it).
+            if not self.ckpt.config.get("route_with_correction_bias"):
+                raise Unsupported(f"{prefix}: llama.cpp adds the correction bias to the "
+                                  "selection; moex's directory load does only with "
+                                  "route_with_correction_bias (set it to compare)")
+            shape = (1,) + tuple(shape)
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
@@ -214,6 +222,8 @@ class Plan:
             w = w.reshape(-1)
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
+        if row["tensor"] == T.FFN_EXP_PROBS_B:
+            w = np.reshape(w, row["shape"])  # ERNIE's [1, E]
         return np.ascontiguousarray(w, dtype=np.float32)
 
     def normalized_head(self, row):

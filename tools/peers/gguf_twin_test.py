@@ -65,6 +65,8 @@ def moex_values(ckpt, entry, cfg):
         half, nope, v, latent = entry["kv_b_split"]
         w = w.reshape(-1, nope + v, latent)
         w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+    if entry["name"].endswith(".exp_probs_b.bias"):  # ERNIE's [1, E]
+        w = w.reshape(entry["shape"])
     if entry.get("qkv_rows"):  # bailing_moe: a row range of query_key_value
         w = w[entry["qkv_rows"][0]:entry["qkv_rows"][1]]
     if entry.get("columns_normalized"):  # bailing_moe's norm_head, as the converter applies it

@@ -114,6 +114,8 @@ LAYER_TENSORS = {
     "mlp.shared_experts.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # a bare tensor -> "<name>.bias"
+    "mlp.moe_statics.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # ERNIE's (moex's own field
+                                                        # route_with_correction_bias reads it)
     "self_attn.q_a_proj": T.ATTN_Q_A,                   # deepseek2's MLA
     "self_attn.q_a_layernorm": T.ATTN_Q_A_NORM,
     "self_attn.q_b_proj": T.ATTN_Q_B,
