@@ -15,7 +15,8 @@ convert_hf_to_gguf.py), loaded by moex from the file and from the checkpoint dir
       another rule) bit-identical as F32;
     - the checkpoints as llama.cpp's arch can hold them (the edits below: dots1's KV heads
       written out, DeepSeek's mscale, Hunyuan's renormalization, folded RoPE base and shared MLP
-      cut to the experts' width, ...), which the directory load runs as well;
+      cut to the experts' width, the tiny Ling in Ling-lite's shape, the tiny ERNIE with a
+      correction bias, ...), which the directory load runs as well;
     - token ids of `moex tokenize FILE.gguf` = those of the checkpoint's tokenizer.json on a
       corpus with unicode, digits and whitespace runs; `-p TEXT` through the GGUF tokenizer.
   --peer (label peer; exit 77 = skipped, saying why, when the llama.cpp build is absent):
@@ -208,8 +209,8 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-deepseek-v3", "ds3", deepseek3_as_llamacpp),
            ("tiny-deepseek-v3-q-proj", "ds3qp", deepseek3_as_llamacpp),
            ("tiny-gpt-oss", "oss", None), ("tiny-dots1", "dots1", None),
-           ("tiny-ernie4-5-moe", "ernie", None),
-           ("tiny-ernie4-5-moe", "erniebias", None), ("tiny-granitemoe", "granite", granite_sensitive),
+           ("tiny-ernie4-5-moe", "ernie", None), ("tiny-ernie4-5-moe", "erniebias", None),
+           ("tiny-granitemoe", "granite", granite_sensitive),
            ("tiny-hunyuan", "hunyuan", None), ("tiny-bailing-moe", "bailing", None))
 
 
