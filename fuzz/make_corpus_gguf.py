@@ -1,7 +1,8 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe, granitemoe, hunyuan-moe,
-lfm2moe, llama4, minimax-m2) that moex loads, written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe (also with exp_probs_b),
+granitemoe, hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe) that moex loads, written byte
+by byte.
 """
 import struct
 
@@ -125,9 +126,14 @@ def gguf_model_inputs(out_dir, rng, write):
                                 ("hunyuan-moe", hunyuan_keys(), hunyuan_tensors(vocab)),
                                 ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab)),
                                 ("llama4", llama4_keys(), llama4_tensors(vocab)),
-                                ("minimax-m2", minimax_keys(), minimax_tensors(vocab))):
+                                ("minimax-m2", minimax_keys(), minimax_tensors(vocab)),
+                                ("bailingmoe", bailing_keys(), bailing_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
+    # ERNIE with the correction bias as the converter writes it ([1, E]).
+    write(out_dir, "fuzz_gguf_model", "ernie4_5-moe-bias-tiny.gguf",
+          gguf_file(ernie_keys() + tok_kvs,
+                    ernie_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4, 1])], rng))
 
 
 def deepseek2_keys():
@@ -391,3 +397,22 @@ def minimax_tensors(vocab):
             ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
         ("blk.0.attn_q_norm.weight", "F32", [32]), ("blk.0.attn_k_norm.weight", "F32", [16]),
         ("blk.0.exp_probs_b.bias", "F32", [4])]
+
+
+def bailing_keys():
+    """A 1-layer Ling-lite: 4 experts of 16 top 2 renormalized, 2 shared experts, full RoPE,
+    every layer MoE, an untied (already normalized) head."""
+    return plain_keys("bailingmoe", [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("expert_shared_count", 4, 2), ("leading_dense_block_count", 4, 0),
+        ("rope.dimension_count", 4, 16), ("expert_weights_scale", 6, 1.0),
+        ("expert_weights_norm", 7, True)])
+
+
+def bailing_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
+        (b + "ffn_gate_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_up_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_down_shexp.weight", "F16", [32, 32])]

@@ -112,6 +112,8 @@ class Plan:
                 continue
             if tensor == T.ATTN_KV_B:
                 self._add_kv_b(prefix, layer, mode)
+            elif tensor == T.ATTN_QKV:
+                self._add_qkv_split(prefix, layer, mode)
             else:
                 self._add(prefix, ".weight", tensor, layer, mode)
             seen.add(prefix + ".weight")
@@ -155,6 +157,14 @@ class Plan:
                 shape, qtype = tuple(shape[:2]), Q.F32
         if len(shape) == 1:
             qtype = Q.F32
+        if tensor == T.FFN_EXP_PROBS_B and self.fam.arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
+            # The converter writes the Hugging Face parameter [1, E] as it is; moex's directory
+            # load reads the bias only with route_with_correction_bias (mlx-lm drops it).
+            if not self.ckpt.config.get("route_with_correction_bias"):
+                raise Unsupported(f"{prefix}: llama.cpp adds the correction bias to the "
+                                  "selection; moex's directory load does only with "
+                                  "route_with_correction_bias (set it to compare)")
+            shape = (1,) + tuple(shape)
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
@@ -185,6 +195,23 @@ class Plan:
                                   permute=0, tied_copy=False, kv_b=(half, nope, v, latent),
                                   moex_bytes=size * (nope if half == "k" else v) // (nope + v)))
 
+    def _add_qkv_split(self, prefix, layer, mode):
+        """bailing_moe's query_key_value [(heads + 2 kv) * head_dim, hidden] as the converter
+        writes it: its q, k and v row ranges as attn_q / attn_k / attn_v, q and k permuted for
+        RoPE NORM (the rows keep their quantization groups)."""
+        qtype = twin_type(self.ckpt, prefix, mode)
+        size = moex_bytes(self.ckpt, prefix)
+        q, kv = self.n_head * self.head_dim, self.n_kv * self.head_dim
+        total = q + 2 * kv
+        for tensor, start, rows, heads in ((T.ATTN_Q, 0, q, self.n_head),
+                                           (T.ATTN_K, q, kv, self.n_kv),
+                                           (T.ATTN_V, q + kv, kv, 0)):
+            self.rows.append(dict(name=gguf_name(tensor, layer) + ".weight", prefix=prefix,
+                                  part=".weight", tensor=tensor, qtype=qtype,
+                                  shape=(rows, self.hidden), permute=heads, tied_copy=False,
+                                  qkv_rows=(start, start + rows),
+                                  moex_bytes=size * rows // total))
+
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
@@ -198,11 +225,24 @@ class Plan:
             half, nope, v, latent = row["kv_b"]
             w = w.reshape(self.n_head, nope + v, latent)
             w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+        if row.get("qkv_rows"):
+            w = w[row["qkv_rows"][0]:row["qkv_rows"][1]]
+        if row["tensor"] == T.OUTPUT and self.normalized_head(row):
+            w = columns_normalized(w)
         if row["tensor"] in (T.FFN_GATE_INP_SHEXP, T.SHORTCONV_CONV):
             w = w.reshape(row["shape"])
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
+        if row["tensor"] == T.FFN_EXP_PROBS_B:
+            w = np.reshape(w, row["shape"])  # ERNIE's [1, E]
         return np.ascontiguousarray(w, dtype=np.float32)
+
+    def normalized_head(self, row):
+        """bailing_moe's norm_head on a float head: BailingMoeModel.modify_tensors divides it
+        as it converts. A quantized head was normalized before it was quantized (moex's
+        make-model and mlx_lm convert), and moex's directory load reads it as it is."""
+        return (self.model_type == "bailing_moe" and bool(self.ckpt.config.get("norm_head"))
+                and not row["tied_copy"] and not self.ckpt.is_quantized(row["prefix"]))
 
     def mxfp4_blocks(self, row, index=None):
         """An mxfp4 weight's codes and scales as ggml MXFP4 blocks, bytes as they are: per 32
@@ -227,6 +267,17 @@ class Plan:
         if row["tensor"] in EXPERT_TENSORS and row["part"] == ".weight":
             return np.stack([encode(self.values(row, e), qtype) for e in range(row["shape"][0])])
         return encode(self.values(row), qtype)
+
+
+def columns_normalized(w):
+    """w [vocab, hidden] with each column divided by its L2 norm + 1e-7, in float32, the
+    squares summed row after row: the converter's division (torch.norm over dim 0), in the
+    summation order of MLX's CPU reduction, which moex's directory load also takes."""
+    w = np.asarray(w, dtype=np.float32)
+    sums = np.zeros(w.shape[1], dtype=np.float32)
+    for r in range(w.shape[0]):
+        sums += w[r] * w[r]
+    return w / (np.sqrt(sums) + np.float32(1e-7))
 
 
 def permute_rope_rows(w, n_heads):
@@ -354,7 +405,9 @@ def summary(plan, mode, gguf_path, fingerprint):
                      "type": r["qtype"].name, "shape": list(r["shape"]),
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
                      "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
-                     "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None}
+                     "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None,
+                     "qkv_rows": list(r["qkv_rows"]) if r.get("qkv_rows") else None,
+                     "columns_normalized": r["tensor"] == T.OUTPUT and plan.normalized_head(r)}
                     for r in rows],
     }
 

@@ -23,7 +23,7 @@ import gguf
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gguf_twin import permute_rope_rows, twin  # noqa: E402
+from gguf_twin import columns_normalized, permute_rope_rows, twin  # noqa: E402
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (FAMILIES, Unsupported, llama3_rope_factors,  # noqa: E402
                            text_config)
@@ -68,6 +68,12 @@ def moex_values(ckpt, entry, cfg):
         half, nope, v, latent = entry["kv_b_split"]
         w = w.reshape(-1, nope + v, latent)
         w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+    if entry["name"].endswith(".exp_probs_b.bias"):  # ERNIE's [1, E]
+        w = w.reshape(entry["shape"])
+    if entry.get("qkv_rows"):  # bailing_moe: a row range of query_key_value
+        w = w[entry["qkv_rows"][0]:entry["qkv_rows"][1]]
+    if entry.get("columns_normalized"):  # bailing_moe's norm_head, as the converter applies it
+        w = np.asarray(columns_normalized(w), dtype=np.float64)
     if entry["name"].startswith("blk.") and entry["name"].endswith("ffn_gate_inp_shexp.weight"):
         w = w.reshape(-1)
     if entry["name"].endswith("shortconv.conv.weight"):  # lfm2moe: MLX [H, L, 1] -> [H, L]
@@ -304,6 +310,9 @@ def main():
         subprocess.run([args.moex, "make-model", "--preset", preset, "--out", str(d), "-q",
                         "--reuse", "--threads", "2"], check=True, capture_output=True)
         cfg = json.loads((d / "config.json").read_text())
+        if cfg["model_type"] == "bailing_moe":  # Ling-lite's shape, llama.cpp's bailingmoe
+            from checkpoint_edits import bailing_as_ling_lite
+            return bailing_as_ling_lite(d, work / f"{preset}-lite")
         if cfg["model_type"] == "hunyuan":
             from checkpoint_edits import hunyuan_as_llamacpp  # (it imports this module)
             return hunyuan_as_llamacpp(d, work / f"{preset}-llamacpp")

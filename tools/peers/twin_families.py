@@ -95,6 +95,13 @@ FAMILIES = {
     # the base.
     "hunyuan": Family(gguf.MODEL_ARCH.HUNYUAN_MOE, "num_experts", "moe_intermediate_size", "mlp",
                       permute_qk=False, norm_topk=True, has_shared=True, top_k_key="moe_topk"),
+    # bailingmoe (conversion/bailingmoe.py BailingMoeModel, src/models/bailingmoe.cpp): the
+    # fused query_key_value written split as attn_q / attn_k / attn_v, q and k permuted for
+    # RoPE NORM as LlamaModel does; every layer MoE, softmax routing, expert_weights_norm from
+    # norm_topk_prob, ungated shared experts num_shared_experts x the expert width; with
+    # norm_head the converter divides output.weight's columns by their norms (+ 1e-7).
+    "bailing_moe": Family(gguf.MODEL_ARCH.BAILINGMOE, "num_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=True, norm_topk=True, has_shared=True),
 }
 
 # Per layer: MLX name after "model.layers.{i}." -> gguf tensor. "{moe}" is the family's prefix.
@@ -125,6 +132,8 @@ LAYER_TENSORS = {
     "mlp.shared_experts.up_proj": T.FFN_UP_SHEXP,
     "mlp.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # a bare tensor -> "<name>.bias"
+    "mlp.moe_statics.e_score_correction_bias": T.FFN_EXP_PROBS_B,  # ERNIE's (moex's own field
+                                                        # route_with_correction_bias reads it)
     "self_attn.q_a_proj": T.ATTN_Q_A,                   # deepseek2's MLA
     "self_attn.q_a_layernorm": T.ATTN_Q_A_NORM,
     "self_attn.q_b_proj": T.ATTN_Q_B,
@@ -159,12 +168,16 @@ LAYER_TENSORS = {
     "feed_forward.gate_proj": T.FFN_GATE,               # lfm2moe's / llama4's dense layers
     "feed_forward.up_proj": T.FFN_UP,
     "feed_forward.down_proj": T.FFN_DOWN,
+    "attention.query_key_value": T.ATTN_QKV,            # bailing_moe: written split
+    "attention.dense": T.ATTN_OUT,
+    "mlp.gate.gate_proj": T.FFN_GATE_INP,               # bailing_moe's router
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
 }
 GLOBAL_TENSORS = {
     "model.embed_tokens": T.TOKEN_EMBD,
+    "model.word_embeddings": T.TOKEN_EMBD,              # bailing_moe's name
     "model.norm": T.OUTPUT_NORM,
     "model.embedding_norm": T.TOKEN_EMBD_NORM,          # lfm2moe's final norm
     "lm_head": T.OUTPUT,
@@ -249,6 +262,9 @@ def check_expressible(model_type, fam, config):
         return
     if model_type == "hunyuan":
         check_hunyuan(config, refuse)
+        return
+    if model_type == "bailing_moe":
+        check_bailing(config, refuse)
         return
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
@@ -394,6 +410,28 @@ def check_hunyuan(config, refuse):
         refuse("rope_scaling", "the converter folds a dynamic NTK alpha into the base only")
 
 
+def check_bailing(config, refuse):
+    """What llama.cpp's bailingmoe graph (Ling-lite's shape) holds: softmax routing without
+    selection bias or groups, the scale 1 (the converter writes 1), no q/k norms, full RoPE
+    over head_dim = hidden / heads, no biases, every layer MoE, the shared experts as wide as
+    num_shared_experts experts."""
+    for key, want in (("score_function", "softmax"), ("moe_router_enable_expert_bias", False),
+                      ("n_group", 1), ("routed_scaling_factor", 1.0), ("use_qk_norm", False),
+                      ("partial_rotary_factor", 1.0), ("use_qkv_bias", False),
+                      ("use_bias", False), ("first_k_dense_replace", 0)):
+        if config.get(key, want) != want:
+            refuse(key, f"llama.cpp's bailingmoe holds only {key} = {want!r}")
+    if config.get("rotary_dim") not in (None, int(config["hidden_size"]) //
+                                        int(config["num_attention_heads"])):
+        refuse("rotary_dim", "llama.cpp's bailingmoe rotates the whole head")
+    if config.get("rope_scaling"):
+        refuse("rope_scaling", "the twin writer does not map RoPE scaling")
+    if config.get("moe_shared_expert_intermediate_size") not in (
+            None, 0, int(config["moe_intermediate_size"])):
+        refuse("moe_shared_expert_intermediate_size", "llama.cpp's shared experts are "
+               "expert_shared_count x expert_feed_forward_length wide")
+
+
 def gguf_name(tensor, layer=None):
     return gguf.TENSOR_NAMES[tensor].format(bid=layer)
 
@@ -409,4 +447,6 @@ def tensor_table(fam, n_layers):
             table.append((f"{fam.prefix}model.layers.{i}." + suffix.format(moe=fam.moe_prefix),
                           t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
+    if fam.arch == gguf.MODEL_ARCH.BAILINGMOE:
+        allowed.add(T.ATTN_QKV)  # read from the checkpoint, written as attn_q / _k / _v
     return [row for row in table if row[1] in allowed]

@@ -109,6 +109,14 @@ def add_arch_metadata(writer, plan, cfg):
         writer.add_embedding_scale(float(cfg["embedding_multiplier"]))
         writer.add_residual_scale(float(cfg["residual_multiplier"]))
         writer.add_logit_scale(float(cfg["logits_scaling"]))
+    elif arch == gguf.MODEL_ARCH.BAILINGMOE:
+        # BailingMoeModel.set_gguf_parameters (conversion/bailingmoe.py): the scale written as
+        # 1 whatever the config says (check_bailing refuses another), the shared experts'
+        # count, the renormalization flag.
+        writer.add_leading_dense_block_count(int(cfg.get("first_k_dense_replace") or 0))
+        writer.add_expert_weights_scale(1.0)
+        writer.add_expert_shared_count(int(cfg["num_shared_experts"]))
+        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
     elif arch == gguf.MODEL_ARCH.HUNYUAN_MOE:
         # HunYuanMoEModel.set_gguf_parameters (conversion/hunyuan.py): the shared MLP's width
         # and count; the NTK alpha is folded into the base (rope_base), scaling type none.

@@ -74,11 +74,18 @@ nlohmann::json hunyuan_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json lfm2moe(const gguf_keys::ArchKeys& k);
 nlohmann::json llama4(const gguf_keys::ArchKeys& k);
 nlohmann::json minimax_m2(const gguf_keys::ArchKeys& k);
+nlohmann::json bailingmoe(const gguf_keys::ArchKeys& k);
 
-// After the family parsed the config: a deepseek2 file of llama.cpp's MLA layout stores
-// kv_b_proj split and transposed as attn_k_b / attn_v_b, which are moex's embed_q /
-// unembed_out, so each MLA layer is given those names; the older attn_kv_b layout is the one
-// kv_b_proj Linear in both DeepSeek families (deepseek_v3's split names are cleared).
+// After the family parsed the config (gguf_config.cc), then validated again: the module names
+// a GGUF file stores differently from the family's checkpoint directory.
 void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f);
+// A deepseek2 file of llama.cpp's MLA layout stores kv_b_proj split and transposed as
+// attn_k_b / attn_v_b, which are moex's embed_q / unembed_out, so each MLA layer is given those
+// names; the older attn_kv_b layout is the one kv_b_proj Linear in both DeepSeek families
+// (deepseek_v3's split names are cleared).
+void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f);
+// bailingmoe: the converter splits query_key_value into attn_q / attn_k / attn_v, so each
+// layer's fused qkv module becomes q_proj / k_proj / v_proj under the same attention prefix.
+void adapt_bailingmoe(ModelConfig& c);
 
 }  // namespace moex::model::gguf_config

@@ -139,7 +139,7 @@ json deepseek2(const ArchKeys& k) {
   return j;
 }
 
-void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
+void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f) {
   if (c.family != "deepseek_v2" && c.family != "deepseek_v3") return;
   const bool mla = mla_layout(ArchKeys(f));
   for (LayerPlan& l : c.layers) {
@@ -154,7 +154,6 @@ void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
       l.names.mla_unembed_out.clear();
     }
   }
-  validate_model_config(c);
 }
 
 }  // namespace moex::model::gguf_config

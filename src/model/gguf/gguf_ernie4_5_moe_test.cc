@@ -72,6 +72,27 @@ TEST(GgufErnie45Moe, TinyFileLoadsAsTheErnieFamily) {
   EXPECT_EQ(load_gguf_model_config(plain.write("ernie_noshared_cfg")).moe.shared_dff, 0);
 }
 
+// exp_probs_b (the converter's name for moe_statics.e_score_correction_bias, of checkpoints with
+// moe_use_aux_free): the family's biased selection, which llama.cpp's graph runs too; the
+// Hugging Face parameter's [1, E] as the converter writes it, or [E].
+TEST(GgufErnie45Moe, CorrectionBiasSelectsWithSoftmaxScores) {
+  for (const std::vector<uint64_t>& ne : {std::vector<uint64_t>{4}, std::vector<uint64_t>{4, 1}}) {
+    TinyModel m = tiny_ernie();
+    m.tensors["blk.1.exp_probs_b.bias"] = ne;
+    EXPECT_EQ(open_error(m, "ernie_bias"), "") << ne.size();
+    const ModelConfig c = load_gguf_model_config(m.write("ernie_bias_cfg"));
+    EXPECT_TRUE(c.moe.use_expert_bias);
+    EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSigmoidBiasTopK);
+    EXPECT_TRUE(c.moe.router.softmax_scores);
+    EXPECT_TRUE(c.moe.router.renormalize);
+    EXPECT_TRUE(c.layers[0].names.expert_bias.empty());
+    EXPECT_FALSE(c.layers[1].names.expert_bias.empty());
+  }
+  const ModelConfig plain = load_gguf_model_config(tiny_ernie().write("ernie_plain_cfg"));
+  EXPECT_FALSE(plain.moe.use_expert_bias);
+  EXPECT_EQ(plain.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+}
+
 TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "ernie4_5-moe.";
   const RefusalRows cases = {
@@ -85,8 +106,13 @@ TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
            {a + "expert_shared_feed_forward_length", "multiple", "(4)"}},
           {[&](TinyModel& m) { m.keys.erase(a + "expert_feed_forward_length"); },
            {a + "expert_feed_forward_length", "missing"}},
-          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {4}; },
-           {"blk.1.exp_probs_b.bias", "correction bias"}},
+          {[&](TinyModel& m) { m.tensors["blk.0.exp_probs_b.bias"] = {4}; },  // dense layer
+           {"missing tensor 'blk.1.exp_probs_b.bias'", "blk.0.exp_probs_b.bias",
+            "nothing would read"}},
+          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {5}; },
+           {"blk.1.exp_probs_b.bias", "expected [4]"}},
+          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {4, 2}; },
+           {"blk.1.exp_probs_b.bias", "expected [4]"}},
           {[&](TinyModel& m) { m.tensors["blk.1.ffn_up_shexp.weight"] = {8, 4}; },
            {"blk.1.ffn_up_shexp.weight", "expected [8, 8]"}},
           {[&](TinyModel& m) { m.tensors["blk.0.attn_output.bias"] = {8}; },

@@ -151,8 +151,11 @@ class Binder {
 
   // The heads whose q/k rows llama.cpp's converter permuted for this module, or 0.
   int64_t permuted_heads(const ModuleSpec& m) const {
-    // The GGUF archs "llama" and "granitemoe" (RoPE type NORM, LlamaModel's permutation).
-    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe") return 0;
+    // The GGUF archs "llama", "granitemoe" and "bailingmoe" (RoPE type NORM, LlamaModel's
+    // permutation; bailingmoe's converter applies it to the q / k it splits from
+    // query_key_value).
+    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe" && cfg_.family != "bailing_moe")
+      return 0;
     if (m.slot == Slot::kQ) return cfg_.heads;
     if (m.slot == Slot::kK) return cfg_.kv_heads;
     return 0;
@@ -239,7 +242,13 @@ class Binder {
     const std::string name = base + (m.slot == Slot::kSinks ? ".weight" : ".bias");
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
-    if (!t || t->shape() != m.shape)
+    // ERNIE's converter writes the Hugging Face parameter [1, E] as it is (no squeeze): the
+    // same values as an [E] bias.
+    std::vector<int64_t> leading_one = m.shape;
+    leading_one.insert(leading_one.begin(), 1);
+    const bool ok_shape = t && (t->shape() == m.shape ||
+                                (m.slot == Slot::kExpertBias && t->shape() == leading_one));
+    if (!ok_shape)
       return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
                              m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
                              "; expected ", io::shape_to_string(m.shape)));
