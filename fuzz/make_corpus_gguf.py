@@ -1,6 +1,7 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe) that moex loads, written byte by byte.
+Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, qwen3next) that moex loads,
+written byte by byte.
 """
 import struct
 
@@ -118,7 +119,8 @@ def gguf_model_inputs(out_dir, rng, write):
     write(out_dir, "fuzz_gguf_model", "dots1-tiny.gguf",
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
-                                ("granitemoe", granite_keys(), granite_tensors(vocab))):
+                                ("granitemoe", granite_keys(), granite_tensors(vocab)),
+                                ("qwen3next", qwen3next_keys(), qwen3next_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -276,3 +278,40 @@ def granite_keys():
 def granite_tensors(vocab):
     return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
             ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors(bias=True)
+
+
+def qwen3next_keys():
+    """A 2-layer Qwen3-Next: a Gated DeltaNet layer (1 key head, 2 value heads of 16), then a
+    gated attention layer (4 of 16 dims rotated); both MoE with a gated shared expert; tied."""
+    keys = plain_keys("qwen3next", [
+        ("expert_feed_forward_length", 4, 16), ("expert_shared_feed_forward_length", 4, 16),
+        ("attention.key_length", 4, 16), ("attention.value_length", 4, 16),
+        ("rope.dimension_count", 4, 4), ("ssm.conv_kernel", 4, 4), ("ssm.state_size", 4, 16),
+        ("ssm.group_count", 4, 1), ("ssm.time_step_rank", 4, 2), ("ssm.inner_size", 4, 32),
+        ("full_attention_interval", 4, 2)])
+    return [(k, t, 2 if k == "qwen3next.block_count" else v) for k, t, v in keys]
+
+
+def qwen3next_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32])]
+    for i in range(2):
+        b = f"blk.{i}."
+        t += [(b + "attn_norm.weight", "F32", [32]), (b + "post_attention_norm.weight", "F32", [32]),
+              (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+              (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+              (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+              (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+              (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+              (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+              (b + "ffn_down_shexp.weight", "F16", [16, 32]),
+              (b + "ffn_gate_inp_shexp.weight", "F32", [32])]
+    b = "blk.0."  # Gated DeltaNet: [q; k; v] 16 + 16 + 32 rows, z 32, [b, a] 2 + 2
+    t += [(b + "attn_qkv.weight", "Q8_0", [32, 64]), (b + "attn_gate.weight", "Q8_0", [32, 32]),
+          (b + "ssm_ba.weight", "F32", [32, 4]), (b + "ssm_conv1d.weight", "F32", [4, 64]),
+          (b + "ssm_dt.bias", "F32", [2]), (b + "ssm_a", "F32", [2]),
+          (b + "ssm_norm.weight", "F32", [16]), (b + "ssm_out.weight", "Q8_0", [32, 32])]
+    b = "blk.1."  # gated attention: query and gate per head
+    t += [(b + "attn_q.weight", "Q8_0", [32, 64]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+          (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
+          (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16])]
+    return t

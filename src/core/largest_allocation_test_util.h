@@ -4,31 +4,11 @@
 // definitions, one per program).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
-namespace moex::testing {
-
-inline std::atomic<bool> g_track_allocations{false};
-inline std::atomic<size_t> g_largest_allocation{0};
-
-// Records from construction until stop(): the largest single operator new request.
-class LargestAllocation {
- public:
-  LargestAllocation() {
-    g_largest_allocation = 0;
-    g_track_allocations = true;
-  }
-  ~LargestAllocation() { g_track_allocations = false; }
-  size_t stop() {
-    g_track_allocations = false;
-    return g_largest_allocation.load();
-  }
-};
-
-}  // namespace moex::testing
+#include "core/largest_allocation_tracker.h"
 
 // GCC sees free() on memory from this operator new and warns; the pair is consistent.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"

@@ -33,7 +33,7 @@ Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.QWEN3NEXT)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -111,6 +111,8 @@ class Plan:
                 continue
             if tensor == T.ATTN_KV_B:
                 self._add_kv_b(prefix, layer, mode)
+            elif tensor == T.ATTN_QKV and prefix.endswith("linear_attn.in_proj_qkvz"):
+                self._add_qkvz(prefix, layer, mode)
             else:
                 self._add(prefix, ".weight", tensor, layer, mode)
             seen.add(prefix + ".weight")
@@ -144,6 +146,8 @@ class Plan:
                 shape = shape[:-1] + (shape[-1] * 32 // bits,)
             if tensor == T.FFN_GATE_INP_SHEXP:   # [1, hidden] in MLX, {n_embd} in llama.cpp
                 shape, qtype = (shape[-1],), Q.F32
+            if tensor == T.SSM_CONV1D:  # MLX [C, L, 1], squeezed by the converter; kept F32
+                shape, qtype = shape[:2], Q.F32
         if len(shape) == 1:
             qtype = Q.F32
         permute = 0
@@ -176,6 +180,24 @@ class Plan:
                                   permute=0, tied_copy=False, kv_b=(half, nope, v, latent),
                                   moex_bytes=size * (nope if half == "k" else v) // (nope + v)))
 
+    def _add_qkvz(self, prefix, layer, mode):
+        """Qwen3-Next's in_proj_qkvz as Qwen3NextModel.modify_tensors writes it: the rows of each
+        key head's group [q, k, v (r value heads), z (r value heads)] regrouped into attn_qkv
+        [q of all heads; k of all; v of all] and attn_gate [z of all]. Whole rows move, so a
+        quantized tensor keeps its groups."""
+        cfg, ckpt = self.ckpt.config, self.ckpt
+        kh, vh = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+        dk, dv = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"])
+        qtype = twin_type(ckpt, prefix, mode)
+        size = moex_bytes(ckpt, prefix)
+        qkv_rows, z_rows = 2 * kh * dk + vh * dv, vh * dv
+        for half, tensor, rows in (("qkv", T.ATTN_QKV, qkv_rows), ("z", T.ATTN_GATE, z_rows)):
+            self.rows.append(dict(name=gguf_name(tensor, layer) + ".weight", prefix=prefix,
+                                  part=".weight", tensor=tensor, qtype=qtype,
+                                  shape=(rows, self.hidden), permute=0, tied_copy=False,
+                                  qkvz=(half, kh, dk, vh // kh * dv),
+                                  moex_bytes=size * rows // (qkv_rows + z_rows)))
+
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
@@ -187,6 +209,18 @@ class Plan:
             half, nope, v, latent = row["kv_b"]
             w = w.reshape(self.n_head, nope + v, latent)
             w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+        if row.get("qkvz"):
+            half, kh, dk, rv = row["qkvz"]
+            g = w.reshape(kh, 2 * dk + 2 * rv, w.shape[-1])
+            parts = ([g[:, :dk], g[:, dk:2 * dk], g[:, 2 * dk:2 * dk + rv]] if half == "qkv"
+                     else [g[:, 2 * dk + rv:]])
+            w = np.concatenate([p.reshape(-1, w.shape[-1]) for p in parts])
+        if row["tensor"] == T.SSM_CONV1D:
+            w = w.reshape(row["shape"])
+        if row["tensor"] == T.SSM_A:
+            # The converter's -exp(A_log), here evaluated in float64 and rounded once to
+            # float32 (the correctly rounded value).
+            w = -np.exp(w.astype(np.float64))
         if row["tensor"] == T.FFN_GATE_INP_SHEXP:
             w = w.reshape(-1)
         if row["permute"]:
@@ -261,7 +295,7 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
         writer.add_sliding_window(int(cfg["sliding_window"]))
         add_yarn_metadata(writer, cfg)
-    elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
+    elif plan.fam.arch not in (gguf.MODEL_ARCH.DEEPSEEK2, gguf.MODEL_ARCH.QWEN3NEXT):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))

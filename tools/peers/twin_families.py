@@ -64,6 +64,12 @@ FAMILIES = {
     # keys, softmax top-k renormalized.
     "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
                          "block_sparse_moe", permute_qk=True, norm_topk=True),
+    # qwen3next (conversion/qwen.py Qwen3NextModel, src/models/qwen3next.cpp): Gated DeltaNet
+    # layers (in_proj_qkvz split into attn_qkv / attn_gate, A as -exp(A_log), the conv
+    # squeezed) and gated attention every full_attention_interval-th layer, every layer MoE
+    # (softmax top-k renormalized, hard-coded), sigmoid-gated shared expert, partial NEOX RoPE.
+    "qwen3_next": Family(gguf.MODEL_ARCH.QWEN3NEXT, "num_experts", "moe_intermediate_size",
+                         "mlp", permute_qk=False, norm_topk=True, has_shared=True),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -102,6 +108,13 @@ LAYER_TENSORS = {
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,
     "mlp.experts.down_proj": T.FFN_DOWN_EXP,
+    "linear_attn.in_proj_qkvz": T.ATTN_QKV,             # qwen3next: written split (+ ATTN_GATE)
+    "linear_attn.in_proj_ba": T.SSM_BETA_ALPHA,
+    "linear_attn.conv1d": T.SSM_CONV1D,                 # [C, L, 1] -> [C, L]
+    "linear_attn.dt_bias": T.SSM_DT,                    # a bare tensor -> "ssm_dt.bias"
+    "linear_attn.A_log": T.SSM_A,                       # a bare tensor, written as -exp(A_log)
+    "linear_attn.norm": T.SSM_NORM,
+    "linear_attn.out_proj": T.SSM_OUT,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
@@ -113,7 +126,8 @@ GLOBAL_TENSORS = {
 }
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
 # Tensors stored without .weight in MLX, and the suffix llama.cpp gives them.
-BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight"}
+BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight", T.SSM_DT: ".bias",
+                T.SSM_A: ""}
 
 
 class Unsupported(ValueError):
@@ -165,6 +179,14 @@ def check_expressible(model_type, fam, config):
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
         return
+    if model_type == "qwen3_next":
+        # llama.cpp's loader sizes the value heads by ssm.state_size (the key head dim).
+        if int(config["linear_value_head_dim"]) != int(config["linear_key_head_dim"]):
+            refuse("linear_value_head_dim", "llama.cpp's qwen3next loader takes the value head "
+                   "dim equal to linear_key_head_dim")
+        if config.get("layer_types") is not None:
+            refuse("layer_types", "the twin writes the full_attention_interval rule only")
+        # then the generic checks: every layer MoE, norm_w, no RoPE scaling, SiLU
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
             refuse("rope_scaling", "the twin writer does not map RoPE scaling")
@@ -216,9 +238,9 @@ def tensor_table(fam, n_layers):
     table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
-            if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE,
-                                                gguf.MODEL_ARCH.GPT_OSS):
-                t = T.ATTN_POST_NORM  # glm4moe's / gpt-oss's name for the norm before the FFN
+            if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE, gguf.MODEL_ARCH.GPT_OSS,
+                                                gguf.MODEL_ARCH.QWEN3NEXT):
+                t = T.ATTN_POST_NORM  # these archs' name for the norm before the FFN
             table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

@@ -80,6 +80,8 @@ def add_arch_metadata(writer, plan, cfg):
     arch = plan.fam.arch
     if arch == gguf.MODEL_ARCH.DOTS1:
         add_dots1_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.QWEN3NEXT:
+        add_qwen3next_metadata(writer, plan, cfg)
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
@@ -117,3 +119,18 @@ def add_ernie_metadata(writer, cfg):
     if shared > 0:
         writer.add_expert_shared_feed_forward_length(
             int(cfg["intermediate_size"]) // int(cfg["num_key_value_heads"]))
+
+
+def add_qwen3next_metadata(writer, plan, cfg):
+    """Qwen3NextModel.set_gguf_parameters (conversion/qwen.py) over Qwen2MoeModel's shared
+    expert width: the Gated DeltaNet heads as ssm.* keys, full_attention_interval, the rotated
+    dims of the partial RoPE."""
+    writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
+    writer.add_ssm_conv_kernel(int(cfg["linear_conv_kernel_dim"]))
+    writer.add_ssm_state_size(int(cfg["linear_key_head_dim"]))
+    writer.add_ssm_group_count(int(cfg["linear_num_key_heads"]))
+    writer.add_ssm_time_step_rank(int(cfg["linear_num_value_heads"]))
+    writer.add_ssm_inner_size(int(cfg["linear_value_head_dim"]) * int(cfg["linear_num_value_heads"]))
+    writer.add_full_attention_interval(int(cfg.get("full_attention_interval", 4)))
+    partial = float(cfg.get("partial_rotary_factor", 0.25))
+    writer.add_rope_dimension_count(int(plan.head_dim * partial))

@@ -123,9 +123,16 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "dots1") return gguf_config::dots1(k);
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
+  if (k.arch() == "qwen3next") return gguf_config::qwen3next(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe and granitemoe");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
+               "and qwen3next");
+}
+
+void gguf_config::adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
+  if (c.family == "deepseek_v2") gguf_config::adapt_deepseek2(c, f);
+  if (c.family == "qwen3_next") gguf_config::adapt_qwen3next(c, f);
 }
 
 }  // namespace moex::model

@@ -97,8 +97,7 @@ json deepseek2(const ArchKeys& k) {
   return j;
 }
 
-void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
-  if (c.family != "deepseek_v2") return;
+void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f) {
   const ArchKeys k(f);
   if (!mla_layout(k)) return;
   for (LayerPlan& l : c.layers) {

@@ -13,6 +13,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/largest_allocation_test_util.h"  // this binary's one copy of the replacements
 #include "model/gguf/gguf_model_test_util.h"
 
 namespace moex::model {

@@ -1,6 +1,7 @@
 // A tiny GGUF model written key by key for the model_gguf_test cases (hostile metadata and
 // tensors, the glm4moe mapping): TinyModel and open_error, which loads it with the time and
-// the largest allocation checked (the binary replaces operator new to record it).
+// the largest allocation checked (the binary replaces operator new to record it: its
+// gguf_model_hostile_test.cc includes core/largest_allocation_test_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/largest_allocation_test_util.h"
+#include "core/largest_allocation_tracker.h"
 #include "io/gguf/gguf_test_util.h"
 #include "model/gguf/gguf_model.h"
 

@@ -209,11 +209,13 @@ class Binder {
     if (!first_) first_ = mq;
   }
 
-  // glm4moe's NextN (multi-token prediction) layers, stored after the main ones: moex decodes
-  // one token per step and does not run them, so their tensors are skipped.
+  // glm4moe's and qwen3next's NextN (multi-token prediction) layers, stored after the main
+  // ones: moex decodes one token per step and does not run them, so their tensors are skipped.
   int64_t mtp_layers() const {
-    const char* key = "glm4moe.nextn_predict_layers";
-    return cfg_.family == "glm4_moe" && f_.find(key) ? f_.get_int(key) : 0;
+    const char* key = cfg_.family == "glm4_moe"     ? "glm4moe.nextn_predict_layers"
+                      : cfg_.family == "qwen3_next" ? "qwen3next.nextn_predict_layers"
+                                                    : nullptr;
+    return key && f_.find(key) ? f_.get_int(key) : 0;
   }
   static bool in_layers(const std::string& name, int64_t begin, int64_t end) {
     if (begin >= end || name.compare(0, 4, "blk.") != 0) return false;
@@ -228,9 +230,9 @@ class Binder {
   }
 
   // A bare tensor module as it is: the expert bias "<gguf name>.bias", gpt-oss's attention
-  // sinks "<gguf name>.weight".
+  // sinks "<gguf name>.weight", ... (gguf_bare_suffix).
   void bind_tensor(const ModuleSpec& m, const std::string& base) {
-    const std::string name = base + (m.slot == Slot::kSinks ? ".weight" : ".bias");
+    const std::string name = base + gguf_bare_suffix(m.slot);
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
     if (!t || t->shape() != m.shape)
@@ -261,6 +263,8 @@ class Binder {
     std::vector<int64_t> got = t->shape();
     // Qwen2-MoE's shared-expert gate is Linear(H, 1) in moex, a vector [H] in GGUF.
     if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
+    // A depthwise conv is MLX's [C, L, 1] in moex, squeezed to [C, L] by the converter.
+    if (m.kind == ModuleKind::kConv1d && got.size() == 2) got.push_back(1);
     if (got != m.shape)
       return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
                              io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
