@@ -1,6 +1,6 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, qwen3next) that moex loads,
+Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, qwen3next, qwen35moe) that moex loads,
 written byte by byte.
 """
 import struct
@@ -120,7 +120,8 @@ def gguf_model_inputs(out_dir, rng, write):
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
                                 ("granitemoe", granite_keys(), granite_tensors(vocab)),
-                                ("qwen3next", qwen3next_keys(), qwen3next_tensors(vocab))):
+                                ("qwen3next", qwen3next_keys(), qwen3next_tensors(vocab)),
+                                ("qwen35moe", qwen35moe_keys(), qwen35moe_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
 
@@ -315,3 +316,15 @@ def qwen3next_tensors(vocab):
           (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
           (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16])]
     return t
+
+
+def qwen35moe_keys():
+    """qwen3next's model as qwen35moe: its keys plus the M-RoPE sections; value heads tiled."""
+    keys = [(k.replace("qwen3next", "qwen35moe"), t, v.replace("qwen3next", "qwen35moe")
+             if isinstance(v, str) else v) for k, t, v in qwen3next_keys()]
+    return keys + [("qwen35moe.rope.dimension_sections", 9, (5, [11, 11, 10, 0]))]
+
+
+def qwen35moe_tensors(vocab):
+    t = [row for row in qwen3next_tensors(vocab) if row[0] != "blk.0.ssm_ba.weight"]
+    return t + [("blk.0.ssm_beta.weight", "F32", [32, 2]), ("blk.0.ssm_alpha.weight", "F32", [32, 2])]

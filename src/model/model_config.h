@@ -184,6 +184,12 @@ struct GatedDeltaParams {
   // The A_log module holds A = -exp(A_log) itself (llama.cpp's ssm_a, which its converter
   // forms): taken as it is instead of exponentiated (GGUF files).
   bool a_log_holds_a = false;
+  // A Qwen3.5 GGUF file stores the value heads tiled (value head j of key head g at
+  // j * k_heads + g) for ggml's broadcast: the binder puts them back in grouped order
+  // (gguf_v_tiled); out_proj's input columns too unless v_tiled_out, where the layer reorders
+  // its input to out_proj into the file's order instead (a quantized out_proj, whose columns
+  // cannot move without requantizing).
+  bool gguf_v_tiled = false, v_tiled_out = false;
   int64_t key_dim() const { return k_heads * k_head_dim; }
   int64_t value_dim() const { return v_heads * v_head_dim; }
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }

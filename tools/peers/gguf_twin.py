@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
-                           check_expressible, family_of, gguf_name, tensor_table)
+                           check_expressible, family_of, gguf_name, tensor_table, text_config)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
                            add_glm4moe_metadata, add_yarn_metadata)
 from twin_vocab import add_vocab  # noqa: E402
@@ -33,7 +33,7 @@ Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.QWEN3NEXT)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.QWEN3NEXT, gguf.MODEL_ARCH.QWEN35MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -89,6 +89,7 @@ class Plan:
 
     def __init__(self, ckpt, mode):
         self.ckpt = ckpt
+        ckpt.config = text_config(ckpt.config)
         cfg = ckpt.config
         self.model_type, self.fam = family_of(cfg)
         check_expressible(self.model_type, self.fam, cfg)
@@ -223,9 +224,33 @@ class Plan:
             w = -np.exp(w.astype(np.float64))
         if row["tensor"] == T.FFN_GATE_INP_SHEXP:
             w = w.reshape(-1)
+        if self.fam.arch == gguf.MODEL_ARCH.QWEN35MOE:
+            w = self.tiled_v_heads(row["tensor"], w)
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
         return np.ascontiguousarray(w, dtype=np.float32)
+
+    def tiled_v_heads(self, tensor, w):
+        """_LinearAttentionVReorderBase.modify_tensors (conversion/qwen.py): with more value
+        heads than key heads, every per-value-head row (qkv's v part, z, b, a, the conv's v
+        channels), element (A, dt_bias) and out_proj column moves from the grouped order (value
+        head j of key head g at g r + j) to the tiled one (at j Hk + g)."""
+        cfg = self.ckpt.config
+        kh, vh = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+        dk, dv = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"])
+        if kh == vh:
+            return w
+        lead, unit, axis = {T.ATTN_QKV: (2 * kh * dk, dv, 0), T.SSM_CONV1D: (2 * kh * dk, dv, 0),
+                            T.ATTN_GATE: (0, dv, 0), T.SSM_BETA: (0, 1, 0),
+                            T.SSM_ALPHA: (0, 1, 0), T.SSM_A: (0, 1, 0), T.SSM_DT: (0, 1, 0),
+                            T.SSM_OUT: (0, dv, 1)}.get(tensor, (None, 0, 0))
+        if lead is None:
+            return w
+        w = np.moveaxis(w, axis, 0)
+        head, tail = w[:lead], w[lead:]
+        tail = tail.reshape(kh, vh // kh, unit, *tail.shape[1:]).swapaxes(0, 1)
+        w = np.concatenate([head, tail.reshape(-1, *head.shape[1:])])
+        return np.ascontiguousarray(np.moveaxis(w, 0, axis))
 
     def mxfp4_blocks(self, row, index=None):
         """An mxfp4 weight's codes and scales as ggml MXFP4 blocks, bytes as they are: per 32
@@ -295,7 +320,8 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
         writer.add_sliding_window(int(cfg["sliding_window"]))
         add_yarn_metadata(writer, cfg)
-    elif plan.fam.arch not in (gguf.MODEL_ARCH.DEEPSEEK2, gguf.MODEL_ARCH.QWEN3NEXT):
+    elif plan.fam.arch not in (gguf.MODEL_ARCH.DEEPSEEK2, gguf.MODEL_ARCH.QWEN3NEXT,
+                               gguf.MODEL_ARCH.QWEN35MOE):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))

@@ -20,6 +20,7 @@ class Family:
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
     top_k_key: str = "num_experts_per_tok"
+    root: str = ""                  # the MLX names' prefix ("language_model." for Qwen3.5)
 
 
 FAMILIES = {
@@ -70,6 +71,12 @@ FAMILIES = {
     # (softmax top-k renormalized, hard-coded), sigmoid-gated shared expert, partial NEOX RoPE.
     "qwen3_next": Family(gguf.MODEL_ARCH.QWEN3NEXT, "num_experts", "moe_intermediate_size",
                          "mlp", permute_qk=False, norm_topk=True, has_shared=True),
+    # qwen35moe (Qwen3_5MoeTextModel over _LinearAttentionVReorderBase and Qwen3NextModel,
+    # src/models/qwen35moe.cpp): Qwen3-Next's transforms on separate in_proj_qkv / _z / _b / _a,
+    # value heads stored tiled when there are more than key heads, interleaved M-RoPE sections.
+    "qwen3_5_moe": Family(gguf.MODEL_ARCH.QWEN35MOE, "num_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=False, norm_topk=True, has_shared=True,
+                          root="language_model."),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -110,6 +117,10 @@ LAYER_TENSORS = {
     "mlp.experts.down_proj": T.FFN_DOWN_EXP,
     "linear_attn.in_proj_qkvz": T.ATTN_QKV,             # qwen3next: written split (+ ATTN_GATE)
     "linear_attn.in_proj_ba": T.SSM_BETA_ALPHA,
+    "linear_attn.in_proj_qkv": T.ATTN_QKV,              # qwen35moe: separate projections
+    "linear_attn.in_proj_z": T.ATTN_GATE,
+    "linear_attn.in_proj_b": T.SSM_BETA,
+    "linear_attn.in_proj_a": T.SSM_ALPHA,
     "linear_attn.conv1d": T.SSM_CONV1D,                 # [C, L, 1] -> [C, L]
     "linear_attn.dt_bias": T.SSM_DT,                    # a bare tensor -> "ssm_dt.bias"
     "linear_attn.A_log": T.SSM_A,                       # a bare tensor, written as -exp(A_log)
@@ -132,6 +143,20 @@ BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight", T.SSM_DT: "
 
 class Unsupported(ValueError):
     """The checkpoint uses something the llama.cpp arch cannot express."""
+
+
+def text_config(config):
+    """A multimodal config's text_config with the top level's fields over it (model_type,
+    tie_word_embeddings, quantization, ...) and Qwen3.5's rope_parameters as the plain RoPE
+    fields; any other config as it is."""
+    if not isinstance(config.get("text_config"), dict):
+        return config
+    flat = dict(config["text_config"])
+    flat.update({k: v for k, v in config.items() if k != "text_config"})
+    rp = flat.get("rope_parameters") or {}
+    flat.setdefault("rope_theta", rp.get("rope_theta", 10000.0))
+    flat.setdefault("partial_rotary_factor", rp.get("partial_rotary_factor", 0.25))
+    return flat
 
 
 def family_of(config):
@@ -179,6 +204,13 @@ def check_expressible(model_type, fam, config):
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
         return
+    if model_type == "qwen3_5_moe":
+        rp = config.get("rope_parameters") or {}
+        if rp.get("rope_type", "default") != "default":
+            refuse("rope_parameters", "the twin writes plain (M-)RoPE only")
+        if int(config["linear_value_head_dim"]) != int(config["linear_key_head_dim"]):
+            refuse("linear_value_head_dim", "llama.cpp's qwen35moe loader takes the value head "
+                   "dim equal to linear_key_head_dim")
     if model_type == "qwen3_next":
         # llama.cpp's loader sizes the value heads by ssm.state_size (the key head dim).
         if int(config["linear_value_head_dim"]) != int(config["linear_key_head_dim"]):
@@ -235,12 +267,13 @@ def gguf_name(tensor, layer=None):
 
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
-    table = [(name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    table = [(fam.root + name, t, None) for name, t in GLOBAL_TENSORS.items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
             if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE, gguf.MODEL_ARCH.GPT_OSS,
-                                                gguf.MODEL_ARCH.QWEN3NEXT):
+                                                gguf.MODEL_ARCH.QWEN3NEXT,
+                                                gguf.MODEL_ARCH.QWEN35MOE):
                 t = T.ATTN_POST_NORM  # these archs' name for the norm before the FFN
-            table.append((f"model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
+            table.append((f"{fam.root}model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

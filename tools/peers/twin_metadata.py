@@ -82,6 +82,12 @@ def add_arch_metadata(writer, plan, cfg):
         add_dots1_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.QWEN3NEXT:
         add_qwen3next_metadata(writer, plan, cfg)
+    elif arch == gguf.MODEL_ARCH.QWEN35MOE:
+        # Qwen3_5MoeTextModel: Qwen3-Next's keys and the M-RoPE sections (_Qwen35MRopeMixin:
+        # the config's mrope_section, 4 entries, else [11, 11, 10, 0]).
+        add_qwen3next_metadata(writer, plan, cfg)
+        sections = list((cfg.get("rope_parameters") or {}).get("mrope_section", [11, 11, 10]))
+        writer.add_rope_dimension_sections((sections + [0, 0, 0, 0])[:4])
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:

@@ -120,7 +120,19 @@ void GatedDeltaNet::forward(const float* x, int64_t n, float* out, float* state,
   be_.gated_rms_norm({.order = ops::GateOrder::kNormThenGate, .x = s.y.data(), .gate = s.z.data(),
                       .weight = w_.norm.data(), .out = s.y.data(), .rows = n * hv, .dim = dv,
                       .eps = norm_eps_});
-  be_.linear({.lin = &w_.out_proj, .x = s.y.data(), .rows = n, .out = out});
+  if (!p_.v_tiled_out) {
+    be_.linear({.lin = &w_.out_proj, .x = s.y.data(), .rows = n, .out = out});
+    return;
+  }
+  // out_proj's columns are in the file's tiled order: value head g r + j (key head g) goes to
+  // position j Hk + g.
+  grow(be_, s.y_tiled, n * vd);
+  const int64_t r = hv / p_.k_heads;
+  for (int64_t j = 0; j < r; ++j)
+    be_.copy_columns({.src = s.y.data() + j * dv, .dst = s.y_tiled.data() + j * p_.k_heads * dv,
+                      .rows = n, .cols = dv, .src_stride = vd, .dst_stride = vd,
+                      .blocks = p_.k_heads, .src_block_stride = r * dv, .dst_block_stride = dv});
+  be_.linear({.lin = &w_.out_proj, .x = s.y_tiled.data(), .rows = n, .out = out});
 }
 
 }  // namespace moex::model::engine

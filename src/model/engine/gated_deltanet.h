@@ -32,7 +32,7 @@ struct GatedDeltaNetWeights {
 
 // Scratch of GatedDeltaNet::forward, shared by every such layer of one engine.
 struct GatedDeltaNetScratch {
-  ActivationBuffer proj, proj_ba, padded, conv, q, k, v, z, b, a, y;
+  ActivationBuffer proj, proj_ba, padded, conv, q, k, v, z, b, a, y, y_tiled;
 };
 
 class GatedDeltaNet {

@@ -124,15 +124,17 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
   if (k.arch() == "qwen3next") return gguf_config::qwen3next(k);
+  if (k.arch() == "qwen35moe") return gguf_config::qwen35moe(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
-               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe "
-               "and qwen3next");
+               "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
+               "qwen3next and qwen35moe");
 }
 
 void gguf_config::adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
   if (c.family == "deepseek_v2") gguf_config::adapt_deepseek2(c, f);
   if (c.family == "qwen3_next") gguf_config::adapt_qwen3next(c, f);
+  if (c.family == "qwen3_5_moe") gguf_config::adapt_qwen35moe(c, f);
 }
 
 }  // namespace moex::model

@@ -60,14 +60,16 @@ nlohmann::json dots1(const gguf_keys::ArchKeys& k);
 nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
 nlohmann::json qwen3next(const gguf_keys::ArchKeys& k);
+nlohmann::json qwen35moe(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config, what llama.cpp's converters store otherwise than the
 // checkpoint directory: adapt_deepseek2 (a file of llama.cpp's MLA layout stores kv_b_proj
 // split and transposed as attn_k_b / attn_v_b, which are moex's embed_q / unembed_out, so each
 // MLA layer is given those names; the older attn_kv_b layout keeps the one kv_b_proj Linear)
-// and adapt_qwen3next (gguf_config_qwen3next.cc).
+// and adapt_qwen3next / adapt_qwen35moe (gguf_config_qwen3next.cc, gguf_config_qwen35moe.cc).
 void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f);
 void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f);
 void adapt_qwen3next(ModelConfig& c, const gguf::GgufFile& f);
+void adapt_qwen35moe(ModelConfig& c, const gguf::GgufFile& f);
 
 }  // namespace moex::model::gguf_config

@@ -8,10 +8,11 @@ namespace {
 const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
   switch (m.slot) {
     case Slot::kInputNorm: return "attn_norm";
-    // glm4moe, gpt-oss and qwen3next call the norm before the FFN attn_post_norm
+    // glm4moe, gpt-oss, qwen3next and qwen35moe call the norm before the FFN attn_post_norm
     // (llama-arch.cpp).
     case Slot::kPostNorm:
-      return family == "glm4_moe" || family == "gpt_oss" || family == "qwen3_next"
+      return family == "glm4_moe" || family == "gpt_oss" || family == "qwen3_next" ||
+                     family == "qwen3_5_moe"
                  ? "post_attention_norm"
                  : "ffn_norm";
     case Slot::kQ: return "attn_q";
@@ -38,6 +39,8 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
     case Slot::kGdnQkv: return "attn_qkv";
     case Slot::kGdnZ: return "attn_gate";
     case Slot::kGdnBa: return "ssm_ba";
+    case Slot::kGdnB: return "ssm_beta";  // qwen35moe's separate in_proj_b / in_proj_a
+    case Slot::kGdnA: return "ssm_alpha";
     case Slot::kGdnConv: return "ssm_conv1d";
     case Slot::kGdnDtBias: return "ssm_dt";
     case Slot::kGdnALog: return "ssm_a";

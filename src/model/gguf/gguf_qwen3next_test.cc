@@ -1,8 +1,8 @@
-// The qwen3next mapping (gguf_config_qwen3next.cc) on a tiny file written key by key: a Gated
-// DeltaNet layer (attn_qkv / attn_gate / ssm_* as the converter writes them) then a gated
-// attention layer, both MoE with a shared expert; each defect refused naming the key or tensor.
-// gguf_model_test.py compares a twin of the tiny Qwen3-Next checkpoint with the checkpoint and
-// with llama.cpp.
+// The qwen3next and qwen35moe mappings (gguf_config_qwen3next.cc, gguf_config_qwen35moe.cc) on
+// tiny files written key by key: a Gated DeltaNet layer (attn_qkv / attn_gate / ssm_* as the
+// converters write them) then a gated attention layer, both MoE with a shared expert; each
+// defect refused naming the key or tensor. gguf_model_test.py compares twins of the tiny
+// Qwen3-Next and Qwen3.5-MoE checkpoints with the checkpoints and with llama.cpp.
 #include <gtest/gtest.h>
 
 #include "model/gguf/gguf_model_test_util.h"
@@ -107,6 +107,69 @@ TEST(GgufQwen3Next, NextnLayersAreSkipped) {
   m.tensors["blk.2.attn_norm.weight"] = {8};
   EXPECT_EQ(open_error(m, "qwen3next_nextn"), "");
   EXPECT_EQ(load_gguf_model_config(m.write("qwen3next_nextn_cfg")).num_layers, 2);
+}
+
+// The same layers as qwen35moe: separate ssm_beta / ssm_alpha, M-RoPE sections, and (2 value
+// heads per key head) the value heads stored tiled, which the binder puts back in order.
+TinyModel tiny_qwen35moe() {
+  TinyModel q = tiny_qwen3next();
+  TinyModel m = TinyModel::with_basics("qwen35moe", 2, 1e-6f);
+  for (const auto& [key, writer] : q.keys)
+    if (key.rfind("qwen3next.", 0) == 0) m.keys["qwen35moe." + key.substr(10)] = writer;
+  m.keys["qwen35moe.rope.dimension_sections"] = [](testing_gguf::Bytes& b) {
+    b.u32(9).u32(5).u64(4).u32(11).u32(11).u32(10).u32(0);  // array of 4 int32
+  };
+  m.tensors = q.tensors;
+  m.tensors.erase("blk.0.ssm_ba.weight");
+  m.tensors["blk.0.ssm_beta.weight"] = {8, 2};
+  m.tensors["blk.0.ssm_alpha.weight"] = {8, 2};
+  return m;
+}
+
+TEST(GgufQwen3Next, Qwen35MoeLoadsAsTheQwen35MoeFamily) {
+  const TinyModel m = tiny_qwen35moe();
+  EXPECT_EQ(open_error(m, "qwen35moe"), "");
+  const ModelConfig c = load_gguf_model_config(m.write("qwen35moe_cfg"));
+  EXPECT_EQ(c.family, "qwen3_5_moe");
+  ASSERT_EQ(c.num_layers, 2);
+  EXPECT_EQ(c.rope.dims, 2);
+  EXPECT_TRUE(c.gdn.a_log_holds_a);
+  EXPECT_TRUE(c.gdn.gguf_v_tiled);   // 2 value heads per key head
+  EXPECT_FALSE(c.gdn.v_tiled_out);   // an F32 out_proj: its columns are put back in order
+  EXPECT_FALSE(c.hf_layout_norms_plus_one);
+  EXPECT_FALSE(c.layers[0].names.gdn_b.empty());
+  EXPECT_EQ(c.layers[1].mixer, MixerKind::kAttention);
+}
+
+TEST(GgufQwen3Next, Qwen35MoeRefusedNamingTheKeyOrTensor) {
+  const auto sections = [](std::vector<uint32_t> v) {
+    return [v](TinyModel& m) {
+      m.keys["qwen35moe.rope.dimension_sections"] = [v](testing_gguf::Bytes& b) {
+        b.u32(9).u32(4).u64(v.size());
+        for (uint32_t x : v) b.u32(x);
+      };
+    };
+  };
+  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
+      cases = {
+          {[](TinyModel& m) { m.keys.erase("qwen35moe.rope.dimension_sections"); },
+           {"qwen35moe.rope.dimension_sections"}},
+          {sections({11, 11, 10}), {"qwen35moe.rope.dimension_sections", "4 integers"}},
+          {sections({0, 0, 0, 4}), {"qwen35moe.rope.dimension_sections", "fourth"}},
+          {[](TinyModel& m) { m.tensors.erase("blk.0.ssm_alpha.weight"); },
+           {"missing tensor 'blk.0.ssm_alpha.weight'"}},
+          {[](TinyModel& m) { m.tensors["blk.0.ssm_ba.weight"] = {8, 4}; },
+           {"blk.0.ssm_ba.weight", "nothing would read"}},
+      };
+  int i = 0;
+  for (const auto& [edit, expect] : cases) {
+    TinyModel m = tiny_qwen35moe();
+    edit(m);
+    const std::string what = open_error(m, "qwen35moe_bad_" + std::to_string(i++));
+    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
+    for (const std::string& e : expect)
+      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
+  }
 }
 
 TEST(GgufQwen3Next, RefusedNamingTheKeyOrTensor) {
