@@ -78,3 +78,40 @@ def with_moe_in_dense_layers(src_dir, dst_dir):
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
     return dst
+
+
+def without_mlp_blocks(src_dir, dst_dir):
+    """DST: SRC (nemotron_h) without its dense relu2 MLP blocks ('-' in the pattern), the blocks
+    renumbered: another model, but one llama.cpp's nemotron_h_moe can hold (in a MoE file a
+    block with an FFN width is MoE)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    pattern = cfg["hybrid_override_pattern"]
+    keep = [i for i, c in enumerate(pattern) if c != "-"]
+    renumber = {old: new for new, old in enumerate(keep)}
+
+    def renamed(name):
+        parts = name.split(".")
+        if name.startswith("backbone.layers."):
+            if int(parts[2]) not in renumber:
+                return None
+            parts[2] = str(renumber[int(parts[2])])
+        return ".".join(parts)
+
+    out = {}
+    for name in ckpt.names():
+        if (new := renamed(name)) is not None:
+            out[new] = (ckpt.dtype(name), np.asarray(ckpt.raw(name)))
+    cfg["hybrid_override_pattern"] = "".join(pattern[i] for i in keep)
+    cfg["num_hidden_layers"] = len(keep)
+    for key in ("quantization", "quantization_config"):
+        if isinstance(cfg.get(key), dict):
+            cfg[key] = {renamed(k): v for k, v in cfg[key].items() if renamed(k) is not None}
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst

@@ -139,6 +139,8 @@ class Plan:
         ckpt = self.ckpt
         if part in (".bias", ""):
             shape, qtype = ckpt.raw(prefix + part).shape, Q.F32
+            if tensor in (T.SSM_A, T.SSM_D) and self.fam.arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+                shape = (shape[0], 1)  # Mamba2Model unsqueezes A and D
         else:
             qtype = twin_type(ckpt, prefix, mode)
             shape = ckpt.raw(prefix + ".weight").shape
@@ -149,6 +151,9 @@ class Plan:
                 shape, qtype = (shape[-1],), Q.F32
             if tensor == T.SSM_CONV1D:  # MLX [C, L, 1], squeezed by the converter; kept F32
                 shape, qtype = shape[:2], Q.F32
+            if tensor == T.SSM_NORM and self.fam.arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+                groups = int(self.ckpt.config["n_groups"])  # Mamba2Model's reshape
+                shape, qtype = (groups, shape[0] // groups), Q.F32  # a "_norm.weight": F32
         if len(shape) == 1:
             qtype = Q.F32
         permute = 0
@@ -216,7 +221,7 @@ class Plan:
             parts = ([g[:, :dk], g[:, dk:2 * dk], g[:, 2 * dk:2 * dk + rv]] if half == "qkv"
                      else [g[:, 2 * dk + rv:]])
             w = np.concatenate([p.reshape(-1, w.shape[-1]) for p in parts])
-        if row["tensor"] == T.SSM_CONV1D:
+        if row["tensor"] in (T.SSM_CONV1D, T.SSM_NORM, T.SSM_A, T.SSM_D) and row["part"] != ".bias":
             w = w.reshape(row["shape"])
         if row["tensor"] == T.SSM_A:
             # The converter's -exp(A_log), here evaluated in float64 and rounded once to
@@ -325,7 +330,8 @@ def add_metadata(writer, plan, file_type):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
-    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
+    eps = cfg.get("rms_norm_eps", cfg.get("layer_norm_epsilon", 1e-6))  # nemotron_h: the latter
+    writer.add_layer_norm_rms_eps(float(eps))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)
     writer.add_vocab_size(plan.vocab)

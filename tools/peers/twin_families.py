@@ -21,6 +21,8 @@ class Family:
     has_shared: bool = False
     top_k_key: str = "num_experts_per_tok"
     root: str = ""                  # the MLX names' prefix ("language_model." for Qwen3.5)
+    layers: str = "model.layers."   # the layers' prefix after root
+    globals: dict | None = None     # MLX name -> tensor of the non-layer tensors (None: GLOBAL_TENSORS)
 
 
 FAMILIES = {
@@ -77,6 +79,15 @@ FAMILIES = {
     "qwen3_5_moe": Family(gguf.MODEL_ARCH.QWEN35MOE, "num_experts", "moe_intermediate_size",
                           "mlp", permute_qk=False, norm_topk=True, has_shared=True,
                           root="language_model."),
+    # nemotron_h_moe (NemotronHModel over GraniteHybridModel / Mamba2Model, src/models/
+    # nemotron-h.cpp): blocks of one kind each (their kinds from the per-layer head_count_kv /
+    # feed_forward_length arrays), A as -exp(A_log) and D unsqueezed to [heads, 1], the gated
+    # norm as [groups, inner / groups], q/k rows permuted (undo_permute, though no RoPE).
+    "nemotron_h": Family(gguf.MODEL_ARCH.NEMOTRON_H_MOE, "n_routed_experts",
+                         "moe_intermediate_size", "mixer", permute_qk=True, norm_topk=True,
+                         has_shared=True, layers="backbone.layers.",
+                         globals={"backbone.embeddings": T.TOKEN_EMBD,
+                                  "backbone.norm_f": T.OUTPUT_NORM, "lm_head": T.OUTPUT}),
     "gpt_oss": Family(gguf.MODEL_ARCH.GPT_OSS, "num_local_experts", "intermediate_size", "mlp",
                       permute_qk=False, norm_topk=False),
 }
@@ -126,6 +137,23 @@ LAYER_TENSORS = {
     "linear_attn.A_log": T.SSM_A,                       # a bare tensor, written as -exp(A_log)
     "linear_attn.norm": T.SSM_NORM,
     "linear_attn.out_proj": T.SSM_OUT,
+    "norm": T.ATTN_NORM,                                # nemotron_h: each block's one norm
+    "mixer.in_proj": T.SSM_IN,                          # nemotron_h's Mamba-2
+    "mixer.conv1d": T.SSM_CONV1D,
+    "mixer.dt_bias": T.SSM_DT,
+    "mixer.A_log": T.SSM_A,
+    "mixer.D": T.SSM_D,                                 # a bare tensor, as [heads, 1]
+    "mixer.norm": T.SSM_NORM,                           # as [groups, inner / groups]
+    "mixer.out_proj": T.SSM_OUT,
+    "mixer.q_proj": T.ATTN_Q,
+    "mixer.k_proj": T.ATTN_K,
+    "mixer.v_proj": T.ATTN_V,
+    "mixer.o_proj": T.ATTN_OUT,
+    "{moe}.switch_mlp.fc1": T.FFN_UP_EXP,               # nemotron_h's relu2 experts (no gate)
+    "{moe}.switch_mlp.fc2": T.FFN_DOWN_EXP,
+    "mixer.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,
+    "mixer.shared_experts.up_proj": T.FFN_UP_SHEXP,
+    "mixer.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
     "mlp.gate_proj": T.FFN_GATE,                        # leading dense layers
     "mlp.up_proj": T.FFN_UP,
     "mlp.down_proj": T.FFN_DOWN,
@@ -138,7 +166,7 @@ GLOBAL_TENSORS = {
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
 # Tensors stored without .weight in MLX, and the suffix llama.cpp gives them.
 BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight", T.SSM_DT: ".bias",
-                T.SSM_A: ""}
+                T.SSM_A: "", T.SSM_D: ""}
 
 
 class Unsupported(ValueError):
@@ -204,6 +232,22 @@ def check_expressible(model_type, fam, config):
     if model_type == "ernie4_5_moe":
         check_ernie(config, refuse)
         return
+    if model_type == "nemotron_h":
+        pattern = config.get("hybrid_override_pattern")
+        if not isinstance(pattern, str):
+            refuse("hybrid_override_pattern", "the twin writes a pattern string")
+        if "E" in pattern and "-" in pattern:
+            refuse("hybrid_override_pattern", "a MoE file has no dense MLP block: llama.cpp's "
+                   "loader makes a block with a feed_forward_length MoE")
+        if int(config.get("n_group", 1)) != 1:
+            refuse("n_group", "the converter writes no expert_group_used_count and llama.cpp "
+                   "asserts one when there are expert groups")
+        lim = config.get("time_step_limit")
+        if lim is not None and (float(lim[0]) != 0.0 or float(lim[1]) != float("inf")):
+            refuse("time_step_limit", "no key carries it and llama.cpp does not clip dt")
+        if config.get("mlp_bias") or config.get("moe_latent_size") is not None:
+            refuse("mlp_bias", "the twin writes no MLP biases or latent projections")
+        return
     if model_type == "qwen3_5_moe":
         rp = config.get("rope_parameters") or {}
         if rp.get("rope_type", "default") != "default":
@@ -267,13 +311,13 @@ def gguf_name(tensor, layer=None):
 
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
-    table = [(fam.root + name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    table = [(fam.root + name, t, None) for name, t in (fam.globals or GLOBAL_TENSORS).items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
             if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE, gguf.MODEL_ARCH.GPT_OSS,
                                                 gguf.MODEL_ARCH.QWEN3NEXT,
                                                 gguf.MODEL_ARCH.QWEN35MOE):
                 t = T.ATTN_POST_NORM  # these archs' name for the norm before the FFN
-            table.append((f"{fam.root}model.layers.{i}." + suffix.format(moe=fam.moe_prefix), t, i))
+            table.append((f"{fam.root}{fam.layers}{i}." + suffix.format(moe=fam.moe_prefix), t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     return [row for row in table if row[1] in allowed]

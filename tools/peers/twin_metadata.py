@@ -82,6 +82,8 @@ def add_arch_metadata(writer, plan, cfg):
         add_dots1_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.QWEN3NEXT:
         add_qwen3next_metadata(writer, plan, cfg)
+    elif arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+        add_nemotron_h_metadata(writer, plan, cfg)
     elif arch == gguf.MODEL_ARCH.QWEN35MOE:
         # Qwen3_5MoeTextModel: Qwen3-Next's keys and the M-RoPE sections (_Qwen35MRopeMixin:
         # the config's mrope_section, 4 entries, else [11, 11, 10, 0]).
@@ -140,3 +142,26 @@ def add_qwen3next_metadata(writer, plan, cfg):
     writer.add_full_attention_interval(int(cfg.get("full_attention_interval", 4)))
     partial = float(cfg.get("partial_rotary_factor", 0.25))
     writer.add_rope_dimension_count(int(plan.head_dim * partial))
+
+
+def add_nemotron_h_metadata(writer, plan, cfg):
+    """NemotronHModel.set_gguf_parameters (conversion/nemotron.py) over GraniteHybridModel's and
+    Mamba2Model's: the block kinds as per-layer head_count_kv (attention blocks) and
+    feed_forward_length (MoE blocks) arrays, the Mamba-2 sizes as ssm.* keys, the MoE keys,
+    context length 2^20 (no RoPE). Written after add_metadata's scalars, which they replace."""
+    pattern = cfg["hybrid_override_pattern"]
+    writer.add_context_length(2 ** 20)
+    writer.add_head_count_kv([plan.n_kv if c == "*" else 0 for c in pattern])
+    writer.add_feed_forward_length([int(cfg["moe_intermediate_size"]) if c == "E" else 0
+                                    for c in pattern])
+    writer.add_layer_norm_eps(float(cfg["layer_norm_epsilon"]))  # (the RMS one: add_metadata)
+    writer.add_ssm_conv_kernel(int(cfg["conv_kernel"]))
+    writer.add_ssm_state_size(int(cfg["ssm_state_size"]))
+    writer.add_ssm_group_count(int(cfg["n_groups"]))
+    writer.add_ssm_inner_size(int(cfg["mamba_num_heads"]) * int(cfg["mamba_head_dim"]))
+    writer.add_ssm_time_step_rank(int(cfg["mamba_num_heads"]))
+    writer.add_expert_shared_feed_forward_length(int(cfg["moe_shared_expert_intermediate_size"]))
+    writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    writer.add_expert_group_count(int(cfg.get("n_group", 1)))

@@ -125,16 +125,18 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
   if (k.arch() == "qwen3next") return gguf_config::qwen3next(k);
   if (k.arch() == "qwen35moe") return gguf_config::qwen35moe(k);
+  if (k.arch() == "nemotron_h_moe") return gguf_config::nemotron_h(k);
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
                "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
-               "qwen3next and qwen35moe");
+               "qwen3next, qwen35moe and nemotron_h_moe");
 }
 
 void gguf_config::adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
   if (c.family == "deepseek_v2") gguf_config::adapt_deepseek2(c, f);
   if (c.family == "qwen3_next") gguf_config::adapt_qwen3next(c, f);
   if (c.family == "qwen3_5_moe") gguf_config::adapt_qwen35moe(c, f);
+  if (c.family == "nemotron_h") gguf_config::adapt_nemotron_h(c);
 }
 
 }  // namespace moex::model

@@ -48,7 +48,8 @@ json common_fields(const ArchKeys& k, const std::string& model_type, CommonOptio
     k.refuse("block_count", str_cat("the file holds ", f.tensors().size(), " tensors, fewer "
                                     "than one per layer"));
   const int64_t heads = k.size("attention.head_count", 1, limits::kMaxHeads);
-  const int64_t kv_heads = k.size_or("attention.head_count_kv", heads, 1, heads);
+  const int64_t kv_heads =
+      opt.kv_heads_per_layer ? heads : k.size_or("attention.head_count_kv", heads, 1, heads);
   if (heads % kv_heads != 0)
     k.refuse("attention.head_count_kv",
              str_cat("must divide attention.head_count (", heads, ")"));

@@ -17,6 +17,9 @@ namespace moex::model::gguf_config {
 struct CommonOptions {
   bool routing_keys = false;  // the arch maps expert_weights_scale itself (else it must be 1)
   bool rope_scaling = false;  // the arch maps rope.scaling.* itself (else it must be none)
+  // attention.head_count_kv is a per-layer array the arch reads itself (num_key_value_heads
+  // is then head_count until it does).
+  bool kv_heads_per_layer = false;
 };
 
 // model_type, hidden / layers / heads / kv heads / vocabulary / context / eps / theta / top-k,
@@ -61,6 +64,7 @@ nlohmann::json ernie4_5_moe(const gguf_keys::ArchKeys& k);
 nlohmann::json granitemoe(const gguf_keys::ArchKeys& k);
 nlohmann::json qwen3next(const gguf_keys::ArchKeys& k);
 nlohmann::json qwen35moe(const gguf_keys::ArchKeys& k);
+nlohmann::json nemotron_h(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config, what llama.cpp's converters store otherwise than the
 // checkpoint directory: adapt_deepseek2 (a file of llama.cpp's MLA layout stores kv_b_proj
@@ -71,5 +75,6 @@ void adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f);
 void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f);
 void adapt_qwen3next(ModelConfig& c, const gguf::GgufFile& f);
 void adapt_qwen35moe(ModelConfig& c, const gguf::GgufFile& f);
+void adapt_nemotron_h(ModelConfig& c);
 
 }  // namespace moex::model::gguf_config

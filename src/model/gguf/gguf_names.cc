@@ -9,8 +9,9 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
   switch (m.slot) {
     case Slot::kInputNorm: return "attn_norm";
     // glm4moe, gpt-oss, qwen3next and qwen35moe call the norm before the FFN attn_post_norm
-    // (llama-arch.cpp).
+    // (llama-arch.cpp); Nemotron-H's FFN blocks have one norm, attn_norm as every block's.
     case Slot::kPostNorm:
+      if (family == "nemotron_h") return "attn_norm";
       return family == "glm4_moe" || family == "gpt_oss" || family == "qwen3_next" ||
                      family == "qwen3_5_moe"
                  ? "post_attention_norm"
@@ -46,6 +47,15 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
     case Slot::kGdnALog: return "ssm_a";
     case Slot::kGdnNorm: return "ssm_norm";
     case Slot::kGdnOut: return "ssm_out";
+    // Mamba-2 (nemotron_h_moe): ssm_a and ssm_d bare and [heads, 1], the gated norm
+    // [groups, inner / groups].
+    case Slot::kMambaIn: return "ssm_in";
+    case Slot::kMambaConv: return "ssm_conv1d";
+    case Slot::kMambaDtBias: return "ssm_dt";
+    case Slot::kMambaALog: return "ssm_a";
+    case Slot::kMambaD: return "ssm_d";
+    case Slot::kMambaNorm: return "ssm_norm";
+    case Slot::kMambaOut: return "ssm_out";
     case Slot::kRouter: return "ffn_gate_inp";
     case Slot::kExpertBias: return "exp_probs_b";  // stored as "<name>.bias"
     case Slot::kExperts:
@@ -72,7 +82,9 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
 const char* gguf_bare_suffix(Slot slot) {
   switch (slot) {
     case Slot::kSinks: return ".weight";
-    case Slot::kGdnALog: return "";
+    case Slot::kGdnALog:
+    case Slot::kMambaALog:
+    case Slot::kMambaD: return "";
     default: return ".bias";
   }
 }

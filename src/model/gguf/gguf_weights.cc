@@ -183,7 +183,8 @@ class Binder {
   // converter permuted them for the GGUF archs "llama" and "granitemoe" (RoPE type NORM,
   // LlamaModel's permutation of q and k), or tiled Qwen3.5's value heads.
   RowOrder row_order(const ModuleSpec& m, int64_t rows) const {
-    if (cfg_.family == "mixtral" || cfg_.family == "granitemoe") {
+    // (nemotron_h_moe: GraniteHybridModel keeps undo_permute, although there is no RoPE.)
+    if (cfg_.family == "mixtral" || cfg_.family == "granitemoe" || cfg_.family == "nemotron_h") {
       if (m.slot == Slot::kQ) return rope_halves_order(rows, cfg_.heads);
       if (m.slot == Slot::kK) return rope_halves_order(rows, cfg_.kv_heads);
       return {};
@@ -271,6 +272,7 @@ class Binder {
     const char* key = cfg_.family == "glm4_moe"      ? "glm4moe.nextn_predict_layers"
                       : cfg_.family == "qwen3_next"  ? "qwen3next.nextn_predict_layers"
                       : cfg_.family == "qwen3_5_moe" ? "qwen35moe.nextn_predict_layers"
+                      : cfg_.family == "nemotron_h"  ? "nemotron_h_moe.nextn_predict_layers"
                                                      : nullptr;
     return key && f_.find(key) ? f_.get_int(key) : 0;
   }
@@ -292,7 +294,12 @@ class Binder {
     const std::string name = base + gguf_bare_suffix(m.slot);
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
-    if (!t || t->shape() != m.shape)
+    std::vector<int64_t> got = t ? t->shape() : std::vector<int64_t>{};
+    // Mamba-2's A and D: [heads] in moex, [heads, 1] as the converter unsqueezes them.
+    if ((m.slot == Slot::kMambaALog || m.slot == Slot::kMambaD) && got.size() == 2 &&
+        got[1] == 1)
+      got.pop_back();
+    if (!t || got != m.shape)
       return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
                              m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
                              "; expected ", io::shape_to_string(m.shape)));
@@ -322,6 +329,10 @@ class Binder {
     if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
     // A depthwise conv is MLX's [C, L, 1] in moex, squeezed to [C, L] by the converter.
     if (m.kind == ModuleKind::kConv1d && got.size() == 2) got.push_back(1);
+    // Mamba-2's gated norm [inner] in moex is [groups, inner / groups] in the file (the same
+    // elements in the same order).
+    if (m.slot == Slot::kMambaNorm && got.size() == 2 && got[0] * got[1] == m.shape[0])
+      got = {got[0] * got[1]};
     if (got != m.shape)
       return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
                              io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
@@ -347,7 +358,10 @@ class Binder {
     if (!m.bias) return;
     const std::string bname = base + ".bias";
     const gguf::Tensor* b = f_.find_tensor(bname);
-    std::vector<int64_t> bshape(m.shape.begin(), m.shape.end() - 1);
+    // A Linear's bias has its rows, a depthwise conv's its channels.
+    std::vector<int64_t> bshape(m.shape.begin(),
+                                m.kind == ModuleKind::kConv1d ? m.shape.begin() + 1
+                                                              : m.shape.end() - 1);
     if (b) used_.insert(bname);
     if (!b || b->shape() != bshape)
       return problem(str_cat(b ? "tensor '" : "missing tensor '", bname, "'",
