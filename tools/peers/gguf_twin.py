@@ -398,7 +398,8 @@ def summary(plan, mode, gguf_path, fingerprint):
                      "type": r["qtype"].name, "shape": list(r["shape"]),
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
                      "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
-                     "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None}
+                     "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None,
+                     "qkvz_split": list(r["qkvz"]) if r.get("qkvz") else None}
                     for r in rows],
     }
 
