@@ -1,7 +1,8 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
-Mixtral, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, qwen3next, qwen35moe, nemotron_h_moe) that moex loads,
-written byte by byte.
+Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe (also with exp_probs_b),
+granitemoe, hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe, qwen3next, qwen35moe,
+nemotron_h_moe) that moex loads, written byte by byte.
 """
 import struct
 
@@ -114,17 +115,28 @@ def gguf_model_inputs(out_dir, rng, write):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf", gguf_file(kvs, t, rng))
     write(out_dir, "fuzz_gguf_model", "deepseek2-tiny.gguf",
           gguf_file(deepseek2_keys() + tok_kvs, deepseek2_tensors(vocab), rng))
+    write(out_dir, "fuzz_gguf_model", "deepseek2-v3-tiny.gguf",
+          gguf_file(deepseek_v3_keys() + tok_kvs, deepseek_v3_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "gpt-oss-tiny.gguf",
           gguf_file(gpt_oss_keys() + tok_kvs, gpt_oss_tensors(vocab), rng))
     write(out_dir, "fuzz_gguf_model", "dots1-tiny.gguf",
           gguf_file(dots1_keys() + tok_kvs, dots1_tensors(vocab), rng))
     for arch, keys, tensors in (("ernie4_5-moe", ernie_keys(), ernie_tensors(vocab)),
                                 ("granitemoe", granite_keys(), granite_tensors(vocab)),
+                                ("hunyuan-moe", hunyuan_keys(), hunyuan_tensors(vocab)),
+                                ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab)),
+                                ("llama4", llama4_keys(), llama4_tensors(vocab)),
+                                ("minimax-m2", minimax_keys(), minimax_tensors(vocab)),
+                                ("bailingmoe", bailing_keys(), bailing_tensors(vocab)),
                                 ("qwen3next", qwen3next_keys(), qwen3next_tensors(vocab)),
                                 ("qwen35moe", qwen35moe_keys(), qwen35moe_tensors(vocab)),
                                 ("nemotron_h_moe", nemotron_keys(), nemotron_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
+    # ERNIE with the correction bias as the converter writes it ([1, E]).
+    write(out_dir, "fuzz_gguf_model", "ernie4_5-moe-bias-tiny.gguf",
+          gguf_file(ernie_keys() + tok_kvs,
+                    ernie_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4, 1])], rng))
 
 
 def deepseek2_keys():
@@ -162,6 +174,20 @@ def deepseek2_tensors(vocab):
             (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
             (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def deepseek_v3_keys():
+    """The 1-layer deepseek2 above as DeepSeek-V3 (moex's deepseek_v3 family): sigmoid gating,
+    the 4 experts in 2 groups (1 kept), renormalized top 2 scaled 2.5."""
+    a = "deepseek2"
+    keys = [kv for kv in deepseek2_keys() if kv[0] != f"{a}.expert_gating_func"]
+    return keys + [(f"{a}.expert_gating_func", 4, 2), (f"{a}.expert_weights_norm", 7, True),
+                   (f"{a}.expert_weights_scale", 6, 2.5), (f"{a}.expert_group_count", 4, 2),
+                   (f"{a}.expert_group_used_count", 4, 1)]
+
+
+def deepseek_v3_tensors(vocab):
+    return deepseek2_tensors(vocab) + [("blk.0.exp_probs_b.bias", "F32", [4])]
 
 
 def gpt_oss_keys():
@@ -280,6 +306,119 @@ def granite_keys():
 def granite_tensors(vocab):
     return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
             ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors(bias=True)
+
+
+def hunyuan_keys():
+    """A 1-layer Hunyuan-A13B: hidden 32, 2 heads of 16 (1 KV head), 4 experts of 16 top 2 and a
+    shared MLP of 16, q/k norms, the NTK alpha already in the base, tied embeddings."""
+    a = "hunyuan-moe"
+    return [("general.architecture", 8, a), (f"{a}.block_count", 4, 1),
+            (f"{a}.context_length", 4, 256), (f"{a}.embedding_length", 4, 32),
+            (f"{a}.attention.head_count", 4, 2), (f"{a}.attention.head_count_kv", 4, 1),
+            (f"{a}.attention.layer_norm_rms_epsilon", 6, 1e-5),
+            (f"{a}.rope.freq_base", 6, 11158840.0), (f"{a}.rope.scaling.type", 8, "none"),
+            (f"{a}.expert_count", 4, 4), (f"{a}.expert_used_count", 4, 2),
+            (f"{a}.feed_forward_length", 4, 16), (f"{a}.expert_feed_forward_length", 4, 16),
+            (f"{a}.expert_shared_feed_forward_length", 4, 16), (f"{a}.expert_shared_count", 4, 1)]
+
+
+def hunyuan_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "Q8_0", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            (b + "attn_norm.weight", "F32", [32]), (b + "ffn_norm.weight", "F32", [32]),
+            (b + "attn_q.weight", "Q8_0", [32, 32]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+            (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
+            (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16]),
+            (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+            (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+            (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+            (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+            (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def lfm2_keys():
+    """A 2-layer LFM2-MoE: a short-convolution layer (kernel 3) with a dense FFN, then an
+    attention layer with 4 experts top 2 (sigmoid + exp_probs_b); tied embeddings."""
+    a = "lfm2moe"
+    keys = [k for k in plain_keys(a, [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("leading_dense_block_count", 4, 1), ("expert_gating_func", 4, 2),
+        ("shortconv.l_cache", 4, 3)]) if k[0] not in (f"{a}.block_count",
+                                                     f"{a}.attention.head_count_kv")]
+    return keys + [(f"{a}.block_count", 4, 2), (f"{a}.attention.head_count_kv", 9, (5, [0, 1]))]
+
+
+def lfm2_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("token_embd_norm.weight", "F32", [32]),
+         ("blk.0.attn_norm.weight", "F32", [32]), ("blk.0.ffn_norm.weight", "F32", [32]),
+         ("blk.0.shortconv.in_proj.weight", "Q8_0", [32, 96]),
+         ("blk.0.shortconv.conv.weight", "F32", [3, 32]),
+         ("blk.0.shortconv.out_proj.weight", "Q8_0", [32, 32]),
+         ("blk.0.ffn_gate.weight", "Q8_0", [32, 64]), ("blk.0.ffn_up.weight", "Q8_0", [32, 64]),
+         ("blk.0.ffn_down.weight", "Q8_0", [64, 32])]
+    return t + [(n.replace("blk.0.", "blk.1."), ty, ne) for n, ty, ne in moe_layer_tensors()] + [
+        ("blk.1.attn_q_norm.weight", "F32", [16]), ("blk.1.attn_k_norm.weight", "F32", [16]),
+        ("blk.1.exp_probs_b.bias", "F32", [4])]
+
+
+def llama4_keys():
+    """A 2-layer Llama 4: a dense layer, then a MoE layer (interleave step 2) of 4 experts top 1
+    with a shared expert; no rope_freqs (random bytes are no llama3 factors)."""
+    a = "llama4"
+    keys = [k for k in plain_keys(a, [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("interleave_moe_layer_step", 4, 2), ("rope.freq_base", 6, 500000.0)])
+            if k[0] not in (f"{a}.block_count", f"{a}.expert_used_count")]
+    return keys + [(f"{a}.block_count", 4, 2), (f"{a}.expert_used_count", 4, 1)]
+
+
+def llama4_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+         ("output.weight", "Q8_0", [32, vocab])]
+    for i in range(2):
+        t += [(n.replace("blk.0.", f"blk.{i}."), ty, ne) for n, ty, ne in moe_layer_tensors()
+              if i == 1 or "_exps" not in n and "gate_inp" not in n]
+    return t + [("blk.0.ffn_gate.weight", "Q8_0", [32, 64]), ("blk.0.ffn_up.weight", "Q8_0", [32, 64]),
+                ("blk.0.ffn_down.weight", "Q8_0", [64, 32]),
+                ("blk.1.ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+                ("blk.1.ffn_up_shexp.weight", "Q8_0", [32, 16]),
+                ("blk.1.ffn_down_shexp.weight", "F16", [16, 32])]
+
+
+def minimax_keys():
+    """A 1-layer MiniMax-M2: RoPE over 8 of 16 head dims, q/k norms over all heads, 4 experts
+    top 2, sigmoid + exp_probs_b."""
+    return plain_keys("minimax-m2", [
+        ("feed_forward_length", 4, 16), ("expert_feed_forward_length", 4, 16),
+        ("rope.dimension_count", 4, 8), ("expert_gating_func", 4, 2)])
+
+
+def minimax_tensors(vocab):
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
+        ("blk.0.attn_q_norm.weight", "F32", [32]), ("blk.0.attn_k_norm.weight", "F32", [16]),
+        ("blk.0.exp_probs_b.bias", "F32", [4])]
+
+
+def bailing_keys():
+    """A 1-layer Ling-lite: 4 experts of 16 top 2 renormalized, 2 shared experts, full RoPE,
+    every layer MoE, an untied (already normalized) head."""
+    return plain_keys("bailingmoe", [
+        ("feed_forward_length", 4, 64), ("expert_feed_forward_length", 4, 16),
+        ("expert_shared_count", 4, 2), ("leading_dense_block_count", 4, 0),
+        ("rope.dimension_count", 4, 16), ("expert_weights_scale", 6, 1.0),
+        ("expert_weights_norm", 7, True)])
+
+
+def bailing_tensors(vocab):
+    b = "blk.0."
+    return [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+            ("output.weight", "Q8_0", [32, vocab])] + moe_layer_tensors() + [
+        (b + "ffn_gate_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_up_shexp.weight", "Q8_0", [32, 32]),
+        (b + "ffn_down_shexp.weight", "F16", [32, 32])]
 
 
 def qwen3next_keys():

@@ -91,6 +91,7 @@ struct Arm {
   std::vector<Pass> passes;
   Counts counts;  // decode steps of all measured passes
   eng::DecodeProfile profile;  // decode steps of all measured passes
+  eng::DecodeProfile prefill_profile;  // prefills of all measured passes, per prompt token
   std::string decision;  // first MoE layer's decode decision
   std::vector<double> tps() const {
     std::vector<double> v;
@@ -315,6 +316,7 @@ int run_bench(const BenchFlags& f) {
       std::fprintf(stderr, "bench-decode: arm %s pass %d/%d: %lld tokens, %.2f tokens/s\n",
                    a.name.c_str(), r + 1, repeats, (long long)n, p.decode_tps());
       a.profile.add(engine->profile());
+      a.prefill_profile.add(engine->prefill_profile());
       p.repeat = r + 1;
       a.counts.fused += p.decode_counts.fused;
       a.counts.fallback += p.decode_counts.fallback;
@@ -407,14 +409,17 @@ int run_bench(const BenchFlags& f) {
         runs.push_back(r);
       }
       const auto t = a.tps();
-      json prof = json::array();
+      json prof = json::array(), prefill_prof = json::array();
       for (const ProfileRow& pr : profile_rows(a.profile, engine->decode_op_weight_bytes()))
         prof.push_back({{"op", pr.op}, {"ms_per_token", pr.ms_per_token}, {"share", pr.share},
                         {"weight_mb_per_token", pr.mb_per_token}, {"gbps", pr.gbps}});
+      for (const ProfileRow& pr : profile_rows(a.prefill_profile, {}))
+        prefill_prof.push_back(
+            {{"op", pr.op}, {"ms_per_token", pr.ms_per_token}, {"share", pr.share}});
       j["arms"].push_back({{"arm", a.name}, {"decision", a.decision}, {"runs", runs},
                            {"median_decode_tps", stat(t, 0)}, {"min_decode_tps", stat(t, 1)},
                            {"max_decode_tps", stat(t, 2)}, {"path_counters", a.counts.to_json()},
-                           {"profile", prof}});
+                           {"profile", prof}, {"prefill_profile", prefill_prof}});
     }
     if (arms.size() == 2) j["fused_over_fallback"] = ratio;
     if (!auto_pick.empty()) j["auto_policy"] = {{"arm", auto_pick}, {"note", auto_note}};
@@ -489,6 +494,15 @@ int run_bench(const BenchFlags& f) {
       }
       if (!prof.empty())
         rep.notes.push_back(str_cat("arm ", a.name, " decode profile per token: ", prof));
+      // The prefill's weights are read once per chunk, not per token: time shares only.
+      std::string prefill_prof;
+      for (const ProfileRow& pr : profile_rows(a.prefill_profile, {}))
+        prefill_prof += str_cat(prefill_prof.empty() ? "" : "; ", pr.op, " ",
+                                number_cell(pr.ms_per_token, 3).text, " ms (",
+                                number_cell(100 * pr.share, 1).text, "%)");
+      if (!prefill_prof.empty())
+        rep.notes.push_back(
+            str_cat("arm ", a.name, " prefill profile per prompt token: ", prefill_prof));
       if ((a.name == "on" && a.counts.fallback > 0) || (a.name == "off" && a.counts.fused > 0))
         rep.notes.push_back(str_cat("WARNING: arm ", a.name,
                                     " did not run only the path it names; see its counters"));

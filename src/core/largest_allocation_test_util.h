@@ -1,24 +1,32 @@
-// For tests that bound what hostile input makes the program allocate: replaces the test
-// binary's global operator new and delete to record the largest single request while tracking
-// is on. Include it in exactly one source file of a test binary (the replacements are ordinary
-// definitions, one per program).
+// For tests that bound what hostile input makes the program allocate: the test binary's global
+// operator new and delete, replaced in largest_allocation_test_util.cc, record the largest single
+// request while tracking is on. A test binary lists that file among its sources once (the
+// replacements are ordinary definitions, one per program) and includes this header where it
+// measures.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
-#include "core/largest_allocation_tracker.h"
+namespace moex::testing {
 
-// GCC sees free() on memory from this operator new and warns; the pair is consistent.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t n) {
-  using moex::testing::g_largest_allocation;
-  if (moex::testing::g_track_allocations.load(std::memory_order_relaxed) &&
-      n > g_largest_allocation.load(std::memory_order_relaxed))
-    g_largest_allocation.store(n, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+inline std::atomic<bool> g_track_allocations{false};
+inline std::atomic<size_t> g_largest_allocation{0};
+
+// Records from construction until stop(): the largest single operator new request.
+class LargestAllocation {
+ public:
+  LargestAllocation() {
+    g_largest_allocation = 0;
+    g_track_allocations = true;
+  }
+  ~LargestAllocation() { g_track_allocations = false; }
+  size_t stop() {
+    g_track_allocations = false;
+    return g_largest_allocation.load();
+  }
+};
+
+}  // namespace moex::testing

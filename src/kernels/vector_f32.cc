@@ -16,9 +16,33 @@ void axpy_scalar(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-constexpr VectorF32Ops kVectorF32Scalar{"vector_f32_scalar", dot_scalar, axpy_scalar};
-constexpr VectorF32Ops kVectorF32Avx2{"vector_f32__avx2", dot_f32__avx2, axpy_f32__avx2};
-constexpr VectorF32Ops kVectorF32Avx512{"vector_f32__avx512", dot_f32__avx512, axpy_f32__avx512};
+// scaled_dots and weighted_sums as the loops of an instruction set's dot and axpy: the
+// definition of their results (vector_f32.h), and the scalar and AVX2 variants.
+template <float (*Dot)(const float*, const float*, int64_t)>
+void scaled_dots_of(const float* q, int64_t nq, const float* keys, int64_t n, int64_t width,
+                    float scale, float* scores, int64_t stride) {
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < nq; ++j)
+      scores[j * stride + t] = Dot(q + j * width, keys + t * width, width) * scale;
+}
+
+template <void (*Axpy)(float, const float*, float*, int64_t)>
+void weighted_sums_of(const float* p, int64_t nq, int64_t stride, const float* values,
+                      int64_t pitch, int64_t n, int64_t width, float* out) {
+  for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < nq; ++j)
+      Axpy(p[j * stride + t], values + t * pitch, out + j * width, width);
+}
+
+constexpr VectorF32Ops kVectorF32Scalar{"vector_f32_scalar", dot_scalar, axpy_scalar,
+                                        scaled_dots_of<dot_scalar>,
+                                        weighted_sums_of<axpy_scalar>};
+constexpr VectorF32Ops kVectorF32Avx2{"vector_f32__avx2", dot_f32__avx2, axpy_f32__avx2,
+                                      scaled_dots_of<dot_f32__avx2>,
+                                      weighted_sums_of<axpy_f32__avx2>};
+constexpr VectorF32Ops kVectorF32Avx512{"vector_f32__avx512", dot_f32__avx512, axpy_f32__avx512,
+                                        scaled_dots_f32__avx512, weighted_sums_f32__avx512};
 
 }  // namespace
 
@@ -32,6 +56,14 @@ const VectorF32Ops& vector_f32_ops(Isa isa) {
       break;
   }
   return kVectorF32Scalar;
+}
+
+const VectorF32Ops& vector_f32_reference_ops(Isa isa) {
+  static constexpr VectorF32Ops kAvx512Loops{"vector_f32__avx512_loops", dot_f32__avx512,
+                                             axpy_f32__avx512, scaled_dots_of<dot_f32__avx512>,
+                                             weighted_sums_of<axpy_f32__avx512>};
+  if (isa == Isa::kAvx512) return kAvx512Loops;
+  return vector_f32_ops(isa);
 }
 
 }  // namespace moex::kernels

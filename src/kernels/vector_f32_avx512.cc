@@ -1,4 +1,5 @@
-// AVX-512 f32 vector primitives: two 16-lane accumulators, masked tails.
+// AVX-512 f32 vector primitives: two 16-lane accumulators, masked tails; attention's
+// register-blocked loops with the same bits as loops of dot and axpy.
 // GCC 12 reports false -W(maybe-)uninitialized inside its own AVX-512 headers (GCC bug 105593,
 // here from _mm512_reduce_add_ps); the pragma covers those headers only.
 #pragma GCC diagnostic push
@@ -8,6 +9,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+
+#include <algorithm>
 
 #include "kernels/vector_f32_variants.h"
 
@@ -43,6 +46,168 @@ void axpy_f32__avx512(float a, const float* x, float* y, int64_t n) {
     _mm512_mask_storeu_ps(
         y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
   }
+}
+
+namespace {
+
+constexpr __mmask16 kAll = 0xFFFF;
+
+// The loops over a block's rows, keys and vectors are unrolled so that the accumulator arrays
+// live in registers (without it GCC 12 kept them in memory: a store per FMA).
+#define MOEX_UNROLL _Pragma("GCC unroll 16")
+
+// J query rows by T keys, each sum in dot_f32__avx512's order (two accumulators over
+// 32-float blocks, a last full vector into the first, the masked tail into the second), then
+// times scale. The rows and keys share their loads; each sum's arithmetic is dot's.
+template <int J, int T>
+void dots_block(const float* q, const float* k, int64_t w, float scale, float* scores,
+                int64_t stride) {
+  __m512 s0[J][T], s1[J][T];
+  MOEX_UNROLL
+  for (int j = 0; j < J; ++j)
+    MOEX_UNROLL
+    for (int t = 0; t < T; ++t) s0[j][t] = s1[j][t] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= w; i += 32)
+    MOEX_UNROLL
+    for (int j = 0; j < J; ++j) {
+      const __m512 a0 = _mm512_loadu_ps(q + j * w + i), a1 = _mm512_loadu_ps(q + j * w + i + 16);
+      MOEX_UNROLL
+      for (int t = 0; t < T; ++t) {
+        s0[j][t] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(k + t * w + i), s0[j][t]);
+        s1[j][t] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(k + t * w + i + 16), s1[j][t]);
+      }
+    }
+  if (i + 16 <= w) {
+    MOEX_UNROLL
+    for (int j = 0; j < J; ++j) {
+      const __m512 a0 = _mm512_loadu_ps(q + j * w + i);
+      MOEX_UNROLL
+      for (int t = 0; t < T; ++t)
+        s0[j][t] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(k + t * w + i), s0[j][t]);
+    }
+    i += 16;
+  }
+  if (i < w) {
+    const __mmask16 m = __mmask16((1u << (w - i)) - 1);
+    MOEX_UNROLL
+    for (int j = 0; j < J; ++j) {
+      const __m512 a1 = _mm512_maskz_loadu_ps(m, q + j * w + i);
+      MOEX_UNROLL
+      for (int t = 0; t < T; ++t)
+        s1[j][t] = _mm512_fmadd_ps(a1, _mm512_maskz_loadu_ps(m, k + t * w + i), s1[j][t]);
+    }
+  }
+  MOEX_UNROLL
+  for (int j = 0; j < J; ++j)
+    MOEX_UNROLL
+    for (int t = 0; t < T; ++t)
+      scores[j * stride + t] = _mm512_reduce_add_ps(_mm512_add_ps(s0[j][t], s1[j][t])) * scale;
+}
+
+// J rows of the weighted sums over C vectors of 16 columns starting at column c (the last
+// vector under mask m): accumulators from zero (`first`) or from the sums so far in out, one
+// FMA per key in key order, as axpy's chain on the same lanes.
+template <int J, int C>
+void sums_block(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
+                int64_t w, int64_t c, __mmask16 m, bool first, float* out) {
+  __m512 acc[J][C];
+  MOEX_UNROLL
+  for (int j = 0; j < J; ++j)
+    MOEX_UNROLL
+    for (int x = 0; x < C; ++x)
+      acc[j][x] = first ? _mm512_setzero_ps()
+                        : _mm512_maskz_loadu_ps(x == C - 1 ? m : kAll, out + j * w + c + 16 * x);
+  for (int64_t t = 0; t < n; ++t) {
+    __m512 vv[C];
+    MOEX_UNROLL
+    for (int x = 0; x < C; ++x)
+      vv[x] = _mm512_maskz_loadu_ps(x == C - 1 ? m : kAll, v + t * pitch + c + 16 * x);
+    MOEX_UNROLL
+    for (int j = 0; j < J; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j * stride + t]);
+      MOEX_UNROLL
+      for (int x = 0; x < C; ++x) acc[j][x] = _mm512_fmadd_ps(pj, vv[x], acc[j][x]);
+    }
+  }
+  MOEX_UNROLL
+  for (int j = 0; j < J; ++j)
+    MOEX_UNROLL
+    for (int x = 0; x < C; ++x)
+      _mm512_mask_storeu_ps(out + j * w + c + 16 * x, x == C - 1 ? m : kAll, acc[j][x]);
+}
+
+template <int J>
+void dots_rows(const float* q, const float* keys, int64_t n, int64_t w, float scale,
+               float* scores, int64_t stride) {
+  int64_t t = 0;
+  for (; t + 2 <= n; t += 2) dots_block<J, 2>(q, keys + t * w, w, scale, scores + t, stride);
+  if (t < n) dots_block<J, 1>(q, keys + t * w, w, scale, scores + t, stride);
+}
+
+template <int J>
+void sums_rows(const float* p, int64_t stride, const float* v, int64_t pitch, int64_t n,
+               int64_t w, bool first, float* out) {
+  int64_t c = 0;
+  for (; c + 64 <= w; c += 64) sums_block<J, 4>(p, stride, v, pitch, n, w, c, kAll, first, out);
+  for (; c < w; c += 16) {
+    const int64_t left = w - c;
+    const __mmask16 m = left >= 16 ? kAll : __mmask16((1u << left) - 1);
+    sums_block<J, 1>(p, stride, v, pitch, n, w, c, m, first, out);
+  }
+}
+
+// Keys per pass over all query rows: a chunk of key (value) rows is read from memory once
+// and stays in L1 while every block of 4 rows uses it (a group of 8 heads over a 2048-key
+// cache otherwise read each kv head's 1 MB of keys and of values twice per decode step).
+constexpr int64_t kKeysPerChunk = 32;
+
+void scaled_dots_chunk(const float* q, int64_t nq, const float* keys, int64_t n, int64_t width,
+                       float scale, float* scores, int64_t stride) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    dots_rows<4>(q + j * width, keys, n, width, scale, scores + j * stride, stride);
+  const float* qj = q + j * width;
+  float* sj = scores + j * stride;
+  switch (nq - j) {
+    case 3: dots_rows<3>(qj, keys, n, width, scale, sj, stride); break;
+    case 2: dots_rows<2>(qj, keys, n, width, scale, sj, stride); break;
+    case 1: dots_rows<1>(qj, keys, n, width, scale, sj, stride); break;
+    default: break;
+  }
+}
+
+void weighted_sums_chunk(const float* p, int64_t nq, int64_t stride, const float* values,
+                         int64_t pitch, int64_t n, int64_t width, bool first, float* out) {
+  int64_t j = 0;
+  for (; j + 4 <= nq; j += 4)
+    sums_rows<4>(p + j * stride, stride, values, pitch, n, width, first, out + j * width);
+  const float* pj = p + j * stride;
+  float* oj = out + j * width;
+  switch (nq - j) {
+    case 3: sums_rows<3>(pj, stride, values, pitch, n, width, first, oj); break;
+    case 2: sums_rows<2>(pj, stride, values, pitch, n, width, first, oj); break;
+    case 1: sums_rows<1>(pj, stride, values, pitch, n, width, first, oj); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int64_t n,
+                             int64_t width, float scale, float* scores, int64_t stride) {
+  for (int64_t t = 0; t < n; t += kKeysPerChunk)
+    scaled_dots_chunk(q, nq, keys + t * width, std::min(kKeysPerChunk, n - t), width, scale,
+                      scores + t, stride);
+}
+
+void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
+                               int64_t pitch, int64_t n, int64_t width, float* out) {
+  if (n == 0)
+    for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n; t += kKeysPerChunk)
+    weighted_sums_chunk(p + t, nq, stride, values + t * pitch, pitch,
+                        std::min(kKeysPerChunk, n - t), width, t == 0, out);
 }
 
 }  // namespace moex::kernels

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels_test_util.h"
@@ -38,6 +40,65 @@ TEST(VectorF32, DotAndAxpyMatchDoubleSumsOnEveryIsa) {
             << i;
       EXPECT_EQ(y[size_t(n)], y0[size_t(n)]) << "axpy wrote past n";
     }
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
+// Attention's loops: scaled_dots and weighted_sums give, bit for bit, what loops of the same
+// variant's dot and axpy give (vector_f32_reference_ops), for every count of query rows the
+// register blocks split into (1-4 and beyond), odd and even key counts, and widths around
+// every block size (the 64-column sums blocks, 32-float dot blocks, masked tails), keys in
+// one chunk and in several (the sums carried from one chunk to the next); rows of
+// `stride` leave the floats between rows untouched.
+TEST(VectorF32, AttentionLoopsEqualLoopsOfDotAndAxpyOnEveryIsa) {
+  int checked = 0;
+  for (Isa isa : supported_isas()) {
+    const VectorF32Ops& ops = vector_f32_ops(isa);
+    const VectorF32Ops& ref = vector_f32_reference_ops(isa);
+    for (int64_t w : {1, 15, 16, 17, 32, 48, 63, 64, 80, 96, 112, 128, 131, 256})
+      for (int64_t nq : {1, 2, 3, 4, 5, 7, 8})
+        for (int64_t n : {1, 2, 3, 6, 17, 33, 70}) {  // 33, 70: several key chunks
+          SCOPED_TRACE(std::string(ops.name) + " width " + std::to_string(w) + " rows " +
+                       std::to_string(nq) + " keys " + std::to_string(n));
+          const int64_t stride = n + 3;
+          const auto q = random_normal(nq * w, 1.f, uint64_t(w * 131 + nq * 7 + n));
+          const int64_t pitch = w + (w % 3);  // value rows wider than the sums, or not
+          const auto kv = random_normal(n * pitch, 1.f, uint64_t(w * 17 + nq + n * 1001));
+          std::vector<float> got(size_t(nq * stride), -7.f), want = got;
+          ops.scaled_dots(q.data(), nq, kv.data(), n, w, 0.17f, got.data(), stride);
+          ref.scaled_dots(q.data(), nq, kv.data(), n, w, 0.17f, want.data(), stride);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "scaled_dots";
+          for (int64_t j = 0; j < nq; ++j) ASSERT_EQ(got[size_t(j * stride + n)], -7.f);
+          // Weights with exact zeros and a negative zero, as a softmax can give.
+          std::vector<float> p = random_normal(nq * stride, 1.f, uint64_t(w + 5 * n + nq));
+          p[0] = 0.f;
+          p[size_t(nq * stride - 1 - 3)] = -0.f;
+          std::vector<float> out(size_t(nq * w + 5), 3.f), out_ref = out;
+          ops.weighted_sums(p.data(), nq, stride, kv.data(), pitch, n, w, out.data());
+          ref.weighted_sums(p.data(), nq, stride, kv.data(), pitch, n, w, out_ref.data());
+          ASSERT_EQ(0, std::memcmp(out.data(), out_ref.data(), out.size() * 4)) << "weighted_sums";
+          ASSERT_EQ(out[size_t(nq * w)], 3.f) << "weighted_sums wrote past its rows";
+        }
+    // And the reference loops against double sums, once per variant.
+    const int64_t w = 40, nq = 3, n = 9, stride = 11;
+    const auto q = random_normal(nq * w, 1.f, 7), kv = random_normal(n * w, 1.f, 8);
+    std::vector<float> sc(size_t(nq * stride));
+    ops.scaled_dots(q.data(), nq, kv.data(), n, w, 0.5f, sc.data(), stride);
+    for (int64_t j = 0; j < nq; ++j)
+      for (int64_t t = 0; t < n; ++t) {
+        double d = 0;
+        for (int64_t i = 0; i < w; ++i) d += double(q[size_t(j * w + i)]) * kv[size_t(t * w + i)];
+        EXPECT_NEAR(sc[size_t(j * stride + t)], 0.5 * d, 1e-5);
+      }
+    std::vector<float> out(size_t(nq * w));
+    ops.weighted_sums(sc.data(), nq, stride, kv.data(), w, n, w, out.data());
+    for (int64_t j = 0; j < nq; ++j)
+      for (int64_t i = 0; i < w; ++i) {
+        double d = 0;
+        for (int64_t t = 0; t < n; ++t) d += double(sc[size_t(j * stride + t)]) * kv[size_t(t * w + i)];
+        EXPECT_NEAR(out[size_t(j * w + i)], d, 1e-4);
+      }
     ++checked;
   }
   EXPECT_GE(checked, 1);

@@ -9,5 +9,9 @@ float dot_f32__avx2(const float* a, const float* b, int64_t n);
 void axpy_f32__avx2(float a, const float* x, float* y, int64_t n);
 float dot_f32__avx512(const float* a, const float* b, int64_t n);
 void axpy_f32__avx512(float a, const float* x, float* y, int64_t n);
+void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int64_t n,
+                             int64_t width, float scale, float* scores, int64_t stride);
+void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
+                               int64_t pitch, int64_t n, int64_t width, float* out);
 
 }  // namespace moex::kernels

@@ -389,6 +389,33 @@ TEST(ModelConfig, MissingListFieldsAndZeroHeadDim) {
   EXPECT_EQ(c.head_dim, c.hidden / c.heads);
 }
 
+// Hunyuan's top-k is used as it is (mlx-lm) unless the config sets moex's norm_topk_prob, as the
+// GGUF mapping of llama.cpp's hunyuan-moe does.
+TEST(ModelConfig, HunyuanRenormalizesOnlyWhenAsked) {
+  json j = preset_config_json(*find_preset("tiny-hunyuan"));
+  EXPECT_FALSE(parse_model_config(j, "h.json").moe.router.renormalize);
+  j["norm_topk_prob"] = true;
+  EXPECT_TRUE(parse_model_config(j, "h.json").moe.router.renormalize);
+  j["norm_topk_prob"] = "yes";
+  expect_error([&] { parse_model_config(j, "h.json"); }, {"h.json", "norm_topk_prob"});
+}
+
+// ERNIE-4.5 routes as mlx-lm (without the correction bias) unless the config sets moex's
+// route_with_correction_bias, as the GGUF mapping of a file with exp_probs_b does.
+TEST(ModelConfig, ErnieRoutesWithTheCorrectionBiasOnlyWhenAsked) {
+  json j = preset_config_json(*find_preset("tiny-ernie4-5-moe"));
+  const ModelConfig plain = parse_model_config(j, "e.json");
+  EXPECT_FALSE(plain.moe.use_expert_bias);
+  EXPECT_EQ(plain.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+  j["route_with_correction_bias"] = true;
+  const ModelConfig biased = parse_model_config(j, "e.json");
+  EXPECT_TRUE(biased.moe.use_expert_bias);
+  EXPECT_TRUE(biased.moe.router.softmax_scores);
+  for (const LayerPlan& l : biased.layers)
+    EXPECT_EQ(l.names.expert_bias.empty(), l.ffn != FfnKind::kMoe);
+  j["route_with_correction_bias"] = 1;
+  expect_error([&] { parse_model_config(j, "e.json"); }, {"e.json", "route_with_correction_bias"});
+}
 
 // Every integer field a family reads is range checked: absurd values (negative, past int32,
 // values whose products wrap int64) are refused naming the field, for one preset per family.

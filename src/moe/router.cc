@@ -160,9 +160,12 @@ RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> e
   c.expert_bias = std::move(expert_bias);
   return c;
 }
-RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid) {
-  RouterConfig c = base(sigmoid ? RoutingRule::kSigmoidBiasTopK : RoutingRule::kSoftmaxTopK,
+RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid,
+                                 bool selection_bias) {
+  RouterConfig c = base(sigmoid || selection_bias ? RoutingRule::kSigmoidBiasTopK
+                                                  : RoutingRule::kSoftmaxTopK,
                         TopKTies::kLowerIndexWins, experts, top_k);
+  c.softmax_scores = !sigmoid && selection_bias;
   c.renormalize = true;
   c.renorm_eps = 0.f;
   c.renorm_floor = 1e-12f;

@@ -96,8 +96,12 @@ RouterConfig minimax_router(int64_t experts, int64_t top_k, std::vector<float> e
 // glm4_moe and dots1 (DeepSeek-V3's "noaux_tc", mlx-lm group_expert_select in both files):
 // ties to the lower index, no renormalization eps, renormalized only when top_k > 1.
 // ernie4_5_moe: softmax (or sigmoid with `sigmoid`) over all experts in f32, top-k of it with
-// ties to the lower index, divided by max(sum, 1e-12).
-RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid);
+// ties to the lower index, divided by max(sum, 1e-12). With `selection_bias` the top-k is of
+// the scores plus a per-expert bias (bound with the weights) and the unbiased scores are kept,
+// as the Hugging Face model's moe_statics.e_score_correction_bias acts (sigmoid_bias_topk,
+// softmax-scored unless `sigmoid`).
+RouterConfig ernie4_5_moe_router(int64_t experts, int64_t top_k, bool sigmoid,
+                                 bool selection_bias = false);
 // bailing_moe (mlx-lm group_expert_select in bailing_moe.py): softmax or sigmoid scores in f32,
 // optional selection bias, group-limited like glm4_moe, top-k with ties to the HIGHER index,
 // divided by (sum + 1e-20) when norm_topk_prob and k > 1, then always * routed_scaling.

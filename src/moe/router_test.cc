@@ -208,6 +208,32 @@ TEST(Router, ErnieSoftmaxOrSigmoidRenormalizedWithFloor) {
   for (float v : c.scores) EXPECT_EQ(v, 0.f);
 }
 
+// ernie4_5_moe with the correction bias (the Hugging Face model's moe_statics, which the GGUF
+// mapping of llama.cpp's exp_probs_b asks for): a zero bias routes as the plain softmax router,
+// bit for bit; a bias moves the selection while the kept scores stay the unbiased softmax
+// values, renormalized over the chosen experts.
+TEST(Router, ErnieSelectionBiasPicksByBiasKeepsSoftmaxScores) {
+  const Routed plain = route(ernie4_5_moe_router(8, 3, false), kLogits);
+  RouterConfig zero = ernie4_5_moe_router(8, 3, false, true);
+  zero.expert_bias.assign(8, 0.f);
+  const Routed z = route(zero, kLogits);
+  EXPECT_EQ(z.ids, plain.ids);
+  EXPECT_EQ(z.scores, plain.scores);
+  RouterConfig biased = ernie4_5_moe_router(8, 3, false, true);
+  biased.expert_bias = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 1.f, -1.f};  // 6 always in, 7 never
+  const Routed b = route(biased, kLogits);
+  for (size_t t = 0; t < 2; ++t) {
+    std::vector<int32_t> ids(b.ids.begin() + long(3 * t), b.ids.begin() + long(3 * t + 3));
+    EXPECT_NE(std::find(ids.begin(), ids.end(), 6), ids.end()) << t;
+    EXPECT_EQ(std::find(ids.begin(), ids.end(), 7), ids.end()) << t;
+    float sum = 0.f;
+    for (size_t j = 0; j < 3; ++j) sum += b.scores[3 * t + j];
+    EXPECT_NEAR(sum, 1.f, 1e-6f) << t;
+  }
+  RouterConfig sig = ernie4_5_moe_router(8, 3, true, true);
+  EXPECT_FALSE(sig.softmax_scores);
+}
+
 // bailing_moe (mlx-lm group_expert_select in bailing_moe.py, same logits and bias): softmax or
 // sigmoid scores, groups zeroed like glm4_moe, ties to the HIGHER index, scaled always.
 TEST(Router, BailingSoftmaxOrSigmoidGroupLimitedHigherIndexWinsTies) {

@@ -115,3 +115,119 @@ def without_mlp_blocks(src_dir, dst_dir):
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
     return dst
+
+
+def hunyuan_as_llamacpp(src_dir, dst_dir):
+    """DST: the Hunyuan checkpoint SRC as llama.cpp's hunyuan-moe can hold it, for moex to run
+    from the directory too: the shared MLP cut to its first moe_intermediate_size hidden units
+    (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases) and
+    intermediate_size set to that, since llama.cpp's loader sizes the experts by
+    feed_forward_length, the converter's intermediate_size (another model then, but one whose
+    two widths agree); the top-k renormalized (moex's norm_topk_prob: llama.cpp's graph and the
+    Hugging Face model renormalize, mlx-lm's hunyuan does not); and the NTK alpha folded into
+    rope_theta as the converter folds it, theta x alpha^(d / (d - 2)), rounded to float32 as the
+    file stores it (a directory load would otherwise keep the double)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    width = cfg["moe_intermediate_size"]
+    width = int(width[0] if isinstance(width, list) else width)
+    out = {}
+    for name in ckpt.names():
+        arr = np.asarray(ckpt.raw(name))
+        prefix, part = name.rsplit(".", 1)
+        if ".mlp.shared_mlp." in name:
+            if prefix.endswith(("gate_proj", "up_proj")):
+                arr = arr[:width]
+            elif ckpt.is_quantized(prefix):
+                bits, group = ckpt.quant_params(prefix)
+                if width % group:
+                    raise ValueError(f"{prefix}: width {width} is not a multiple of group {group}")
+                arr = arr[:, :width * bits // 32] if part == "weight" else arr[:, :width // group]
+            else:
+                arr = arr[:, :width]
+        out[name] = (ckpt.dtype(name), np.ascontiguousarray(arr))
+    d = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+    base = float(cfg["rope_theta"])
+    if cfg.get("rope_scaling"):
+        base *= float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
+    cfg.update(intermediate_size=width, norm_topk_prob=True, rope_theta=float(np.float32(base)),
+               rope_scaling=None)
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst
+
+
+def bailing_as_ling_lite(src_dir, dst_dir):
+    """DST: the tiny Ling checkpoint SRC (which takes Ling 2.0's routing, so that each of its
+    paths acts) in the shape of Ling-lite, the model llama.cpp's bailingmoe runs: softmax
+    routing without the selection bias (mlp.gate.expert_bias dropped) or groups, scale 1, no
+    q/k norms (query_layernorm / key_layernorm dropped), full RoPE, and every layer MoE (the
+    leading dense layers dropped, the rest renumbered). norm_head and norm_topk_prob stay."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    dense = int(cfg.get("first_k_dense_replace") or 0)
+
+    def renamed(name):
+        if not name.startswith("model.layers."):
+            return name
+        parts = name.split(".")
+        if int(parts[2]) < dense:
+            return None
+        parts[2] = str(int(parts[2]) - dense)
+        return ".".join(parts)
+
+    out = {}
+    for name in ckpt.names():
+        new = renamed(name)
+        if new is None or any(s in name for s in (".attention.query_layernorm.",
+                                                  ".attention.key_layernorm.",
+                                                  ".mlp.gate.expert_bias")):
+            continue
+        out[new] = (ckpt.dtype(name), np.asarray(ckpt.raw(name)))
+    for key in ("quantization", "quantization_config"):
+        if isinstance(cfg.get(key), dict):
+            cfg[key] = {renamed(k): v for k, v in cfg[key].items() if renamed(k) is not None}
+    cfg.update(num_hidden_layers=int(cfg["num_hidden_layers"]) - dense, first_k_dense_replace=0,
+               score_function="softmax", moe_router_enable_expert_bias=False, n_group=1,
+               topk_group=1, routed_scaling_factor=1.0, use_qk_norm=False,
+               partial_rotary_factor=1.0)
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst
+
+
+def ernie_with_correction_bias(src_dir, dst_dir, seed=0):
+    """DST: the ERNIE-4.5 MoE checkpoint SRC with a correction bias in every MoE layer
+    (mlp.moe_statics.e_score_correction_bias [E], float32, uniform in [-0.2, 0.2], large next to
+    the softmax scores of 1/E on average, so that it changes the selection) and moex's
+    route_with_correction_bias set: the Hugging Face model's routing of a moe_use_aux_free
+    checkpoint, which llama.cpp runs from exp_probs_b (mlx-lm drops the bias)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    experts = int(cfg["moe_num_experts"])
+    rng = np.random.default_rng(seed)
+    out = {name: (ckpt.dtype(name), np.asarray(ckpt.raw(name))) for name in ckpt.names()}
+    for name in ckpt.names():
+        if name.endswith(".mlp.gate.weight"):
+            bias = rng.uniform(-0.2, 0.2, experts).astype(np.float32)
+            out[name.replace(".mlp.gate.weight", ".mlp.moe_statics.e_score_correction_bias")] = (
+                "F32", bias)
+    cfg["route_with_correction_bias"] = True
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst

@@ -24,16 +24,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
 from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
-                           check_expressible, family_of, gguf_name, tensor_table, text_config)
+                           check_expressible, family_of, gguf_name, lfm2_attention_layers,
+                           llama3_rope_factors, tensor_table, text_config, uniform)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
-                           add_glm4moe_metadata, add_yarn_metadata)
+                           add_glm4moe_metadata, add_yarn_metadata, rope_base)
 from twin_vocab import add_vocab  # noqa: E402
 
 Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.QWEN3NEXT, gguf.MODEL_ARCH.QWEN35MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE, gguf.MODEL_ARCH.LFM2MOE,
+              gguf.MODEL_ARCH.QWEN3NEXT, gguf.MODEL_ARCH.QWEN35MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -89,8 +91,9 @@ class Plan:
 
     def __init__(self, ckpt, mode):
         self.ckpt = ckpt
+        # A multimodal wrapper's text model (llama4, Qwen3.5) as one config from here on.
         ckpt.config = text_config(ckpt.config)
-        cfg = ckpt.config
+        cfg = self.cfg = ckpt.config
         self.model_type, self.fam = family_of(cfg)
         check_expressible(self.model_type, self.fam, cfg)
         self.n_layers = int(cfg["num_hidden_layers"])
@@ -99,7 +102,7 @@ class Plan:
         self.n_kv = int(cfg.get("num_key_value_heads", self.n_head))
         self.head_dim = int(cfg.get("head_dim") or self.hidden // self.n_head)
         self.n_experts = int(cfg[self.fam.n_experts_key])
-        self.top_k = int(cfg[self.fam.top_k_key])
+        self.top_k = uniform(cfg, self.fam.top_k_key)
         self.vocab = int(cfg["vocab_size"])
         self.rows = []
         seen = set()
@@ -114,6 +117,8 @@ class Plan:
                 self._add_kv_b(prefix, layer, mode)
             elif tensor == T.ATTN_QKV and prefix.endswith("linear_attn.in_proj_qkvz"):
                 self._add_qkvz(prefix, layer, mode)
+            elif tensor == T.ATTN_QKV and prefix.endswith("attention.query_key_value"):
+                self._add_qkv_split(prefix, layer, mode)
             else:
                 self._add(prefix, ".weight", tensor, layer, mode)
             seen.add(prefix + ".weight")
@@ -127,6 +132,12 @@ class Plan:
         if left:
             raise Unsupported(f"{ckpt.dir}: tensors with no place in the {self.fam.arch.name} "
                               f"twin: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}")
+        if self.fam.arch == gguf.MODEL_ARCH.LLAMA4 and cfg.get("rope_scaling"):
+            # LlamaModel.generate_extra_tensors: llama3 scaling as per-pair factors
+            self.rows.append(dict(name="rope_freqs.weight", prefix="rope_freqs", part="",
+                                  tensor=T.ROPE_FREQS, qtype=Q.F32, shape=(self.head_dim // 2,),
+                                  permute=0, tied_copy=False, moex_bytes=0,
+                                  data=llama3_rope_factors(cfg, self.head_dim)))
         names = {r["name"] for r in self.rows}
         has_output = gguf_name(T.OUTPUT) + ".weight" in names
         if not has_output and self.fam.arch not in TIED_ARCHS:
@@ -154,8 +165,18 @@ class Plan:
             if tensor == T.SSM_NORM and self.fam.arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
                 groups = int(self.ckpt.config["n_groups"])  # Mamba2Model's reshape
                 shape, qtype = (groups, shape[0] // groups), Q.F32  # a "_norm.weight": F32
+            if tensor == T.SHORTCONV_CONV:  # [H, L, 1] -> [H, L]; F32 as the converter writes
+                shape, qtype = tuple(shape[:2]), Q.F32
         if len(shape) == 1:
             qtype = Q.F32
+        if tensor == T.FFN_EXP_PROBS_B and self.fam.arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
+            # The converter writes the Hugging Face parameter [1, E] as it is; moex's directory
+            # load reads the bias only with route_with_correction_bias (mlx-lm drops it).
+            if not self.ckpt.config.get("route_with_correction_bias"):
+                raise Unsupported(f"{prefix}: llama.cpp adds the correction bias to the "
+                                  "selection; moex's directory load does only with "
+                                  "route_with_correction_bias (set it to compare)")
+            shape = (1,) + tuple(shape)
         permute = 0
         if self.fam.permute_qk and tensor in (T.ATTN_Q, T.ATTN_K):
             permute = self.n_head if tensor == T.ATTN_Q else self.n_kv
@@ -204,10 +225,29 @@ class Plan:
                                   qkvz=(half, kh, dk, vh // kh * dv),
                                   moex_bytes=size * rows // (qkv_rows + z_rows)))
 
+    def _add_qkv_split(self, prefix, layer, mode):
+        """bailing_moe's query_key_value [(heads + 2 kv) * head_dim, hidden] as the converter
+        writes it: its q, k and v row ranges as attn_q / attn_k / attn_v, q and k permuted for
+        RoPE NORM (the rows keep their quantization groups)."""
+        qtype = twin_type(self.ckpt, prefix, mode)
+        size = moex_bytes(self.ckpt, prefix)
+        q, kv = self.n_head * self.head_dim, self.n_kv * self.head_dim
+        total = q + 2 * kv
+        for tensor, start, rows, heads in ((T.ATTN_Q, 0, q, self.n_head),
+                                           (T.ATTN_K, q, kv, self.n_kv),
+                                           (T.ATTN_V, q + kv, kv, 0)):
+            self.rows.append(dict(name=gguf_name(tensor, layer) + ".weight", prefix=prefix,
+                                  part=".weight", tensor=tensor, qtype=qtype,
+                                  shape=(rows, self.hidden), permute=heads, tied_copy=False,
+                                  qkv_rows=(start, start + rows),
+                                  moex_bytes=size * rows // total))
+
     def values(self, row, index=None):
         """The float32 values of one twin tensor (one expert of it when index is given)."""
         ckpt = self.ckpt
-        if row["part"] in (".bias", ""):
+        if row.get("data") is not None:
+            w = row["data"]
+        elif row["part"] in (".bias", ""):
             w = ckpt.float(row["prefix"] + row["part"])
         else:
             w = ckpt.dequantize(row["prefix"], index)
@@ -221,18 +261,24 @@ class Plan:
             parts = ([g[:, :dk], g[:, dk:2 * dk], g[:, 2 * dk:2 * dk + rv]] if half == "qkv"
                      else [g[:, 2 * dk + rv:]])
             w = np.concatenate([p.reshape(-1, w.shape[-1]) for p in parts])
+        if row.get("qkv_rows"):
+            w = w[row["qkv_rows"][0]:row["qkv_rows"][1]]
+        if row["tensor"] == T.OUTPUT and self.normalized_head(row):
+            w = columns_normalized(w)
         if row["tensor"] in (T.SSM_CONV1D, T.SSM_NORM, T.SSM_A, T.SSM_D) and row["part"] != ".bias":
             w = w.reshape(row["shape"])
         if row["tensor"] == T.SSM_A:
             # The converter's -exp(A_log), here evaluated in float64 and rounded once to
             # float32 (the correctly rounded value).
             w = -np.exp(w.astype(np.float64))
-        if row["tensor"] == T.FFN_GATE_INP_SHEXP:
-            w = w.reshape(-1)
+        if row["tensor"] in (T.FFN_GATE_INP_SHEXP, T.SHORTCONV_CONV):
+            w = w.reshape(row["shape"])
         if self.fam.arch == gguf.MODEL_ARCH.QWEN35MOE:
             w = self.tiled_v_heads(row["tensor"], w)
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
+        if row["tensor"] == T.FFN_EXP_PROBS_B:
+            w = np.reshape(w, row["shape"])  # ERNIE's [1, E]
         return np.ascontiguousarray(w, dtype=np.float32)
 
     def tiled_v_heads(self, tensor, w):
@@ -256,6 +302,13 @@ class Plan:
         tail = tail.reshape(kh, vh // kh, unit, *tail.shape[1:]).swapaxes(0, 1)
         w = np.concatenate([head, tail.reshape(-1, *head.shape[1:])])
         return np.ascontiguousarray(np.moveaxis(w, 0, axis))
+
+    def normalized_head(self, row):
+        """bailing_moe's norm_head on a float head: BailingMoeModel.modify_tensors divides it
+        as it converts. A quantized head was normalized before it was quantized (moex's
+        make-model and mlx_lm convert), and moex's directory load reads it as it is."""
+        return (self.model_type == "bailing_moe" and bool(self.ckpt.config.get("norm_head"))
+                and not row["tied_copy"] and not self.ckpt.is_quantized(row["prefix"]))
 
     def mxfp4_blocks(self, row, index=None):
         """An mxfp4 weight's codes and scales as ggml MXFP4 blocks, bytes as they are: per 32
@@ -282,6 +335,17 @@ class Plan:
         return encode(self.values(row), qtype)
 
 
+def columns_normalized(w):
+    """w [vocab, hidden] with each column divided by its L2 norm + 1e-7, in float32, the
+    squares summed row after row: the converter's division (torch.norm over dim 0), in the
+    summation order of MLX's CPU reduction, which moex's directory load also takes."""
+    w = np.asarray(w, dtype=np.float32)
+    sums = np.zeros(w.shape[1], dtype=np.float32)
+    for r in range(w.shape[0]):
+        sums += w[r] * w[r]
+    return w / (np.sqrt(sums) + np.float32(1e-7))
+
+
 def permute_rope_rows(w, n_heads):
     """HF rotate-half q/k rows -> the interleaved pairs of llama.cpp's RoPE NORM (llama arch):
     within a head, new row 2i+a is old row a*head_dim/2+i."""
@@ -302,22 +366,31 @@ def encode(values, qtype):
 
 
 def add_metadata(writer, plan, file_type):
-    cfg = plan.ckpt.config
+    cfg = plan.cfg
     writer.add_name(f"moex twin of {plan.ckpt.dir.name}")
     writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
     writer.add_embedding_length(plan.hidden)
     writer.add_block_count(plan.n_layers)
-    writer.add_feed_forward_length(int(cfg.get("intermediate_size", cfg[plan.fam.expert_dff_key])))
+    # Llama4Model swaps the widths: feed_forward_length is the dense layers' intermediate_size_mlp.
+    writer.add_feed_forward_length(int(cfg.get("intermediate_size_mlp") or
+                                       cfg.get("intermediate_size") or
+                                       uniform(cfg, plan.fam.expert_dff_key)))
     if (plan.fam.expert_dff_key != "intermediate_size"
-            or plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS):
-        writer.add_expert_feed_forward_length(int(cfg[plan.fam.expert_dff_key]))
+            or plan.fam.arch in (gguf.MODEL_ARCH.GPT_OSS, gguf.MODEL_ARCH.LLAMA4,
+                                 gguf.MODEL_ARCH.MINIMAXM2)):
+        writer.add_expert_feed_forward_length(uniform(cfg, plan.fam.expert_dff_key))
     if plan.fam.arch == gguf.MODEL_ARCH.QWEN2MOE:
         writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
     writer.add_head_count(plan.n_head)
     if plan.fam.arch == gguf.MODEL_ARCH.DEEPSEEK2:
         add_deepseek2_metadata(writer, plan, cfg)
     else:
-        writer.add_head_count_kv(plan.n_kv)
+        if plan.fam.arch == gguf.MODEL_ARCH.LFM2MOE:  # 0 for the short-convolution layers
+            attn = lfm2_attention_layers(cfg)
+            writer.add_head_count_kv([plan.n_kv if i in attn else 0
+                                      for i in range(plan.n_layers)])
+        else:
+            writer.add_head_count_kv(plan.n_kv)
         writer.add_key_length(plan.head_dim)
         writer.add_value_length(plan.head_dim)
     if plan.fam.arch == gguf.MODEL_ARCH.GLM4_MOE:
@@ -325,12 +398,15 @@ def add_metadata(writer, plan, file_type):
     elif plan.fam.arch == gguf.MODEL_ARCH.GPT_OSS:
         writer.add_sliding_window(int(cfg["sliding_window"]))
         add_yarn_metadata(writer, cfg)
+    elif plan.fam.arch == gguf.MODEL_ARCH.MINIMAXM2:
+        writer.add_rope_dimension_count(int(cfg["rotary_dim"]))
     elif plan.fam.arch not in (gguf.MODEL_ARCH.DEEPSEEK2, gguf.MODEL_ARCH.QWEN3NEXT,
                                gguf.MODEL_ARCH.QWEN35MOE):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
-    writer.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
-    eps = cfg.get("rms_norm_eps", cfg.get("layer_norm_epsilon", 1e-6))  # nemotron_h: the latter
+    writer.add_rope_freq_base(rope_base(plan, cfg))
+    # lfm2moe names it norm_eps, nemotron_h layer_norm_epsilon.
+    eps = cfg.get("rms_norm_eps", cfg.get("norm_eps", cfg.get("layer_norm_epsilon", 1e-6)))
     writer.add_layer_norm_rms_eps(float(eps))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)
@@ -342,7 +418,7 @@ def add_metadata(writer, plan, file_type):
 def write_gguf(plan, path, file_type, progress, vocab=None):
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[plan.fam.arch])
     add_metadata(writer, plan, file_type)
-    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.ckpt.config)
+    (vocab or add_vocab)(writer, plan.ckpt.dir, plan.cfg)
     for row in plan.rows:
         if row["qtype"] == Q.F32:
             writer.add_tensor_info(row["name"], row["shape"], np.dtype(np.float32),
@@ -399,7 +475,9 @@ def summary(plan, mode, gguf_path, fingerprint):
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
                      "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
                      "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None,
-                     "qkvz_split": list(r["qkvz"]) if r.get("qkvz") else None}
+                     "qkvz_split": list(r["qkvz"]) if r.get("qkvz") else None,
+                     "qkv_rows": list(r["qkv_rows"]) if r.get("qkv_rows") else None,
+                     "columns_normalized": r["tensor"] == T.OUTPUT and plan.normalized_head(r)}
                     for r in rows],
     }
 
@@ -417,7 +495,8 @@ def run_llama_quantize(binary, src, dst, qtype="Q4_K_M"):
         raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
 
 
-def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None):
+def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=True, vocab=None,
+         intermediate="bf16"):
     """Writes OUT (and OUT.json) unless --reuse finds a twin of the same source; returns the
     summary dict. vocab(writer, ckpt_dir, config) writes the tokenizer keys (default: the
     checkpoint's tokenizer.json as "gpt2"; twin_spm.py's for a SentencePiece vocabulary)."""
@@ -439,13 +518,24 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
     elif mode in LLAMA_QUANTIZE_TYPES:
         if llama_quantize is None:
             raise ValueError(f"--type {mode} needs --llama-quantize (scripts/peers/llamacpp.sh)")
-        bf16 = out.with_name(out.name + f".bf16-{os.getpid()}")
+        # The intermediate llama-quantize reads: BF16 (the default: the checkpoint's values as
+        # they are), or Q4_0 (a quarter of the disk, for shapes whose BF16 file does not fit:
+        # llama-quantize requantizes it, so the weights are those of the Q4_0 twin, rounded
+        # twice; the same types and sizes, for speed figures only).
+        ftype = {"bf16": gguf.LlamaFileType.MOSTLY_BF16,
+                 "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[intermediate]
+        if intermediate == "q4_0":
+            plan = Plan(Checkpoint(ckpt_dir), "q4_0")
+        mid = out.with_name(out.name + f".{intermediate}-{os.getpid()}")
         try:
-            write_gguf(plan, bf16, gguf.LlamaFileType.MOSTLY_BF16, progress, vocab)
-            run_llama_quantize(llama_quantize, bf16, tmp, LLAMA_QUANTIZE_TYPES[mode])
+            write_gguf(plan, mid, ftype, progress, vocab)
+            run_llama_quantize(llama_quantize, mid, tmp, LLAMA_QUANTIZE_TYPES[mode])
         finally:
-            bf16.unlink(missing_ok=True)
+            mid.unlink(missing_ok=True)
+        if intermediate == "q4_0":
+            plan = Plan(Checkpoint(ckpt_dir), mode)
         meta = summary(plan, mode, out, fingerprint)
+        meta["intermediate"] = intermediate
         retype_from_file(meta, plan, tmp)
     else:
         raise ValueError(f"--type {mode!r}: expected q4_0, f16 or one of {sorted(LLAMA_QUANTIZE_TYPES)}")
@@ -478,11 +568,14 @@ def main():
     ap.add_argument("--llama-quantize", help="llama-quantize binary (for the types it makes)")
     ap.add_argument("--reuse", action="store_true", help="keep OUT if it is a twin of the same "
                     "source, type and writer version")
+    ap.add_argument("--intermediate", default="bf16", choices=["bf16", "q4_0"],
+                    help="the file llama-quantize reads for its types: bf16 (default) or q4_0 "
+                    "(a quarter of the disk; the weights rounded twice: for speed figures)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
     try:
         meta = twin(args.checkpoint, args.out, args.type, args.llama_quantize, args.reuse,
-                    progress=not args.quiet)
+                    progress=not args.quiet, intermediate=args.intermediate)
     except (Unsupported, ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"gguf_twin: {e}", file=sys.stderr)
         return 2

@@ -23,9 +23,10 @@ import gguf
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gguf_twin import permute_rope_rows, twin  # noqa: E402
+from gguf_twin import columns_normalized, permute_rope_rows, twin  # noqa: E402
 from mlx_checkpoint import Checkpoint  # noqa: E402
-from twin_families import FAMILIES, Unsupported, text_config  # noqa: E402
+from twin_families import (FAMILIES, Unsupported, llama3_rope_factors,  # noqa: E402
+                           text_config)
 
 Q = gguf.GGMLQuantizationType
 PROMPT = [1, 2, 3]
@@ -54,6 +55,8 @@ def requant_bound(values, qtype):
 
 def moex_values(ckpt, entry, cfg):
     """What moex computes for this twin tensor, permuted as the twin needs (float64)."""
+    if entry["name"] == "rope_freqs.weight":  # llama4: computed from the llama3 rope_scaling
+        return llama3_rope_factors(cfg, int(cfg["head_dim"])).astype(np.float64)
     src = entry["source"]
     prefix = src.rsplit(".", 1)[0]
     # A Linear's bias and the bare tensors (glm4moe's exp_probs_b from e_score_correction_bias,
@@ -65,8 +68,16 @@ def moex_values(ckpt, entry, cfg):
         half, nope, v, latent = entry["kv_b_split"]
         w = w.reshape(-1, nope + v, latent)
         w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+    if entry["name"].endswith(".exp_probs_b.bias"):  # ERNIE's [1, E]
+        w = w.reshape(entry["shape"])
+    if entry.get("qkv_rows"):  # bailing_moe: a row range of query_key_value
+        w = w[entry["qkv_rows"][0]:entry["qkv_rows"][1]]
+    if entry.get("columns_normalized"):  # bailing_moe's norm_head, as the converter applies it
+        w = np.asarray(columns_normalized(w), dtype=np.float64)
     if entry["name"].startswith("blk.") and entry["name"].endswith("ffn_gate_inp_shexp.weight"):
         w = w.reshape(-1)
+    if entry["name"].endswith("shortconv.conv.weight"):  # lfm2moe: MLX [H, L, 1] -> [H, L]
+        w = w.reshape(w.shape[0], w.shape[1])
     w = hybrid_values(w, entry, text_config(cfg))
     if entry["rope_permuted"]:
         heads = cfg["num_attention_heads"] if ".attn_q." in entry["name"] else \
@@ -350,18 +361,29 @@ def main():
             cfg.pop("time_step_limit", None)
             (e / "config.json").write_text(json.dumps(cfg, indent=1))
             return e
-        if cfg["model_type"] == "deepseek_v2":
+        if cfg["model_type"] == "bailing_moe":  # Ling-lite's shape, llama.cpp's bailingmoe
+            from checkpoint_edits import bailing_as_ling_lite
+            return bailing_as_ling_lite(d, work / f"{preset}-lite")
+        if cfg["model_type"] == "hunyuan":
+            from checkpoint_edits import hunyuan_as_llamacpp  # (it imports this module)
+            return hunyuan_as_llamacpp(d, work / f"{preset}-llamacpp")
+        if cfg["model_type"] in ("deepseek_v2", "deepseek_v3"):
             # llama.cpp's deepseek2 YaRN takes mscale = mscale_all_dim (as DeepSeek-V2's
             # configs have them); the tiny preset sets them apart, which the writer refuses.
-            e = work / f"{preset}-mscale"
-            e.mkdir(exist_ok=True)
-            for f in d.iterdir():
-                if f.name != "config.json" and not (e / f.name).exists():
-                    (e / f.name).symlink_to(f.resolve())
             cfg["rope_scaling"]["mscale"] = cfg["rope_scaling"]["mscale_all_dim"]
-            (e / "config.json").write_text(json.dumps(cfg, indent=1))
-            return e
-        return d
+        elif cfg["model_type"] == "llama4":
+            # llama.cpp's llama4 chunks attention by 8192 whatever the checkpoint says; the
+            # tiny preset's chunk is its 4096 context, which the writer refuses.
+            cfg["text_config"]["attention_chunk_size"] = 8192
+        else:
+            return d
+        e = work / f"{preset}-edited"
+        e.mkdir(exist_ok=True)
+        for f in d.iterdir():
+            if f.name != "config.json" and not (e / f.name).exists():
+                (e / f.name).symlink_to(f.resolve())
+        (e / "config.json").write_text(json.dumps(cfg, indent=1))
+        return e
 
     qwen3 = make("tiny-qwen3-moe")
     try:

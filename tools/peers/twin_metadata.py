@@ -40,9 +40,10 @@ def add_yarn_metadata(writer, cfg):
 
 
 def add_deepseek2_metadata(writer, plan, cfg):
-    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py): MLA as MQA over the latent
-    (head_count_kv 1, key / value lengths of the latent, the per-head ones as *_mla), the
-    routing keys, YaRN with 0.1 * mscale_all_dim as the log multiplier."""
+    """DeepseekV2Model.set_gguf_parameters (conversion/deepseek.py, which also converts
+    DeepseekV3ForCausalLM): MLA as MQA over the latent (head_count_kv 1, key / value lengths of
+    the latent, the per-head ones as *_mla), the routing keys, YaRN with 0.1 * mscale_all_dim
+    as the log multiplier."""
     nope, rope, v = (int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]),
                      int(cfg["v_head_dim"]))
     latent = int(cfg["kv_lora_rank"])
@@ -67,9 +68,15 @@ def add_deepseek2_metadata(writer, plan, cfg):
         writer.add_expert_group_count(int(cfg["n_group"]))
     if cfg.get("topk_group") is not None:
         writer.add_expert_group_used_count(int(cfg["topk_group"]))
-    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    # The base converter's scoring_func key: DeepSeek-V3's configs say "sigmoid" (V2's predate
+    # the field: softmax); norm_topk_prob only when true (DeepseekV2Model).
+    sigmoid = cfg.get("scoring_func", "softmax") == "sigmoid"
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if sigmoid
+                                  else gguf.ExpertGatingFuncType.SOFTMAX)
+    if cfg.get("norm_topk_prob"):
+        writer.add_expert_weights_norm(True)
     add_yarn_metadata(writer, cfg)
-    rs = cfg["rope_scaling"]
+    rs = cfg.get("rope_scaling") or {}
     if rs.get("mscale_all_dim") is not None:
         writer.add_rope_scaling_yarn_log_mul(0.1 * float(rs["mscale_all_dim"]))
 
@@ -92,12 +99,52 @@ def add_arch_metadata(writer, plan, cfg):
         writer.add_rope_dimension_sections((sections + [0, 0, 0, 0])[:4])
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.LFM2MOE:
+        # LFM2MoeModel.set_gguf_parameters (conversion/lfm2.py); head_count_kv is written
+        # per layer by add_metadata.
+        writer.add_leading_dense_block_count(int(cfg.get("num_dense_layers", 0)))
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        writer.add_shortconv_l_cache(int(cfg["conv_L_cache"]))
+    elif arch == gguf.MODEL_ARCH.LLAMA4:
+        # Llama4Model.set_gguf_parameters (conversion/llama.py); no sliding_window key unless
+        # every layer is full attention (MobileLLM), which the twin does not write.
+        writer.add_interleave_moe_layer_step(int(cfg["interleave_moe_layer_step"]))
+    elif arch == gguf.MODEL_ARCH.MINIMAXM2:
+        # The base converter's gating function from scoring_func (llama.cpp's minimax-m2 sets
+        # no default: without the key its graph aborts).
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     elif arch == gguf.MODEL_ARCH.GRANITE_MOE:
         # GraniteModel.set_gguf_parameters (conversion/granite.py): the muP multipliers.
         writer.add_attention_scale(float(cfg["attention_multiplier"]))
         writer.add_embedding_scale(float(cfg["embedding_multiplier"]))
         writer.add_residual_scale(float(cfg["residual_multiplier"]))
         writer.add_logit_scale(float(cfg["logits_scaling"]))
+    elif arch == gguf.MODEL_ARCH.BAILINGMOE:
+        # BailingMoeModel.set_gguf_parameters (conversion/bailingmoe.py): the scale written as
+        # 1 whatever the config says (check_bailing refuses another), the shared experts'
+        # count, the renormalization flag.
+        writer.add_leading_dense_block_count(int(cfg.get("first_k_dense_replace") or 0))
+        writer.add_expert_weights_scale(1.0)
+        writer.add_expert_shared_count(int(cfg["num_shared_experts"]))
+        writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    elif arch == gguf.MODEL_ARCH.HUNYUAN_MOE:
+        # HunYuanMoEModel.set_gguf_parameters (conversion/hunyuan.py): the shared MLP's width
+        # and count; the NTK alpha is folded into the base (rope_base), scaling type none.
+        writer.add_expert_shared_feed_forward_length(int(cfg["intermediate_size"]))
+        writer.add_expert_shared_count(1)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+        writer.add_rope_scaling_factor(1)
+
+
+def rope_base(plan, cfg):
+    """rope.freq_base: rope_theta, for Hunyuan times alpha^(d / (d - 2)) with d = hidden /
+    heads when its rope_scaling is "dynamic" (the converter's fold of the NTK alpha)."""
+    base = float(cfg.get("rope_theta", 10000.0))
+    rs = cfg.get("rope_scaling") or {}
+    if plan.fam.arch == gguf.MODEL_ARCH.HUNYUAN_MOE and rs.get("type") == "dynamic":
+        d = plan.hidden // plan.n_head
+        base *= float(rs.get("alpha", 1000)) ** (d / (d - 2))
+    return base
 
 
 def add_dots1_metadata(writer, cfg):

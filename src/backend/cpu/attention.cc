@@ -1,6 +1,6 @@
-// GQA attention: one (row, kv head, block of its query heads) is one unit of work; scores in f32 (SIMD dot products of
-// the active instruction set, kernels/vector_f32.h), max-subtracted softmax, weighted sum of
-// values.
+// GQA attention: one (kv head, block of its query heads, tile of rows) is one unit of work;
+// scores in f32 (SIMD dot products of the active instruction set, kernels/vector_f32.h),
+// max-subtracted softmax, weighted sum of values.
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
@@ -17,36 +17,51 @@ namespace moex::ops {
 namespace {
 
 // Query heads per unit of work: the heads of one group that share a kv head are computed
-// together, so each key and value row is read once for up to kHeadsPerUnit heads (one head per
-// unit read the whole cache once per head: L2-bound at Qwen3's 8 heads per kv head).
-constexpr int64_t kHeadsPerUnit = 4;
+// together, so each key and value row is read once for up to kHeadsPerUnit heads (the vector
+// ops take the keys in chunks that stay in L1 for all of them).
+constexpr int64_t kHeadsPerUnit = 16;
+// Query rows per unit: a tile of rows shares every key and value row it reads too. With one
+// row per unit, a 512-token prefill read each kv head's keys and values (256 KB each at
+// Qwen3's shape) once per row, and the units of all kv heads in turn did not fit in L2.
+constexpr int64_t kRowsPerTile = 4;
 
-// Query heads [h0, h1) of row r, all in the group of one kv head. scores: [h1 - h0][keys].
-void attend_heads(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64_t r, int64_t h0,
-                  int64_t h1, float* scores, int64_t stride) {
+// The keys row r sees: [first, last].
+struct KeyRange {
+  int64_t first, last;
+};
+KeyRange key_range(const AttentionArgs& a, int64_t r) {
+  const int64_t pos = a.pos0 + r;
+  int64_t first = a.chunk > 0 ? pos - pos % a.chunk : 0;
+  if (a.window > 0) first = std::max(first, pos - a.window + 1);
+  return {first, pos};
+}
+
+// Rows [r0, r1) x query heads [h0, h1), all heads in the group of one kv head. Each (row,
+// head) pair does what one row alone would: its scores q.k * scale over its keys in a row of
+// `scores` (stride floats apart), the softmax of that row, then its output as the sum of
+// value rows weighted by the scores, accumulated in key order from zero (the vector ops'
+// scaled_dots and weighted_sums over the row's heads). The rows of a tile read the same keys
+// and values while they are in cache, and the result does not depend on the tile.
+void attend_tile(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64_t r0,
+                 int64_t r1, int64_t h0, int64_t h1, float* scores, int64_t stride) {
   const KvCache& c = *a.cache;
   const int64_t hd = c.head_dim();
   const int64_t kvh = h0 / (a.heads / c.kv_heads());
-  const int64_t pos = a.pos0 + r;
-  int64_t first = a.chunk > 0 ? pos - pos % a.chunk : 0;  // keys first..pos
-  if (a.window > 0) first = std::max(first, pos - a.window + 1);
-  const int64_t n = pos + 1 - first, nh = h1 - h0;
-  const float* q = a.q + (r * a.heads + h0) * hd;
-  float* o = a.out + (r * a.heads + h0) * hd;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* k = c.key(first + t, kvh);
-    for (int64_t j = 0; j < nh; ++j) scores[j * stride + t] = vec.dot(q + j * hd, k, hd) * a.scale;
-  }
-  for (int64_t j = 0; j < nh; ++j) {
-    if (a.sinks)
-      softmax_with_sink(scores + j * stride, n, a.sinks[h0 + j]);
-    else
-      softmax(scores + j * stride, n);
-  }
-  for (int64_t i = 0; i < nh * hd; ++i) o[i] = 0.f;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* v = c.value(first + t, kvh);
-    for (int64_t j = 0; j < nh; ++j) vec.axpy(scores[j * stride + t], v, o + j * hd, hd);
+  const int64_t nh = h1 - h0;
+  for (int64_t r = r0; r < r1; ++r) {
+    const KeyRange kr = key_range(a, r);
+    const int64_t n = kr.last + 1 - kr.first;
+    float* s = scores + (r - r0) * nh * stride;
+    vec.scaled_dots(a.q + (r * a.heads + h0) * hd, nh, c.key(kr.first, kvh), n, hd, a.scale, s,
+                    stride);
+    for (int64_t j = 0; j < nh; ++j) {
+      if (a.sinks)
+        softmax_with_sink(s + j * stride, n, a.sinks[h0 + j]);
+      else
+        softmax(s + j * stride, n);
+    }
+    vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), hd, n, hd,
+                      a.out + (r * a.heads + h0) * hd);
   }
 }
 
@@ -58,20 +73,32 @@ void attention(const AttentionArgs& a) {
   if (a.heads % c.kv_heads() != 0 || a.pos0 + a.rows > c.length())
     fail("attention: ", a.heads, " heads over ", c.kv_heads(), " kv heads, rows up to ",
          a.pos0 + a.rows, " but the cache holds ", c.length());
-  // Units: (row, kv head, block of up to kHeadsPerUnit of its query heads).
+  // Units: (kv head, block of its query heads, tile of up to kRowsPerTile rows), the tiles of
+  // one head block consecutive so that a thread's units reuse one kv head's keys and values.
+  // A unit takes as many heads of a group as it can while there are units enough for every
+  // thread (decode has one tile: a kv head's heads are split only when the threads outnumber
+  // the kv heads). The blocking changes no result.
   const int64_t group = a.heads / c.kv_heads();
-  const int64_t per_unit = group < kHeadsPerUnit ? group : kHeadsPerUnit;
-  const int64_t blocks = (group + per_unit - 1) / per_unit;
-  const int64_t units = a.rows * c.kv_heads() * blocks;
+  const int64_t tiles = (a.rows + kRowsPerTile - 1) / kRowsPerTile;
+  int64_t per_unit = group < kHeadsPerUnit ? group : kHeadsPerUnit;
+  auto blocks_of = [&](int64_t per) { return (group + per - 1) / per; };
+  while (per_unit > 1 && c.kv_heads() * blocks_of(per_unit) * tiles < num_threads())
+    per_unit = (per_unit + 1) / 2;
+  const int64_t blocks = blocks_of(per_unit);
+  const int64_t units = c.kv_heads() * blocks * tiles;
   const int64_t max_keys = a.pos0 + a.rows;
+  const int64_t tile_rows = std::min(a.rows, kRowsPerTile);
   const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
-  parallel_for_work(units, per_unit * max_keys * c.head_dim() * 2, [&](int64_t lo, int64_t hi) {
-    std::vector<float> scores(static_cast<size_t>(per_unit * max_keys));
+  const int64_t work = tile_rows * per_unit * max_keys * c.head_dim() * 2;
+  parallel_for_work(units, work, [&](int64_t lo, int64_t hi) {
+    std::vector<float> scores(static_cast<size_t>(tile_rows * per_unit * max_keys));
     for (int64_t u = lo; u < hi; ++u) {
-      const int64_t r = u / (c.kv_heads() * blocks), rest = u % (c.kv_heads() * blocks);
-      const int64_t h0 = (rest / blocks) * group + (rest % blocks) * per_unit;
-      const int64_t h1 = std::min(h0 + per_unit, (rest / blocks + 1) * group);
-      attend_heads(a, vec, r, h0, h1, scores.data(), max_keys);
+      const int64_t head_block = u / tiles, tile = zigzag_slot(u % tiles, tiles);
+      const int64_t kvh = head_block / blocks, b = head_block % blocks;
+      const int64_t h0 = kvh * group + b * per_unit;
+      const int64_t h1 = std::min(h0 + per_unit, (kvh + 1) * group);
+      const int64_t r0 = tile * kRowsPerTile, r1 = std::min(r0 + kRowsPerTile, a.rows);
+      attend_tile(a, vec, r0, r1, h0, h1, scores.data(), max_keys);
     }
   });
 }

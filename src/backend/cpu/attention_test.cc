@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -154,8 +155,56 @@ TEST(Attention, SlidingWindowAndSinksMatchTheReference) {
   for (float x : out) EXPECT_LT(std::fabs(x), 1e-12f);
 }
 
-// Work units are (row, kv head, block of up to 4 query heads): a head's values must not depend
-// on how many threads share the units.
+// A prefill that continues a sequence (pos0 > 0) over a row count that is not a multiple of
+// the row tile, large enough to be split between threads, equals decoding its rows one at a
+// time bit for bit: plain causal, chunked (tiles whose rows start in different chunks) and
+// windowed (tiles whose rows see different first keys).
+TEST(Attention, LongPrefillAfterAPrefixEqualsDecodeWithChunksAndWindows) {
+  const int saved = num_threads();
+  set_num_threads(2);
+  const Case c{8, 2, 64, 203};
+  const int64_t prefix = 37, rows = c.len - prefix;
+  auto k = random_vec(c.len * c.kv_heads * c.hd, 60);
+  auto v = random_vec(c.len * c.kv_heads * c.hd, 61);
+  auto q = random_vec(c.len * c.heads * c.hd, 62, -2.f, 2.f);
+  const int64_t kvrow = c.kv_heads * c.hd, qrow = c.heads * c.hd;
+  for (auto [chunk, window] : {std::pair<int64_t, int64_t>{0, 0}, {50, 0}, {0, 29}}) {
+    KvCache cache(c.kv_heads, c.hd, c.len);
+    cache.append(k.data(), v.data(), c.len);
+    std::vector<float> pre(size_t(rows * qrow));
+    attention({.q = q.data() + prefix * qrow, .cache = &cache, .rows = rows, .pos0 = prefix,
+               .heads = c.heads, .scale = 0.125f, .out = pre.data(), .chunk = chunk,
+               .window = window});
+    KvCache inc(c.kv_heads, c.hd, c.len);
+    inc.append(k.data(), v.data(), prefix);
+    for (int64_t r = 0; r < rows; ++r) {
+      inc.append(k.data() + (prefix + r) * kvrow, v.data() + (prefix + r) * kvrow, 1);
+      std::vector<float> o(static_cast<size_t>(qrow));
+      attention({.q = q.data() + (prefix + r) * qrow, .cache = &inc, .rows = 1,
+                 .pos0 = prefix + r, .heads = c.heads, .scale = 0.125f, .out = o.data(),
+                 .chunk = chunk, .window = window});
+      ASSERT_EQ(0, std::memcmp(o.data(), pre.data() + r * qrow, size_t(qrow) * 4))
+          << "row " << r << " chunk " << chunk << " window " << window;
+    }
+    // And the reference, for a few rows of each tile position.
+    for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{77}, rows - 1})
+      for (int64_t h : {int64_t{0}, int64_t{5}}) {
+        const int64_t p = prefix + r;
+        int64_t first = chunk > 0 ? p - p % chunk : 0;
+        if (window > 0) first = std::max(first, p - window + 1);
+        std::vector<float> qr(q.begin() + (p * c.heads + h) * c.hd,
+                              q.begin() + (p * c.heads + h + 1) * c.hd);
+        auto ref = reference(qr, k, v, c, p, h, 0.125, first);
+        EXPECT_LT(max_abs_diff(pre.data() + (r * c.heads + h) * c.hd, ref.data(), c.hd),
+                  (c.len + c.hd) * kEps * 8)
+            << "row " << r << " head " << h << " chunk " << chunk << " window " << window;
+      }
+  }
+  set_num_threads(saved);
+}
+
+// Work units are (kv head, block of its query heads, tile of rows), the blocks smaller when
+// threads outnumber units: a head's values must not depend on how many threads share them.
 TEST(Attention, SameBitsAtEveryThreadCount) {
   const int saved = num_threads();
   const Case c{12, 2, 16, 40};
@@ -164,17 +213,28 @@ TEST(Attention, SameBitsAtEveryThreadCount) {
   auto v = random_vec(c.len * c.kv_heads * c.hd, 41);
   auto q = random_vec(c.len * c.heads * c.hd, 42, -2.f, 2.f);
   cache.append(k.data(), v.data(), c.len);
-  std::vector<std::vector<float>> outs;
-  for (int threads : {1, 2, 3}) {
+  std::vector<std::vector<float>> outs, last_rows;
+  const int64_t qrow = c.heads * c.hd;
+  for (int threads : {1, 2, 3, 8}) {
     set_num_threads(threads);
     std::vector<float> out(q.size());
     attention({.q = q.data(), .cache = &cache, .rows = c.len, .pos0 = 0, .heads = c.heads,
                .scale = 0.25f, .out = out.data()});
     outs.push_back(out);
+    // The last row alone (decode): a kv head's 6 heads split into smaller blocks when the
+    // threads outnumber the kv heads.
+    std::vector<float> last(static_cast<size_t>(qrow));
+    attention({.q = q.data() + (c.len - 1) * qrow, .cache = &cache, .rows = 1,
+               .pos0 = c.len - 1, .heads = c.heads, .scale = 0.25f, .out = last.data()});
+    last_rows.push_back(last);
   }
   set_num_threads(saved);
-  for (size_t i = 1; i < outs.size(); ++i)
+  for (size_t i = 1; i < outs.size(); ++i) {
     EXPECT_EQ(0, std::memcmp(outs[i].data(), outs[0].data(), outs[0].size() * 4)) << i;
+    EXPECT_EQ(0, std::memcmp(last_rows[i].data(), last_rows[0].data(), size_t(qrow) * 4)) << i;
+  }
+  EXPECT_EQ(0, std::memcmp(last_rows[0].data(), outs[0].data() + (c.len - 1) * qrow,
+                           size_t(qrow) * 4));
 }
 
 TEST(KvCache, OverflowIsAnError) {

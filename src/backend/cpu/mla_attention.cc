@@ -25,8 +25,9 @@ void check(const MlaAttentionArgs& a) {
          " heads of ", c.head_dim(), ", ", c.length(), " positions");
 }
 
-// Heads per unit of work: the cache rows are read once for this many heads.
-constexpr int64_t kMlaHeadsPerUnit = 8;
+// Heads per unit of work, at most: the cache rows are read once for this many heads (the
+// vector ops take them in chunks that stay in L1 for all of a unit's heads).
+constexpr int64_t kMlaHeadsPerUnit = 64;
 
 }  // namespace
 
@@ -68,28 +69,28 @@ void mla_attention(const MlaAttentionArgs& a) {
   check(a);
   const KvCache& c = *a.cache;
   const int64_t dim = c.head_dim(), L = a.latent_dim;
-  const int64_t per_unit = std::min(a.heads, kMlaHeadsPerUnit);
-  const int64_t blocks = (a.heads + per_unit - 1) / per_unit;
+  // As many heads per unit as leave a unit for every thread (decode: one row, so DeepSeek-V3's
+  // 128 heads make one block per thread rather than 16 blocks that each read the whole cache).
+  int64_t per_unit = std::min(a.heads, kMlaHeadsPerUnit);
+  auto blocks_of = [&](int64_t per) { return (a.heads + per - 1) / per; };
+  while (per_unit > 1 && a.rows * blocks_of(per_unit) < num_threads())
+    per_unit = (per_unit + 1) / 2;
+  const int64_t blocks = blocks_of(per_unit);
   const int64_t max_keys = a.pos0 + a.rows;
   const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
+  // Units: (block of heads, row), the rows handed out first-last-second-... (zigzag_slot).
+  // Each (row, head) pair: its scores over the cache rows, their softmax, and the sum of the
+  // rows' latent parts (the values: the first L of each dim-wide row) weighted by them.
   parallel_for_work(a.rows * blocks, per_unit * max_keys * (dim + L), [&](int64_t lo, int64_t hi) {
     std::vector<float> scores(size_t(per_unit * max_keys));
     for (int64_t u = lo; u < hi; ++u) {
-      const int64_t r = u / blocks, h0 = (u % blocks) * per_unit;
+      const int64_t r = zigzag_slot(u % a.rows, a.rows), h0 = (u / a.rows) * per_unit;
       const int64_t nh = std::min(per_unit, a.heads - h0), n = a.pos0 + r + 1;
-      const float* q = a.q + (r * a.heads + h0) * dim;
-      for (int64_t t = 0; t < n; ++t) {
-        const float* k = c.key(t, 0);
-        for (int64_t j = 0; j < nh; ++j)
-          scores[size_t(j * max_keys + t)] = vec.dot(q + j * dim, k, dim) * a.scale;
-      }
+      vec.scaled_dots(a.q + (r * a.heads + h0) * dim, nh, c.key(0, 0), n, dim, a.scale,
+                      scores.data(), max_keys);
       for (int64_t j = 0; j < nh; ++j) softmax(scores.data() + j * max_keys, n);
-      float* o = a.out + (r * a.heads + h0) * L;
-      std::fill(o, o + nh * L, 0.f);
-      for (int64_t t = 0; t < n; ++t) {
-        const float* k = c.key(t, 0);
-        for (int64_t j = 0; j < nh; ++j) vec.axpy(scores[size_t(j * max_keys + t)], k, o + j * L, L);
-      }
+      vec.weighted_sums(scores.data(), nh, max_keys, c.key(0, 0), dim, n, L,
+                        a.out + (r * a.heads + h0) * L);
     }
   });
 }

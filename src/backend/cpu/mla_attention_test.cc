@@ -27,9 +27,11 @@ struct Case {
 };
 
 // Tails (odd widths), one head, more heads than a block (8), a prefill after cached
-// positions, DeepSeek-V3's 512 + 64 at a few heads.
+// positions, DeepSeek-V3's 512 + 64 at a few heads, and a prefill long enough to be split
+// between threads (rows handed out out of order).
 const Case kCases[] = {{1, 0, 1, 4, 2, 3},     {5, 0, 3, 17, 6, 5},   {3, 4, 11, 32, 8, 16},
-                       {7, 2, 16, 33, 4, 7},   {1, 9, 9, 64, 32, 32}, {4, 3, 3, 512, 64, 128}};
+                       {7, 2, 16, 33, 4, 7},   {1, 9, 9, 64, 32, 32}, {4, 3, 3, 512, 64, 128},
+                       {41, 6, 12, 80, 16, 24}};
 
 struct Inputs {
   // q_nope [rows][heads][nope], W_uk [heads][latent][nope], q_pe [rows][heads][rope];

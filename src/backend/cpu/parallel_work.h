@@ -21,4 +21,9 @@ void parallel_for_work(int64_t n, int64_t work_per_item, Fn&& fn) {
   parallel_for(n, fn);
 }
 
+// The item at slot i of n when items are handed out first, last, second, second last, ...:
+// causal attention's rows cost more the later they are, so a contiguous run of slots (one
+// thread's share of parallel_for) pairs cheap items with dear ones.
+inline int64_t zigzag_slot(int64_t i, int64_t n) { return i % 2 == 0 ? i / 2 : n - 1 - i / 2; }
+
 }  // namespace moex::ops

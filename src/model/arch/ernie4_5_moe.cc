@@ -4,7 +4,8 @@
 // moe_layer_interval, dense layers of intermediate_size otherwise; a Linear router, softmax (or
 // sigmoid, moe_gate_act) over all experts, top-k, divided by max(sum, 1e-12); ungated shared
 // experts of moe_num_shared_experts x the expert size. mlx-lm's sanitize drops the MTP block and
-// e_score_correction_bias, which its forward pass never reads (docs/families.md).
+// e_score_correction_bias, which its forward pass never reads (docs/families.md), unless moex's
+// own route_with_correction_bias field asks for the Hugging Face model's biased selection.
 #include <algorithm>
 
 #include "core/error.h"
@@ -71,7 +72,14 @@ class Ernie45MoeFamily final : public Family {
         io::has_field(j, "moe_gate_act") ? io::get_string(j, "moe_gate_act", f) : "softmax";
     if (act != "softmax" && act != "sigmoid")
       fail(f, ": field 'moe_gate_act' is \"", act, "\"; expected \"softmax\" or \"sigmoid\"");
-    c.moe.router = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, act == "sigmoid");
+    // route_with_correction_bias is moex's own field (ERNIE's configs have none, so the mlx-lm
+    // reading of a checkpoint directory is unchanged): the selection adds
+    // mlp.moe_statics.e_score_correction_bias [E], as the Hugging Face model does and mlx-lm
+    // does not (its sanitize drops the tensor). The GGUF mapping sets it for files with
+    // exp_probs_b, which llama.cpp's graph adds to the selection.
+    c.moe.use_expert_bias = io::get_bool_or(j, "route_with_correction_bias", false, f);
+    c.moe.router = moe::ernie4_5_moe_router(c.moe.num_experts, c.moe.top_k, act == "sigmoid",
+                                            c.moe.use_expert_bias);
     const int64_t shared = arch::get_size(j, "moe_num_shared_experts", 64, f, 0);
     c.moe.shared_dff = shared * c.moe.expert_dff;
     const int64_t start = get_layer_index(j, "moe_layer_start_index", false, 0, f);
@@ -90,6 +98,8 @@ class Ernie45MoeFamily final : public Family {
       } else {
         arch::set_switch_mlp_names(l.names, p + ".mlp", "gate", "gate_proj", "up_proj",
                                    "down_proj");
+        if (c.moe.use_expert_bias)
+          l.names.expert_bias = p + ".mlp.moe_statics.e_score_correction_bias";
         if (shared > 0) {
           arch::set_shared_mlp_names(l.names, p + ".mlp.shared_experts");
         }

@@ -290,14 +290,22 @@ void Engine::check_tokens(const int32_t* tokens, int64_t n) const {
       fail("token id ", tokens[i], " is outside the vocabulary [0, ", cfg_.vocab, ") of ", dir_);
 }
 
-// A single-token step is what the online measurement times; `profiled`: the step's clock
-// added to the profile.
+// A single-token step is what the online measurement times.
 void Engine::begin_step(int64_t n) {
   policy_->begin_step(n);
 }
 
-void Engine::end_step(int64_t n, bool profiled) {
-  if (profiled) ++profile_.steps;
+// The profile a step's clock charges while profiling is on: decode steps (every part one
+// token) to profile_, the rest (prefill) to prefill_profile_.
+DecodeProfile* Engine::step_profile(bool decode_only) {
+  if (!profiling_) return nullptr;
+  return decode_only ? &profile_ : &prefill_profile_;
+}
+
+// `profiled`: the profile the step's clock charged (null when none); a decode step counts
+// one step, a prefill pass its n tokens.
+void Engine::end_step(int64_t n, DecodeProfile* profiled) {
+  if (profiled) profiled->steps += profiled == &profile_ ? 1 : n;
   if (ep_) ep_->end_step(ffn_scratch_.moe.rank_experts);
   policy_->end_step(n);
 }
@@ -332,8 +340,8 @@ const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n
     const SequenceChunk part{&seq, tokens, n, true};
     return run_batch(&part, 1);
   }
-  const bool profiled = profiling_ && n == 1;  // prefill is not a decode step
-  DecodeOpClock clock(profiled ? &profile_ : nullptr);
+  DecodeProfile* const profiled = step_profile(n == 1);
+  DecodeOpClock clock(profiled);
   begin_step(n);
   const int64_t V = cfg_.vocab;
   logits_.grow(*be_, n * V);
@@ -342,9 +350,11 @@ const float* Engine::run_forward(Sequence& seq, const int32_t* tokens, int64_t n
     segments_.assign(1, SequenceRows{&seq, 0, rows});
     run_rows(tokens + done, rows, clock);
     norm(w_.final_norm, h_.data(), xn_.data(), rows);
+    clock.lap(DecodeOp::kNormsResidual);
     be_->linear(
         {.lin = &w_.lm_head, .x = xn_.data(), .rows = rows, .out = logits_.data() + done * V});
     scale_logits(logits_.data() + done * V, rows);
+    clock.lap(DecodeOp::kLmHead);
   }
   end_step(n, profiled);
   return host_logits(n * V);

@@ -223,10 +223,16 @@ class Engine : private StepRunner {
   void reset_expert_parallel_stats();
 
   // Decode profiling (decode_profile.h): while on, every single-token forward pass and every
-  // decode_batch step adds its time per op group to profile() (one step each). Off by default.
+  // decode_batch step adds its time per op group to profile() (one step each), and every
+  // other forward pass (prefill) to prefill_profile(), whose `steps` count the pass's tokens,
+  // so its figures are per prompt token. Off by default.
   void set_profiling(bool on) { profiling_ = on; }
   const DecodeProfile& profile() const { return profile_; }
-  void reset_profile() { profile_.reset(); }
+  const DecodeProfile& prefill_profile() const { return prefill_profile_; }
+  void reset_profile() {
+    profile_.reset();
+    prefill_profile_.reset();
+  }
   // Weight bytes each op group reads per decoded token (the groups without weights: 0);
   // they sum to active_weight_bytes_per_token() up to norms and one embedding row.
   const std::array<int64_t, kNumDecodeOps>& decode_op_weight_bytes() const { return op_bytes_; }
@@ -243,7 +249,8 @@ class Engine : private StepRunner {
 
   void check_tokens(const int32_t* tokens, int64_t n) const;
   void begin_step(int64_t n);
-  void end_step(int64_t n, bool profiled);
+  DecodeProfile* step_profile(bool decode_only);
+  void end_step(int64_t n, DecodeProfile* profiled);
   void ensure_rows(int64_t n);
   // One chunk of n rows made of `segments`; advances each segment's sequence.
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);
@@ -280,7 +287,7 @@ class Engine : private StepRunner {
   std::vector<SequenceRows> segments_;  // of the chunk run_rows runs
   int64_t context_ = 0, rows_ = 0, prefill_chunk_ = kDefaultPrefillChunk;
   bool profiling_ = false;
-  DecodeProfile profile_;
+  DecodeProfile profile_, prefill_profile_;
   std::array<int64_t, kNumDecodeOps> op_bytes_{};
   std::unique_ptr<ExpertParallelSteps> ep_;  // expert parallelism, when on
   mutable int32_t next_sequence_id_ = 0;

@@ -45,10 +45,10 @@ const float* Engine::run_batch(const SequenceChunk* parts, int64_t count) {
     total += parts[i].n;
     decode_only = decode_only && parts[i].n == 1;
   }
-  // A step of decode tokens only is profiled as one step whatever its rows (decode_profile.h);
-  // prefill is not a decode step.
-  const bool profiled = profiling_ && decode_only;
-  DecodeOpClock clock(profiled ? &profile_ : nullptr);
+  // A step of decode tokens only is profiled as one decode step whatever its rows
+  // (decode_profile.h); any other pass goes to the prefill profile.
+  DecodeProfile* const profiled = step_profile(decode_only);
+  DecodeOpClock clock(profiled);
   begin_step(total);
   const int64_t H = cfg_.hidden, V = cfg_.vocab;
   int64_t out_rows = 0;

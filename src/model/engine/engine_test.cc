@@ -141,15 +141,26 @@ TEST(Engine, PathCountersFollowTheFusedSetting) {
 
 // The decode profile times single-token steps only, charges every op group the model runs,
 // adds up to no more than the steps' wall time, and its per-group weight bytes add up to the
-// per-token figure the benchmarks divide by.
+// per-token figure the benchmarks divide by; a prefill goes to the prefill profile, its steps
+// counting the prompt's tokens.
 TEST(Engine, DecodeProfileCoversTheStepAndTheBytes) {
   Tmp tmp;
   const std::string dir = make_tiny(tmp, "tiny-qwen2-moe", "p");
   auto e = Engine::open(dir, opts("on"));
   run(*e, kPrompt);  // not profiled: off
   e->set_profiling(true);
-  run(*e, kPrompt);  // a batch: not a decode step
+  const auto tp = std::chrono::steady_clock::now();
+  e->prefill(kPrompt);  // a batch: not a decode step; the prefill profile counts its tokens
+  const double prefill_wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - tp).count();
   EXPECT_EQ(e->profile().steps, 0);
+  const DecodeProfile& pp = e->prefill_profile();
+  EXPECT_EQ(pp.steps, int64_t(kPrompt.size()));
+  EXPECT_GT(pp.total_seconds(), 0.0);
+  EXPECT_LE(pp.total_seconds(), prefill_wall);
+  for (DecodeOp op : {DecodeOp::kEmbedding, DecodeOp::kAttentionProjections,
+                      DecodeOp::kAttentionCore, DecodeOp::kMoe, DecodeOp::kLmHead})
+    EXPECT_GT(pp.seconds[size_t(op)], 0.0) << decode_op_name(op);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 4; ++i) e->decode(int32_t(i + 1));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -176,6 +187,8 @@ TEST(Engine, DecodeProfileCoversTheStepAndTheBytes) {
   e->reset_profile();
   EXPECT_EQ(e->profile().steps, 0);
   EXPECT_EQ(e->profile().total_seconds(), 0.0);
+  EXPECT_EQ(e->prefill_profile().steps, 0);
+  EXPECT_EQ(e->prefill_profile().total_seconds(), 0.0);
 }
 
 // OLMoE builds its RoPE with mlx-lm's initialize_rope, so a yarn rope_scaling applies (the

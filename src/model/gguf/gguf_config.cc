@@ -123,20 +123,48 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "dots1") return gguf_config::dots1(k);
   if (k.arch() == "ernie4_5-moe") return gguf_config::ernie4_5_moe(k);
   if (k.arch() == "granitemoe") return gguf_config::granitemoe(k);
+  if (k.arch() == "hunyuan-moe") return gguf_config::hunyuan_moe(k);
+  if (k.arch() == "bailingmoe") return gguf_config::bailingmoe(k);
+  // Phi-3.5-MoE: llama.cpp's phimoe runs the phi3 graph (src/models/phi3.cpp), which routes by
+  // a renormalized softmax top-k and normalizes by RMS plus a bias; the model (and moex's phimoe
+  // family, as mlx-lm) routes by sparsemixer and uses LayerNorm. The same weights would run
+  // two different models, so the arch is refused by name (docs/gguf.md).
+  if (k.arch() == "phimoe")
+    k.refuse_key("general.architecture",
+                 "phimoe is not mapped: llama.cpp's phimoe graph routes by softmax top-k "
+                 "renormalized and uses RMS norms with a bias, where Phi-3.5-MoE (and moex's "
+                 "phimoe family) routes by sparsemixer and uses LayerNorm");
+  if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
+  if (k.arch() == "llama4") return gguf_config::llama4(k);
+  if (k.arch() == "minimax-m2") return gguf_config::minimax_m2(k);
   if (k.arch() == "qwen3next") return gguf_config::qwen3next(k);
   if (k.arch() == "qwen35moe") return gguf_config::qwen35moe(k);
   if (k.arch() == "nemotron_h_moe") return gguf_config::nemotron_h(k);
+  // Ling 2.0 (BailingMoeV2ForCausalLM, model_type bailing_moe_v2): moex's bailing_moe family
+  // reads model_type bailing_moe (mlx-lm 0.32.2 loads no bailing_moe_v2 directory), so no
+  // checkpoint of that model is one moex was checked against; its GGUF form also differs
+  // (fused attn_qkv, NextN layers, the shared experts' total width as a key). Refused by name
+  // until a mapping is checked (docs/gguf.md).
+  if (k.arch() == "bailingmoe2")
+    k.refuse_key("general.architecture",
+                 "bailingmoe2 (Ling 2.0) is not mapped: moex's bailing_moe family reads Ling "
+                 "checkpoints of model_type bailing_moe (Ling-lite / Ling-plus: GGUF arch "
+                 "bailingmoe); a Ling 2.0 checkpoint (bailing_moe_v2) is not one it was checked "
+                 "against, and its GGUF layout (fused attn_qkv, NextN layers) is not bound");
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
                "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
-               "qwen3next, qwen35moe and nemotron_h_moe");
+               "hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe, qwen3next, qwen35moe and "
+               "nemotron_h_moe");
 }
 
 void gguf_config::adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
-  if (c.family == "deepseek_v2") gguf_config::adapt_deepseek2(c, f);
-  if (c.family == "qwen3_next") gguf_config::adapt_qwen3next(c, f);
-  if (c.family == "qwen3_5_moe") gguf_config::adapt_qwen35moe(c, f);
-  if (c.family == "nemotron_h") gguf_config::adapt_nemotron_h(c);
+  if (c.family == "deepseek_v2" || c.family == "deepseek_v3") adapt_deepseek2(c, f);
+  if (c.family == "bailing_moe") adapt_bailingmoe(c);
+  if (c.family == "qwen3_next") adapt_qwen3next(c, f);
+  if (c.family == "qwen3_5_moe") adapt_qwen35moe(c, f);
+  if (c.family == "nemotron_h") adapt_nemotron_h(c);
+  validate_model_config(c);
 }
 
 }  // namespace moex::model

@@ -48,8 +48,24 @@ json common_fields(const ArchKeys& k, const std::string& model_type, CommonOptio
     k.refuse("block_count", str_cat("the file holds ", f.tensors().size(), " tensors, fewer "
                                     "than one per layer"));
   const int64_t heads = k.size("attention.head_count", 1, limits::kMaxHeads);
-  const int64_t kv_heads =
-      opt.kv_heads_per_layer ? heads : k.size_or("attention.head_count_kv", heads, 1, heads);
+  int64_t kv_heads = 0;
+  const gguf::Value* kv_value = f.find(k.key("attention.head_count_kv"));
+  if (opt.kv_heads_from_arch) {
+    kv_heads = heads;
+  } else if (kv_value && kv_value->type == gguf::ValueType::kArray) {
+    if (!opt.per_layer_kv_heads)
+      k.refuse("attention.head_count_kv", "per-layer KV head counts are not supported for " +
+                                              k.arch());
+    for (int64_t n : layer_sizes(k, "attention.head_count_kv", layers, 0, heads)) {
+      if (n != 0 && kv_heads != 0 && n != kv_heads)
+        k.refuse("attention.head_count_kv", "the attention layers' counts differ; moex has one "
+                                            "KV head count per model");
+      if (n != 0) kv_heads = n;
+    }
+    if (kv_heads == 0) k.refuse("attention.head_count_kv", "no layer has attention");
+  } else {
+    kv_heads = k.size_or("attention.head_count_kv", heads, 1, heads);
+  }
   if (heads % kv_heads != 0)
     k.refuse("attention.head_count_kv",
              str_cat("must divide attention.head_count (", heads, ")"));
@@ -94,6 +110,23 @@ json common_fields(const ArchKeys& k, const std::string& model_type, CommonOptio
   if (!eos.empty()) j["eos_token_id"] = eos;
   if (auto bos = token_id(k, "bos", vocab)) j["bos_token_id"] = *bos;
   return j;
+}
+
+std::vector<int64_t> layer_sizes(const ArchKeys& k, std::string_view suffix, int64_t layers,
+                                 int64_t lo, int64_t hi) {
+  const gguf::Value* v = k.file().find(k.key(suffix));
+  if (!v || v->type != gguf::ValueType::kArray)
+    return std::vector<int64_t>(size_t(layers), k.size(suffix, lo, hi));
+  if (!gguf::is_integer_type(v->elem_type) || v->count != uint64_t(layers))
+    k.refuse(suffix, str_cat("expected ", layers, " integers (one per layer)"));
+  std::vector<int64_t> out;
+  for (uint64_t i = 0; i < v->count; ++i) {
+    const std::optional<int64_t> n = v->scalar_element(i).as_int();
+    if (!n || *n < lo || *n > hi)
+      k.refuse(suffix, str_cat("element ", i, ": expected a value in [", lo, ", ", hi, "]"));
+    out.push_back(*n);
+  }
+  return out;
 }
 
 int64_t head_dim(const ArchKeys& k, const json& j, bool must_be_hidden_over_heads,

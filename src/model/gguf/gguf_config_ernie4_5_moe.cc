@@ -2,7 +2,8 @@
 // the keys, src/models/ernie4-5-moe.cpp the graph) as moex's ernie4_5_moe family: interleaved
 // (NORM) RoPE over q/k rows the converter leaves as they are, no q/k norms, leading dense
 // layers then MoE layers every interleave_moe_layer_step, softmax over all experts with the
-// top-k renormalized (hard-coded in the graph), ungated shared experts. docs/gguf.md lists the
+// top-k renormalized (hard-coded in the graph), the selection biased by exp_probs_b when the
+// file has it, ungated shared experts. docs/gguf.md lists the
 // keys, where each was checked, and where llama.cpp's reading differs from the model's.
 #include "core/error.h"
 #include "model/gguf/gguf_config_common.h"
@@ -36,16 +37,15 @@ json ernie4_5_moe(const ArchKeys& k) {
   j["moe_num_shared_experts"] = shexp / moe_dff;
   j["moe_gate_act"] = "softmax";  // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX in the graph
   j["use_bias"] = false;
-  // The converter writes the checkpoint's e_score_correction_bias as exp_probs_b, which
-  // llama.cpp adds to the selection scores; ERNIE's mlx-lm port (and moex's family) routes
-  // without it, so such a file would pick other experts here than in llama.cpp.
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string name = str_cat("blk.", i, ".exp_probs_b.bias");
-    if (k.file().find_tensor(name))
-      fail("GGUF file '", k.file().path(), "': tensor '", name, "': moex's ernie4_5_moe family "
-           "routes without the expert correction bias (as mlx-lm's ERNIE-4.5), which llama.cpp "
-           "adds to the expert selection; not supported yet");
-  }
+  // The converter writes a checkpoint's moe_statics.e_score_correction_bias (moe_use_aux_free)
+  // as exp_probs_b, which llama.cpp's graph adds to the softmax scores for the selection only
+  // (build_moe_ffn with exp_probs_b), as the Hugging Face model does. A file with it asks the
+  // family for that selection (its route_with_correction_bias field; mlx-lm's port drops the
+  // bias). Then every MoE layer must hold it, and the binder refuses a layer that lacks it.
+  bool biased = false;
+  for (int64_t i = 0; i < layers && !biased; ++i)
+    biased = k.file().find_tensor(str_cat("blk.", i, ".exp_probs_b.bias")) != nullptr;
+  j["route_with_correction_bias"] = biased;
   return j;
 }
 

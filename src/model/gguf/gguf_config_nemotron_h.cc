@@ -38,7 +38,7 @@ std::vector<int64_t> per_layer(const ArchKeys& k, const char* suffix, int64_t la
 }  // namespace
 
 json nemotron_h(const ArchKeys& k) {
-  json j = common_fields(k, "nemotron_h", {.routing_keys = true, .kv_heads_per_layer = true});
+  json j = common_fields(k, "nemotron_h", {.routing_keys = true, .kv_heads_from_arch = true});
   const int64_t blocks = j["num_hidden_layers"];
   // The multi-token-prediction block the converter appends (nextn_predict_layers) is skipped.
   const int64_t layers = blocks - k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
@@ -124,7 +124,6 @@ json nemotron_h(const ArchKeys& k) {
 // (GraniteHybridModel keeps LlamaModel's undo_permute), which gguf_weights.cc puts back.
 void adapt_nemotron_h(ModelConfig& c) {
   c.mamba.a_log_holds_a = true;
-  validate_model_config(c);
 }
 
 }  // namespace moex::model::gguf_config

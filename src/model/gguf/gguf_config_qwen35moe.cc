@@ -81,7 +81,6 @@ void adapt_qwen35moe(ModelConfig& c, const gguf::GgufFile& f) {
     float_out = float_out && is_float;
   }
   c.gdn.v_tiled_out = c.gdn.gguf_v_tiled && !float_out;
-  validate_model_config(c);
 }
 
 }  // namespace moex::model::gguf_config

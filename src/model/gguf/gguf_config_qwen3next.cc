@@ -106,7 +106,6 @@ void adapt_qwen3next(ModelConfig& c, const gguf::GgufFile& f) {
     n.gdn_z = a + ".in_proj_z";
     n.gdn_qkvz.clear();
   }
-  validate_model_config(c);
 }
 
 }  // namespace moex::model::gguf_config

@@ -1,6 +1,7 @@
 // The deepseek2 and gpt-oss mappings (gguf_config_deepseek2.cc, gguf_config_gpt_oss.cc) on tiny
-// files written key by key: each loads as its moex family with the settings its keys give, and
-// each key that can be wrong is refused naming the key (or the tensor). gguf_model_test.py
+// files written key by key: each loads as its moex family (deepseek2 as deepseek_v2, or with
+// sigmoid gating as deepseek_v3) with the settings its keys give, and each key that can be
+// wrong is refused naming the key (or the tensor). gguf_model_test.py
 // compares twins of real tiny checkpoints with the checkpoints and with llama.cpp.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 namespace moex::model {
 namespace {
 
+using testing_gguf::expect_refused;
 using testing_gguf::open_error;
 using testing_gguf::TinyModel;
 
@@ -61,6 +63,26 @@ TinyModel tiny_ds2() {
   return m;
 }
 
+// tiny_ds2 as DeepSeek-V3 (llama.cpp's deepseek2 with sigmoid gating): 4 experts of 4 in 2
+// groups (1 kept), top-2 renormalized and scaled 2.5, exp_probs_b the correction bias.
+TinyModel tiny_ds3() {
+  TinyModel m = tiny_ds2();
+  const std::string a = "deepseek2.";
+  m.u32(a + "expert_gating_func", 2);
+  m.u32(a + "expert_count", 4);
+  m.u32(a + "expert_used_count", 2);
+  m.u32(a + "expert_group_count", 2);
+  m.u32(a + "expert_group_used_count", 1);
+  m.boolean(a + "expert_weights_norm", true);
+  m.f32(a + "expert_weights_scale", 2.5f);
+  m.tensors["blk.1.ffn_gate_inp.weight"] = {8, 4};
+  m.tensors["blk.1.exp_probs_b.bias"] = {4};
+  m.tensors["blk.1.ffn_gate_exps.weight"] = {8, 4, 4};
+  m.tensors["blk.1.ffn_up_exps.weight"] = {8, 4, 4};
+  m.tensors["blk.1.ffn_down_exps.weight"] = {4, 8, 4};
+  return m;
+}
+
 // hidden 8, 2 heads of 4 (1 KV head), 2 layers (sliding window 4, then full), 2 experts of 4,
 // top-2, YaRN factor 32; vocabulary 16.
 TinyModel tiny_oss() {
@@ -94,22 +116,6 @@ TinyModel tiny_oss() {
       m.tensors[b + name] = ne;
   }
   return m;
-}
-
-using Edit = std::function<void(TinyModel&)>;
-
-void expect_refused(const std::function<TinyModel()>& make, const std::string& id,
-                    const std::vector<std::pair<Edit, std::vector<std::string>>>& cases) {
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = make();
-    edit(m);
-    const std::string what = open_error(m, id + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << id << " case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << id << " case " << i << ": '" << e << "' in "
-                                                 << what;
-  }
 }
 
 TEST(GgufDeepseek2, TinyFileLoadsAsTheDeepseekV2Family) {
@@ -164,8 +170,10 @@ TEST(GgufDeepseek2, OlderFilesWithOneKvBLoad) {
 TEST(GgufDeepseek2, RefusedNamingTheKeyOrTensor) {
   const std::string a = "deepseek2.";
   expect_refused(tiny_ds2, "ds2_bad_", {
-      {[&](TinyModel& m) { m.u32(a + "expert_gating_func", 2); },
-       {a + "expert_gating_func", "sigmoid"}},
+      {[&](TinyModel& m) { m.u32(a + "expert_gating_func", 4); },
+       {a + "expert_gating_func", "softmax (1", "sigmoid (2"}},
+      {[&](TinyModel& m) { m.u32(a + "expert_gating_func", 5); },
+       {a + "expert_gating_func", "[0, 4]"}},
       {[&](TinyModel& m) { m.u32(a + "attention.key_length_mla", 2); },
        {a + "attention.key_length_mla", "rope.dimension_count"}},
       {[&](TinyModel& m) { m.u32(a + "attention.key_length", 5); },
@@ -208,6 +216,75 @@ TEST(GgufDeepseek2, RefusedNamingTheKeyOrTensor) {
       {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {2}; },
        {"blk.1.exp_probs_b.bias", "not part of"}},
       {[&](TinyModel& m) { m.tensors.erase("output.weight"); }, {"output.weight", "untied"}},
+  });
+}
+
+TEST(GgufDeepseek2, SigmoidGatedFileLoadsAsTheDeepseekV3Family) {
+  const TinyModel m = tiny_ds3();
+  EXPECT_EQ(open_error(m, "ds3"), "");
+  const ModelConfig c = load_gguf_model_config(m.write("ds3_cfg"));
+  EXPECT_EQ(c.family, "deepseek_v3");
+  EXPECT_EQ(c.mla.q_lora_rank, 4);
+  EXPECT_EQ(c.mla.nope_dim, 2);
+  EXPECT_EQ(c.layers[0].ffn, FfnKind::kDense);
+  EXPECT_EQ(c.layers[1].ffn, FfnKind::kMoe);
+  EXPECT_EQ(c.moe.shared_dff, 4);
+  const moe::RouterConfig& r = c.moe.router;
+  EXPECT_FALSE(r.softmax_scores);  // sigmoid
+  EXPECT_TRUE(r.renormalize);
+  EXPECT_FLOAT_EQ(r.routed_scaling, 2.5f);
+  EXPECT_EQ(r.n_group, 2);
+  EXPECT_EQ(r.topk_group, 1);
+  EXPECT_EQ(r.group_score_top, 2);  // groups ranked by their two best (llama.cpp's rule too)
+  EXPECT_TRUE(c.moe.use_expert_bias);
+  EXPECT_EQ(c.layers[1].names.mla_embed_q, "model.layers.1.self_attn.embed_q");
+  EXPECT_EQ(c.rope.kind, RopeKind::kYarn);
+  EXPECT_EQ(c.rope.mscale_all_dim, 0.8);
+  // Kimi-K2's shape: one group (no group keys), no RoPE scaling; plain RoPE then.
+  TinyModel kimi = tiny_ds3();
+  for (const char* key : {"expert_group_count", "expert_group_used_count", "rope.scaling.type",
+                          "rope.scaling.factor", "rope.scaling.original_context_length",
+                          "rope.scaling.yarn_log_multiplier"})
+    kimi.keys.erase(std::string("deepseek2.") + key);
+  EXPECT_EQ(open_error(kimi, "kimi"), "");
+  const ModelConfig k = load_gguf_model_config(kimi.write("kimi_cfg"));
+  EXPECT_EQ(k.moe.router.n_group, 1);
+  EXPECT_NE(k.rope.kind, RopeKind::kYarn);
+  // The older layout: one attn_kv_b, bound as deepseek_v2's is (embed_q's name cleared).
+  TinyModel old = tiny_ds3();
+  old.keys.erase("deepseek2.attention.key_length_mla");
+  old.keys.erase("deepseek2.attention.value_length_mla");
+  old.u32("deepseek2.attention.key_length", 4);
+  old.u32("deepseek2.attention.value_length", 2);
+  for (const std::string b : {"blk.0.", "blk.1."}) {
+    old.tensors.erase(b + "attn_k_b.weight");
+    old.tensors.erase(b + "attn_v_b.weight");
+    old.tensors[b + "attn_kv_b.weight"] = {4, 8};
+  }
+  EXPECT_EQ(open_error(old, "ds3_legacy"), "");
+  EXPECT_TRUE(load_gguf_model_config(old.write("ds3_legacy_cfg")).layers[1].names.mla_embed_q
+                  .empty());
+}
+
+TEST(GgufDeepseek2, SigmoidGatedRefusedNamingTheKeyOrTensor) {
+  const std::string a = "deepseek2.";
+  expect_refused(tiny_ds3, "ds3_bad_", {
+      {[&](TinyModel& m) { m.tensors.erase("blk.1.exp_probs_b.bias"); },
+       {"missing tensor 'blk.1.exp_probs_b.bias'"}},
+      {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {2}; },
+       {"blk.1.exp_probs_b.bias", "expected [4]"}},
+      {[&](TinyModel& m) { m.u32(a + "expert_used_count", 1); },
+       {a + "expert_weights_norm", "expert_used_count 1"}},
+      {[&](TinyModel& m) { m.u32(a + "expert_group_count", 3); },
+       {a + "expert_group_count", "must divide"}},
+      {[&](TinyModel& m) { m.u32(a + "expert_group_used_count", 3); },
+       {a + "expert_group_used_count", "[1, 2]"}},
+      {[&](TinyModel& m) { m.f32(a + "expert_weights_scale", -2.f); },
+       {a + "expert_weights_scale"}},
+      {[&](TinyModel& m) { m.keys.erase(a + "rope.scaling.yarn_log_multiplier"); },
+       {a + "rope.scaling.yarn_log_multiplier", "missing"}},
+      {[&](TinyModel& m) { m.tensors.erase("output.weight"); },
+       {"output.weight", "deepseek_v3 family has an untied lm_head"}},
   });
 }
 

@@ -10,6 +10,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4 in 2 groups (1 kept),
@@ -76,8 +78,7 @@ TEST(GgufDots1, TinyFileLoadsAsTheDots1Family) {
 }
 
 TEST(GgufDots1, RefusedNamingTheKeyOrTensor) {
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[](TinyModel& m) { m.keys.erase("dots1.expert_gating_func"); },
            {"dots1.expert_gating_func", "missing", "sigmoid"}},
           {[](TinyModel& m) { m.u32("dots1.expert_gating_func", 1); },
@@ -105,15 +106,7 @@ TEST(GgufDots1, RefusedNamingTheKeyOrTensor) {
           {[](TinyModel& m) { m.tensors["blk.0.attn_q.bias"] = {8}; },
            {"blk.0.attn_q.bias", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_dots1();
-    edit(m);
-    const std::string what = open_error(m, "dots1_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_dots1, "dots1_bad_", cases);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), dense FFN 16, 4 experts of 4, shared width 8 (2 shared
@@ -70,10 +72,30 @@ TEST(GgufErnie45Moe, TinyFileLoadsAsTheErnieFamily) {
   EXPECT_EQ(load_gguf_model_config(plain.write("ernie_noshared_cfg")).moe.shared_dff, 0);
 }
 
+// exp_probs_b (the converter's name for moe_statics.e_score_correction_bias, of checkpoints with
+// moe_use_aux_free): the family's biased selection, which llama.cpp's graph runs too; the
+// Hugging Face parameter's [1, E] as the converter writes it, or [E].
+TEST(GgufErnie45Moe, CorrectionBiasSelectsWithSoftmaxScores) {
+  for (const std::vector<uint64_t>& ne : {std::vector<uint64_t>{4}, std::vector<uint64_t>{4, 1}}) {
+    TinyModel m = tiny_ernie();
+    m.tensors["blk.1.exp_probs_b.bias"] = ne;
+    EXPECT_EQ(open_error(m, "ernie_bias"), "") << ne.size();
+    const ModelConfig c = load_gguf_model_config(m.write("ernie_bias_cfg"));
+    EXPECT_TRUE(c.moe.use_expert_bias);
+    EXPECT_EQ(c.moe.router.rule, moe::RoutingRule::kSigmoidBiasTopK);
+    EXPECT_TRUE(c.moe.router.softmax_scores);
+    EXPECT_TRUE(c.moe.router.renormalize);
+    EXPECT_TRUE(c.layers[0].names.expert_bias.empty());
+    EXPECT_FALSE(c.layers[1].names.expert_bias.empty());
+  }
+  const ModelConfig plain = load_gguf_model_config(tiny_ernie().write("ernie_plain_cfg"));
+  EXPECT_FALSE(plain.moe.use_expert_bias);
+  EXPECT_EQ(plain.moe.router.rule, moe::RoutingRule::kSoftmaxTopK);
+}
+
 TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "ernie4_5-moe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "interleave_moe_layer_step"); },
            {a + "interleave_moe_layer_step", "missing"}},
           {[&](TinyModel& m) { m.u32(a + "interleave_moe_layer_step", 0); },
@@ -84,22 +106,19 @@ TEST(GgufErnie45Moe, RefusedNamingTheKeyOrTensor) {
            {a + "expert_shared_feed_forward_length", "multiple", "(4)"}},
           {[&](TinyModel& m) { m.keys.erase(a + "expert_feed_forward_length"); },
            {a + "expert_feed_forward_length", "missing"}},
-          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {4}; },
-           {"blk.1.exp_probs_b.bias", "correction bias"}},
+          {[&](TinyModel& m) { m.tensors["blk.0.exp_probs_b.bias"] = {4}; },  // dense layer
+           {"missing tensor 'blk.1.exp_probs_b.bias'", "blk.0.exp_probs_b.bias",
+            "nothing would read"}},
+          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {5}; },
+           {"blk.1.exp_probs_b.bias", "expected [4]"}},
+          {[&](TinyModel& m) { m.tensors["blk.1.exp_probs_b.bias"] = {4, 2}; },
+           {"blk.1.exp_probs_b.bias", "expected [4]"}},
           {[&](TinyModel& m) { m.tensors["blk.1.ffn_up_shexp.weight"] = {8, 4}; },
            {"blk.1.ffn_up_shexp.weight", "expected [8, 8]"}},
           {[&](TinyModel& m) { m.tensors["blk.0.attn_output.bias"] = {8}; },
            {"blk.0.attn_output.bias", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_ernie();
-    edit(m);
-    const std::string what = open_error(m, "ernie_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_ernie, "ernie_bad_", cases);
 }
 
 }  // namespace

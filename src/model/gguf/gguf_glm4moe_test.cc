@@ -11,6 +11,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), RoPE over 2 of 4 dims, dense FFN 16, 2 experts of 4
@@ -89,8 +91,7 @@ TEST(GgufGlm4Moe, NextNLayersAreSkipped) {
 }
 
 TEST(GgufGlm4Moe, RefusedNamingTheKeyOrTensor) {
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[](TinyModel& m) { m.u32("glm4moe.expert_gating_func", 1); },
            {"glm4moe.expert_gating_func", "sigmoid"}},
           {[](TinyModel& m) { m.u32("glm4moe.expert_group_count", 3); },
@@ -110,15 +111,7 @@ TEST(GgufGlm4Moe, RefusedNamingTheKeyOrTensor) {
           {[](TinyModel& m) { m.tensors.erase("output.weight"); },
            {"output.weight", "untied"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_glm();
-    edit(m);
-    const std::string what = open_error(m, "glm_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_glm, "glm_bad_", cases);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::open_error;
+using testing_gguf::expect_refused;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head), 4 experts of 4, top-2, vocabulary 16.
@@ -68,8 +70,7 @@ TEST(GgufGraniteMoe, TinyFileLoadsAsTheGraniteFamily) {
 
 TEST(GgufGraniteMoe, RefusedNamingTheKeyOrTensor) {
   const std::string a = "granitemoe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[&](TinyModel& m) { m.keys.erase(a + "logit_scale"); },
            {a + "logit_scale", "missing"}},
           {[&](TinyModel& m) { m.f32(a + "logit_scale", 0.f); }, {a + "logit_scale"}},
@@ -86,15 +87,7 @@ TEST(GgufGraniteMoe, RefusedNamingTheKeyOrTensor) {
           {[&](TinyModel& m) { m.tensors["blk.0.ffn_gate_shexp.weight"] = {8, 8}; },
            {"blk.0.ffn_gate_shexp.weight", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_granite();
-    edit(m);
-    const std::string what = open_error(m, "granite_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_granite, "granite_bad_", cases);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // A tiny GGUF model written key by key for the model_gguf_test cases (hostile metadata and
 // tensors, the glm4moe mapping): TinyModel and open_error, which loads it with the time and
-// the largest allocation checked (the binary replaces operator new to record it: its
-// gguf_model_hostile_test.cc includes core/largest_allocation_test_util.h).
+// the largest allocation checked (the binary replaces operator new to record it).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,10 +10,11 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
-#include "core/largest_allocation_tracker.h"
+#include "core/largest_allocation_test_util.h"
 #include "io/gguf/gguf_test_util.h"
 #include "model/gguf/gguf_model.h"
 
@@ -78,6 +78,12 @@ struct TinyModel {
   void boolean(const std::string& k, bool v) {
     keys[k] = [v](Bytes& b) { b.u32(7).u8(v ? 1 : 0); };
   }
+  void i32_array(const std::string& k, const std::vector<int32_t>& v) {
+    keys[k] = [v](Bytes& b) {
+      b.u32(9).u32(5).u64(v.size());  // array of int32
+      for (int32_t x : v) b.u32(uint32_t(x));
+    };
+  }
   void str(const std::string& k, const std::string& v) {
     keys[k] = [v](Bytes& b) { b.u32(8).str(v); };
   }
@@ -138,6 +144,24 @@ inline std::string open_error(const TinyModel& m, const std::string& id) {
     EXPECT_NE(what.find(path), std::string::npos) << id << ": " << what;
   }
   return what;
+}
+
+// One refusal per row: make() edited by the row's edit must fail to open (open_error's time
+// and allocation bounds) with an error that contains every one of the row's strings.
+using TinyEdit = std::function<void(TinyModel&)>;
+using RefusalRows = std::vector<std::pair<TinyEdit, std::vector<std::string>>>;
+inline void expect_refused(const std::function<TinyModel()>& make, const std::string& id,
+                           const RefusalRows& rows) {
+  int i = 0;
+  for (const auto& [edit, expect] : rows) {
+    TinyModel m = make();
+    edit(m);
+    const std::string what = open_error(m, id + std::to_string(i++));
+    ASSERT_FALSE(what.empty()) << id << " case " << i << " loaded";
+    for (const std::string& e : expect)
+      EXPECT_NE(what.find(e), std::string::npos) << id << " case " << i << ": '" << e << "' in "
+                                                 << what;
+  }
 }
 
 }  // namespace moex::model::testing_gguf

@@ -23,6 +23,11 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
     case Slot::kQNorm: return "attn_q_norm";
     case Slot::kKNorm: return "attn_k_norm";
     case Slot::kSinks: return "attn_sinks";  // stored as "<name>.weight"
+    // LFM2's gated short convolution: in_proj [3H, H] (B, C, x), the depthwise kernel [H, L]
+    // (moex's Conv1d [H, L, 1]), out_proj.
+    case Slot::kConvIn: return "shortconv.in_proj";
+    case Slot::kConv: return "shortconv.conv";
+    case Slot::kConvOut: return "shortconv.out_proj";
     // deepseek2's multi-head latent attention; kv_b_proj is attn_kv_b in older files, split
     // into attn_k_b (transposed: embed_q) and attn_v_b (unembed_out) in current ones.
     case Slot::kMlaQA: return "attn_q_a";
@@ -93,7 +98,9 @@ std::string gguf_tensor_name(const ModuleSpec& m, std::string_view family) {
   if (m.layer < 0) {
     switch (m.slot) {
       case Slot::kEmbedding: return "token_embd";
-      case Slot::kFinalNorm: return "output_norm";
+      // lfm2moe's final norm keeps the name of LFM2's embedding_norm (llama-arch.cpp
+      // LLM_TENSOR_OUTPUT_NORM_LFM2).
+      case Slot::kFinalNorm: return family == "lfm2_moe" ? "token_embd_norm" : "output_norm";
       case Slot::kLmHead: return "output";
       default: return "";
     }

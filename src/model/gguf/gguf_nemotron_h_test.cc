@@ -11,7 +11,9 @@ namespace moex::model {
 namespace {
 
 using testing_gguf::Bytes;
+using testing_gguf::expect_refused;
 using testing_gguf::open_error;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // An array of uint32 values as a key's writer.
@@ -89,8 +91,7 @@ TEST(GgufNemotronH, TinyFileLoadsAsTheNemotronHFamily) {
 
 TEST(GgufNemotronH, RefusedNamingTheKeyOrTensor) {
   const std::string a = "nemotron_h_moe.";
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[a](TinyModel& m) { m.keys.erase(a + "attention.head_count_kv"); },
            {"nemotron_h_moe.attention.head_count_kv", "missing"}},
           {[a](TinyModel& m) { m.keys[a + "feed_forward_length"] = u32_array({0, 4}); },
@@ -117,15 +118,7 @@ TEST(GgufNemotronH, RefusedNamingTheKeyOrTensor) {
           {[](TinyModel& m) { m.tensors.erase("blk.1.exp_probs_b.bias"); },
            {"missing tensor 'blk.1.exp_probs_b.bias'"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_nemotron_h();
-    edit(m);
-    const std::string what = open_error(m, "nemotron_h_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_nemotron_h, "nemotron_h_bad_", cases);
 }
 
 }  // namespace

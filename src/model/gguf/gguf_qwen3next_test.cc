@@ -10,7 +10,9 @@
 namespace moex::model {
 namespace {
 
+using testing_gguf::expect_refused;
 using testing_gguf::open_error;
+using testing_gguf::RefusalRows;
 using testing_gguf::TinyModel;
 
 // hidden 8, 2 heads of 4 (1 KV head, 2 of 4 dims rotated), Gated DeltaNet of 1 key head and
@@ -150,8 +152,7 @@ TEST(GgufQwen3Next, Qwen35MoeRefusedNamingTheKeyOrTensor) {
       };
     };
   };
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[](TinyModel& m) { m.keys.erase("qwen35moe.rope.dimension_sections"); },
            {"qwen35moe.rope.dimension_sections"}},
           {sections({11, 11, 10}), {"qwen35moe.rope.dimension_sections", "4 integers"}},
@@ -161,15 +162,7 @@ TEST(GgufQwen3Next, Qwen35MoeRefusedNamingTheKeyOrTensor) {
           {[](TinyModel& m) { m.tensors["blk.0.ssm_ba.weight"] = {8, 4}; },
            {"blk.0.ssm_ba.weight", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_qwen35moe();
-    edit(m);
-    const std::string what = open_error(m, "qwen35moe_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_qwen35moe, "qwen35moe_bad_", cases);
 }
 
 TEST(GgufQwen3Next, RefusedNamingTheKeyOrTensor) {
@@ -182,8 +175,7 @@ TEST(GgufQwen3Next, RefusedNamingTheKeyOrTensor) {
       };
     };
   };
-  const std::vector<std::pair<std::function<void(TinyModel&)>, std::vector<std::string>>>
-      cases = {
+  const RefusalRows cases = {
           {[](TinyModel& m) { m.keys.erase("qwen3next.ssm.group_count"); },
            {"qwen3next.ssm.group_count", "missing"}},
           {[](TinyModel& m) { m.u32("qwen3next.ssm.group_count", 3); },
@@ -214,15 +206,7 @@ TEST(GgufQwen3Next, RefusedNamingTheKeyOrTensor) {
           {[](TinyModel& m) { m.tensors["blk.0.ssm_in.weight"] = {8, 24}; },
            {"blk.0.ssm_in.weight", "nothing would read"}},
       };
-  int i = 0;
-  for (const auto& [edit, expect] : cases) {
-    TinyModel m = tiny_qwen3next();
-    edit(m);
-    const std::string what = open_error(m, "qwen3next_bad_" + std::to_string(i++));
-    ASSERT_FALSE(what.empty()) << "case " << i << " loaded";
-    for (const std::string& e : expect)
-      EXPECT_NE(what.find(e), std::string::npos) << "case " << i << ": '" << e << "' in " << what;
-  }
+  expect_refused(tiny_qwen3next, "qwen3next_bad_", cases);
 }
 
 }  // namespace

@@ -139,7 +139,8 @@ class Binder {
     for (const ModuleSpec& m : modules) bind(m);
     const int64_t mtp_end = cfg_.num_layers + mtp_layers();
     for (const gguf::Tensor& t : f_.tensors())
-      if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end))
+      if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end) &&
+          !read_by_config(t.name))
         problem(str_cat("tensor '", t.name, "' is not part of the ", cfg_.family, " model moex "
                         "reads from this file (", cfg_.num_layers, " layers); nothing would read "
                         "it"));
@@ -180,11 +181,13 @@ class Binder {
   }
 
   // Where the rows of this module come from in the file (empty: as stored): llama.cpp's
-  // converter permuted them for the GGUF archs "llama" and "granitemoe" (RoPE type NORM,
-  // LlamaModel's permutation of q and k), or tiled Qwen3.5's value heads.
+  // converter permuted them for the GGUF archs "llama", "granitemoe" and "bailingmoe" (RoPE
+  // type NORM, LlamaModel's permutation of q and k; bailingmoe's converter applies it to the
+  // q / k it splits from query_key_value), or tiled Qwen3.5's value heads.
   RowOrder row_order(const ModuleSpec& m, int64_t rows) const {
     // (nemotron_h_moe: GraniteHybridModel keeps undo_permute, although there is no RoPE.)
-    if (cfg_.family == "mixtral" || cfg_.family == "granitemoe" || cfg_.family == "nemotron_h") {
+    if (cfg_.family == "mixtral" || cfg_.family == "granitemoe" || cfg_.family == "bailing_moe" ||
+        cfg_.family == "nemotron_h") {
       if (m.slot == Slot::kQ) return rope_halves_order(rows, cfg_.heads);
       if (m.slot == Slot::kK) return rope_halves_order(rows, cfg_.kv_heads);
       return {};
@@ -276,6 +279,11 @@ class Binder {
                                                      : nullptr;
     return key && f_.find(key) ? f_.get_int(key) : 0;
   }
+  // llama4's rope_freqs.weight: the llama3 RoPE factors, read by the config mapping
+  // (gguf_config_llama4.cc) into the family's rope_scaling.
+  bool read_by_config(const std::string& name) const {
+    return cfg_.family == "llama4" && name == "rope_freqs.weight";
+  }
   static bool in_layers(const std::string& name, int64_t begin, int64_t end) {
     if (begin >= end || name.compare(0, 4, "blk.") != 0) return false;
     const size_t dot = name.find('.', 4);
@@ -299,6 +307,10 @@ class Binder {
     if ((m.slot == Slot::kMambaALog || m.slot == Slot::kMambaD) && got.size() == 2 &&
         got[1] == 1)
       got.pop_back();
+    // ERNIE's converter writes the Hugging Face parameter [1, E] as it is (no squeeze): the
+    // same values as an [E] bias.
+    if (m.slot == Slot::kExpertBias && got.size() == m.shape.size() + 1 && got[0] == 1)
+      got.erase(got.begin());
     if (!t || got != m.shape)
       return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
                              m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
