@@ -1,8 +1,8 @@
 """The GGUF seeds of make_corpus.py: small files for fuzz_gguf (every value type, quantized
 tensor types, alignment, split parts) and whole tiny models for fuzz_gguf_model (qwen3moe,
 Mixtral, deepseek2 as V2 and as V3, gpt-oss, dots1, ernie4_5-moe (also with exp_probs_b),
-granitemoe, hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe) that moex loads, written byte
-by byte.
+granitemoe, hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe, qwen3next, qwen35moe,
+nemotron_h_moe) that moex loads, written byte by byte.
 """
 import struct
 
@@ -127,7 +127,10 @@ def gguf_model_inputs(out_dir, rng, write):
                                 ("lfm2moe", lfm2_keys(), lfm2_tensors(vocab)),
                                 ("llama4", llama4_keys(), llama4_tensors(vocab)),
                                 ("minimax-m2", minimax_keys(), minimax_tensors(vocab)),
-                                ("bailingmoe", bailing_keys(), bailing_tensors(vocab))):
+                                ("bailingmoe", bailing_keys(), bailing_tensors(vocab)),
+                                ("qwen3next", qwen3next_keys(), qwen3next_tensors(vocab)),
+                                ("qwen35moe", qwen35moe_keys(), qwen35moe_tensors(vocab)),
+                                ("nemotron_h_moe", nemotron_keys(), nemotron_tensors(vocab))):
         write(out_dir, "fuzz_gguf_model", f"{arch}-tiny.gguf",
               gguf_file(keys + tok_kvs, tensors, rng))
     # ERNIE with the correction bias as the converter writes it ([1, E]).
@@ -416,3 +419,88 @@ def bailing_tensors(vocab):
         (b + "ffn_gate_shexp.weight", "Q8_0", [32, 32]),
         (b + "ffn_up_shexp.weight", "Q8_0", [32, 32]),
         (b + "ffn_down_shexp.weight", "F16", [32, 32])]
+
+
+def qwen3next_keys():
+    """A 2-layer Qwen3-Next: a Gated DeltaNet layer (1 key head, 2 value heads of 16), then a
+    gated attention layer (4 of 16 dims rotated); both MoE with a gated shared expert; tied."""
+    keys = plain_keys("qwen3next", [
+        ("expert_feed_forward_length", 4, 16), ("expert_shared_feed_forward_length", 4, 16),
+        ("attention.key_length", 4, 16), ("attention.value_length", 4, 16),
+        ("rope.dimension_count", 4, 4), ("ssm.conv_kernel", 4, 4), ("ssm.state_size", 4, 16),
+        ("ssm.group_count", 4, 1), ("ssm.time_step_rank", 4, 2), ("ssm.inner_size", 4, 32),
+        ("full_attention_interval", 4, 2)])
+    return [(k, t, 2 if k == "qwen3next.block_count" else v) for k, t, v in keys]
+
+
+def qwen3next_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32])]
+    for i in range(2):
+        b = f"blk.{i}."
+        t += [(b + "attn_norm.weight", "F32", [32]), (b + "post_attention_norm.weight", "F32", [32]),
+              (b + "ffn_gate_inp.weight", "F32", [32, 4]),
+              (b + "ffn_gate_exps.weight", "Q8_0", [32, 16, 4]),
+              (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+              (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+              (b + "ffn_gate_shexp.weight", "Q8_0", [32, 16]),
+              (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+              (b + "ffn_down_shexp.weight", "F16", [16, 32]),
+              (b + "ffn_gate_inp_shexp.weight", "F32", [32])]
+    b = "blk.0."  # Gated DeltaNet: [q; k; v] 16 + 16 + 32 rows, z 32, [b, a] 2 + 2
+    t += [(b + "attn_qkv.weight", "Q8_0", [32, 64]), (b + "attn_gate.weight", "Q8_0", [32, 32]),
+          (b + "ssm_ba.weight", "F32", [32, 4]), (b + "ssm_conv1d.weight", "F32", [4, 64]),
+          (b + "ssm_dt.bias", "F32", [2]), (b + "ssm_a", "F32", [2]),
+          (b + "ssm_norm.weight", "F32", [16]), (b + "ssm_out.weight", "Q8_0", [32, 32])]
+    b = "blk.1."  # gated attention: query and gate per head
+    t += [(b + "attn_q.weight", "Q8_0", [32, 64]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+          (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32]),
+          (b + "attn_q_norm.weight", "F32", [16]), (b + "attn_k_norm.weight", "F32", [16])]
+    return t
+
+
+def qwen35moe_keys():
+    """qwen3next's model as qwen35moe: its keys plus the M-RoPE sections; value heads tiled."""
+    keys = [(k.replace("qwen3next", "qwen35moe"), t, v.replace("qwen3next", "qwen35moe")
+             if isinstance(v, str) else v) for k, t, v in qwen3next_keys()]
+    return keys + [("qwen35moe.rope.dimension_sections", 9, (5, [11, 11, 10, 0]))]
+
+
+def qwen35moe_tensors(vocab):
+    t = [row for row in qwen3next_tensors(vocab) if row[0] != "blk.0.ssm_ba.weight"]
+    return t + [("blk.0.ssm_beta.weight", "F32", [32, 2]), ("blk.0.ssm_alpha.weight", "F32", [32, 2])]
+
+
+def nemotron_keys():
+    """A 3-block Nemotron-H MoE (Mamba-2, MoE, attention) as nemotron_h_moe: the block kinds
+    in the per-layer head_count_kv / feed_forward_length arrays."""
+    a = "nemotron_h_moe"
+    keys = [(k, t, v) for k, t, v in plain_keys(a, [
+        ("attention.key_length", 4, 16), ("attention.value_length", 4, 16),
+        ("expert_feed_forward_length", 4, 16), ("expert_shared_count", 4, 1),
+        ("expert_shared_feed_forward_length", 4, 16), ("expert_weights_norm", 7, True),
+        ("expert_weights_scale", 6, 2.5), ("ssm.conv_kernel", 4, 4), ("ssm.state_size", 4, 8),
+        ("ssm.group_count", 4, 2), ("ssm.inner_size", 4, 32), ("ssm.time_step_rank", 4, 4)])
+        if k not in (f"{a}.block_count", f"{a}.attention.head_count_kv")]
+    return keys + [(f"{a}.block_count", 4, 3), (f"{a}.attention.head_count_kv", 9, (4, [0, 0, 1])),
+                   (f"{a}.feed_forward_length", 9, (4, [0, 16, 0]))]
+
+
+def nemotron_tensors(vocab):
+    t = [("token_embd.weight", "F16", [32, vocab]), ("output_norm.weight", "F32", [32]),
+         ("output.weight", "Q8_0", [32, vocab])]
+    t += [(f"blk.{i}.attn_norm.weight", "F32", [32]) for i in range(3)]
+    b = "blk.0."  # Mamba-2: in_proj [z 32; xBC 32 + 2 x 2 x 8; dt 4]
+    t += [(b + "ssm_in.weight", "Q8_0", [32, 100]), (b + "ssm_conv1d.weight", "F32", [4, 64]),
+          (b + "ssm_conv1d.bias", "F32", [64]), (b + "ssm_dt.bias", "F32", [4]),
+          (b + "ssm_a", "F32", [1, 4]), (b + "ssm_d", "F32", [1, 4]),
+          (b + "ssm_norm.weight", "F32", [16, 2]), (b + "ssm_out.weight", "Q8_0", [32, 32])]
+    b = "blk.1."
+    t += [(b + "ffn_gate_inp.weight", "F32", [32, 4]), (b + "exp_probs_b.bias", "F32", [4]),
+          (b + "ffn_up_exps.weight", "Q8_0", [32, 16, 4]),
+          (b + "ffn_down_exps.weight", "F16", [16, 32, 4]),
+          (b + "ffn_up_shexp.weight", "Q8_0", [32, 16]),
+          (b + "ffn_down_shexp.weight", "F16", [16, 32])]
+    b = "blk.2."
+    t += [(b + "attn_q.weight", "Q8_0", [32, 32]), (b + "attn_k.weight", "Q8_0", [32, 16]),
+          (b + "attn_v.weight", "Q8_0", [32, 16]), (b + "attn_output.weight", "Q8_0", [32, 32])]
+    return t

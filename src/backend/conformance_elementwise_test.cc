@@ -213,14 +213,16 @@ void add_stream_cases(std::vector<Case>& cases, uint64_t seed) {
         b.copy_columns({.src = st(*y) + 1, .dst = o[0] + 20, .rows = 6, .cols = 3,
                         .src_stride = 41, .dst_stride = 23});
       });
-  // a from x in [-30, 30) (softplus's both branches), b from y; a_log spans [-6, 6) so the
-  // decay runs from ~1 down to underflow.
+  // a from x in [-30, 30) (softplus's both branches), b from y; A = -exp(A_log) with A_log
+  // spanning [-6, 6), so the decay runs from ~1 down to underflow.
+  auto neg_a = std::make_shared<std::vector<float>>(*y);
+  for (float& v : *neg_a) v = -std::exp(v);
   add("delta_gates/f32/rows=7,heads=32", {7 * 32, 7 * 32},
       [=](const ModelBackend& b, Stage& st, float* const* o) {
         st.fill(o[0], *x, 7 * 32);
         st.fill(o[1], *y, 7 * 32);
-        b.delta_gates({.a = o[0], .b = o[1], .a_log = st(*y) + 500, .dt_bias = st(*x) + 700,
-                       .rows = 7, .heads = 32});
+        b.delta_gates({.a = o[0], .b = o[1], .neg_exp_a_log = st(*neg_a) + 500,
+                       .dt_bias = st(*x) + 700, .rows = 7, .heads = 32});
       });
   // x spans [-30, 30): softplus's both branches, and the clamp at both ends.
   for (const auto& lim : {std::pair{0.f, 1e30f}, std::pair{1e-3f, 4.f}})

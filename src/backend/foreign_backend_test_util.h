@@ -181,7 +181,7 @@ class ForeignMemoryBackend final : public ModelBackend {
     cpu().dt_softplus(a);
   }
   void delta_gates(const ops::DeltaGatesArgs& a) const override {
-    mine(a.a, "delta_gates a"), mine(a.b, "delta_gates b"), mine(a.a_log, "delta_gates a_log");
+    mine(a.a, "delta_gates a"), mine(a.b, "delta_gates b"), mine(a.neg_exp_a_log, "delta_gates neg_exp_a_log");
     mine(a.dt_bias, "delta_gates dt_bias");
     cpu().delta_gates(a);
   }

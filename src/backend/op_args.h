@@ -109,11 +109,11 @@ struct DtSoftplusArgs {
 };
 
 // Gated DeltaNet's gates, in place per row r and value head h:
-// a = exp(-exp(a_log[h]) * softplus(a + dt_bias[h])) (the decay), b = sigmoid(b) (beta).
+// a = exp(neg_exp_a_log[h] * softplus(a + dt_bias[h])) (the decay), b = sigmoid(b) (beta).
 struct DeltaGatesArgs {
   float* a = nullptr;              // [rows][heads]
   float* b = nullptr;              // [rows][heads]
-  const float* a_log = nullptr;    // [heads]
+  const float* neg_exp_a_log = nullptr;  // A = -exp(A_log) [heads], formed once at load
   const float* dt_bias = nullptr;  // [heads]
   int64_t rows = 0, heads = 0;
 };

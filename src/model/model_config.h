@@ -181,6 +181,15 @@ struct LayerPlan {
 // Gated DeltaNet geometry (Qwen3-Next linear_* fields). conv channels = 2 * key_dim + value_dim.
 struct GatedDeltaParams {
   int64_t k_heads = 0, v_heads = 0, k_head_dim = 0, v_head_dim = 0, conv_kernel = 0;
+  // The A_log module holds A = -exp(A_log) itself (llama.cpp's ssm_a, which its converter
+  // forms): taken as it is instead of exponentiated (GGUF files).
+  bool a_log_holds_a = false;
+  // A Qwen3.5 GGUF file stores the value heads tiled (value head j of key head g at
+  // j * k_heads + g) for ggml's broadcast: the binder puts them back in grouped order
+  // (gguf_v_tiled); out_proj's input columns too unless v_tiled_out, where the layer reorders
+  // its input to out_proj into the file's order instead (a quantized out_proj, whose columns
+  // cannot move without requantizing).
+  bool gguf_v_tiled = false, v_tiled_out = false;
   int64_t key_dim() const { return k_heads * k_head_dim; }
   int64_t value_dim() const { return v_heads * v_head_dim; }
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
@@ -191,6 +200,7 @@ struct GatedDeltaParams {
 struct Mamba2Params {
   int64_t heads = 0, head_dim = 0, state_dim = 0, groups = 0, conv_kernel = 0;
   bool conv_bias = false, proj_bias = false;  // use_conv_bias; mamba_proj_bias (in/out_proj)
+  bool a_log_holds_a = false;  // as GatedDeltaParams::a_log_holds_a (GGUF ssm_a)
   double dt_min = 0.0, dt_max = 0.0;          // time_step_limit: dt clipped to [min, max]
   int64_t inner() const { return heads * head_dim; }
   int64_t conv_dim() const { return inner() + 2 * groups * state_dim; }

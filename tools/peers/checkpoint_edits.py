@@ -38,6 +38,85 @@ def with_kv_heads_repeated(src_dir, dst_dir):
     return dst
 
 
+def with_moe_in_dense_layers(src_dir, dst_dir):
+    """DST: SRC (qwen3_next) with each dense layer of mlp_only_layers given the MoE block of the
+    first MoE layer (router, experts, shared expert and its gate, with their quantization
+    entries), mlp_only_layers emptied. Another model than SRC, but one llama.cpp's qwen3next can
+    hold: its loader makes every layer MoE."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    dense = sorted(cfg.get("mlp_only_layers") or [])
+    donor = next(i for i in range(int(cfg["num_hidden_layers"])) if i not in dense)
+    src_prefix = f"model.layers.{donor}.mlp."
+    out = {}
+    for name in ckpt.names():
+        parts = name.split(".")
+        if name.startswith("model.layers.") and int(parts[2]) in dense and parts[3] == "mlp":
+            continue
+        out[name] = (ckpt.dtype(name), np.asarray(ckpt.raw(name)))
+        if name.startswith(src_prefix):
+            for i in dense:
+                out[f"model.layers.{i}.mlp." + name[len(src_prefix):]] = out[name]
+    cfg["mlp_only_layers"] = []
+    for key in ("quantization", "quantization_config"):
+        q = cfg.get(key)
+        if not isinstance(q, dict):
+            continue
+        q = {k: v for k, v in q.items()
+             if not (k.startswith("model.layers.") and int(k.split(".")[2]) in dense
+                     and k.split(".")[3] == "mlp")}
+        for k, v in list(q.items()):
+            if k.startswith(src_prefix):
+                for i in dense:
+                    q[f"model.layers.{i}.mlp." + k[len(src_prefix):]] = v
+        cfg[key] = q
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst
+
+
+def without_mlp_blocks(src_dir, dst_dir):
+    """DST: SRC (nemotron_h) without its dense relu2 MLP blocks ('-' in the pattern), the blocks
+    renumbered: another model, but one llama.cpp's nemotron_h_moe can hold (in a MoE file a
+    block with an FFN width is MoE)."""
+    ckpt = Checkpoint(src_dir)
+    cfg = dict(ckpt.config)
+    pattern = cfg["hybrid_override_pattern"]
+    keep = [i for i, c in enumerate(pattern) if c != "-"]
+    renumber = {old: new for new, old in enumerate(keep)}
+
+    def renamed(name):
+        parts = name.split(".")
+        if name.startswith("backbone.layers."):
+            if int(parts[2]) not in renumber:
+                return None
+            parts[2] = str(renumber[int(parts[2])])
+        return ".".join(parts)
+
+    out = {}
+    for name in ckpt.names():
+        if (new := renamed(name)) is not None:
+            out[new] = (ckpt.dtype(name), np.asarray(ckpt.raw(name)))
+    cfg["hybrid_override_pattern"] = "".join(pattern[i] for i in keep)
+    cfg["num_hidden_layers"] = len(keep)
+    for key in ("quantization", "quantization_config"):
+        if isinstance(cfg.get(key), dict):
+            cfg[key] = {renamed(k): v for k, v in cfg[key].items() if renamed(k) is not None}
+    dst = Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (Path(src_dir) / extra).is_file():
+            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_safetensors(dst / "model.safetensors", out)
+    return dst
+
+
 def hunyuan_as_llamacpp(src_dir, dst_dir):
     """DST: the Hunyuan checkpoint SRC as llama.cpp's hunyuan-moe can hold it, for moex to run
     from the directory too: the shared MLP cut to its first moe_intermediate_size hidden units

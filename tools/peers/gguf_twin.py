@@ -34,7 +34,8 @@ Q = gguf.GGMLQuantizationType
 # The archs whose loaders take token_embd when output.weight is absent (TENSOR_DUPLICATED in
 # src/models/<arch>.cpp): a tied checkpoint's twin has no output.weight.
 TIED_ARCHS = (gguf.MODEL_ARCH.QWEN3MOE, gguf.MODEL_ARCH.ERNIE4_5_MOE,
-              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE, gguf.MODEL_ARCH.LFM2MOE)
+              gguf.MODEL_ARCH.GRANITE_MOE, gguf.MODEL_ARCH.HUNYUAN_MOE, gguf.MODEL_ARCH.LFM2MOE,
+              gguf.MODEL_ARCH.QWEN3NEXT, gguf.MODEL_ARCH.QWEN35MOE)
 WRITER_VERSION = 2  # bump when the output changes, so cached twins are rewritten
 
 
@@ -90,9 +91,11 @@ class Plan:
 
     def __init__(self, ckpt, mode):
         self.ckpt = ckpt
-        self.model_type, self.fam = family_of(ckpt.config)
-        check_expressible(self.model_type, self.fam, ckpt.config)
-        cfg = self.cfg = text_config(ckpt.config)
+        # A multimodal wrapper's text model (llama4, Qwen3.5) as one config from here on.
+        ckpt.config = text_config(ckpt.config)
+        cfg = self.cfg = ckpt.config
+        self.model_type, self.fam = family_of(cfg)
+        check_expressible(self.model_type, self.fam, cfg)
         self.n_layers = int(cfg["num_hidden_layers"])
         self.hidden = int(cfg["hidden_size"])
         self.n_head = int(cfg["num_attention_heads"])
@@ -112,7 +115,9 @@ class Plan:
                 continue
             if tensor == T.ATTN_KV_B:
                 self._add_kv_b(prefix, layer, mode)
-            elif tensor == T.ATTN_QKV:
+            elif tensor == T.ATTN_QKV and prefix.endswith("linear_attn.in_proj_qkvz"):
+                self._add_qkvz(prefix, layer, mode)
+            elif tensor == T.ATTN_QKV and prefix.endswith("attention.query_key_value"):
                 self._add_qkv_split(prefix, layer, mode)
             else:
                 self._add(prefix, ".weight", tensor, layer, mode)
@@ -145,6 +150,8 @@ class Plan:
         ckpt = self.ckpt
         if part in (".bias", ""):
             shape, qtype = ckpt.raw(prefix + part).shape, Q.F32
+            if tensor in (T.SSM_A, T.SSM_D) and self.fam.arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+                shape = (shape[0], 1)  # Mamba2Model unsqueezes A and D
         else:
             qtype = twin_type(ckpt, prefix, mode)
             shape = ckpt.raw(prefix + ".weight").shape
@@ -153,6 +160,11 @@ class Plan:
                 shape = shape[:-1] + (shape[-1] * 32 // bits,)
             if tensor == T.FFN_GATE_INP_SHEXP:   # [1, hidden] in MLX, {n_embd} in llama.cpp
                 shape, qtype = (shape[-1],), Q.F32
+            if tensor == T.SSM_CONV1D:  # MLX [C, L, 1], squeezed by the converter; kept F32
+                shape, qtype = shape[:2], Q.F32
+            if tensor == T.SSM_NORM and self.fam.arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+                groups = int(self.ckpt.config["n_groups"])  # Mamba2Model's reshape
+                shape, qtype = (groups, shape[0] // groups), Q.F32  # a "_norm.weight": F32
             if tensor == T.SHORTCONV_CONV:  # [H, L, 1] -> [H, L]; F32 as the converter writes
                 shape, qtype = tuple(shape[:2]), Q.F32
         if len(shape) == 1:
@@ -195,6 +207,24 @@ class Plan:
                                   permute=0, tied_copy=False, kv_b=(half, nope, v, latent),
                                   moex_bytes=size * (nope if half == "k" else v) // (nope + v)))
 
+    def _add_qkvz(self, prefix, layer, mode):
+        """Qwen3-Next's in_proj_qkvz as Qwen3NextModel.modify_tensors writes it: the rows of each
+        key head's group [q, k, v (r value heads), z (r value heads)] regrouped into attn_qkv
+        [q of all heads; k of all; v of all] and attn_gate [z of all]. Whole rows move, so a
+        quantized tensor keeps its groups."""
+        cfg, ckpt = self.ckpt.config, self.ckpt
+        kh, vh = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+        dk, dv = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"])
+        qtype = twin_type(ckpt, prefix, mode)
+        size = moex_bytes(ckpt, prefix)
+        qkv_rows, z_rows = 2 * kh * dk + vh * dv, vh * dv
+        for half, tensor, rows in (("qkv", T.ATTN_QKV, qkv_rows), ("z", T.ATTN_GATE, z_rows)):
+            self.rows.append(dict(name=gguf_name(tensor, layer) + ".weight", prefix=prefix,
+                                  part=".weight", tensor=tensor, qtype=qtype,
+                                  shape=(rows, self.hidden), permute=0, tied_copy=False,
+                                  qkvz=(half, kh, dk, vh // kh * dv),
+                                  moex_bytes=size * rows // (qkv_rows + z_rows)))
+
     def _add_qkv_split(self, prefix, layer, mode):
         """bailing_moe's query_key_value [(heads + 2 kv) * head_dim, hidden] as the converter
         writes it: its q, k and v row ranges as attn_q / attn_k / attn_v, q and k permuted for
@@ -225,17 +255,53 @@ class Plan:
             half, nope, v, latent = row["kv_b"]
             w = w.reshape(self.n_head, nope + v, latent)
             w = w[:, :nope, :].transpose(0, 2, 1) if half == "k" else w[:, nope:, :]
+        if row.get("qkvz"):
+            half, kh, dk, rv = row["qkvz"]
+            g = w.reshape(kh, 2 * dk + 2 * rv, w.shape[-1])
+            parts = ([g[:, :dk], g[:, dk:2 * dk], g[:, 2 * dk:2 * dk + rv]] if half == "qkv"
+                     else [g[:, 2 * dk + rv:]])
+            w = np.concatenate([p.reshape(-1, w.shape[-1]) for p in parts])
         if row.get("qkv_rows"):
             w = w[row["qkv_rows"][0]:row["qkv_rows"][1]]
         if row["tensor"] == T.OUTPUT and self.normalized_head(row):
             w = columns_normalized(w)
+        if row["tensor"] in (T.SSM_CONV1D, T.SSM_NORM, T.SSM_A, T.SSM_D) and row["part"] != ".bias":
+            w = w.reshape(row["shape"])
+        if row["tensor"] == T.SSM_A:
+            # The converter's -exp(A_log), here evaluated in float64 and rounded once to
+            # float32 (the correctly rounded value).
+            w = -np.exp(w.astype(np.float64))
         if row["tensor"] in (T.FFN_GATE_INP_SHEXP, T.SHORTCONV_CONV):
             w = w.reshape(row["shape"])
+        if self.fam.arch == gguf.MODEL_ARCH.QWEN35MOE:
+            w = self.tiled_v_heads(row["tensor"], w)
         if row["permute"]:
             w = permute_rope_rows(w, row["permute"])
         if row["tensor"] == T.FFN_EXP_PROBS_B:
             w = np.reshape(w, row["shape"])  # ERNIE's [1, E]
         return np.ascontiguousarray(w, dtype=np.float32)
+
+    def tiled_v_heads(self, tensor, w):
+        """_LinearAttentionVReorderBase.modify_tensors (conversion/qwen.py): with more value
+        heads than key heads, every per-value-head row (qkv's v part, z, b, a, the conv's v
+        channels), element (A, dt_bias) and out_proj column moves from the grouped order (value
+        head j of key head g at g r + j) to the tiled one (at j Hk + g)."""
+        cfg = self.ckpt.config
+        kh, vh = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+        dk, dv = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"])
+        if kh == vh:
+            return w
+        lead, unit, axis = {T.ATTN_QKV: (2 * kh * dk, dv, 0), T.SSM_CONV1D: (2 * kh * dk, dv, 0),
+                            T.ATTN_GATE: (0, dv, 0), T.SSM_BETA: (0, 1, 0),
+                            T.SSM_ALPHA: (0, 1, 0), T.SSM_A: (0, 1, 0), T.SSM_DT: (0, 1, 0),
+                            T.SSM_OUT: (0, dv, 1)}.get(tensor, (None, 0, 0))
+        if lead is None:
+            return w
+        w = np.moveaxis(w, axis, 0)
+        head, tail = w[:lead], w[lead:]
+        tail = tail.reshape(kh, vh // kh, unit, *tail.shape[1:]).swapaxes(0, 1)
+        w = np.concatenate([head, tail.reshape(-1, *head.shape[1:])])
+        return np.ascontiguousarray(np.moveaxis(w, 0, axis))
 
     def normalized_head(self, row):
         """bailing_moe's norm_head on a float head: BailingMoeModel.modify_tensors divides it
@@ -334,11 +400,14 @@ def add_metadata(writer, plan, file_type):
         add_yarn_metadata(writer, cfg)
     elif plan.fam.arch == gguf.MODEL_ARCH.MINIMAXM2:
         writer.add_rope_dimension_count(int(cfg["rotary_dim"]))
-    elif plan.fam.arch != gguf.MODEL_ARCH.DEEPSEEK2:
+    elif plan.fam.arch not in (gguf.MODEL_ARCH.DEEPSEEK2, gguf.MODEL_ARCH.QWEN3NEXT,
+                               gguf.MODEL_ARCH.QWEN35MOE):
         writer.add_rope_dimension_count(plan.head_dim)
     add_arch_metadata(writer, plan, cfg)
     writer.add_rope_freq_base(rope_base(plan, cfg))
-    writer.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", cfg.get("norm_eps", 1e-6))))
+    # lfm2moe names it norm_eps, nemotron_h layer_norm_epsilon.
+    eps = cfg.get("rms_norm_eps", cfg.get("norm_eps", cfg.get("layer_norm_epsilon", 1e-6)))
+    writer.add_layer_norm_rms_eps(float(eps))
     writer.add_expert_count(plan.n_experts)
     writer.add_expert_used_count(plan.top_k)
     writer.add_vocab_size(plan.vocab)
@@ -406,6 +475,7 @@ def summary(plan, mode, gguf_path, fingerprint):
                      "moex_bytes": r["moex_bytes"], "gguf_bytes": r["gguf_bytes"],
                      "rope_permuted": bool(r["permute"]), "tied_copy": r["tied_copy"],
                      "kv_b_split": list(r["kv_b"]) if r.get("kv_b") else None,
+                     "qkvz_split": list(r["qkvz"]) if r.get("qkvz") else None,
                      "qkv_rows": list(r["qkv_rows"]) if r.get("qkv_rows") else None,
                      "columns_normalized": r["tensor"] == T.OUTPUT and plan.normalized_head(r)}
                     for r in rows],

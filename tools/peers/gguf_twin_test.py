@@ -78,10 +78,49 @@ def moex_values(ckpt, entry, cfg):
         w = w.reshape(-1)
     if entry["name"].endswith("shortconv.conv.weight"):  # lfm2moe: MLX [H, L, 1] -> [H, L]
         w = w.reshape(w.shape[0], w.shape[1])
+    w = hybrid_values(w, entry, text_config(cfg))
     if entry["rope_permuted"]:
         heads = cfg["num_attention_heads"] if ".attn_q." in entry["name"] else \
             cfg.get("num_key_value_heads", cfg["num_attention_heads"])
         w = permute_rope_rows(w, heads)
+    return w
+
+
+def hybrid_values(w, entry, cfg):
+    """The converters' transforms of the Gated DeltaNet and Mamba-2 tensors (conversion/qwen.py
+    Qwen3NextModel and _LinearAttentionVReorderBase, conversion/nemotron.py NemotronHModel and
+    conversion/mamba.py Mamba2Model), written out again here from their description."""
+    name = entry["name"]
+    if entry.get("qkvz_split"):  # in_proj_qkvz's per-key-head [q, k, v, z] regrouped
+        half, kh, dk, rv = entry["qkvz_split"]
+        g = w.reshape(kh, 2 * dk + 2 * rv, -1)
+        w = (np.concatenate([g[:, :dk].reshape(-1, g.shape[-1]), g[:, dk:2 * dk].reshape(
+            -1, g.shape[-1]), g[:, 2 * dk:2 * dk + rv].reshape(-1, g.shape[-1])])
+             if half == "qkv" else g[:, 2 * dk + rv:].reshape(-1, g.shape[-1]))
+    if name.endswith(".ssm_a"):  # -exp(A_log), stored as float32
+        w = (-np.exp(w)).astype(np.float32).astype(np.float64)
+    if name.endswith(".ssm_conv1d.weight"):
+        w = w.reshape(w.shape[0], -1)
+    if cfg["model_type"] == "nemotron_h":
+        if name.endswith((".ssm_a", ".ssm_d")):
+            w = w.reshape(-1, 1)
+        if name.endswith(".ssm_norm.weight"):
+            w = w.reshape(int(cfg["n_groups"]), -1)
+    if cfg["model_type"] == "qwen3_5_moe":
+        kh, vh = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+        dk, dv = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"])
+        lead = 2 * kh * dk if name.endswith((".attn_qkv.weight", ".ssm_conv1d.weight")) else 0
+        unit = dv if name.endswith((".attn_qkv.weight", ".ssm_conv1d.weight",
+                                    ".attn_gate.weight", ".ssm_out.weight")) else 1
+        if name.endswith((".attn_qkv.weight", ".ssm_conv1d.weight", ".attn_gate.weight",
+                          ".ssm_beta.weight", ".ssm_alpha.weight", ".ssm_a", ".ssm_dt.bias",
+                          ".ssm_out.weight")):
+            # grouped (value head j of key head g at g r + j) -> tiled (at j kh + g)
+            r = vh // kh
+            perm = [lead + ((p % kh) * r + p // kh) * unit + e
+                    for p in range(vh) for e in range(unit)]
+            perm = list(range(lead)) + perm
+            w = w[:, perm] if name.endswith(".ssm_out.weight") else w[perm]
     return w
 
 
@@ -310,6 +349,18 @@ def main():
         subprocess.run([args.moex, "make-model", "--preset", preset, "--out", str(d), "-q",
                         "--reuse", "--threads", "2"], check=True, capture_output=True)
         cfg = json.loads((d / "config.json").read_text())
+        from checkpoint_edits import with_moe_in_dense_layers, without_mlp_blocks
+        if cfg["model_type"] == "qwen3_next":  # llama.cpp's qwen3next makes every layer MoE
+            return with_moe_in_dense_layers(d, work / f"{preset}-allmoe")
+        if cfg["model_type"] == "nemotron_h":
+            # A MoE nemotron_h_moe file has no dense MLP block, one expert group (llama.cpp
+            # asserts a used-group count the converter does not write) and no dt limit.
+            e = without_mlp_blocks(d, work / f"{preset}-nomlp")
+            cfg = json.loads((e / "config.json").read_text())
+            cfg.update(n_group=1, topk_group=1)
+            cfg.pop("time_step_limit", None)
+            (e / "config.json").write_text(json.dumps(cfg, indent=1))
+            return e
         if cfg["model_type"] == "bailing_moe":  # Ling-lite's shape, llama.cpp's bailingmoe
             from checkpoint_edits import bailing_as_ling_lite
             return bailing_as_ling_lite(d, work / f"{preset}-lite")

@@ -20,7 +20,9 @@ class Family:
     norm_topk: bool                 # what llama.cpp's build_moe_ffn does for this arch (norm_w)
     has_shared: bool = False
     top_k_key: str = "num_experts_per_tok"
-    prefix: str = ""                # before every MLX name ("language_model." for llama4)
+    prefix: str = ""                # before every MLX name ("language_model." for llama4, Qwen3.5)
+    layers: str = "model.layers."   # the layers' prefix after prefix
+    globals: dict | None = None     # MLX name -> tensor of the non-layers (None: GLOBAL_TENSORS)
 
 
 FAMILIES = {
@@ -70,6 +72,27 @@ FAMILIES = {
     # keys, softmax top-k renormalized.
     "granitemoe": Family(gguf.MODEL_ARCH.GRANITE_MOE, "num_local_experts", "intermediate_size",
                          "block_sparse_moe", permute_qk=True, norm_topk=True),
+    # qwen3next (conversion/qwen.py Qwen3NextModel, src/models/qwen3next.cpp): Gated DeltaNet
+    # layers (in_proj_qkvz split into attn_qkv / attn_gate, A as -exp(A_log), the conv
+    # squeezed) and gated attention every full_attention_interval-th layer, every layer MoE
+    # (softmax top-k renormalized, hard-coded), sigmoid-gated shared expert, partial NEOX RoPE.
+    "qwen3_next": Family(gguf.MODEL_ARCH.QWEN3NEXT, "num_experts", "moe_intermediate_size",
+                         "mlp", permute_qk=False, norm_topk=True, has_shared=True),
+    # qwen35moe (Qwen3_5MoeTextModel over _LinearAttentionVReorderBase and Qwen3NextModel,
+    # src/models/qwen35moe.cpp): Qwen3-Next's transforms on separate in_proj_qkv / _z / _b / _a,
+    # value heads stored tiled when there are more than key heads, interleaved M-RoPE sections.
+    "qwen3_5_moe": Family(gguf.MODEL_ARCH.QWEN35MOE, "num_experts", "moe_intermediate_size",
+                          "mlp", permute_qk=False, norm_topk=True, has_shared=True,
+                          prefix="language_model."),
+    # nemotron_h_moe (NemotronHModel over GraniteHybridModel / Mamba2Model, src/models/
+    # nemotron-h.cpp): blocks of one kind each (their kinds from the per-layer head_count_kv /
+    # feed_forward_length arrays), A as -exp(A_log) and D unsqueezed to [heads, 1], the gated
+    # norm as [groups, inner / groups], q/k rows permuted (undo_permute, though no RoPE).
+    "nemotron_h": Family(gguf.MODEL_ARCH.NEMOTRON_H_MOE, "n_routed_experts",
+                         "moe_intermediate_size", "mixer", permute_qk=True, norm_topk=True,
+                         has_shared=True, layers="backbone.layers.",
+                         globals={"backbone.embeddings": T.TOKEN_EMBD,
+                                  "backbone.norm_f": T.OUTPUT_NORM, "lm_head": T.OUTPUT}),
     # lfm2moe (conversion/lfm2.py LFM2MoeModel, src/models/lfm2moe.cpp and lfm2.cpp): short-conv
     # and attention layers (head_count_kv 0 for a conv layer), per-head q/k norms, full NEOX
     # RoPE, leading dense layers, sigmoid + exp_probs_b, top-k renormalized (hard-coded).
@@ -148,6 +171,34 @@ LAYER_TENSORS = {
     "mlp.experts.gate_proj": T.FFN_GATE_EXP,            # gpt-oss's experts (with biases)
     "mlp.experts.up_proj": T.FFN_UP_EXP,
     "mlp.experts.down_proj": T.FFN_DOWN_EXP,
+    "linear_attn.in_proj_qkvz": T.ATTN_QKV,             # qwen3next: written split (+ ATTN_GATE)
+    "linear_attn.in_proj_ba": T.SSM_BETA_ALPHA,
+    "linear_attn.in_proj_qkv": T.ATTN_QKV,              # qwen35moe: separate projections
+    "linear_attn.in_proj_z": T.ATTN_GATE,
+    "linear_attn.in_proj_b": T.SSM_BETA,
+    "linear_attn.in_proj_a": T.SSM_ALPHA,
+    "linear_attn.conv1d": T.SSM_CONV1D,                 # [C, L, 1] -> [C, L]
+    "linear_attn.dt_bias": T.SSM_DT,                    # a bare tensor -> "ssm_dt.bias"
+    "linear_attn.A_log": T.SSM_A,                       # a bare tensor, written as -exp(A_log)
+    "linear_attn.norm": T.SSM_NORM,
+    "linear_attn.out_proj": T.SSM_OUT,
+    "norm": T.ATTN_NORM,                                # nemotron_h: each block's one norm
+    "mixer.in_proj": T.SSM_IN,                          # nemotron_h's Mamba-2
+    "mixer.conv1d": T.SSM_CONV1D,
+    "mixer.dt_bias": T.SSM_DT,
+    "mixer.A_log": T.SSM_A,
+    "mixer.D": T.SSM_D,                                 # a bare tensor, as [heads, 1]
+    "mixer.norm": T.SSM_NORM,                           # as [groups, inner / groups]
+    "mixer.out_proj": T.SSM_OUT,
+    "mixer.q_proj": T.ATTN_Q,
+    "mixer.k_proj": T.ATTN_K,
+    "mixer.v_proj": T.ATTN_V,
+    "mixer.o_proj": T.ATTN_OUT,
+    "{moe}.switch_mlp.fc1": T.FFN_UP_EXP,               # nemotron_h's relu2 experts (no gate)
+    "{moe}.switch_mlp.fc2": T.FFN_DOWN_EXP,
+    "mixer.gate.e_score_correction_bias": T.FFN_EXP_PROBS_B,
+    "mixer.shared_experts.up_proj": T.FFN_UP_SHEXP,
+    "mixer.shared_experts.down_proj": T.FFN_DOWN_SHEXP,
     "operator_norm": T.ATTN_NORM,                       # lfm2moe's names
     "ffn_norm": T.FFN_NORM,
     "self_attn.out_proj": T.ATTN_OUT,
@@ -184,11 +235,29 @@ GLOBAL_TENSORS = {
 }
 EXPERT_TENSORS = {T.FFN_GATE_EXP, T.FFN_UP_EXP, T.FFN_DOWN_EXP}
 # Tensors stored without .weight in MLX, and the suffix llama.cpp gives them.
-BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight"}
+BARE_TENSORS = {T.FFN_EXP_PROBS_B: ".bias", T.ATTN_SINKS: ".weight", T.SSM_DT: ".bias",
+                T.SSM_A: "", T.SSM_D: ""}
 
 
 class Unsupported(ValueError):
     """The checkpoint uses something the llama.cpp arch cannot express."""
+
+
+def text_config(config):
+    """A multimodal wrapper's config as one: its text_config over the top level (llama4,
+    Qwen3.5) with the wrapper's model_type (which names the family; text_config's is e.g.
+    qwen3_5_moe_text), and Qwen3.5's rope_parameters as the plain RoPE fields; any other
+    config as it is."""
+    if not isinstance(config.get("text_config"), dict):
+        return config
+    flat = {k: v for k, v in config.items() if k != "text_config"}
+    flat.update(config["text_config"])
+    flat["model_type"] = config.get("model_type")
+    if isinstance(flat.get("rope_parameters"), dict):
+        rp = flat["rope_parameters"]
+        flat.setdefault("rope_theta", rp.get("rope_theta", 10000.0))
+        flat.setdefault("partial_rotary_factor", rp.get("partial_rotary_factor", 0.25))
+    return flat
 
 
 def family_of(config):
@@ -266,6 +335,37 @@ def check_expressible(model_type, fam, config):
     if model_type == "bailing_moe":
         check_bailing(config, refuse)
         return
+    if model_type == "nemotron_h":
+        pattern = config.get("hybrid_override_pattern")
+        if not isinstance(pattern, str):
+            refuse("hybrid_override_pattern", "the twin writes a pattern string")
+        if "E" in pattern and "-" in pattern:
+            refuse("hybrid_override_pattern", "a MoE file has no dense MLP block: llama.cpp's "
+                   "loader makes a block with a feed_forward_length MoE")
+        if int(config.get("n_group", 1)) != 1:
+            refuse("n_group", "the converter writes no expert_group_used_count and llama.cpp "
+                   "asserts one when there are expert groups")
+        lim = config.get("time_step_limit")
+        if lim is not None and (float(lim[0]) != 0.0 or float(lim[1]) != float("inf")):
+            refuse("time_step_limit", "no key carries it and llama.cpp does not clip dt")
+        if config.get("mlp_bias") or config.get("moe_latent_size") is not None:
+            refuse("mlp_bias", "the twin writes no MLP biases or latent projections")
+        return
+    if model_type == "qwen3_5_moe":
+        rp = config.get("rope_parameters") or {}
+        if rp.get("rope_type", "default") != "default":
+            refuse("rope_parameters", "the twin writes plain (M-)RoPE only")
+        if int(config["linear_value_head_dim"]) != int(config["linear_key_head_dim"]):
+            refuse("linear_value_head_dim", "llama.cpp's qwen35moe loader takes the value head "
+                   "dim equal to linear_key_head_dim")
+    if model_type == "qwen3_next":
+        # llama.cpp's loader sizes the value heads by ssm.state_size (the key head dim).
+        if int(config["linear_value_head_dim"]) != int(config["linear_key_head_dim"]):
+            refuse("linear_value_head_dim", "llama.cpp's qwen3next loader takes the value head "
+                   "dim equal to linear_key_head_dim")
+        if config.get("layer_types") is not None:
+            refuse("layer_types", "the twin writes the full_attention_interval rule only")
+        # then the generic checks: every layer MoE, norm_w, no RoPE scaling, SiLU
     if model_type == "glm4_moe":
         if config.get("rope_scaling"):
             refuse("rope_scaling", "the twin writer does not map RoPE scaling")
@@ -300,11 +400,6 @@ def check_lfm2(config, refuse):
         refuse("conv_bias", "llama.cpp's lfm2moe loader has no convolution biases")
     if config.get("rope_scaling"):
         refuse("rope_scaling", "the twin writer does not map RoPE scaling")
-
-
-def text_config(config):
-    """A multimodal wrapper's text_config over its top level (llama4), else the config."""
-    return {**config, **config["text_config"]} if "text_config" in config else config
 
 
 def check_llama4(cfg, refuse):
@@ -438,13 +533,14 @@ def gguf_name(tensor, layer=None):
 
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
-    table = [(fam.prefix + name, t, None) for name, t in GLOBAL_TENSORS.items()]
+    table = [(fam.prefix + name, t, None) for name, t in (fam.globals or GLOBAL_TENSORS).items()]
     for i in range(n_layers):
         for suffix, t in LAYER_TENSORS.items():
-            if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE,
-                                                gguf.MODEL_ARCH.GPT_OSS):
-                t = T.ATTN_POST_NORM  # glm4moe's / gpt-oss's name for the norm before the FFN
-            table.append((f"{fam.prefix}model.layers.{i}." + suffix.format(moe=fam.moe_prefix),
+            if t == T.FFN_NORM and fam.arch in (gguf.MODEL_ARCH.GLM4_MOE, gguf.MODEL_ARCH.GPT_OSS,
+                                                gguf.MODEL_ARCH.QWEN3NEXT,
+                                                gguf.MODEL_ARCH.QWEN35MOE):
+                t = T.ATTN_POST_NORM  # these archs' name for the norm before the FFN
+            table.append((f"{fam.prefix}{fam.layers}{i}." + suffix.format(moe=fam.moe_prefix),
                           t, i))
     allowed = set(gguf.MODEL_TENSORS[fam.arch])
     if fam.arch == gguf.MODEL_ARCH.BAILINGMOE:

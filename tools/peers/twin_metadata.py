@@ -87,6 +87,16 @@ def add_arch_metadata(writer, plan, cfg):
     arch = plan.fam.arch
     if arch == gguf.MODEL_ARCH.DOTS1:
         add_dots1_metadata(writer, cfg)
+    elif arch == gguf.MODEL_ARCH.QWEN3NEXT:
+        add_qwen3next_metadata(writer, plan, cfg)
+    elif arch == gguf.MODEL_ARCH.NEMOTRON_H_MOE:
+        add_nemotron_h_metadata(writer, plan, cfg)
+    elif arch == gguf.MODEL_ARCH.QWEN35MOE:
+        # Qwen3_5MoeTextModel: Qwen3-Next's keys and the M-RoPE sections (_Qwen35MRopeMixin:
+        # the config's mrope_section, 4 entries, else [11, 11, 10, 0]).
+        add_qwen3next_metadata(writer, plan, cfg)
+        sections = list((cfg.get("rope_parameters") or {}).get("mrope_section", [11, 11, 10]))
+        writer.add_rope_dimension_sections((sections + [0, 0, 0, 0])[:4])
     elif arch == gguf.MODEL_ARCH.ERNIE4_5_MOE:
         add_ernie_metadata(writer, cfg)
     elif arch == gguf.MODEL_ARCH.LFM2MOE:
@@ -164,3 +174,41 @@ def add_ernie_metadata(writer, cfg):
     if shared > 0:
         writer.add_expert_shared_feed_forward_length(
             int(cfg["intermediate_size"]) // int(cfg["num_key_value_heads"]))
+
+
+def add_qwen3next_metadata(writer, plan, cfg):
+    """Qwen3NextModel.set_gguf_parameters (conversion/qwen.py) over Qwen2MoeModel's shared
+    expert width: the Gated DeltaNet heads as ssm.* keys, full_attention_interval, the rotated
+    dims of the partial RoPE."""
+    writer.add_expert_shared_feed_forward_length(int(cfg["shared_expert_intermediate_size"]))
+    writer.add_ssm_conv_kernel(int(cfg["linear_conv_kernel_dim"]))
+    writer.add_ssm_state_size(int(cfg["linear_key_head_dim"]))
+    writer.add_ssm_group_count(int(cfg["linear_num_key_heads"]))
+    writer.add_ssm_time_step_rank(int(cfg["linear_num_value_heads"]))
+    writer.add_ssm_inner_size(int(cfg["linear_value_head_dim"]) * int(cfg["linear_num_value_heads"]))
+    writer.add_full_attention_interval(int(cfg.get("full_attention_interval", 4)))
+    partial = float(cfg.get("partial_rotary_factor", 0.25))
+    writer.add_rope_dimension_count(int(plan.head_dim * partial))
+
+
+def add_nemotron_h_metadata(writer, plan, cfg):
+    """NemotronHModel.set_gguf_parameters (conversion/nemotron.py) over GraniteHybridModel's and
+    Mamba2Model's: the block kinds as per-layer head_count_kv (attention blocks) and
+    feed_forward_length (MoE blocks) arrays, the Mamba-2 sizes as ssm.* keys, the MoE keys,
+    context length 2^20 (no RoPE). Written after add_metadata's scalars, which they replace."""
+    pattern = cfg["hybrid_override_pattern"]
+    writer.add_context_length(2 ** 20)
+    writer.add_head_count_kv([plan.n_kv if c == "*" else 0 for c in pattern])
+    writer.add_feed_forward_length([int(cfg["moe_intermediate_size"]) if c == "E" else 0
+                                    for c in pattern])
+    writer.add_layer_norm_eps(float(cfg["layer_norm_epsilon"]))  # (the RMS one: add_metadata)
+    writer.add_ssm_conv_kernel(int(cfg["conv_kernel"]))
+    writer.add_ssm_state_size(int(cfg["ssm_state_size"]))
+    writer.add_ssm_group_count(int(cfg["n_groups"]))
+    writer.add_ssm_inner_size(int(cfg["mamba_num_heads"]) * int(cfg["mamba_head_dim"]))
+    writer.add_ssm_time_step_rank(int(cfg["mamba_num_heads"]))
+    writer.add_expert_shared_feed_forward_length(int(cfg["moe_shared_expert_intermediate_size"]))
+    writer.add_expert_shared_count(int(cfg["n_shared_experts"]))
+    writer.add_expert_weights_norm(bool(cfg["norm_topk_prob"]))
+    writer.add_expert_weights_scale(float(cfg["routed_scaling_factor"]))
+    writer.add_expert_group_count(int(cfg.get("n_group", 1)))

@@ -52,7 +52,7 @@ void delta_gates(const DeltaGatesArgs& a) {
     for (int64_t h = 0; h < a.heads; ++h) {
       float& g = a.a[r * a.heads + h];
       float& beta = a.b[r * a.heads + h];
-      g = std::exp(-std::exp(a.a_log[h]) * softplus(g + a.dt_bias[h]));
+      g = std::exp(a.neg_exp_a_log[h] * softplus(g + a.dt_bias[h]));
       beta = 1.f / (1.f + std::exp(-beta));
     }
 }

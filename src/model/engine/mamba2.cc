@@ -20,7 +20,8 @@ Mamba2Mixer::Mamba2Mixer(const backend::ModelBackend& be, const Mamba2Weights& w
       conv_w_(placed(be, ops::FloatVec(ops::transpose_conv_weight(w.conv.host(), p.conv_dim(),
                                                                  p.conv_kernel)))) {
   std::vector<float> a(size_t(p.heads));
-  for (int64_t h = 0; h < p.heads; ++h) a[size_t(h)] = -std::exp(w.a_log.host()[h]);
+  for (int64_t h = 0; h < p.heads; ++h)
+    a[size_t(h)] = p.a_log_holds_a ? w.a_log.host()[h] : -std::exp(w.a_log.host()[h]);
   a_ = placed(be, ops::FloatVec(std::move(a)));
 }
 

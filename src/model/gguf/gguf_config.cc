@@ -137,6 +137,9 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   if (k.arch() == "lfm2moe") return gguf_config::lfm2moe(k);
   if (k.arch() == "llama4") return gguf_config::llama4(k);
   if (k.arch() == "minimax-m2") return gguf_config::minimax_m2(k);
+  if (k.arch() == "qwen3next") return gguf_config::qwen3next(k);
+  if (k.arch() == "qwen35moe") return gguf_config::qwen35moe(k);
+  if (k.arch() == "nemotron_h_moe") return gguf_config::nemotron_h(k);
   // Ling 2.0 (BailingMoeV2ForCausalLM, model_type bailing_moe_v2): moex's bailing_moe family
   // reads model_type bailing_moe (mlx-lm 0.32.2 loads no bailing_moe_v2 directory), so no
   // checkpoint of that model is one moex was checked against; its GGUF form also differs
@@ -151,12 +154,16 @@ nlohmann::json gguf_config_json(const gguf::GgufFile& f) {
   k.refuse_key("general.architecture",
                "moex loads the GGUF architectures qwen3moe, llama (with experts: Mixtral), "
                "qwen2moe, olmoe, glm4moe, deepseek2, gpt-oss, dots1, ernie4_5-moe, granitemoe, "
-               "hunyuan-moe, lfm2moe, llama4, minimax-m2 and bailingmoe");
+               "hunyuan-moe, lfm2moe, llama4, minimax-m2, bailingmoe, qwen3next, qwen35moe and "
+               "nemotron_h_moe");
 }
 
 void gguf_config::adapt_parsed_config(ModelConfig& c, const gguf::GgufFile& f) {
   if (c.family == "deepseek_v2" || c.family == "deepseek_v3") adapt_deepseek2(c, f);
   if (c.family == "bailing_moe") adapt_bailingmoe(c);
+  if (c.family == "qwen3_next") adapt_qwen3next(c, f);
+  if (c.family == "qwen3_5_moe") adapt_qwen35moe(c, f);
+  if (c.family == "nemotron_h") adapt_nemotron_h(c);
   validate_model_config(c);
 }
 

@@ -50,7 +50,9 @@ json common_fields(const ArchKeys& k, const std::string& model_type, CommonOptio
   const int64_t heads = k.size("attention.head_count", 1, limits::kMaxHeads);
   int64_t kv_heads = 0;
   const gguf::Value* kv_value = f.find(k.key("attention.head_count_kv"));
-  if (kv_value && kv_value->type == gguf::ValueType::kArray) {
+  if (opt.kv_heads_from_arch) {
+    kv_heads = heads;
+  } else if (kv_value && kv_value->type == gguf::ValueType::kArray) {
     if (!opt.per_layer_kv_heads)
       k.refuse("attention.head_count_kv", "per-layer KV head counts are not supported for " +
                                               k.arch());

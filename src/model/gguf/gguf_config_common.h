@@ -22,6 +22,9 @@ struct CommonOptions {
   // attention.head_count_kv may be an array with 0 for the layers without attention (the
   // hybrid archs); num_key_value_heads is then the one non-zero count.
   bool per_layer_kv_heads = false;
+  // attention.head_count_kv is a per-layer array the arch reads itself (num_key_value_heads
+  // is then head_count until it does).
+  bool kv_heads_from_arch = false;
 };
 
 // model_type, hidden / layers / heads / kv heads / vocabulary / context / eps / theta / top-k,
@@ -75,6 +78,9 @@ nlohmann::json lfm2moe(const gguf_keys::ArchKeys& k);
 nlohmann::json llama4(const gguf_keys::ArchKeys& k);
 nlohmann::json minimax_m2(const gguf_keys::ArchKeys& k);
 nlohmann::json bailingmoe(const gguf_keys::ArchKeys& k);
+nlohmann::json qwen3next(const gguf_keys::ArchKeys& k);
+nlohmann::json qwen35moe(const gguf_keys::ArchKeys& k);
+nlohmann::json nemotron_h(const gguf_keys::ArchKeys& k);
 
 // After the family parsed the config (gguf_config.cc), then validated again: the module names
 // a GGUF file stores differently from the family's checkpoint directory.
@@ -87,5 +93,11 @@ void adapt_deepseek2(ModelConfig& c, const gguf::GgufFile& f);
 // bailingmoe: the converter splits query_key_value into attn_q / attn_k / attn_v, so each
 // layer's fused qkv module becomes q_proj / k_proj / v_proj under the same attention prefix.
 void adapt_bailingmoe(ModelConfig& c);
+// qwen3next / qwen35moe / nemotron_h_moe: what llama.cpp's converters store otherwise than the
+// checkpoint directory (gguf_config_qwen3next.cc, gguf_config_qwen35moe.cc,
+// gguf_config_nemotron_h.cc).
+void adapt_qwen3next(ModelConfig& c, const gguf::GgufFile& f);
+void adapt_qwen35moe(ModelConfig& c, const gguf::GgufFile& f);
+void adapt_nemotron_h(ModelConfig& c);
 
 }  // namespace moex::model::gguf_config

@@ -49,7 +49,8 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "peers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checkpoint_edits import (bailing_as_ling_lite, ernie_with_correction_bias,  # noqa: E402
-                              hunyuan_as_llamacpp, with_kv_heads_repeated)
+                              hunyuan_as_llamacpp, with_kv_heads_repeated,
+                              with_moe_in_dense_layers, without_mlp_blocks)
 from gguf_twin import twin  # noqa: E402
 from gguf_file_edits import dequantized_copy, with_nextn_layer  # noqa: E402
 from gguf_twin_test import exact_grid_copy, without_dense_layers  # noqa: E402
@@ -87,8 +88,17 @@ PEER_QUANT_BOUND = 3.2e-2
 # 6.1e-3), 1.08x under the common bound: a biased selection puts experts closer together, and
 # llama.cpp's 8-bit activations flip a near choice; on the file's F32 dequantization llama.cpp
 # agrees with moex to 1.38e-4 (2026-12-07). Bound 1.2x measured, with the F32 oracle run.
+# The tiny Qwen3-Next's F16 file: 0.169 at one step (median 2.6e-3), where moex's own F32 and F16
+# files of the checkpoint differ as much (0.169: the F16 rounding moves that step, and the
+# recurrent state carries it on); llama.cpp rounds its activations to F16 as well. llama.cpp on
+# the file's F32 dequantization agrees with moex on the file to 5.1e-5 (f32_oracle).
+# The tiny Qwen3.5-MoE's quantized files likewise: 0.197 (Q4_0) and 0.108 (Q4_K_M) at one step
+# each, medians 7.8e-3 and 1.3e-2; llama.cpp on their F32 dequantizations agrees with moex on
+# the files to 1.3e-5 and 6.3e-5. The tiny Nemotron-H's Q4_0 file: 0.0684 at one step (median
+# 7.2e-3), llama.cpp on its F32 dequantization 4.1e-6.
 PEER_BOUND_OVERRIDE = {"oss-mx": 9.8e-2, "ds2-f32-q4_k_m": 5.8e-2, "llama4-f32-q4_k_m": 3.4e-2,
-                       "erniebias-q4": 3.6e-2}
+                       "erniebias-q4": 3.6e-2, "qwen3next-f16": 0.2, "qwen35-q4": 0.24,
+                       "qwen35-f32-q4_k_m": 0.13, "nemotron-q4": 0.082}
 CORPUS = [
     "Hello, world!",
     "naïve café — Ünïcödé ∑ 日本語のテキスト 🙂🚀",
@@ -204,6 +214,14 @@ def granite_sensitive(cfg):
     cfg["embedding_multiplier"] = 1.5
 
 
+def nemotron_as_llamacpp(cfg):
+    """The tiny Nemotron-H as llama.cpp's nemotron_h_moe can run it: one expert group (the
+    converter writes no expert_group_used_count, which llama.cpp requires with groups) and no dt
+    limit (no key carries it; ggml_ssm_scan does not clip)."""
+    cfg.update(n_group=1, topk_group=1)
+    cfg.pop("time_step_limit", None)
+
+
 def llama4_as_llamacpp(cfg):
     """The tiny Llama-4 with llama.cpp's hard-coded chunk of 8192 (the preset's is its 4096
     context; at the test's 11 positions no chunk boundary is reached either way)."""
@@ -222,7 +240,9 @@ PRESETS = (("tiny-qwen3-moe", "qwen3", None), ("tiny-mixtral", "mixtral", None),
            ("tiny-granitemoe", "granite", granite_sensitive),
            ("tiny-hunyuan", "hunyuan", None), ("tiny-bailing-moe", "bailing", None),
            ("tiny-lfm2-moe", "lfm2", None), ("tiny-llama4", "llama4", llama4_as_llamacpp),
-           ("tiny-minimax", "minimax", None))
+           ("tiny-minimax", "minimax", None),
+           ("tiny-qwen3-next", "qwen3next", None), ("tiny-qwen3-5-moe", "qwen35", None),
+           ("tiny-nemotron-h", "nemotron", nemotron_as_llamacpp))
 
 
 def fixtures(moex, work, only=None):
@@ -241,6 +261,10 @@ def fixtures(moex, work, only=None):
                 dense_free = work / f"{short}-{kind}-allmoe"
                 without_dense_layers(d, dense_free)
                 d = dense_free
+            if short == "qwen3next":  # llama.cpp's qwen3next makes every layer MoE
+                d = with_moe_in_dense_layers(d, work / f"{short}-{kind}-allmoe")
+            if short == "nemotron":  # a MoE nemotron_h file has no dense MLP block
+                d = without_mlp_blocks(d, work / f"{short}-{kind}-nomlp")
             if short == "dots1":  # llama.cpp's dots1 has no GQA: KV heads written out
                 d = with_kv_heads_repeated(d, work / f"{short}-{kind}-mha")
             if short == "hunyuan":  # renormalized, the base folded, the shared MLP narrowed

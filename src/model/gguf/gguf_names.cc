@@ -8,9 +8,14 @@ namespace {
 const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
   switch (m.slot) {
     case Slot::kInputNorm: return "attn_norm";
-    // glm4moe and gpt-oss call the norm before the FFN attn_post_norm (llama-arch.cpp).
+    // glm4moe, gpt-oss, qwen3next and qwen35moe call the norm before the FFN attn_post_norm
+    // (llama-arch.cpp); Nemotron-H's FFN blocks have one norm, attn_norm as every block's.
     case Slot::kPostNorm:
-      return family == "glm4_moe" || family == "gpt_oss" ? "post_attention_norm" : "ffn_norm";
+      if (family == "nemotron_h") return "attn_norm";
+      return family == "glm4_moe" || family == "gpt_oss" || family == "qwen3_next" ||
+                     family == "qwen3_5_moe"
+                 ? "post_attention_norm"
+                 : "ffn_norm";
     case Slot::kQ: return "attn_q";
     case Slot::kK: return "attn_k";
     case Slot::kV: return "attn_v";
@@ -33,6 +38,29 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
     case Slot::kMlaKvB: return "attn_kv_b";
     case Slot::kMlaEmbedQ: return "attn_k_b";
     case Slot::kMlaUnembedOut: return "attn_v_b";
+    // Gated DeltaNet (qwen3next): the converter's split of in_proj_qkvz into [q; k; v] and z,
+    // in_proj_ba as it is, the conv squeezed to [C, L], dt_bias as "ssm_dt.bias", A as the bare
+    // "ssm_a" (-exp(A_log)), the gated norm, out_proj.
+    case Slot::kGdnQkvz: return "ssm_in";  // files of the first converter, unsplit
+    case Slot::kGdnQkv: return "attn_qkv";
+    case Slot::kGdnZ: return "attn_gate";
+    case Slot::kGdnBa: return "ssm_ba";
+    case Slot::kGdnB: return "ssm_beta";  // qwen35moe's separate in_proj_b / in_proj_a
+    case Slot::kGdnA: return "ssm_alpha";
+    case Slot::kGdnConv: return "ssm_conv1d";
+    case Slot::kGdnDtBias: return "ssm_dt";
+    case Slot::kGdnALog: return "ssm_a";
+    case Slot::kGdnNorm: return "ssm_norm";
+    case Slot::kGdnOut: return "ssm_out";
+    // Mamba-2 (nemotron_h_moe): ssm_a and ssm_d bare and [heads, 1], the gated norm
+    // [groups, inner / groups].
+    case Slot::kMambaIn: return "ssm_in";
+    case Slot::kMambaConv: return "ssm_conv1d";
+    case Slot::kMambaDtBias: return "ssm_dt";
+    case Slot::kMambaALog: return "ssm_a";
+    case Slot::kMambaD: return "ssm_d";
+    case Slot::kMambaNorm: return "ssm_norm";
+    case Slot::kMambaOut: return "ssm_out";
     case Slot::kRouter: return "ffn_gate_inp";
     case Slot::kExpertBias: return "exp_probs_b";  // stored as "<name>.bias"
     case Slot::kExperts:
@@ -55,6 +83,16 @@ const char* layer_suffix(const ModuleSpec& m, std::string_view family) {
 }
 
 }  // namespace
+
+const char* gguf_bare_suffix(Slot slot) {
+  switch (slot) {
+    case Slot::kSinks: return ".weight";
+    case Slot::kGdnALog:
+    case Slot::kMambaALog:
+    case Slot::kMambaD: return "";
+    default: return ".bias";
+  }
+}
 
 std::string gguf_tensor_name(const ModuleSpec& m, std::string_view family) {
   if (m.layer < 0) {

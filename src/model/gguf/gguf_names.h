@@ -10,9 +10,13 @@
 
 namespace moex::model {
 
-// "blk.3.ffn_gate_exps", "token_embd", ... (append ".weight" / ".bias"; the expert bias
-// "blk.N.exp_probs_b" has ".bias" only), or "" for a slot with no llama.cpp tensor that moex
-// maps. `family` (ModelConfig::family) picks the names that differ by arch.
+// "blk.3.ffn_gate_exps", "token_embd", ... (append ".weight" / ".bias"; bare tensors take
+// gguf_bare_suffix), or "" for a slot with no llama.cpp tensor that moex maps. `family`
+// (ModelConfig::family) picks the names that differ by arch.
 std::string gguf_tensor_name(const ModuleSpec& m, std::string_view family = "");
+
+// The suffix llama.cpp gives a bare tensor module (ModuleKind::kTensor): ".bias" for the expert
+// bias and dt_bias, ".weight" for gpt-oss's sinks, none for ssm_a.
+const char* gguf_bare_suffix(Slot slot);
 
 }  // namespace moex::model

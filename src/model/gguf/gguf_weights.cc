@@ -33,18 +33,49 @@ std::optional<DType> float_dtype(gguf::GgmlType t) {
   }
 }
 
-// Rows of `row_bytes` bytes, `heads` heads of hd rows each, from llama.cpp's interleaved RoPE
-// order back into Hugging Face's halves: GGUF row h*hd + 2i + a holds HF row h*hd + a*hd/2 + i
+// Where each row of a module comes from in the file: row i is the file's row order[i] (empty:
+// as stored).
+using RowOrder = std::vector<int64_t>;
+
+// `rows` rows, `heads` heads of hd rows each, from llama.cpp's interleaved RoPE order back into
+// Hugging Face's halves: GGUF row h*hd + 2i + a holds HF row h*hd + a*hd/2 + i
 // (convert_hf_to_gguf.py LlamaModel.permute: reshape(heads, 2, hd/2, ...).swapaxes(1, 2)).
-void unpermute_rows(uint8_t* data, int64_t rows, size_t row_bytes, int64_t heads) {
-  if (heads <= 0 || row_bytes == 0) return;
+RowOrder rope_halves_order(int64_t rows, int64_t heads) {
+  RowOrder order(static_cast<size_t>(rows));
   const int64_t hd = rows / heads;
-  std::vector<uint8_t> src(data, data + size_t(rows) * row_bytes);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t a = 0; a < 2; ++a)
       for (int64_t i = 0; i < hd / 2; ++i)
-        std::memcpy(data + size_t(h * hd + a * hd / 2 + i) * row_bytes,
-                    src.data() + size_t(h * hd + 2 * i + a) * row_bytes, row_bytes);
+        order[size_t(h * hd + a * hd / 2 + i)] = h * hd + 2 * i + a;
+  return order;
+}
+
+// `lead` rows as they are, then value heads of `unit` rows each from the tiled order of
+// Qwen3.5's converter (_LinearAttentionVReorderBase._reorder_v_heads: value head j of key head
+// g at j * k_heads + g) back into the model's grouped order (at g * r + j, r = value heads per
+// key head).
+RowOrder grouped_v_order(int64_t lead, int64_t unit, int64_t k_heads, int64_t v_heads) {
+  RowOrder order(size_t(lead + v_heads * unit));
+  for (int64_t i = 0; i < lead; ++i) order[size_t(i)] = i;
+  const int64_t r = v_heads / k_heads;
+  for (int64_t h = 0; h < v_heads; ++h)
+    for (int64_t e = 0; e < unit; ++e)
+      order[size_t(lead + h * unit + e)] = lead + ((h % r) * k_heads + h / r) * unit + e;
+  return order;
+}
+
+void reorder_rows(uint8_t* data, size_t row_bytes, const RowOrder& order) {
+  if (order.empty() || row_bytes == 0) return;
+  std::vector<uint8_t> src(data, data + order.size() * row_bytes);
+  for (size_t i = 0; i < order.size(); ++i)
+    std::memcpy(data + i * row_bytes, src.data() + size_t(order[i]) * row_bytes, row_bytes);
+}
+
+// The same order applied to the columns of every row (elements of `elem` bytes).
+void reorder_columns(uint8_t* data, int64_t rows, size_t elem, const RowOrder& order) {
+  if (order.empty()) return;
+  const size_t row_bytes = order.size() * elem;
+  for (int64_t r = 0; r < rows; ++r) reorder_rows(data + size_t(r) * row_bytes, elem, order);
 }
 
 // Drops the file pages lying wholly inside a tensor that has been repacked or dequantized:
@@ -149,24 +180,47 @@ class Binder {
     out_.views.push_back(std::move(v));
   }
 
-  // The heads whose q/k rows llama.cpp's converter permuted for this module, or 0.
-  int64_t permuted_heads(const ModuleSpec& m) const {
-    // The GGUF archs "llama", "granitemoe" and "bailingmoe" (RoPE type NORM, LlamaModel's
-    // permutation; bailingmoe's converter applies it to the q / k it splits from
-    // query_key_value).
-    if (cfg_.family != "mixtral" && cfg_.family != "granitemoe" && cfg_.family != "bailing_moe")
-      return 0;
-    if (m.slot == Slot::kQ) return cfg_.heads;
-    if (m.slot == Slot::kK) return cfg_.kv_heads;
-    return 0;
+  // Where the rows of this module come from in the file (empty: as stored): llama.cpp's
+  // converter permuted them for the GGUF archs "llama", "granitemoe" and "bailingmoe" (RoPE
+  // type NORM, LlamaModel's permutation of q and k; bailingmoe's converter applies it to the
+  // q / k it splits from query_key_value), or tiled Qwen3.5's value heads.
+  RowOrder row_order(const ModuleSpec& m, int64_t rows) const {
+    // (nemotron_h_moe: GraniteHybridModel keeps undo_permute, although there is no RoPE.)
+    if (cfg_.family == "mixtral" || cfg_.family == "granitemoe" || cfg_.family == "bailing_moe" ||
+        cfg_.family == "nemotron_h") {
+      if (m.slot == Slot::kQ) return rope_halves_order(rows, cfg_.heads);
+      if (m.slot == Slot::kK) return rope_halves_order(rows, cfg_.kv_heads);
+      return {};
+    }
+    const GatedDeltaParams& g = cfg_.gdn;
+    if (!g.gguf_v_tiled) return {};
+    switch (m.slot) {
+      case Slot::kGdnQkv:
+      case Slot::kGdnConv:
+        return grouped_v_order(2 * g.key_dim(), g.v_head_dim, g.k_heads, g.v_heads);
+      case Slot::kGdnZ: return grouped_v_order(0, g.v_head_dim, g.k_heads, g.v_heads);
+      case Slot::kGdnB:
+      case Slot::kGdnA:
+      case Slot::kGdnDtBias:
+      case Slot::kGdnALog: return grouped_v_order(0, 1, g.k_heads, g.v_heads);
+      default: return {};
+    }
+  }
+  // And of its columns: Qwen3.5's out_proj, unless the layer takes its input in the file's
+  // order (v_tiled_out: out_proj quantized).
+  RowOrder column_order(const ModuleSpec& m) const {
+    const GatedDeltaParams& g = cfg_.gdn;
+    if (m.slot != Slot::kGdnOut || !g.gguf_v_tiled || g.v_tiled_out) return {};
+    return grouped_v_order(0, g.v_head_dim, g.k_heads, g.v_heads);
   }
 
   // Tensor t as a float module: a view of an F32 / F16 / BF16 tensor, a copy of it when its
-  // rows must be un-permuted, or its dequantization to F32 (exact) for any other type.
+  // rows or columns must be reordered, or its dequantization to F32 (exact) for any other type.
   void bind_float(const std::string& name, const gguf::Tensor& t, std::vector<int64_t> shape,
-                  int64_t heads) {
+                  const RowOrder& order, const RowOrder& columns = {}) {
     const int64_t k = shape.back(), rows = t.numel() / k;
-    if (const std::optional<DType> dt = float_dtype(t.type); dt && heads == 0) {
+    if (const std::optional<DType> dt = float_dtype(t.type);
+        dt && order.empty() && columns.empty()) {
       add_view(name, *dt, std::move(shape), t.data, t.nbytes, t.name);
       return;
     }
@@ -179,7 +233,9 @@ class Binder {
       buf.resize(size_t(t.numel()) * sizeof(float));
       dequantize_parallel(t, reinterpret_cast<float*>(buf.data()));
     }
-    unpermute_rows(buf.data(), rows, buf.size() / size_t(rows), heads);
+    // The order runs over the first dimension (a conv's channels, a matrix's rows).
+    reorder_rows(buf.data(), order.empty() ? 0 : buf.size() / order.size(), order);
+    reorder_columns(buf.data(), rows, dtype_size(dt), columns);
     out_.repacked_bytes += int64_t(buf.size());
     release_source_pages(t);
     s_.buffers.push_back(std::move(buf));
@@ -188,14 +244,14 @@ class Binder {
   }
 
   void bind_quantized(const ModuleSpec& m, const gguf::Tensor& t, std::vector<int64_t> shape,
-                      int64_t heads) {
+                      const RowOrder& order) {
     const int64_t k = shape.back(), rows = t.numel() / k;
     quant::QuantizedMatrix q = repack_parallel(t, rows, k, where(t.name));
     const size_t sb_row = size_t(q.view().scale_row_bytes());  // a row's scales (or blob)
-    unpermute_rows(reinterpret_cast<uint8_t*>(q.packed.data()), rows,
-                   size_t(k * q.bits / 32) * sizeof(uint32_t), heads);
-    unpermute_rows(q.scales.data(), rows, sb_row, heads);
-    if (!q.biases.empty()) unpermute_rows(q.biases.data(), rows, sb_row, heads);
+    reorder_rows(reinterpret_cast<uint8_t*>(q.packed.data()),
+                 size_t(k * q.bits / 32) * sizeof(uint32_t), order);
+    reorder_rows(q.scales.data(), sb_row, order);
+    if (!q.biases.empty()) reorder_rows(q.biases.data(), sb_row, order);
     out_.repacked_bytes += int64_t(q.packed.size() * 4 + q.scales.size() + q.biases.size());
     release_source_pages(t);
     s_.matrices.push_back(std::move(q));
@@ -213,11 +269,15 @@ class Binder {
     if (!first_) first_ = mq;
   }
 
-  // glm4moe's NextN (multi-token prediction) layers, stored after the main ones: moex decodes
-  // one token per step and does not run them, so their tensors are skipped.
+  // glm4moe's and qwen3next's NextN (multi-token prediction) layers, stored after the main
+  // ones: moex decodes one token per step and does not run them, so their tensors are skipped.
   int64_t mtp_layers() const {
-    const char* key = "glm4moe.nextn_predict_layers";
-    return cfg_.family == "glm4_moe" && f_.find(key) ? f_.get_int(key) : 0;
+    const char* key = cfg_.family == "glm4_moe"      ? "glm4moe.nextn_predict_layers"
+                      : cfg_.family == "qwen3_next"  ? "qwen3next.nextn_predict_layers"
+                      : cfg_.family == "qwen3_5_moe" ? "qwen35moe.nextn_predict_layers"
+                      : cfg_.family == "nemotron_h"  ? "nemotron_h_moe.nextn_predict_layers"
+                                                     : nullptr;
+    return key && f_.find(key) ? f_.get_int(key) : 0;
   }
   // llama4's rope_freqs.weight: the llama3 RoPE factors, read by the config mapping
   // (gguf_config_llama4.cc) into the family's rope_scaling.
@@ -237,18 +297,21 @@ class Binder {
   }
 
   // A bare tensor module as it is: the expert bias "<gguf name>.bias", gpt-oss's attention
-  // sinks "<gguf name>.weight".
+  // sinks "<gguf name>.weight", ... (gguf_bare_suffix).
   void bind_tensor(const ModuleSpec& m, const std::string& base) {
-    const std::string name = base + (m.slot == Slot::kSinks ? ".weight" : ".bias");
+    const std::string name = base + gguf_bare_suffix(m.slot);
     const gguf::Tensor* t = f_.find_tensor(name);
     if (t) used_.insert(name);
+    std::vector<int64_t> got = t ? t->shape() : std::vector<int64_t>{};
+    // Mamba-2's A and D: [heads] in moex, [heads, 1] as the converter unsqueezes them.
+    if ((m.slot == Slot::kMambaALog || m.slot == Slot::kMambaD) && got.size() == 2 &&
+        got[1] == 1)
+      got.pop_back();
     // ERNIE's converter writes the Hugging Face parameter [1, E] as it is (no squeeze): the
     // same values as an [E] bias.
-    std::vector<int64_t> leading_one = m.shape;
-    leading_one.insert(leading_one.begin(), 1);
-    const bool ok_shape = t && (t->shape() == m.shape ||
-                                (m.slot == Slot::kExpertBias && t->shape() == leading_one));
-    if (!ok_shape)
+    if (m.slot == Slot::kExpertBias && got.size() == m.shape.size() + 1 && got[0] == 1)
+      got.erase(got.begin());
+    if (!t || got != m.shape)
       return problem(str_cat(t ? "tensor '" : "missing tensor '", name, "' (moex module '",
                              m.path, "')", t ? ": shape " + io::shape_to_string(t->shape()) : "",
                              "; expected ", io::shape_to_string(m.shape)));
@@ -257,7 +320,7 @@ class Binder {
                              " has no dequantization in moex"));
     std::vector<int64_t> shape = m.shape;
     shape.push_back(1);  // bind_float's rows of one element
-    bind_float(m.path, *t, shape, 0);
+    bind_float(m.path, *t, shape, row_order(m, m.shape[0]));
     out_.views.back().shape.pop_back();
   }
 
@@ -276,23 +339,30 @@ class Binder {
     std::vector<int64_t> got = t->shape();
     // Qwen2-MoE's shared-expert gate is Linear(H, 1) in moex, a vector [H] in GGUF.
     if (m.slot == Slot::kSharedExpertGate && got.size() == 1) got.insert(got.begin(), 1);
-    // A depthwise convolution kernel is [channels, L] in GGUF, Conv1d [channels, L, 1] here
-    // (the same elements in the same order).
+    // A depthwise conv is MLX's [C, L, 1] in moex, squeezed to [C, L] by the converter.
     if (m.kind == ModuleKind::kConv1d && got.size() == 2) got.push_back(1);
+    // Mamba-2's gated norm [inner] in moex is [groups, inner / groups] in the file (the same
+    // elements in the same order).
+    if (m.slot == Slot::kMambaNorm && got.size() == 2 && got[0] * got[1] == m.shape[0])
+      got = {got[0] * got[1]};
     if (got != m.shape)
       return problem(str_cat("tensor '", name, "' (moex module '", m.path, "'): shape ",
                              io::shape_to_string(t->shape()), " (ggml ne reversed); expected ",
                              io::shape_to_string(m.shape), " from the metadata"));
-    const int64_t heads = permuted_heads(m);
+    const RowOrder order = row_order(m, m.shape[0]);
+    const RowOrder columns = column_order(m);
     const gguf::GgmlTypeInfo& info = gguf::ggml_info(t->type);
     try {
       if (float_dtype(t->type) || !m.quantizable() || !gguf::repack_format(t->type)) {
         if (!float_dtype(t->type) && !info.dequantizable)
           return problem(str_cat("tensor '", name, "': ggml type ", info.name,
                                  " has no dequantization in moex"));
-        bind_float(m.path + ".weight", *t, m.shape, heads);
+        bind_float(m.path + ".weight", *t, m.shape, order, columns);
+      } else if (!columns.empty()) {
+        return problem(str_cat("tensor '", name, "': its columns must be reordered, which a ",
+                               info.name, " tensor cannot be"));
       } else {
-        bind_quantized(m, *t, m.shape, heads);
+        bind_quantized(m, *t, m.shape, order);
       }
     } catch (const Error& e) {
       return problem(e.what());
@@ -300,7 +370,10 @@ class Binder {
     if (!m.bias) return;
     const std::string bname = base + ".bias";
     const gguf::Tensor* b = f_.find_tensor(bname);
-    std::vector<int64_t> bshape(m.shape.begin(), m.shape.end() - 1);
+    // A Linear's bias has its rows, a depthwise conv's its channels.
+    std::vector<int64_t> bshape(m.shape.begin(),
+                                m.kind == ModuleKind::kConv1d ? m.shape.begin() + 1
+                                                              : m.shape.end() - 1);
     if (b) used_.insert(bname);
     if (!b || b->shape() != bshape)
       return problem(str_cat(b ? "tensor '" : "missing tensor '", bname, "'",
@@ -310,7 +383,7 @@ class Binder {
       return problem(str_cat("tensor '", bname, "': ggml type ", gguf::ggml_info(b->type).name,
                              " has no dequantization in moex"));
     bshape.push_back(1);  // one "row" per output: the permutation moves single elements
-    bind_float(m.path + ".bias", *b, bshape, heads);
+    bind_float(m.path + ".bias", *b, bshape, order);
     out_.views.back().shape.pop_back();
   }
 

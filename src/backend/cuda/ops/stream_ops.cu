@@ -65,7 +65,7 @@ __global__ void delta_gates_kernel(DeltaGatesArgs a) {
     const int64_t h = i % a.heads;
     const float v = __fadd_rn(a.a[i], a.dt_bias[h]);
     const float sp = __fadd_rn(fmaxf(v, 0.f), log1pf(expf(-fabsf(v))));
-    a.a[i] = expf(__fmul_rn(-expf(a.a_log[h]), sp));
+    a.a[i] = expf(__fmul_rn(a.neg_exp_a_log[h], sp));
     a.b[i] = __fdiv_rn(1.f, __fadd_rn(1.f, expf(-a.b[i])));
   }
 }
@@ -146,7 +146,7 @@ void dt_softplus(const DtSoftplusArgs& a) {
 }
 
 void delta_gates(const DeltaGatesArgs& a) {
-  check("delta_gates", a.a && a.b && a.a_log && a.dt_bias, a.rows * a.heads);
+  check("delta_gates", a.a && a.b && a.neg_exp_a_log && a.dt_bias, a.rows * a.heads);
   if (a.rows <= 0 || a.heads <= 0) return;
   delta_gates_kernel<<<detail::elementwise_blocks(a.rows * a.heads), 256>>>(a);
   MOEX_CUDA_CHECK_LAUNCH("delta_gates");
