@@ -389,15 +389,18 @@ TEST(ModelConfig, MissingListFieldsAndZeroHeadDim) {
   EXPECT_EQ(c.head_dim, c.hidden / c.heads);
 }
 
-// Hunyuan's top-k is used as it is (mlx-lm) unless the config sets moex's norm_topk_prob, as the
-// GGUF mapping of llama.cpp's hunyuan-moe does.
+// Hunyuan's top-k is used as it is (mlx-lm, which ignores the config's norm_topk_prob, true in
+// Hunyuan-A13B's config) unless the config sets moex's own moex_renormalize_topk, as the GGUF
+// mapping does (llama.cpp renormalizes).
 TEST(ModelConfig, HunyuanRenormalizesOnlyWhenAsked) {
   json j = preset_config_json(*find_preset("tiny-hunyuan"));
   EXPECT_FALSE(parse_model_config(j, "h.json").moe.router.renormalize);
-  j["norm_topk_prob"] = true;
+  j["norm_topk_prob"] = true;  // the real config's field: mlx-lm does not read it
+  EXPECT_FALSE(parse_model_config(j, "h.json").moe.router.renormalize);
+  j["moex_renormalize_topk"] = true;
   EXPECT_TRUE(parse_model_config(j, "h.json").moe.router.renormalize);
-  j["norm_topk_prob"] = "yes";
-  expect_error([&] { parse_model_config(j, "h.json"); }, {"h.json", "norm_topk_prob"});
+  j["moex_renormalize_topk"] = "yes";
+  expect_error([&] { parse_model_config(j, "h.json"); }, {"h.json", "moex_renormalize_topk"});
 }
 
 // ERNIE-4.5 routes as mlx-lm (without the correction bias) unless the config sets moex's

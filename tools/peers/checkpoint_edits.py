@@ -123,8 +123,8 @@ def hunyuan_as_llamacpp(src_dir, dst_dir):
     (gate_proj / up_proj rows, down_proj columns, with their MLX scales and biases) and
     intermediate_size set to that, since llama.cpp's loader sizes the experts by
     feed_forward_length, the converter's intermediate_size (another model then, but one whose
-    two widths agree); the top-k renormalized (moex's norm_topk_prob: llama.cpp's graph and the
-    Hugging Face model renormalize, mlx-lm's hunyuan does not); and the NTK alpha folded into
+    two widths agree); the top-k renormalized (moex_renormalize_topk, moex's field: llama.cpp's
+    graph and the Hugging Face model renormalize, mlx-lm's hunyuan does not); and the NTK alpha folded into
     rope_theta as the converter folds it, theta x alpha^(d / (d - 2)), rounded to float32 as the
     file stores it (a directory load would otherwise keep the double)."""
     ckpt = Checkpoint(src_dir)
@@ -150,8 +150,8 @@ def hunyuan_as_llamacpp(src_dir, dst_dir):
     base = float(cfg["rope_theta"])
     if cfg.get("rope_scaling"):
         base *= float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
-    cfg.update(intermediate_size=width, norm_topk_prob=True, rope_theta=float(np.float32(base)),
-               rope_scaling=None)
+    cfg.update(intermediate_size=width, moex_renormalize_topk=True,
+               rope_theta=float(np.float32(base)), rope_scaling=None)
     dst = Path(dst_dir)
     dst.mkdir(parents=True, exist_ok=True)
     for extra in ("tokenizer.json", "tokenizer_config.json"):

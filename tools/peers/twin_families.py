@@ -497,9 +497,10 @@ def check_hunyuan(config, refuse):
     if uniform(config, "moe_intermediate_size") != int(config["intermediate_size"]):
         refuse("moe_intermediate_size", "llama.cpp's hunyuan-moe loader sizes the experts by "
                "feed_forward_length, the converter's intermediate_size (the shared MLP's width)")
-    if not config.get("norm_topk_prob"):
-        refuse("norm_topk_prob", "llama.cpp's hunyuan-moe renormalizes the top-k (norm_w = true); "
-               "moex's hunyuan runs the checkpoint as mlx-lm, without (set the field to compare)")
+    if not config.get("moex_renormalize_topk"):
+        refuse("moex_renormalize_topk", "llama.cpp's hunyuan-moe renormalizes the top-k (norm_w = "
+               "true); moex's hunyuan runs the checkpoint as mlx-lm, without (set the field to "
+               "compare)")
     rs = config.get("rope_scaling") or {}
     if rs and rs.get("type", rs.get("rope_type")) != "dynamic":
         refuse("rope_scaling", "the converter folds a dynamic NTK alpha into the base only")

@@ -2,11 +2,12 @@
 // q/k/v/o biases; RoPE with the "dynamic NTK alpha" base theta * alpha^(d / (d - 2)) (alpha
 // from rope_scaling, static); per-head q/k RMSNorm (query_layernorm / key_layernorm) AFTER RoPE;
 // the output layer is always the embedding; every layer MoE: softmax over all experts, top-k
-// with ties to the lower index, NOT renormalized (the Hugging Face model renormalizes; moex
-// follows mlx-lm) unless the config sets norm_topk_prob (a field of moex's, absent from
-// Hunyuan's configs: the GGUF mapping sets it, as llama.cpp renormalizes), plus an ungated
-// shared MLP of intermediate_size x num_shared_expert when use_mixed_mlp_moe. Cross-layer
-// attention (use_cla) and per-layer sizes that differ are refused.
+// with ties to the lower index, NOT renormalized (the Hugging Face model renormalizes when its
+// config's norm_topk_prob is true, as Hunyuan-A13B's is; moex follows mlx-lm, which ignores
+// that field) unless the config sets moex_renormalize_topk (moex's own field: the GGUF mapping
+// sets it, as llama.cpp renormalizes), plus an ungated shared MLP of intermediate_size x
+// num_shared_expert when use_mixed_mlp_moe. Cross-layer attention (use_cla) and per-layer
+// sizes that differ are refused.
 #include <cmath>
 
 #include "core/error.h"
@@ -87,10 +88,11 @@ class HunyuanFamily final : public Family {
                            ? get_uniform(j, "moe_intermediate_size", 1, limits::kMaxDff, L, f)
                            : intermediate;
     // Softmax top-k, ties to the lower index: Qwen1.5-MoE's router, without renormalization
-    // as mlx-lm's hunyuan (the default), or with it when norm_topk_prob is true, as the Hugging
-    // Face model and llama.cpp's hunyuan-moe graph (build_moe_ffn with norm_w = true) do.
+    // as mlx-lm's hunyuan (the default), or with it when moex_renormalize_topk is true, as the
+    // Hugging Face model and llama.cpp's hunyuan-moe graph (build_moe_ffn with norm_w = true)
+    // do.
     c.moe.router = moe::qwen2_moe_router(c.moe.num_experts, c.moe.top_k);
-    c.moe.router.renormalize = io::get_bool_or(j, "norm_topk_prob", false, f);
+    c.moe.router.renormalize = io::get_bool_or(j, "moex_renormalize_topk", false, f);
     if (io::get_bool(j, "use_mixed_mlp_moe", f)) {
       const int64_t shared = get_uniform(j, "num_shared_expert", 0, 64, L, f);
       c.moe.shared_dff = shared * intermediate;

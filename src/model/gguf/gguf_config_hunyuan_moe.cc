@@ -1,8 +1,8 @@
 // hunyuan-moe (Hunyuan-A13B; llama.cpp conversion/hunyuan.py HunYuanMoEModel,
 // src/models/hunyuan-moe.cpp) as moex's hunyuan family: GQA without biases, full NEOX RoPE on a
 // base the converter has already raised by the NTK alpha, per-head q/k RMS norms after RoPE,
-// every layer MoE with a softmax top-k that llama.cpp renormalizes (norm_topk_prob, which the
-// family reads for this), and an ungated shared MLP beside the experts. docs/gguf.md lists the
+// every layer MoE with a softmax top-k that llama.cpp renormalizes (moex_renormalize_topk,
+// which the family reads for this), and an ungated shared MLP beside the experts. docs/gguf.md lists the
 // keys and where each was checked.
 #include "core/error.h"
 #include "model/gguf/gguf_config_common.h"
@@ -40,7 +40,7 @@ json hunyuan_moe(const ArchKeys& k) {
   j["use_qk_norm"] = true;
   j["attention_bias"] = false;
   j["use_cla"] = false;
-  j["norm_topk_prob"] = true;
+  j["moex_renormalize_topk"] = true;
   // The converter folds the NTK alpha into rope.freq_base (base x alpha^(d / (d - 2))) and
   // writes rope.scaling.type "none": the family's alpha is then 1, its base the file's.
   j["rope_scaling"] = nullptr;

@@ -39,7 +39,7 @@ json llama3_scaling(const ArchKeys& k, int64_t dims, double base) {
   if (!t) return json();
   const std::string what = str_cat("GGUF file '", k.file().path(), "': tensor 'rope_freqs.weight'");
   const int64_t half = dims / 2;
-  if (t->n_dims != 1 || t->ne[0] != uint64_t(half))
+  if (t->n_dims != 1 || t->ne[0] != half)
     fail(what, ": shape ", io::shape_to_string(t->shape()), "; expected [", half,
          "] (rotated dims / 2)");
   std::vector<float> r(static_cast<size_t>(half));
