@@ -1,12 +1,9 @@
 """Checkpoints rewritten into the form a llama.cpp arch can hold, for the GGUF tests: the model
 computes the same function, so moex on the copy is compared with llama.cpp on the copy's twin.
 """
-import json
-from pathlib import Path
-
 import numpy as np
 
-from gguf_twin_test import write_safetensors
+from gguf_twin_test import write_checkpoint
 from mlx_checkpoint import Checkpoint
 
 
@@ -28,14 +25,7 @@ def with_kv_heads_repeated(src_dir, dst_dir):
             arr = np.repeat(rows, group, axis=0).reshape(arr.shape[0] * group, *arr.shape[1:])
         out[name] = (ckpt.dtype(name), arr)
     cfg["num_key_value_heads"] = heads
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)
 
 
 def with_moe_in_dense_layers(src_dir, dst_dir):
@@ -70,14 +60,7 @@ def with_moe_in_dense_layers(src_dir, dst_dir):
                 for i in dense:
                     q[f"model.layers.{i}.mlp." + k[len(src_prefix):]] = v
         cfg[key] = q
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)
 
 
 def without_mlp_blocks(src_dir, dst_dir):
@@ -107,14 +90,7 @@ def without_mlp_blocks(src_dir, dst_dir):
     for key in ("quantization", "quantization_config"):
         if isinstance(cfg.get(key), dict):
             cfg[key] = {renamed(k): v for k, v in cfg[key].items() if renamed(k) is not None}
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)
 
 
 def hunyuan_as_llamacpp(src_dir, dst_dir):
@@ -152,14 +128,7 @@ def hunyuan_as_llamacpp(src_dir, dst_dir):
         base *= float(cfg["rope_scaling"]["alpha"]) ** (d / (d - 2))
     cfg.update(intermediate_size=width, moex_renormalize_topk=True,
                rope_theta=float(np.float32(base)), rope_scaling=None)
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)
 
 
 def bailing_as_ling_lite(src_dir, dst_dir):
@@ -196,14 +165,7 @@ def bailing_as_ling_lite(src_dir, dst_dir):
                score_function="softmax", moe_router_enable_expert_bias=False, n_group=1,
                topk_group=1, routed_scaling_factor=1.0, use_qk_norm=False,
                partial_rotary_factor=1.0)
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)
 
 
 def ernie_with_correction_bias(src_dir, dst_dir, seed=0):
@@ -223,11 +185,4 @@ def ernie_with_correction_bias(src_dir, dst_dir, seed=0):
             out[name.replace(".mlp.gate.weight", ".mlp.moe_statics.e_score_correction_bias")] = (
                 "F32", bias)
     cfg["route_with_correction_bias"] = True
-    dst = Path(dst_dir)
-    dst.mkdir(parents=True, exist_ok=True)
-    for extra in ("tokenizer.json", "tokenizer_config.json"):
-        if (Path(src_dir) / extra).is_file():
-            (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
-    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_safetensors(dst / "model.safetensors", out)
-    return dst
+    return write_checkpoint(src_dir, dst_dir, cfg, out)

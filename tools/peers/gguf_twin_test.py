@@ -213,6 +213,12 @@ def without_dense_layers(src_dir, dst_dir):
                     k = ".".join(parts)
                 q[k] = v
             cfg[key] = q
+    write_checkpoint(src_dir, dst_dir, cfg, out)
+
+
+def write_checkpoint(src_dir, dst_dir, cfg, out):
+    """DST as an edited copy of SRC: SRC's tokenizer files, config.json from cfg and one
+    model.safetensors of out (name -> (dtype, array)); returns DST's Path."""
     dst = Path(dst_dir)
     dst.mkdir(parents=True, exist_ok=True)
     for extra in ("tokenizer.json", "tokenizer_config.json"):
@@ -220,6 +226,7 @@ def without_dense_layers(src_dir, dst_dir):
             (dst / extra).write_bytes((Path(src_dir) / extra).read_bytes())
     (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_safetensors(dst / "model.safetensors", out)
+    return dst
 
 
 def write_safetensors(path, tensors):

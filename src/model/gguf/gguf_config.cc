@@ -11,6 +11,8 @@ namespace {
 
 using gguf_config::common_fields;
 using gguf_config::head_dim;
+using gguf_config::layers_without_nextn;
+using gguf_config::partial_rotary_factor;
 using gguf_keys::ArchKeys;
 using nlohmann::json;
 
@@ -66,17 +68,10 @@ json olmoe(const ArchKeys& k) {
 // many).
 json glm4moe(const ArchKeys& k) {
   json j = common_fields(k, "glm4_moe", {.routing_keys = true});
-  const int64_t blocks = j["num_hidden_layers"];
-  const int64_t nextn = k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
-  j["num_hidden_layers"] = blocks - nextn;
+  const int64_t layers = layers_without_nextn(k, j);
   const int64_t hd = head_dim(k, j, false, true);
   j["head_dim"] = hd;
-  const int64_t rot = k.size_or("rope.dimension_count", hd, 2, hd);
-  const double partial = double(rot) / double(hd);
-  if (rot % 2 != 0 || int64_t(double(hd) * partial) != rot)
-    k.refuse("rope.dimension_count", str_cat("expected an even count of rotated dims that is a "
-                                             "fraction of the head dimension ", hd));
-  j["partial_rotary_factor"] = partial;
+  partial_rotary_factor(k, j, hd);
   const int64_t moe_dff = k.size("expert_feed_forward_length", 1, limits::kMaxDff);
   j["moe_intermediate_size"] = moe_dff;
   j["intermediate_size"] = k.size_or("feed_forward_length", moe_dff, 1, limits::kMaxDff);
@@ -84,7 +79,7 @@ json glm4moe(const ArchKeys& k) {
   j["n_routed_experts"] = experts;
   const int64_t shared = k.size_or("expert_shared_count", 0, 0, 64);
   j["n_shared_experts"] = shared > 0 ? json(shared) : json(nullptr);
-  j["first_k_dense_replace"] = k.size_or("leading_dense_block_count", 0, 0, blocks - nextn);
+  j["first_k_dense_replace"] = k.size_or("leading_dense_block_count", 0, 0, layers);
   // llama.cpp: gating function 2 = sigmoid (its glm4moe default when absent); expert weights
   // normalized when expert_weights_norm, scaled by expert_weights_scale unless it is 0 or 1;
   // group-limited selection from the generic expert_group_count / expert_group_used_count.

@@ -129,6 +129,22 @@ std::vector<int64_t> layer_sizes(const ArchKeys& k, std::string_view suffix, int
   return out;
 }
 
+void partial_rotary_factor(const ArchKeys& k, json& j, int64_t hd) {
+  const int64_t rot = k.size_or("rope.dimension_count", hd, 2, hd);
+  const double partial = double(rot) / double(hd);
+  if (rot % 2 != 0 || int64_t(double(hd) * partial) != rot)
+    k.refuse("rope.dimension_count", str_cat("expected an even count of rotated dims that is a "
+                                             "fraction of the head dimension ", hd));
+  j["partial_rotary_factor"] = partial;
+}
+
+int64_t layers_without_nextn(const ArchKeys& k, json& j) {
+  const int64_t blocks = j["num_hidden_layers"];
+  const int64_t layers = blocks - k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
+  j["num_hidden_layers"] = layers;
+  return layers;
+}
+
 int64_t head_dim(const ArchKeys& k, const json& j, bool must_be_hidden_over_heads,
                  bool partial_rope) {
   const int64_t hidden = j["hidden_size"], heads = j["num_attention_heads"];

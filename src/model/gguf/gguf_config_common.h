@@ -42,6 +42,15 @@ std::vector<int64_t> layer_sizes(const gguf_keys::ArchKeys& k, std::string_view 
 int64_t head_dim(const gguf_keys::ArchKeys& k, const nlohmann::json& j,
                  bool must_be_hidden_over_heads, bool partial_rope = false);
 
+// partial_rotary_factor from rope.dimension_count (default: the whole head of hd dims),
+// refused unless an even count of rotated dims that is a fraction of hd.
+void partial_rotary_factor(const gguf_keys::ArchKeys& k, nlohmann::json& j, int64_t hd);
+
+// The converter counts the multi-token-prediction layers (nextn_predict_layers) in
+// block_count; moex does not run them (their tensors are skipped): num_hidden_layers becomes
+// the rest, which is returned.
+int64_t layers_without_nextn(const gguf_keys::ArchKeys& k, nlohmann::json& j);
+
 // expert_weights_scale as routed_scaling_factor: 0 or absent is 1 (llama.cpp skips the
 // scaling then); otherwise finite and positive.
 double routed_scale(const gguf_keys::ArchKeys& k);

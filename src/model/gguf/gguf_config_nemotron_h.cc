@@ -39,10 +39,7 @@ std::vector<int64_t> per_layer(const ArchKeys& k, const char* suffix, int64_t la
 
 json nemotron_h(const ArchKeys& k) {
   json j = common_fields(k, "nemotron_h", {.routing_keys = true, .kv_heads_from_arch = true});
-  const int64_t blocks = j["num_hidden_layers"];
-  // The multi-token-prediction block the converter appends (nextn_predict_layers) is skipped.
-  const int64_t layers = blocks - k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
-  j["num_hidden_layers"] = layers;
+  const int64_t layers = layers_without_nextn(k, j);
   const int64_t heads = j["num_attention_heads"];
   // llama.cpp's load_arch_hparams: Mamba-2 where both entries are 0, attention where only the
   // FFN width is, else MoE (a MoE file has no dense MLP block: its width would make it MoE).

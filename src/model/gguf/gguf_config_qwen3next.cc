@@ -36,20 +36,10 @@ int64_t attention_interval(const ArchKeys& k, int64_t layers) {
 
 json qwen3next(const ArchKeys& k) {
   json j = common_fields(k, "qwen3_next");
-  const int64_t blocks = j["num_hidden_layers"];
-  // The converter counts the multi-token-prediction layers in block_count (as for glm4moe);
-  // moex does not run them and skips their tensors.
-  const int64_t nextn = k.size_or("nextn_predict_layers", 0, 0, blocks - 1);
-  const int64_t layers = blocks - nextn;
-  j["num_hidden_layers"] = layers;
+  const int64_t layers = layers_without_nextn(k, j);
   const int64_t hd = head_dim(k, j, false, true);
   j["head_dim"] = hd;
-  const int64_t rot = k.size_or("rope.dimension_count", hd, 2, hd);
-  const double partial = double(rot) / double(hd);
-  if (rot % 2 != 0 || int64_t(double(hd) * partial) != rot)
-    k.refuse("rope.dimension_count", str_cat("expected an even count of rotated dims that is a "
-                                             "fraction of the head dimension ", hd));
-  j["partial_rotary_factor"] = partial;
+  partial_rotary_factor(k, j, hd);
   j["rope_scaling"] = nullptr;
   // Gated DeltaNet: ssm.group_count key heads of ssm.state_size, ssm.time_step_rank value
   // heads of ssm.inner_size / time_step_rank (Qwen3NextModel.set_gguf_parameters).
