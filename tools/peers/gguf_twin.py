@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the GGUF twin of a moex / MLX checkpoint for llama.cpp: the same architecture, shapes
 and weights, the MLX affine weights dequantized and requantized (4-bit -> Q4_0, 8-bit -> Q8_0;
-with --type q4_k_m, q2_k, q3_k_m, q5_k_m, q6_k, q4_1, q5_1, iq4_nl or iq4_xs a bf16 intermediate
-is handed to llama-quantize, which gguf-py cannot do).
+with --type q4_k_m, q2_k, q3_k_m, q5_k_m, q6_k, q4_1, q5_1, iq4_nl or iq4_xs a bf16 intermediate,
+or with --intermediate q4_0 the Q4_0 twin, is handed to llama-quantize, which gguf-py cannot do).
 
 usage: gguf_twin.py CHECKPOINT_DIR OUT.gguf [--type q4_0|q4_k_m|...] [--llama-quantize BIN]
 
@@ -524,16 +524,13 @@ def twin(ckpt_dir, out, mode="q4_0", llama_quantize=None, reuse=False, progress=
         # twice; the same types and sizes, for speed figures only).
         ftype = {"bf16": gguf.LlamaFileType.MOSTLY_BF16,
                  "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[intermediate]
-        if intermediate == "q4_0":
-            plan = Plan(Checkpoint(ckpt_dir), "q4_0")
+        mid_plan = plan if intermediate == "bf16" else Plan(Checkpoint(ckpt_dir), "q4_0")
         mid = out.with_name(out.name + f".{intermediate}-{os.getpid()}")
         try:
-            write_gguf(plan, mid, ftype, progress, vocab)
+            write_gguf(mid_plan, mid, ftype, progress, vocab)
             run_llama_quantize(llama_quantize, mid, tmp, LLAMA_QUANTIZE_TYPES[mode])
         finally:
             mid.unlink(missing_ok=True)
-        if intermediate == "q4_0":
-            plan = Plan(Checkpoint(ckpt_dir), mode)
         meta = summary(plan, mode, out, fingerprint)
         meta["intermediate"] = intermediate
         retype_from_file(meta, plan, tmp)

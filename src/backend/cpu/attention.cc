@@ -36,9 +36,9 @@ KeyRange key_range(const AttentionArgs& a, int64_t r) {
   return {first, pos};
 }
 
-// Rows [r0, r1) x query heads [h0, h1), all heads in the group of one kv head. Each (row,
-// head) pair does what one row alone would: its scores q.k * scale over its keys in a row of
-// `scores` (stride floats apart), the softmax of that row, then its output as the sum of
+// Rows [r0, r1) x query heads [h0, h1), all heads in the group of one kv head, one row after
+// another. Each (row, head) pair does what one row alone would: its scores q.k * scale over its
+// keys in a row of `scores` ([h1 - h0] rows, stride floats apart), the softmax of that row, then its output as the sum of
 // value rows weighted by the scores, accumulated in key order from zero (the vector ops'
 // scaled_dots and weighted_sums over the row's heads). The rows of a tile read the same keys
 // and values while they are in cache, and the result does not depend on the tile.
@@ -51,7 +51,7 @@ void attend_tile(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64
   for (int64_t r = r0; r < r1; ++r) {
     const KeyRange kr = key_range(a, r);
     const int64_t n = kr.last + 1 - kr.first;
-    float* s = scores + (r - r0) * nh * stride;
+    float* s = scores;
     vec.scaled_dots(a.q + (r * a.heads + h0) * hd, nh, c.key(kr.first, kvh), n, hd, a.scale, s,
                     stride);
     for (int64_t j = 0; j < nh; ++j) {
@@ -80,18 +80,15 @@ void attention(const AttentionArgs& a) {
   // the kv heads). The blocking changes no result.
   const int64_t group = a.heads / c.kv_heads();
   const int64_t tiles = (a.rows + kRowsPerTile - 1) / kRowsPerTile;
-  int64_t per_unit = group < kHeadsPerUnit ? group : kHeadsPerUnit;
-  auto blocks_of = [&](int64_t per) { return (group + per - 1) / per; };
-  while (per_unit > 1 && c.kv_heads() * blocks_of(per_unit) * tiles < num_threads())
-    per_unit = (per_unit + 1) / 2;
-  const int64_t blocks = blocks_of(per_unit);
+  const int64_t per_unit = block_size_for_threads(group, kHeadsPerUnit, c.kv_heads() * tiles);
+  const int64_t blocks = (group + per_unit - 1) / per_unit;
   const int64_t units = c.kv_heads() * blocks * tiles;
   const int64_t max_keys = a.pos0 + a.rows;
   const int64_t tile_rows = std::min(a.rows, kRowsPerTile);
   const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
   const int64_t work = tile_rows * per_unit * max_keys * c.head_dim() * 2;
   parallel_for_work(units, work, [&](int64_t lo, int64_t hi) {
-    std::vector<float> scores(static_cast<size_t>(tile_rows * per_unit * max_keys));
+    std::vector<float> scores(static_cast<size_t>(per_unit * max_keys));
     for (int64_t u = lo; u < hi; ++u) {
       const int64_t head_block = u / tiles, tile = zigzag_slot(u % tiles, tiles);
       const int64_t kvh = head_block / blocks, b = head_block % blocks;

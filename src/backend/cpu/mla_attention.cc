@@ -71,11 +71,8 @@ void mla_attention(const MlaAttentionArgs& a) {
   const int64_t dim = c.head_dim(), L = a.latent_dim;
   // As many heads per unit as leave a unit for every thread (decode: one row, so DeepSeek-V3's
   // 128 heads make one block per thread rather than 16 blocks that each read the whole cache).
-  int64_t per_unit = std::min(a.heads, kMlaHeadsPerUnit);
-  auto blocks_of = [&](int64_t per) { return (a.heads + per - 1) / per; };
-  while (per_unit > 1 && a.rows * blocks_of(per_unit) < num_threads())
-    per_unit = (per_unit + 1) / 2;
-  const int64_t blocks = blocks_of(per_unit);
+  const int64_t per_unit = block_size_for_threads(a.heads, kMlaHeadsPerUnit, a.rows);
+  const int64_t blocks = (a.heads + per_unit - 1) / per_unit;
   const int64_t max_keys = a.pos0 + a.rows;
   const kernels::VectorF32Ops& vec = kernels::vector_f32_ops(active_isa());
   // Units: (block of heads, row), the rows handed out first-last-second-... (zigzag_slot).

@@ -21,6 +21,15 @@ void parallel_for_work(int64_t n, int64_t work_per_item, Fn&& fn) {
   parallel_for(n, fn);
 }
 
+// Items per block when n items (query heads) are split into blocks, at most `cap` per block:
+// as many as leave a unit of work for every thread, counting `copies` units per block (rows,
+// kv heads, tiles), halving the block while the threads outnumber the units.
+inline int64_t block_size_for_threads(int64_t n, int64_t cap, int64_t copies) {
+  int64_t per = n < cap ? n : cap;
+  while (per > 1 && copies * ((n + per - 1) / per) < num_threads()) per = (per + 1) / 2;
+  return per;
+}
+
 // The item at slot i of n when items are handed out first, last, second, second last, ...:
 // causal attention's rows cost more the later they are, so a contiguous run of slots (one
 // thread's share of parallel_for) pairs cheap items with dear ones.
