@@ -193,6 +193,7 @@ int run_chat(const ChatFlags& f) {
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
   const SpecSetup spec = spec_setup(f.spec);
+  if (spec.mtp) fail("--spec mtp: runs in generate and bench-spec so far, not in chat");
   note_random_seed("chat", sampling, sampling.args.temperature == 0.0, f.verbose);
   const Tokenizer tok = model::load_model_tokenizer(f.model);
   const ChatPrompt prompt(f.model, tok);

@@ -26,6 +26,7 @@
 #include "model/generation_config.h"
 #include "generate/engine_verifier.h"
 #include "generate/generator.h"
+#include "generate/mtp_draft.h"
 #include "generate/speculative.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -46,7 +47,7 @@ using serve::chat_message;
 struct GenerateFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
-      dump_logits, prefill_chunk;
+      dump_logits, dump_draft_logits, prefill_chunk;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;
   SpecFlags spec;
@@ -102,6 +103,8 @@ int run_generate(GenerateFlags f) {
     options.prefill_chunk =
         parse_int_strict(*f.prefill_chunk, "--prefill-chunk", 1, eng::kMaxPrefillChunk);
   if (ep) ep->apply(options);
+  if (f.dump_draft_logits && !spec.mtp) fail("--dump-draft-logits needs --spec mtp");
+  options.mtp = spec.mtp;
   auto engine = eng::Engine::open(f.model, options);
   load.done();
   if (ep) ep->quiet_other_ranks();
@@ -172,8 +175,22 @@ int run_generate(GenerateFlags f) {
     if (!prompt.ids.empty()) stream->prime({prompt.ids.back()});
   }
 
+  // --spec mtp: the prompt's hidden states feed the module, so the drafter runs the prefill.
+  std::optional<generate::MtpSpeculator> mtp;
+  if (spec.mtp) mtp.emplace(*engine, engine->sequence());
+  std::ofstream draft_dump;
+  if (f.dump_draft_logits) {
+    draft_dump.open(*f.dump_draft_logits, std::ios::binary);
+    if (!draft_dump) fail("--dump-draft-logits: cannot write ", *f.dump_draft_logits);
+    mtp->on_draft_logits = [&](int64_t position, const float* row) {
+      const int64_t p = position;
+      draft_dump.write(reinterpret_cast<const char*>(&p), sizeof(p));
+      draft_dump.write(reinterpret_cast<const char*>(row), std::streamsize(engine->vocab() * 4));
+    };
+  }
   const double t0 = now_seconds();
-  const float* logits = engine->prefill(prompt.ids);
+  const float* logits = mtp ? mtp->prefill(prompt.ids.data(), int64_t(prompt.ids.size()))
+                            : engine->prefill(prompt.ids);
   const double t1 = now_seconds();
   std::vector<int32_t> generated;
   double decode_time = 0;
@@ -199,7 +216,17 @@ int run_generate(GenerateFlags f) {
   generate::RunResult run;
   std::optional<generate::SpecStats> spec_stats;
   int64_t reruns = 0;
-  if (spec.on) {
+  if (mtp) {
+    generate::SpecDriver sd = mtp->driver();
+    sd.on_step = driver.on_step;
+    const double a = now_seconds();
+    const generate::SpecResult sr = generate::run_speculative(
+        generator, logits, prompt.ids, *mtp, spec.draft, engine->vocab(), sd);
+    run.end = sr.end;
+    run.decode_steps = sr.stats.passes;
+    spec_stats = sr.stats;
+    decode_time = now_seconds() - a;  // the passes and the module's drafts
+  } else if (spec.on) {
     generate::EngineVerifier verifier(*engine, engine->sequence());
     generate::SpecDriver sd = verifier.driver();
     sd.on_step = driver.on_step;
@@ -241,13 +268,15 @@ int run_generate(GenerateFlags f) {
     std::fprintf(stderr, "generate: %zu tokens (%lld passes), %.3f s, %.2f tokens/s\n",
                  generated.size(), (long long)st.passes, decode_time,
                  st.tokens ? double(st.tokens) / decode_time : 0.0);
-    std::fprintf(stderr, "speculative (ngram, draft %lld, n %lld-%lld): %lld of %lld drafts "
+    std::fprintf(stderr, "speculative (%s): %lld of %lld drafts "
                  "accepted (%.1f%%), %.2f tokens per pass%s\n",
-                 (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n,
-                 (long long)st.accepted, (long long)st.drafted, 100.0 * st.acceptance(),
+                 spec.label().c_str(), (long long)st.accepted, (long long)st.drafted, 100.0 * st.acceptance(),
                  st.tokens_per_pass(),
                  reruns ? (", " + std::to_string(reruns) + " passes rerun to rewind recurrent "
                            "states").c_str() : "");
+    if (mtp)
+      std::fprintf(stderr, "mtp module: %.3f s drafting, %.3f s in the main model's passes\n",
+                   mtp->draft_seconds(), mtp->verify_seconds());
   } else {
     std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
                  generated.size(), (long long)decode_steps, decode_time,
@@ -301,6 +330,10 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
       ->type_name("INT");
   sub.add_option("--dump-logits", f->dump_logits,
                  "write each step's logits (f32) to this file and the token ids to FILE.json")
+      ->group("");  // for the reference tests
+  sub.add_option("--dump-draft-logits", f->dump_draft_logits,
+                 "with --spec mtp: write the module's logits of each first draft (int64 "
+                 "position, then f32 logits) to this file")
       ->group("");  // for the reference tests
   sub.add_flag("--ignore-eos", f->ignore_eos, "generate exactly -n tokens")->group("");
   sub.add_flag("-v,--verbose", f->verbose, "print MoE dispatch decisions and path counters");

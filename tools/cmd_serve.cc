@@ -162,6 +162,7 @@ int run_serve(const ServeFlags& f) {
           ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
           : 0;
   const SpecSetup spec = spec_setup(f.spec);
+  if (spec.mtp) fail("--spec mtp: runs in generate and bench-spec so far, not in serve");
   // The other ranks would follow rank 0 by running the same tokens; a rewind is not announced.
   if (spec.on && f.expert_parallel.on)
     fail("--spec: speculative decoding does not run with --expert-parallel yet");

@@ -13,11 +13,13 @@ namespace moex::tools {
 void add_spec_options(CLI::App& sub, SpecFlags& f) {
   sub.add_option("--spec", f.spec,
                  "speculative decoding: ngram (drafts by prompt lookup: the tokens that followed "
-                 "the latest earlier occurrence of the last n tokens; docs/speculative.md)")
+                 "the latest earlier occurrence of the last n tokens) or mtp (drafts by the "
+                 "checkpoint's multi-token-prediction module: DeepSeek-V3, GLM-4.5); "
+                 "docs/speculative.md")
       ->type_name("TYPE")
       ->check(non_empty());
   sub.add_option("--spec-draft", f.draft,
-                 "with --spec: most draft tokens per pass, 1-64 (default 3)")
+                 "with --spec: most draft tokens per pass, 1-64 (default 3; mtp: 1)")
       ->type_name("K")
       ->check(non_empty());
   sub.add_option("--spec-ngram-min", f.ngram_min,
@@ -42,9 +44,16 @@ SpecSetup spec_setup(const SpecFlags& f) {
     return s;
   }
   const std::string type = lowercase(*f.spec);
-  if (type != "ngram") fail("--spec: expected ngram, got '", *f.spec, "'");
+  if (type != "ngram" && type != "mtp") fail("--spec: expected ngram or mtp, got '", *f.spec, "'");
   s.on = true;
+  s.mtp = type == "mtp";
+  if (s.mtp) {
+    if (f.ngram_min || f.ngram_max)
+      fail(f.ngram_min ? "--spec-ngram-min" : "--spec-ngram-max", " applies to --spec ngram, not mtp");
+    s.draft = kDefaultMtpDraft;
+  }
   if (f.draft) s.draft = parse_int_strict(*f.draft, "--spec-draft", 1, generate::kMaxDraftTokens);
+  if (s.mtp) return s;
   if (f.ngram_min)
     s.ngram.min_n = parse_int_strict(*f.ngram_min, "--spec-ngram-min", 1, generate::kMaxNgram);
   if (f.ngram_max)
@@ -53,6 +62,12 @@ SpecSetup spec_setup(const SpecFlags& f) {
   if (f.ngram_min && !f.ngram_max) s.ngram.max_n = std::max(s.ngram.max_n, s.ngram.min_n);
   generate::validate_ngram_args(s.ngram);
   return s;
+}
+
+std::string SpecSetup::label() const {
+  if (mtp) return "mtp, draft " + std::to_string(draft);
+  return "ngram, draft " + std::to_string(draft) + ", n " + std::to_string(ngram.min_n) + "-" +
+         std::to_string(ngram.max_n);
 }
 
 }  // namespace moex::tools

@@ -55,10 +55,14 @@ class DeepseekV3Family final : public Family {
   }
 
   // mlx-lm's sanitize drops the multi-token-prediction layer of the 61-layer models (the
-  // prefix model.layers.61, literally) and any precomputed rotary inv_freq.
-  bool reference_drops(const ModelConfig&, std::string_view tensor) const override {
+  // prefix model.layers.61, literally) and any precomputed rotary inv_freq. moex drops the
+  // layer after the last one too (model.layers.<num_hidden_layers>, the same prefix on every
+  // published checkpoint), where smaller test checkpoints keep their module (--spec mtp).
+  bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
     constexpr std::string_view mtp = "model.layers.61.";
+    const std::string after_last = "model.layers." + std::to_string(c.num_layers) + ".";
     return tensor.substr(0, mtp.size()) == mtp ||
+           tensor.substr(0, after_last.size()) == after_last ||
            tensor.find("rotary_emb.inv_freq") != std::string_view::npos;
   }
 

@@ -63,6 +63,15 @@ ops::RopeSpec rope_spec(const RopeParams& r, int64_t head_dim, int64_t max_posit
 
 }  // namespace
 
+ops::Rope layer_rope(const ModelConfig& cfg, int64_t layer) {
+  const MixerKind mixer = cfg.layers[size_t(layer)].mixer;
+  if (mixer == MixerKind::kAttention)
+    return ops::Rope(rope_spec(cfg.layer_rope(layer), cfg.layer_head_dim(layer), cfg.max_position));
+  if (mixer == MixerKind::kMla)  // the decoupled key's rope_dim features
+    return ops::Rope(rope_spec(cfg.layer_rope(layer), cfg.mla.rope_dim, cfg.max_position));
+  return ops::Rope();
+}
+
 int64_t Engine::resident_weight_bytes() const {
   int64_t total = 0;
   for (const auto& f : ckpt_.files())
@@ -177,15 +186,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
     }
   }
   ropes_.resize(size_t(cfg_.num_layers));
-  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
-    const MixerKind mixer = cfg_.layers[size_t(i)].mixer;
-    if (mixer == MixerKind::kAttention)
-      ropes_[size_t(i)] = ops::Rope(
-          rope_spec(cfg_.layer_rope(i), cfg_.layer_head_dim(i), cfg_.max_position));
-    if (mixer == MixerKind::kMla)  // the decoupled key's rope_dim features
-      ropes_[size_t(i)] =
-          ops::Rope(rope_spec(cfg_.layer_rope(i), cfg_.mla.rope_dim, cfg_.max_position));
-  }
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) ropes_[size_t(i)] = layer_rope(cfg_, i);
   if (opt.context < 0) fail("context length must be positive, got ", opt.context);
   if (cfg_.max_position > 0 && opt.context > cfg_.max_position)
     fail("context length ", opt.context, " exceeds the model's max_position_embeddings (",
@@ -234,6 +235,7 @@ Engine::Engine(std::string dir, ModelCheckpoint mc, const EngineOptions& opt)
   policy_->attach(std::move(moe_layers), opt.measure_policy, ep_ != nullptr,
                   opt.measure_time);
   logits_.grow(*be_, cfg_.vocab);
+  if (opt.mtp) open_mtp();
 
   op_bytes_ = engine::decode_op_weight_bytes(cfg_, w_, weight_bytes_);
 }
@@ -415,29 +417,34 @@ void Engine::run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock) {
   be_->embedding_rows(w_.embed, placed_tokens(tokens, n), n, h_.data());
   if (cfg_.embedding_scale != 1.0) be_->scale(h_.data(), n * H, float(cfg_.embedding_scale));
   clock.lap(DecodeOp::kEmbedding);
-  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-    const LayerWeights& lw = w_.layers[size_t(l)];
-    if (Mixer* mixer = mixers_[size_t(l)].get()) {  // a Nemotron-H FFN block has no mixer half
-      norm(lw.input_norm, h_.data(), xn_.data(), n);
-      clock.lap(DecodeOp::kNormsResidual);
-      mixer->forward({.segments = segments_, .n = n, .x = xn_.data(), .out = mix_.data(),
-                      .clock = clock});
-      norm_if(lw.attn_out_norm, mix_.data(), n);
-      add_residual(n);
-    }
-    if (Ffn* ffn = ffns_[size_t(l)].get()) {  // nor a Nemotron-H mixer block an FFN half
-      norm(lw.post_norm, h_.data(), xn_.data(), n);
-      clock.lap(DecodeOp::kNormsResidual);
-      ffn->forward({.normed = xn_.data(), .raw = h_.data(), .n = n, .out = mix_.data(),
-                    .counters = &counters_});
-      clock.lap(ffn->op());
-      norm_if(lw.ffn_out_norm, mix_.data(), n);
-      add_residual(n);
-    }
-    if (lw.layer_scalar != 1.f)  // Gemma-4: the whole residual stream times the layer scalar
-      be_->scale(h_.data(), n * H, lw.layer_scalar);
-  }
+  for (int64_t l = 0; l < cfg_.num_layers; ++l)
+    run_layer(mixers_[size_t(l)].get(), ffns_[size_t(l)].get(), w_.layers[size_t(l)], n, clock,
+              &counters_);
   for (const SequenceRows& s : segments_) s.seq->pos_ += s.rows;
+  if (hidden_capture_) capture_rows(n);
+}
+
+void Engine::run_layer(Mixer* mixer, Ffn* ffn, const LayerWeights& lw, int64_t n,
+                       DecodeOpClock& clock, moe::PathCounters* counters) {
+  if (mixer) {  // a Nemotron-H FFN block has no mixer half
+    norm(lw.input_norm, h_.data(), xn_.data(), n);
+    clock.lap(DecodeOp::kNormsResidual);
+    mixer->forward({.segments = segments_, .n = n, .x = xn_.data(), .out = mix_.data(),
+                    .clock = clock});
+    norm_if(lw.attn_out_norm, mix_.data(), n);
+    add_residual(n);
+  }
+  if (ffn) {  // nor a Nemotron-H mixer block an FFN half
+    norm(lw.post_norm, h_.data(), xn_.data(), n);
+    clock.lap(DecodeOp::kNormsResidual);
+    ffn->forward({.normed = xn_.data(), .raw = h_.data(), .n = n, .out = mix_.data(),
+                  .counters = counters});
+    clock.lap(ffn->op());
+    norm_if(lw.ffn_out_norm, mix_.data(), n);
+    add_residual(n);
+  }
+  if (lw.layer_scalar != 1.f)  // Gemma-4: the whole residual stream times the layer scalar
+    be_->scale(h_.data(), n * cfg_.hidden, lw.layer_scalar);
 }
 
 std::vector<Engine::LayerDecision> Engine::decode_decisions() const {

@@ -26,6 +26,7 @@
 #include "model/engine/mla.h"
 #include "model/engine/model_weights.h"
 #include "model/engine/moe_ffn.h"
+#include "model/engine/mtp_module.h"
 #include "model/engine/policy_control.h"
 #include "model/engine/sequence.h"
 #include "model/engine/short_conv.h"
@@ -95,6 +96,10 @@ struct EngineOptions {
   // downloaded each step, and runs the MoE blocks on host copies (ffn.cc). Tests pass a
   // checking backend here (backend/foreign_backend_test_util.h).
   const backend::ModelBackend* model_backend = nullptr;
+  // Load the checkpoint's multi-token-prediction module too (mtp_module.h; --spec mtp).
+  // moex::Error at open when it has none, or with expert parallelism or a backend whose memory
+  // is not the host's.
+  bool mtp = false;
 };
 
 inline constexpr int64_t kDefaultContext = 4096;
@@ -139,6 +144,23 @@ class Engine : private StepRunner {
   const float* forward_batch(const SequenceChunk* parts, int64_t count);
   // forward_batch of one token per sequence: row i runs tokens[i] on seqs[i].
   const float* decode_batch(Sequence* const* seqs, const int32_t* tokens, int64_t n);
+
+  // The multi-token-prediction module (EngineOptions::mtp; docs/speculative.md). Its state is
+  // a sequence of its own, paired with a main sequence: row p of it takes the main model's
+  // final hidden state at p (after the final norm) and the token at p + 1.
+  bool has_mtp() const { return mtp_ != nullptr; }
+  std::unique_ptr<Sequence> new_mtp_sequence() const;
+  // Runs n rows on `mtp_seq` (a new_mtp_sequence) at its position: row i takes next_tokens[i]
+  // and hidden[i] ([n][hidden]). Returns the logits [vocab] of its last row (they predict the
+  // token after next_tokens[n - 1]), valid until the next call; `hidden_out`, when not null,
+  // gets the rows' outputs before the module's norm ([n][hidden]), which stand in for the main
+  // model's hidden state when the module drafts again from its own draft.
+  const float* mtp_forward(Sequence& mtp_seq, const int32_t* next_tokens, const float* hidden,
+                           int64_t n, float* hidden_out = nullptr);
+  // While `out` is not null, every forward pass (forward, forward_every_row, forward_batch)
+  // appends the final hidden states of all its rows after the final norm ([rows][hidden], in
+  // the order the pass runs them) to *out.
+  void capture_hidden(std::vector<float>* out) { hidden_capture_ = out; }
 
   // The engine's own sequence, what forward(tokens, n) runs on.
   Sequence& sequence() { return *own_; }
@@ -254,6 +276,11 @@ class Engine : private StepRunner {
   void ensure_rows(int64_t n);
   // One chunk of n rows made of `segments`; advances each segment's sequence.
   void run_rows(const int32_t* tokens, int64_t n, DecodeOpClock& clock);
+  // One layer's two halves over the n rows of segments_ in h_ (run_rows' loop body).
+  void run_layer(Mixer* mixer, Ffn* ffn, const LayerWeights& lw, int64_t n,
+                 DecodeOpClock& clock, moe::PathCounters* counters);
+  void open_mtp();  // engine_mtp.cc
+  void capture_rows(int64_t n);  // hidden_capture_ += final_norm(h_ rows)
   void add_residual(int64_t n);
   void scale_logits(float* logits, int64_t rows) const;
   void norm(const NormWeights& w, const float* x, float* out, int64_t rows) const;
@@ -316,6 +343,9 @@ class Engine : private StepRunner {
   std::vector<int64_t> batch_out_;  // each part's first result row
   ActivationBuffer batch_logits_;          // lm_head rows of parts that are not adjacent
   std::vector<RoutingTally> routing_;        // set_routing_tally
+  std::unique_ptr<MtpModule> mtp_;           // EngineOptions::mtp
+  std::vector<float> mtp_cat_;               // mtp_forward's [rows][2 hidden] input
+  std::vector<float>* hidden_capture_ = nullptr;
 };
 
 }  // namespace moex::model::engine

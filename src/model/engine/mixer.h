@@ -63,6 +63,10 @@ struct MixerScratch {
   int64_t bytes() const;  // what the vectors hold
 };
 
+// The RoPE table of `layer`: its head_dim's (MLA: the decoupled key's rope_dim) for attention
+// and MLA layers, an empty one for the others.
+ops::Rope layer_rope(const ModelConfig& cfg, int64_t layer);
+
 // The mixer of `layer` (nullptr for a layer without one: Nemotron-H's FFN-only blocks).
 // `weights`, `rope` and `scratch` must outlive it.
 std::unique_ptr<Mixer> make_mixer(const backend::ModelBackend& be, const ModelConfig& cfg, int64_t layer,

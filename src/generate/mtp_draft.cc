@@ -1,0 +1,109 @@
+// MtpSpeculator (see mtp_draft.h).
+#include "generate/mtp_draft.h"
+
+#include "core/error.h"
+#include "core/sysinfo.h"
+
+namespace moex::generate {
+
+namespace eng = model::engine;
+
+namespace {
+
+// The first index of the largest logit (the module's greedy draft).
+TokenId argmax(const float* logits, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return TokenId(best);
+}
+
+}  // namespace
+
+MtpSpeculator::MtpSpeculator(eng::Engine& engine, eng::Sequence& seq)
+    : engine_(engine), seq_(seq) {
+  if (!engine.has_mtp()) fail("--spec mtp: the engine was opened without its MTP module");
+  if (!seq.can_truncate())
+    fail("--spec mtp: the model has recurrent layers, which MTP drafting does not rewind");
+  if (seq.position() != 0) fail("--spec mtp: the sequence must start at position 0");
+  mtp_seq_ = engine.new_mtp_sequence();
+}
+
+const float* MtpSpeculator::prefill(const TokenId* tokens, int64_t n) {
+  engine_.capture_hidden(&pending_);
+  const float* logits = nullptr;
+  try {
+    logits = engine_.forward(seq_, tokens, n);
+  } catch (...) {
+    engine_.capture_hidden(nullptr);
+    throw;
+  }
+  engine_.capture_hidden(nullptr);
+  return logits;
+}
+
+const float* MtpSpeculator::verify(const TokenId* tokens, int64_t n) {
+  const double t0 = now_seconds();
+  start_ = seq_.position();
+  engine_.capture_hidden(&pending_);
+  const float* rows = nullptr;
+  try {
+    rows = n == 1 ? engine_.forward(seq_, tokens, 1) : engine_.forward_every_row(seq_, tokens, n);
+  } catch (...) {
+    engine_.capture_hidden(nullptr);
+    throw;
+  }
+  engine_.capture_hidden(nullptr);
+  verify_s_ += now_seconds() - t0;
+  return rows;
+}
+
+void MtpSpeculator::keep(const TokenId*, int64_t n, int64_t kept) {
+  if (kept < 1 || kept > n || seq_.position() != start_ + n)
+    fail("speculative decoding: keep ", kept, " of a pass of ", n, " tokens at position ", start_,
+         " (the sequence is at ", seq_.position(), ")");
+  if (kept == n) return;
+  seq_.truncate(start_ + kept);
+  const int64_t H = engine_.config().hidden;
+  pending_.resize(size_t((seq_.position() - mtp_seq_->position()) * H));
+}
+
+std::vector<TokenId> MtpSpeculator::propose(std::span<const TokenId> history, int64_t k) {
+  std::vector<TokenId> drafts;
+  const int64_t P = seq_.position(), m = mtp_seq_->position();
+  const int64_t H = engine_.config().hidden, V = engine_.vocab();
+  if (k < 1 || P <= m) return drafts;
+  if (int64_t(history.size()) != P + 1 || int64_t(pending_.size()) != (P - m) * H)
+    fail("--spec mtp: the history holds ", history.size(), " tokens and ",
+         pending_.size() / size_t(H), " hidden states wait, for a sequence at position ", P,
+         " and a module at ", m);
+  const double t0 = now_seconds();
+  // The rows whose next token is now known: positions m..P-1 with tokens m+1..P.
+  own_.resize(size_t((P - m) * H));
+  const float* logits =
+      engine_.mtp_forward(*mtp_seq_, history.data() + m + 1, pending_.data(), P - m, own_.data());
+  pending_.clear();
+  if (on_draft_logits) on_draft_logits(P - 1, logits);
+  drafts.push_back(argmax(logits, V));
+  last_.assign(own_.end() - H, own_.end());
+  // Further drafts: the module on its own last output and draft, at positions P, P+1, ...; those
+  // rows are guesses and are cut before the next real rows run.
+  for (int64_t j = 1; j < k && mtp_seq_->position() < mtp_seq_->context(); ++j) {
+    logits = engine_.mtp_forward(*mtp_seq_, &drafts.back(), last_.data(), 1, own_.data());
+    drafts.push_back(argmax(logits, V));
+    last_.assign(own_.begin(), own_.begin() + H);
+  }
+  mtp_seq_->truncate(P);
+  draft_s_ += now_seconds() - t0;
+  return drafts;
+}
+
+SpecDriver MtpSpeculator::driver() {
+  SpecDriver d;
+  d.verify = [this](const TokenId* t, int64_t n) { return verify(t, n); };
+  d.keep = [this](const TokenId* t, int64_t n, int64_t kept) { keep(t, n, kept); };
+  d.room = [this] { return seq_.context() - seq_.position(); };
+  return d;
+}
+
+}  // namespace moex::generate

@@ -1,0 +1,60 @@
+// Speculative decoding with the checkpoint's multi-token-prediction module as the draft
+// (DeepSeek-V3, GLM-4.5; model/engine/mtp_module.h, docs/speculative.md): the module's row at
+// position p takes the main model's final hidden state at p and the token at p + 1 and
+// predicts the token at p + 2, so after each verification pass it drafts the token after the
+// one just output; further drafts run the module again on its own output and draft.
+//
+// The bookkeeping: the main sequence is at position P (tokens 0..P-1 run) and the history
+// holds P + 1 tokens (the last one output, not run yet). The module's sequence is at m <= P and
+// `pending_` holds the main hidden states of positions m..P-1, whose next tokens are now known:
+// propose() runs them, drafts, and cuts the module's rows past P - 1 again; verify() adds the
+// pass's hidden states to `pending_`, keep() drops those of the tokens not kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "generate/ngram_draft.h"
+#include "generate/speculative.h"
+#include "model/engine/engine.h"
+
+namespace moex::generate {
+
+class MtpSpeculator final : public Drafter {
+ public:
+  // `engine` opened with EngineOptions::mtp; `seq` one of its sequences at position 0 with a
+  // model that can truncate (moex::Error otherwise). Both must outlive this.
+  MtpSpeculator(model::engine::Engine& engine, model::engine::Sequence& seq);
+
+  // Runs the prompt on the sequence (Engine::forward, its hidden states captured) and returns
+  // the logits of its last token.
+  const float* prefill(const TokenId* tokens, int64_t n);
+  // The main model's passes (verify: Engine::forward for one token, forward_every_row for
+  // more; keep: truncate), their hidden states captured. on_step is left empty.
+  SpecDriver driver();
+  // At most k greedy drafts of the module (none when k < 1).
+  std::vector<TokenId> propose(std::span<const TokenId> history, int64_t k) override;
+
+  // Sees each first draft's logits (the module's row at `position`, after the main model's
+  // real hidden state): `moex generate --dump-draft-logits`.
+  std::function<void(int64_t position, const float* logits)> on_draft_logits;
+  double verify_seconds() const { return verify_s_; }
+  double draft_seconds() const { return draft_s_; }
+
+ private:
+  const float* verify(const TokenId* tokens, int64_t n);
+  void keep(const TokenId* tokens, int64_t n, int64_t kept);
+
+  model::engine::Engine& engine_;
+  model::engine::Sequence& seq_;
+  std::unique_ptr<model::engine::Sequence> mtp_seq_;
+  std::vector<float> pending_;    // main hidden states of positions mtp_seq_->position()..P-1
+  std::vector<float> own_;        // the module's output rows (propose)
+  std::vector<float> last_;       // the module's last output row, the next draft's input
+  int64_t start_ = 0;             // the main sequence's position before the last pass
+  double verify_s_ = 0, draft_s_ = 0;
+};
+
+}  // namespace moex::generate

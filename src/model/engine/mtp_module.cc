@@ -1,0 +1,49 @@
+// mtp_module_config (see mtp_module.h).
+#include "model/engine/mtp_module.h"
+
+#include "core/error.h"
+#include "io/json_config.h"
+#include "model/family_registry.h"
+
+namespace moex::model::engine {
+
+ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
+                              const std::function<bool(const std::string&)>& has) {
+  const std::string file = dir + "/config.json";
+  if (main.family != "glm4_moe" && main.family != "deepseek_v3")
+    fail("--spec mtp: ", dir, " is a ", main.family, " model; multi-token-prediction drafting "
+         "runs on glm4_moe (GLM-4.5) and deepseek_v3 (DeepSeek-V3, R1) checkpoints");
+  nlohmann::json j = io::read_json_file(file);
+  const int64_t nextn = io::has_field(j, "num_nextn_predict_layers") &&
+                                !j["num_nextn_predict_layers"].is_null()
+                            ? io::get_int(j, "num_nextn_predict_layers", file)
+                            : 0;
+  if (nextn < 1)
+    fail("--spec mtp: ", file, " announces no multi-token-prediction module "
+         "(num_nextn_predict_layers is ", nextn, ")");
+  const int64_t n = main.num_layers;
+  const std::string prefix = "model.layers." + std::to_string(n);
+  // The module's tensors besides its decoder layer; mlx_lm convert drops all of them.
+  for (const char* part : {".enorm.weight", ".hnorm.weight", ".eh_proj.weight",
+                           ".shared_head.norm.weight", ".input_layernorm.weight"})
+    if (!has(prefix + part))
+      fail("--spec mtp: ", dir, " has no tensor ", prefix, part, ": the checkpoint lacks its "
+           "multi-token-prediction module (mlx_lm convert and moex convert drop it; use the "
+           "Hugging Face checkpoint)");
+  // The family's own plan of one more layer is the module's decoder layer.
+  j["num_hidden_layers"] = n + 1;
+  ModelConfig full = parse_model_config(j, file);
+  ModelConfig c = main;
+  c.num_layers = 1;
+  c.layers.assign(1, full.layers[size_t(n)]);
+  if (has(prefix + ".embed_tokens.weight")) c.embed_name = prefix + ".embed_tokens";
+  c.final_norm_name = prefix + ".shared_head.norm";
+  if (has(prefix + ".shared_head.head.weight")) {
+    c.lm_head_name = prefix + ".shared_head.head";
+    c.tie_word_embeddings = false;
+    c.lm_head_bias = false;
+  }
+  return c;
+}
+
+}  // namespace moex::model::engine
