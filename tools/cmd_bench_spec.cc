@@ -1,7 +1,7 @@
 // `moex bench-spec`: what speculative decoding by prompt lookup gives on one model and prompt.
 // Measures, in one process: the time of a pass of k + 1 tokens against a decode step
 // (k = 0..--max-draft), then interleaved repeats of plain greedy decoding, prompt lookup
-// (--spec-* flags) and forced drafts (the plain run's own continuation, each draft token kept
+// (--spec-* flags; --spec mtp: the checkpoint's multi-token-prediction module) and forced drafts (the plain run's own continuation, each draft token kept
 // right with probability a, for each a of --forced); prints acceptance, tokens per pass and
 // tokens/s against plain decoding, beside what the speed model predicts (docs/speculative.md).
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "generate/engine_verifier.h"
 #include "generate/forced_draft.h"
 #include "generate/generator.h"
+#include "generate/mtp_draft.h"
 #include "generate/speculative.h"
 #include "harness/stats.h"
 #include "model/engine/engine.h"
@@ -112,6 +113,35 @@ RunOut run_spec(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
   return r;
 }
 
+// run_spec with the checkpoint's MTP module as the drafter (it runs the prefill itself: the
+// prompt's hidden states feed it).
+RunOut run_mtp(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n, int64_t draft,
+               bool keep_logits = false) {
+  e.reset();
+  generate::GenerationParams p;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  generate::Generator g(p, {}, e.vocab(), prompt);
+  RunOut r;
+  generate::MtpSpeculator m(e, e.sequence());
+  generate::SpecDriver d = m.driver();
+  const auto verify = d.verify;
+  d.verify = [&](const TokenId* t, int64_t k) {
+    ++r.pass_sizes[k];
+    return verify(t, k);
+  };
+  d.on_step = [&](const generate::Step& s, const float* l) {
+    r.tokens.push_back(s.token);
+    if (keep_logits) r.logits.emplace_back(l, l + e.vocab());
+    return true;
+  };
+  const float* logits = m.prefill(prompt.data(), int64_t(prompt.size()));
+  const double t0 = now_seconds();
+  r.stats = generate::run_speculative(g, logits, prompt, m, draft, e.vocab(), d).stats;
+  r.seconds = now_seconds() - t0;
+  return r;
+}
+
 // Median seconds of a pass of k + 1 tokens at the prompt's end, k = 0..max_draft, the k
 // interleaved in each repeat; k = 0 is Engine::forward of one token (a decode step).
 std::vector<double> pass_times(eng::Engine& e, const std::vector<TokenId>& prompt,
@@ -173,6 +203,7 @@ int run_bench_spec(const BenchSpecFlags& f) {
   const int64_t context = eng::context_for(cfg, int64_t(prompt.ids.size()), n + max_draft + 1);
   eng::EngineOptions options = eng::engine_options(std::nullopt, std::nullopt, context);
   options.measure_policy = false;  // the runs compare paths, not policies
+  options.mtp = spec.mtp;
   auto engine = eng::Engine::open(f.model, options);
   eng::Engine& e = *engine;
 
@@ -190,7 +221,7 @@ int run_bench_spec(const BenchSpecFlags& f) {
 
   struct Arm {
     std::string name;
-    double a = -1;  // forced rate; -1: prompt lookup; -2: plain
+    double a = -1;  // forced rate; -1: prompt lookup; -2: plain; -3: the MTP module
     std::vector<double> tps;
     RunOut last;
     bool identical = true;
@@ -204,7 +235,7 @@ int run_bench_spec(const BenchSpecFlags& f) {
     return arm;
   };
   arms.push_back(arm_of("plain", -2));
-  arms.push_back(arm_of("ngram", -1));
+  arms.push_back(spec.mtp ? arm_of("mtp", -3) : arm_of("ngram", -1));
   for (double a : forced) arms.push_back(arm_of("forced a=" + std::to_string(a).substr(0, 4), a));
   // Each repeat runs every arm once, starting one arm later than the repeat before, so that
   // no arm always runs first (after the pass timings) or last.
@@ -214,6 +245,8 @@ int run_bench_spec(const BenchSpecFlags& f) {
       RunOut out;
       if (arm.a == -2) {
         out = run_plain(e, prompt.ids, n, r == 0);
+      } else if (arm.a == -3) {
+        out = run_mtp(e, prompt.ids, n, spec.draft, r == 0);
       } else if (arm.a == -1) {
         generate::NgramDrafter d(spec.ngram);
         out = run_spec(e, prompt.ids, n, d, spec.draft, r == 0);
@@ -231,9 +264,8 @@ int run_bench_spec(const BenchSpecFlags& f) {
     }
   const double plain_tps = harness::median(arms[0].tps);
   std::printf(
-      "\nspeculative draft %lld, ngram n %lld-%lld; tokens/s = tokens after the first / "
-      "time after the prefill\n\n",
-      (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n);
+      "\nspeculative %s; tokens/s = tokens after the first / time after the prefill\n\n",
+      spec.label().c_str());
   std::printf(
       "| arm | acceptance | tokens/pass | tok/s median (min-max) | speed-up | model "
       "| same tokens | logits max abs diff |\n|---|---|---|---|---|---|---|---|\n");
