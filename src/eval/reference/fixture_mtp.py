@@ -68,7 +68,7 @@ def heldout_accuracy(mx, model_dir, ids, seq):
     loading the saved checkpoint (float32): the main model's next token, and the MTP's token
     after next; plus the MTP's held-out loss (nats)."""
     main, layer, _ = mtp_module.load(model_dir)
-    embed, head = mtp_module._embed_and_head(main, layer)
+    embed, head = mtp_module.embed_and_head(main, layer)
     hits_main = hits_mtp = n_main = n_mtp = windows = 0
     loss = 0.0
     for s in range(0, ids.size - seq - 1, seq):

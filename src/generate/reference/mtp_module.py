@@ -154,7 +154,9 @@ def load(model_dir, f32=True):
     return main, layer, config
 
 
-def _embed_and_head(main, layer):
+def embed_and_head(main, layer):
+    """The MTP layer's embedding and head (None: its own shared_head.head), the main model's
+    where the checkpoint has none of its own."""
     embed = layer.embed_tokens if "embed_tokens" in layer else main.model.embed_tokens
     head = None if "head" in layer.shared_head else main.lm_head
     return embed, head
@@ -166,7 +168,7 @@ def mtp_logits(main, layer, ids, chunks=None):
     ids = mx.array(np.asarray(ids, dtype=np.int32))[None]
     t = ids.shape[1]
     hidden = main.model(ids)
-    embed, head = _embed_and_head(main, layer)
+    embed, head = embed_and_head(main, layer)
     rows = t - 1
     if chunks is None:
         emb = next_embeddings(embed, ids[:, 1:], 0)
@@ -214,7 +216,7 @@ def _quant_params(quant, module):
     return q["group_size"], q["bits"], q.get("mode", "affine")
 
 
-def _quantized(w, module, quant):
+def _quantized(w, module):
     return f"{module}.scales" in w
 
 
@@ -239,7 +241,8 @@ def add_random_mtp(model_dir, seed=0):
     file model-mtp.safetensors: layer N-1's tensors redrawn (same shapes, dtypes, quantization,
     mean and std), enorm / hnorm / shared_head.norm around 1, eh_proj random, shared_head.head
     drawn like lm_head (not equal to it), embed_tokens an exact copy of the main embedding;
-    config.json gets num_nextn_predict_layers 1. Returns the new tensor names."""
+    config.json gets num_nextn_predict_layers 1, and model.safetensors.index.json names the new
+    file (created when missing). Returns the new tensor names."""
     cfg_path = os.path.join(model_dir, "config.json")
     config = json.load(open(cfg_path))
     family_module(config["model_type"])
@@ -255,7 +258,7 @@ def add_random_mtp(model_dir, seed=0):
         if not k.startswith(src):
             continue
         mod, leaf = k.rsplit(".", 1)
-        if _quantized(w, mod, quant):
+        if _quantized(w, mod):
             if leaf == "weight":
                 for suffix, v in _random_quantized(rng, w, quant, mod).items():
                     out[f"{dst}{mod[len(src):]}.{suffix}"] = v
@@ -284,7 +287,7 @@ def add_random_mtp(model_dir, seed=0):
     else:
         out[f"{eh}.weight"] = _random_like(rng, norm, shape=(h, 2 * h), mean=0.0,
                                            std=1.0 / np.sqrt(2 * h))
-    if _quantized(w, "lm_head", quant):
+    if _quantized(w, "lm_head"):
         for suffix, v in _random_quantized(rng, w, quant, "lm_head").items():
             out[f"{dst}shared_head.head.{suffix}"] = v
     else:
@@ -300,13 +303,25 @@ def _write_mtp(model_dir, config, out, quant, n):
     first = sorted(glob.glob(os.path.join(model_dir, "model*.safetensors")))[0]
     _, meta = mx.load(first, return_metadata=True)
     mx.save_safetensors(os.path.join(model_dir, MTP_FILE), out, metadata=meta or {})
+    # moex reads only model.safetensors when the directory has one and no index
+    # (io/checkpoint.cc), so the new file goes into the index, written here if there is none.
+    # mlx-lm ignores the index and loads every model*.safetensors.
     index = os.path.join(model_dir, "model.safetensors.index.json")
     if os.path.exists(index):
         idx = json.load(open(index))
-        idx.setdefault("weight_map", {}).update({k: MTP_FILE for k in out})
-        if "total_size" in idx.get("metadata", {}):
-            idx["metadata"]["total_size"] += sum(v.nbytes for v in out.values())
-        json.dump(idx, open(index, "w"), indent=2)
+    else:
+        idx = {"metadata": {"total_size": 0}, "weight_map": {}}
+        for f in sorted(glob.glob(os.path.join(model_dir, "model*.safetensors"))):
+            if os.path.basename(f) == MTP_FILE:
+                continue
+            for k, v in mx.load(f).items():
+                idx["weight_map"][k] = os.path.basename(f)
+                idx["metadata"]["total_size"] += v.nbytes
+    idx.setdefault("weight_map", {}).update({k: MTP_FILE for k in out})
+    if "total_size" in idx.get("metadata", {}):
+        idx["metadata"]["total_size"] += sum(v.nbytes for v in out.values())
+    with open(index, "w") as f:
+        json.dump(idx, f, indent=2)
     # Per-module quantization entries of layer N-1, lm_head and the embedding carry over.
     for key in ("quantization", "quantization_config"):
         q = config.get(key)
