@@ -17,7 +17,11 @@ with near-zero entropy in a first run). Seeds are fixed; the output is a Hugging
 Face-layout checkpoint (per-expert tensors, bfloat16, as the Hub ships Qwen3-MoE) with
 tokenizer.json, the held-out text and a training report.
 
-    python src/eval/reference/train_fixture.py --out DIR [--minutes 10] [--sdist FILE]
+--family glm4_moe --mtp adds GLM-4.5's multi-token-prediction layer (model.layers.N), trained
+jointly with the main model (fixture_mtp.py).
+
+    python src/eval/reference/train_fixture.py --out DIR [--steps 200] [--sdist FILE]
+                                               [--family glm4_moe [--mtp]]
 """
 import argparse
 import hashlib
@@ -208,8 +212,10 @@ def build_glm_model(mx, nn):
 
 def update_bias(mx, model, recorded, e, k):
     """Aux-loss-free balancing: each MoE layer's correction bias rises for experts chosen
-    less than the mean and falls for those chosen more."""
+    less than the mean and falls for those chosen more (the MTP layer's too, recorded last)."""
     moe_layers = [l.mlp for l in model.model.layers if hasattr(l.mlp, "switch_mlp")]
+    if "mtp" in model:
+        moe_layers.append(model.mtp.mlp)
     for block, inds in zip(moe_layers, recorded):
         counts = mx.sum(mx.eye(e)[inds.reshape(-1)], axis=0)
         gate = block.gate
@@ -262,10 +268,16 @@ def main():
     ap.add_argument("--sdist", default="", help=f"path to {SDIST} (default: pip download)")
     ap.add_argument("--probe", action="store_true", help="time 5 steps and exit")
     ap.add_argument("--family", choices=sorted(FAMILIES), default="qwen3_moe")
+    ap.add_argument("--mtp", action="store_true",
+                    help="with --family glm4_moe: train a multi-token-prediction layer jointly")
     a = ap.parse_args()
     global CONFIG
     CONFIG = FAMILIES[a.family]
     glm = a.family == "glm4_moe"
+    if a.mtp and not glm:
+        sys.exit("--mtp needs --family glm4_moe")
+    if a.mtp:
+        CONFIG = dict(CONFIG, num_nextn_predict_layers=1)
 
     import mlx.core as mx
     import mlx.nn as nn
@@ -287,6 +299,10 @@ def main():
           f"held-out {len(held)} files {held_ids.size} tokens", flush=True)
 
     model, recorded, block_class = build_glm_model(mx, nn) if glm else build_model(mx, nn)
+    if a.mtp:
+        import fixture_mtp
+        fixture_mtp.attach(mx, model, model.args)
+    parts = []  # with --mtp: the main and MTP losses of the last step
     reference_call = block_class.__call__
     # The dense block must compute mlx-lm's function: compare on a batch before training.
     probe = mx.array(train_ids[:SEQ][None])
@@ -308,6 +324,8 @@ def main():
 
     def loss_fn(model, x, y):
         recorded.clear()
+        if a.mtp:
+            return fixture_mtp.joint_loss(mx, nn, model, x, y, parts)
         logits = model(x)
         ce = nn.losses.cross_entropy(logits.astype(mx.float32), y, reduction="mean")
         if glm:
@@ -339,7 +357,7 @@ def main():
         opt.learning_rate = lr_at(step)
         loss, grads = grad_fn(model, mx.array(x), mx.array(y))
         opt.update(model, grads)
-        mx.eval(model.parameters(), opt.state, loss)
+        mx.eval(model.parameters(), opt.state, loss, *parts)
         if glm:
             update_bias(mx, model, recorded, e, k)
             mx.eval(model.parameters())
@@ -348,9 +366,14 @@ def main():
         if step % 10 == 0 or a.probe:
             used = (" ".join(f"{len(np.unique(np.array(r)))}/{e}" for r in recorded) if glm
                     else routing_summary(mx, recorded, k, e))
-            print(f"step {step} loss {loss.item():.4f} {el:.1f}s experts used {used}",
+            split = (f" (main {parts[0].item():.4f}, mtp {parts[1].item():.4f})" if parts
+                     else "")
+            print(f"step {step} loss {loss.item():.4f}{split} {el:.1f}s experts used {used}",
                   flush=True)
             log.append({"step": step, "loss": round(loss.item(), 5), "seconds": round(el, 1)})
+            if parts:
+                log[-1].update(main_loss=round(parts[0].item(), 5),
+                               mtp_loss=round(parts[1].item(), 5))
         if a.probe and step == 5:
             return
     seconds = time.time() - t0
@@ -390,10 +413,15 @@ def unigram_loss(train_ids, ids):
 
 
 def hf_weights(mx, model):
-    """mlx-lm's parameters renamed to the Hugging Face layout (per-expert tensors), bf16."""
+    """mlx-lm's parameters renamed to the Hugging Face layout (per-expert tensors), bf16; the
+    MTP layer (model.mtp) as model.layers.N with its copies of the embedding and head."""
     from mlx.utils import tree_flatten
     out = {}
+    n = CONFIG["num_hidden_layers"]
     for name, v in tree_flatten(model.parameters()):
+        if name.startswith("mtp."):
+            import fixture_mtp
+            name = fixture_mtp.rename(name, n)
         if ".mlp.switch_mlp." in name:
             head, proj = name.split(".mlp.switch_mlp.")
             proj = proj.split(".")[0]
@@ -403,6 +431,9 @@ def hf_weights(mx, model):
             out[name] = v.astype(mx.float32)  # as GLM-4.5 and DeepSeek-V3 ship it
         else:
             out[name] = v.astype(mx.bfloat16)
+    if "mtp" in model:
+        import fixture_mtp
+        fixture_mtp.add_copies(out, n)
     return out
 
 
@@ -427,6 +458,10 @@ def finish(a, mx, model, recorded, reference_call, block_class, tok, train_ids, 
     saved.set_dtype(mx.float32)
     report["heldout_loss_nats"] = round(heldout_loss(mx, nn, saved, held_ids), 5)
     report["unigram_heldout_loss_nats"] = round(unigram_loss(train_ids, held_ids), 5)
+    if a.mtp:
+        import fixture_mtp
+        report["mtp"] = dict(fixture_mtp.heldout_accuracy(mx, a.out, held_ids, SEQ),
+                             loss_weight=fixture_mtp.MTP_WEIGHT)
     report["heldout_files"] = [n for n, _ in held]
     report["corpus"] = {"sdist": SDIST, "sha256": SDIST_SHA256, "licence": "BSD-3-Clause",
                         "files": "docs/**/*.txt, every 20th sorted file (index % 20 == 7) held out",
@@ -439,7 +474,8 @@ def finish(a, mx, model, recorded, reference_call, block_class, tok, train_ids, 
     with open(os.path.join(a.out, "training_report.json"), "w") as f:
         json.dump(report, f, indent=2)
     print(json.dumps({k: report[k] for k in ("heldout_loss_nats", "unigram_heldout_loss_nats",
-                                              "steps", "seconds")}), flush=True)
+                                              "steps", "seconds", "mtp") if k in report}),
+          flush=True)
 
 
 if __name__ == "__main__":
