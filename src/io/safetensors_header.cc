@@ -103,6 +103,9 @@ ParsedSafetensorsHeader parse_safetensors_header(std::string_view header, uint64
   entries.reserve(h.size());
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") {
+      // null is no metadata, as the safetensors library reads it (mx.save_safetensors writes
+      // it when given none).
+      if (it->is_null()) continue;
       if (!it->is_object())
         fail(where, ": __metadata__ is ", json_kind(*it), "; expected an object of string values");
       for (auto m = it->begin(); m != it->end(); ++m)

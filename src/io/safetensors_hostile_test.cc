@@ -179,6 +179,16 @@ TEST(SafetensorsHostile, LenientFormsAccepted) {
   EXPECT_TRUE(SafetensorsFile::open(path)->tensors().empty());
 }
 
+// A null __metadata__ (what mx.save_safetensors writes without metadata) is no metadata.
+TEST(SafetensorsHostile, NullMetadataIsNone) {
+  TempDir tmp;
+  const std::string path = tmp.file("m.safetensors");
+  write_file(path, hdr(R"({"__metadata__":null,"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8));
+  auto f = SafetensorsFile::open(path);
+  ASSERT_EQ(f->tensors().size(), 1u);
+  EXPECT_EQ(f->tensors()[0].name, "a");
+}
+
 // Truncation at every length and random byte flips never crash or throw anything but Error;
 // whatever opens can be read in full (run under ASan to check the bounds strictly).
 TEST(SafetensorsHostile, TruncationsAndFlipsNeverCrash) {
