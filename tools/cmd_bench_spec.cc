@@ -50,6 +50,8 @@ struct RunOut {
   generate::SpecStats stats;
   std::map<int64_t, int64_t> pass_sizes;   // tokens per pass -> passes
   std::vector<std::vector<float>> logits;  // the model's, per step (when kept)
+  double draft_seconds = 0;  // the MTP module's drafting, inside `seconds`
+  double module_prompt_seconds = 0;  // the MTP module over the prompt, with the prefill
 };
 
 // The largest |difference| between two runs' logits over their common steps (0: equal).
@@ -139,6 +141,8 @@ RunOut run_mtp(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n, in
   const double t0 = now_seconds();
   r.stats = generate::run_speculative(g, logits, prompt, m, draft, e.vocab(), d).stats;
   r.seconds = now_seconds() - t0;
+  r.draft_seconds = m.draft_seconds();
+  r.module_prompt_seconds = m.module_prefill_seconds();
   return r;
 }
 
@@ -281,6 +285,7 @@ int run_bench_spec(const BenchSpecFlags& f) {
         steps += double(count) * tp[size_t(std::min<int64_t>(size - 1, max_draft))] / tp[0];
         passes += count;
       }
+      steps += arm.last.draft_seconds / tp[0];  // the MTP module's drafts, in decode steps
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.2f",
                     passes ? arm.last.stats.tokens_per_pass() / (steps / double(passes)) : 0.0);
@@ -294,6 +299,14 @@ int run_bench_spec(const BenchSpecFlags& f) {
         arm.a == -2 ? 1.0 : arm.last.stats.tokens_per_pass(), med, *mn, *mx, med / plain_tps,
         model.c_str(), arm.identical ? "yes" : "NO", arm.logits_diff);
   }
+  for (const Arm& arm : arms)
+    if (arm.a == -3 && arm.last.stats.passes > 0)
+      std::printf("\nmtp: drafting %.2f ms per pass (%.2f decode steps) in the last repeat; the "
+                  "model column counts it. The module over the prompt (with the prefill, not "
+                  "in tok/s): %.1f ms\n",
+                  1e3 * arm.last.draft_seconds / double(arm.last.stats.passes),
+                  arm.last.draft_seconds / double(arm.last.stats.passes) / tp[0],
+                  1e3 * arm.last.module_prompt_seconds);
   return 0;
 }
 

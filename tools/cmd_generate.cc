@@ -275,8 +275,9 @@ int run_generate(GenerateFlags f) {
                  reruns ? (", " + std::to_string(reruns) + " passes rerun to rewind recurrent "
                            "states").c_str() : "");
     if (mtp)
-      std::fprintf(stderr, "mtp module: %.3f s drafting, %.3f s in the main model's passes\n",
-                   mtp->draft_seconds(), mtp->verify_seconds());
+      std::fprintf(stderr, "mtp module: %.3f s over the prompt (in the prompt's time), %.3f s "
+                   "drafting, %.3f s in the main model's passes\n",
+                   mtp->module_prefill_seconds(), mtp->draft_seconds(), mtp->verify_seconds());
   } else {
     std::fprintf(stderr, "generate: %zu tokens (%lld decode steps), %.3f s, %.2f tokens/s\n",
                  generated.size(), (long long)decode_steps, decode_time,

@@ -28,8 +28,9 @@ class MtpSpeculator final : public Drafter {
   // model that can truncate (moex::Error otherwise). Both must outlive this.
   MtpSpeculator(model::engine::Engine& engine, model::engine::Sequence& seq);
 
-  // Runs the prompt on the sequence (Engine::forward, its hidden states captured) and returns
-  // the logits of its last token.
+  // Runs the prompt on the sequence (Engine::forward, its hidden states captured), then the
+  // module's rows of the prompt's tokens but the last (their next tokens are known), and
+  // returns the main model's logits of the last token.
   const float* prefill(const TokenId* tokens, int64_t n);
   // The main model's passes (verify: Engine::forward for one token, forward_every_row for
   // more; keep: truncate), their hidden states captured. on_step is left empty.
@@ -42,6 +43,7 @@ class MtpSpeculator final : public Drafter {
   std::function<void(int64_t position, const float* logits)> on_draft_logits;
   double verify_seconds() const { return verify_s_; }
   double draft_seconds() const { return draft_s_; }
+  double module_prefill_seconds() const { return prefill_s_; }  // in prefill()
 
  private:
   const float* verify(const TokenId* tokens, int64_t n);
@@ -54,7 +56,7 @@ class MtpSpeculator final : public Drafter {
   std::vector<float> own_;        // the module's output rows (propose)
   std::vector<float> last_;       // the module's last output row, the next draft's input
   int64_t start_ = 0;             // the main sequence's position before the last pass
-  double verify_s_ = 0, draft_s_ = 0;
+  double verify_s_ = 0, draft_s_ = 0, prefill_s_ = 0;
 };
 
 }  // namespace moex::generate

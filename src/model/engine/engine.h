@@ -152,7 +152,8 @@ class Engine : private StepRunner {
   std::unique_ptr<Sequence> new_mtp_sequence() const;
   // Runs n rows on `mtp_seq` (a new_mtp_sequence) at its position: row i takes next_tokens[i]
   // and hidden[i] ([n][hidden]). Returns the logits [vocab] of its last row (they predict the
-  // token after next_tokens[n - 1]), valid until the next call; `hidden_out`, when not null,
+  // token after next_tokens[n - 1]), valid until the next mtp_forward (the main model's last
+  // logits stay valid); `hidden_out`, when not null,
   // gets the rows' outputs before the module's norm ([n][hidden]), which stand in for the main
   // model's hidden state when the module drafts again from its own draft.
   const float* mtp_forward(Sequence& mtp_seq, const int32_t* next_tokens, const float* hidden,
@@ -345,6 +346,7 @@ class Engine : private StepRunner {
   std::vector<RoutingTally> routing_;        // set_routing_tally
   std::unique_ptr<MtpModule> mtp_;           // EngineOptions::mtp
   std::vector<float> mtp_cat_;               // mtp_forward's [rows][2 hidden] input
+  ActivationBuffer mtp_logits_;              // mtp_forward's result
   std::vector<float>* hidden_capture_ = nullptr;
 };
 

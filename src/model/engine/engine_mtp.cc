@@ -92,10 +92,11 @@ const float* Engine::mtp_forward(Sequence& mseq, const int32_t* next_tokens, con
       std::memcpy(hidden_out + done * H, h_.data(), size_t(rows * H) * sizeof(float));
   }
   norm(m.w.final_norm, h_.data() + (rows - 1) * H, xn_.data(), 1);
-  logits_.grow(*be_, V);
-  be_->linear({.lin = &m.w.lm_head, .x = xn_.data(), .rows = 1, .out = logits_.data()});
-  scale_logits(logits_.data(), 1);
-  return logits_.data();
+  // A buffer of its own: the main model's last logits stay valid (prefill's, a pass's rows).
+  mtp_logits_.grow(*be_, V);
+  be_->linear({.lin = &m.w.lm_head, .x = xn_.data(), .rows = 1, .out = mtp_logits_.data()});
+  scale_logits(mtp_logits_.data(), 1);
+  return mtp_logits_.data();
 }
 
 }  // namespace moex::model::engine
