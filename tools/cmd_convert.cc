@@ -21,7 +21,7 @@ namespace {
 
 struct ConvertFlags {
   std::string in, out;
-  bool quantize = false, quiet = false;
+  bool quantize = false, quiet = false, keep_mtp = false;
   std::optional<std::string> bits, group_size, mode, predicate, dtype;
 };
 
@@ -63,6 +63,7 @@ int run_convert(const ConvertFlags& f) {
   if (f.mode) r.mode = model::convert::parse_q_mode(*f.mode);
   if (f.predicate) r.predicate = *f.predicate;
   if (f.dtype) r.dtype = model::parse_model_dtype(*f.dtype);
+  opt.keep_mtp = f.keep_mtp;
   auto progress = std::make_shared<ConvertProgress>(f.quiet);
   opt.progress = [progress](uint64_t d, uint64_t t) { (*progress)(d, t); };
   const model::convert::ConvertSummary s = model::convert::convert_checkpoint(opt);
@@ -103,6 +104,9 @@ MOEX_REGISTER_COMMAND(
                      "bf16|f16|f32 (also bfloat16|float16|float32) for the unquantized tensors "
                      "(default: config.json's torch_dtype, else as stored)")
           ->type_name("DTYPE");
+      sub.add_flag("--keep-mtp", f->keep_mtp,
+                   "also write the multi-token-prediction module (GLM-4.5, DeepSeek-V3) that "
+                   "mlx_lm convert drops, for `generate --spec mtp` (docs/speculative.md)");
       sub.add_flag("--quiet", f->quiet, "no progress or summary on stderr");
       return [f] { return run_convert(*f); };
     });

@@ -3,6 +3,7 @@ synthetic checkpoint with a random MTP layer: speculation leaves the greedy toke
 and every MTP draft row moex computes matches the oracle's logits of that row.
 
     mtp_parity_test.py MOEX_EXE WORKDIR --preset tiny-glm4-moe [--tol 1e-3] [--oracle-only]
+    mtp_parity_test.py MOEX_EXE WORKDIR --preset tiny-glm4-moe --convert   (moex convert --keep-mtp)
     mtp_parity_test.py MOEX_EXE WORKDIR --model DIR [--prompt-ids 1,2,3] [--tol 1e-3]
 
 --model runs the same checks on a checkpoint that has its MTP layer (e.g. the glm4_moe fixture
@@ -157,6 +158,9 @@ def run(argv):
     ap.add_argument("--tol", type=float, default=1e-4, help="nrms of moex's draft logits")
     ap.add_argument("--seed", type=int, default=7, help="seed of the random MTP tensors")
     ap.add_argument("--oracle-only", action="store_true", help="the oracle's checks, no moex")
+    ap.add_argument("--convert", action="store_true",
+                    help="with --preset: a float checkpoint and module, then `moex convert -q "
+                         "--keep-mtp`; the checks run on the converted (4-bit) checkpoint")
     a = ap.parse_args(argv)
     if bool(a.preset) == bool(a.model):
         ap.error("give one of --preset and --model")
@@ -168,12 +172,19 @@ def run(argv):
     else:
         model_dir, name = os.path.join(os.path.abspath(a.work), a.preset), a.preset
         shutil.rmtree(model_dir, ignore_errors=True)
+        float_args = ["--bits", "0"] if a.convert else []
         moex([a.moex, "make-model", "--preset", a.preset, "--dtype", "f32", "--out", model_dir,
-              "-q"], "make-model")
-        base, _ = load_model(Path(model_dir))
-        base.set_dtype(mx.float32)
+              "-q"] + float_args, "make-model")
         n_new = len(mtp_module.add_random_mtp(model_dir, a.seed))
         print(f"{a.preset}: {n_new} MTP tensors added ({mtp_module.MTP_FILE})")
+        if a.convert:
+            # The converted checkpoint keeps the module, quantized by the same recipe.
+            converted = model_dir + "-q4-keep-mtp"
+            shutil.rmtree(converted, ignore_errors=True)
+            moex([a.moex, "convert", model_dir, "--out", converted, "-q", "--keep-mtp",
+                  "--quiet"], "convert --keep-mtp")
+            model_dir, name = converted, os.path.basename(converted)
+        base = mtp_module.load(model_dir)[0]  # mlx-lm's main model, the module dropped
     ids_arg = a.prompt_ids
     if a.oracle_only:
         ids = prompt + [int(x) for x in np.random.default_rng(a.seed).integers(0, 1000, STEPS)]

@@ -1,5 +1,6 @@
 // The streaming converter (see hf_convert.h).
 #include "model/convert/hf_convert.h"
+#include "model/engine/mtp_module.h"
 
 #include <filesystem>
 #include <map>
@@ -187,7 +188,14 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   if (config.contains("quantization_config") && config["quantization_config"].is_object() &&
       config["quantization_config"].value("quant_method", "") == "mxfp4")
     loaded_block = {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}};
-  const RecipePlan plan(mc.config, family, mc.modules, recipe, !loaded_block.is_null());
+  std::vector<ModuleSpec> modules = mc.modules;
+  if (opt.keep_mtp) {
+    const ModelConfig mtp = engine::mtp_module_config(
+        in, mc.config, [&](const std::string& t) { return mc.weights.find(t) != nullptr; });
+    for (ModuleSpec& m : engine::mtp_module_table(mtp, mc.config.num_layers, mc.modules))
+      modules.push_back(std::move(m));
+  }
+  const RecipePlan plan(mc.config, family, modules, recipe, !loaded_block.is_null());
   const std::optional<DType> dtype = conversion_dtype(recipe, config);
 
   // Plan every output tensor before writing any.
@@ -195,8 +203,8 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   std::vector<OutTensor> outs;
   ConvertSummary sum;
   sum.family = mc.config.family;
-  for (size_t i = 0; i < mc.modules.size(); ++i) {
-    const ModuleSpec& m = mc.modules[i];
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const ModuleSpec& m = modules[i];
     const ModuleDecision& d = plan.decision(i);
     sum.quantized_modules += d.quantized;
     std::vector<RowSource> srcs = module_sources(mc, m, norm_plus_one(mc, m));
@@ -303,10 +311,10 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
   }
   const nlohmann::json index = {
       {"metadata",
-       {{"total_size", sum.written_bytes}, {"total_parameters", total_parameters(mc.modules)}}},
+       {{"total_size", sum.written_bytes}, {"total_parameters", total_parameters(modules)}}},
       {"weight_map", weight_map}};
   write_file_plain(tmp.path + "/" + io::kSafetensorsIndexName, index.dump(4), "checkpoint index");
-  nlohmann::json block = plan.quantization_block(mc.modules);
+  nlohmann::json block = plan.quantization_block(modules);
   if (!loaded_block.is_null()) {
     nlohmann::json merged = loaded_block;
     if (!block.is_null())

@@ -22,6 +22,10 @@ struct ConvertOptions {
   // Called after each row block with the source bytes read so far and the total.
   std::function<void(uint64_t done, uint64_t total)> progress;
   uint64_t block_bytes = uint64_t(32) << 20;  // source bytes per row block (at least one row)
+  // Also write the multi-token-prediction module (model/engine/mtp_module.h) that mlx_lm
+  // convert drops, quantized by the same recipe (--keep-mtp): `moex generate --spec mtp` then
+  // runs on the converted checkpoint. Every other tensor is written as without it.
+  bool keep_mtp = false;
 };
 
 struct ConvertSummary {

@@ -11,7 +11,7 @@ ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
                               const std::function<bool(const std::string&)>& has) {
   const std::string file = dir + "/config.json";
   if (main.family != "glm4_moe" && main.family != "deepseek_v3")
-    fail("--spec mtp: ", dir, " is a ", main.family, " model; multi-token-prediction drafting "
+    fail("multi-token prediction: ", dir, " is a ", main.family, " model; multi-token-prediction drafting "
          "runs on glm4_moe (GLM-4.5) and deepseek_v3 (DeepSeek-V3, R1) checkpoints");
   nlohmann::json j = io::read_json_file(file);
   const int64_t nextn = io::has_field(j, "num_nextn_predict_layers") &&
@@ -19,7 +19,7 @@ ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
                             ? io::get_int(j, "num_nextn_predict_layers", file)
                             : 0;
   if (nextn < 1)
-    fail("--spec mtp: ", file, " announces no multi-token-prediction module "
+    fail("multi-token prediction: ", file, " announces no multi-token-prediction module "
          "(num_nextn_predict_layers is ", nextn, ")");
   const int64_t n = main.num_layers;
   const std::string prefix = "model.layers." + std::to_string(n);
@@ -27,9 +27,9 @@ ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
   for (const char* part : {".enorm.weight", ".hnorm.weight", ".eh_proj.weight",
                            ".shared_head.norm.weight", ".input_layernorm.weight"})
     if (!has(prefix + part))
-      fail("--spec mtp: ", dir, " has no tensor ", prefix, part, ": the checkpoint lacks its "
-           "multi-token-prediction module (mlx_lm convert and moex convert drop it; use the "
-           "Hugging Face checkpoint)");
+      fail("multi-token prediction: ", dir, " has no tensor ", prefix, part, ": the checkpoint lacks its "
+           "multi-token-prediction module (mlx_lm convert drops it, and moex convert unless given "
+           "--keep-mtp; use the Hugging Face checkpoint or convert it with --keep-mtp)");
   // The family's own plan of one more layer is the module's decoder layer.
   j["num_hidden_layers"] = n + 1;
   ModelConfig full = parse_model_config(j, file);
@@ -44,6 +44,37 @@ ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
     c.lm_head_bias = false;
   }
   return c;
+}
+
+std::vector<ModuleSpec> mtp_module_table(const ModelConfig& mtp_cfg, int64_t main_layers,
+                                         const std::vector<ModuleSpec>& skip) {
+  std::vector<ModuleSpec> out;
+  for (ModuleSpec& m : module_table(mtp_cfg)) {
+    bool skipped = false;
+    for (const ModuleSpec& s : skip) skipped = skipped || s.path == m.path;
+    if (!skipped) out.push_back(std::move(m));
+  }
+  const std::string prefix = "model.layers." + std::to_string(main_layers);
+  const int64_t H = mtp_cfg.hidden;
+  for (const char* norm : {".enorm", ".hnorm"}) {
+    ModuleSpec n;
+    n.path = prefix + norm;
+    n.kind = ModuleKind::kNorm;
+    n.role = TensorRole::kNorm;
+    n.layer = 0;
+    n.shape = {H};
+    n.slot = Slot::kInputNorm;
+    out.push_back(std::move(n));
+  }
+  ModuleSpec eh;
+  eh.path = prefix + ".eh_proj";
+  eh.kind = ModuleKind::kLinear;
+  eh.role = TensorRole::kAttention;
+  eh.layer = 0;
+  eh.shape = {H, 2 * H};
+  eh.slot = Slot::kQ;
+  out.push_back(std::move(eh));
+  return out;
 }
 
 }  // namespace moex::model::engine

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/rope.h"
 #include "model/engine/ffn.h"
@@ -18,6 +19,7 @@
 #include "model/engine/policy_control.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
+#include "model/tensor_table.h"
 #include "moe/path_counters.h"
 
 namespace moex::model::engine {
@@ -46,5 +48,12 @@ struct MtpModule {
 // DIR and what is missing otherwise.
 ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
                               const std::function<bool(const std::string&)>& has);
+
+// Every module of the MTP module as stored: module_table(cfg) of mtp_module_config's config
+// (its decoder layer, embedding copy, shared_head norm and head) and enorm, hnorm, eh_proj,
+// leaving out the paths in `skip` (the main model's embedding or head where the module has no
+// copy of its own). What `moex convert --keep-mtp` writes.
+std::vector<ModuleSpec> mtp_module_table(const ModelConfig& mtp_cfg, int64_t main_layers,
+                                         const std::vector<ModuleSpec>& skip);
 
 }  // namespace moex::model::engine
