@@ -88,16 +88,16 @@ RunOut run_plain(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
   return r;
 }
 
-RunOut run_spec(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
-                generate::Drafter& drafter, int64_t draft, bool keep_logits = false) {
-  e.reset();
+// One speculative run after e.reset(): `driver` runs the passes (its verify counted per pass
+// size here), `logits` are the prompt's (the caller's prefill), `drafter` drafts.
+RunOut run_speculation(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
+                       generate::SpecDriver d, const float* logits, generate::Drafter& drafter,
+                       int64_t draft, bool keep_logits) {
   generate::GenerationParams p;
   p.max_tokens = n;
   p.ignore_eos = true;
   generate::Generator g(p, {}, e.vocab(), prompt);
   RunOut r;
-  generate::EngineVerifier v(e, e.sequence());
-  generate::SpecDriver d = v.driver();
   const auto verify = d.verify;
   d.verify = [&](const TokenId* t, int64_t k) {
     ++r.pass_sizes[k];
@@ -108,39 +108,28 @@ RunOut run_spec(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
     if (keep_logits) r.logits.emplace_back(l, l + e.vocab());
     return true;
   };
-  const float* logits = e.prefill(prompt);
   const double t0 = now_seconds();
   r.stats = generate::run_speculative(g, logits, prompt, drafter, draft, e.vocab(), d).stats;
   r.seconds = now_seconds() - t0;
   return r;
 }
 
-// run_spec with the checkpoint's MTP module as the drafter (it runs the prefill itself: the
-// prompt's hidden states feed it).
+RunOut run_spec(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n,
+                generate::Drafter& drafter, int64_t draft, bool keep_logits = false) {
+  e.reset();
+  generate::EngineVerifier v(e, e.sequence());
+  const float* logits = e.prefill(prompt);
+  return run_speculation(e, prompt, n, v.driver(), logits, drafter, draft, keep_logits);
+}
+
+// With the checkpoint's MTP module as the drafter (it runs the prefill itself: the prompt's
+// hidden states feed it).
 RunOut run_mtp(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n, int64_t draft,
                bool keep_logits = false) {
   e.reset();
-  generate::GenerationParams p;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  generate::Generator g(p, {}, e.vocab(), prompt);
-  RunOut r;
   generate::MtpSpeculator m(e, e.sequence());
-  generate::SpecDriver d = m.driver();
-  const auto verify = d.verify;
-  d.verify = [&](const TokenId* t, int64_t k) {
-    ++r.pass_sizes[k];
-    return verify(t, k);
-  };
-  d.on_step = [&](const generate::Step& s, const float* l) {
-    r.tokens.push_back(s.token);
-    if (keep_logits) r.logits.emplace_back(l, l + e.vocab());
-    return true;
-  };
   const float* logits = m.prefill(prompt.data(), int64_t(prompt.size()));
-  const double t0 = now_seconds();
-  r.stats = generate::run_speculative(g, logits, prompt, m, draft, e.vocab(), d).stats;
-  r.seconds = now_seconds() - t0;
+  RunOut r = run_speculation(e, prompt, n, m.driver(), logits, m, draft, keep_logits);
   r.draft_seconds = m.draft_seconds();
   r.module_prompt_seconds = m.module_prefill_seconds();
   return r;

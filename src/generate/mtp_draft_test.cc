@@ -68,12 +68,9 @@ std::string write_mtp_checkpoint(const std::string& preset, const std::string& d
 }
 
 const std::string& mtp_checkpoint(const std::string& preset) {
-  static moex::testing::TempDir root("moex_mtp");
-  static std::map<std::string, std::string> written;
-  auto it = written.find(preset);
-  if (it == written.end())
-    it = written.emplace(preset, write_mtp_checkpoint(preset, root.file(preset))).first;
-  return it->second;
+  return eng::test::shared_checkpoint("mtp-" + preset, [&](const std::string& dir) {
+    return write_mtp_checkpoint(preset, dir);
+  });
 }
 
 std::unique_ptr<eng::Engine> open_with_mtp(const std::string& dir, int64_t chunk = 0) {

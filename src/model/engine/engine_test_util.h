@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,16 +62,23 @@ inline std::string write_tiny_family(const std::string& preset, const std::strin
   return dir;
 }
 
-// write_tiny_family's checkpoint of `preset`, written once per test process (into a directory
-// removed at exit) for the tests that only open it: the per-family suites open each family's
-// checkpoint five times, and writing it is a large part of their time under ASan.
-inline const std::string& shared_tiny_family(const std::string& preset) {
+// The checkpoint `write(dir)` writes under `key`, written once per test process (into a
+// directory removed at exit) for the tests that only open it.
+inline const std::string& shared_checkpoint(
+    const std::string& key, const std::function<std::string(const std::string&)>& write) {
   static moex::testing::TempDir root("moex_shared_tiny");
   static std::map<std::string, std::string> written;
-  auto it = written.find(preset);
-  if (it == written.end())
-    it = written.emplace(preset, write_tiny_family(preset, root.file(preset))).first;
+  auto it = written.find(key);
+  if (it == written.end()) it = written.emplace(key, write(root.file(key))).first;
   return it->second;
+}
+
+// write_tiny_family's checkpoint of `preset`, shared: the per-family suites open each family's
+// checkpoint five times, and writing it is a large part of their time under ASan.
+inline const std::string& shared_tiny_family(const std::string& preset) {
+  return shared_checkpoint(preset, [&](const std::string& dir) {
+    return write_tiny_family(preset, dir);
+  });
 }
 
 inline EngineOptions options_for_fused(const char* fused) {
