@@ -28,6 +28,9 @@ struct CheckOptions {
   // mlx-lm drops (Family::reference_drops), as mlx-lm's strict load does. Off only to list
   // them (tests).
   bool fail_on_unknown = true;
+  // A GGUF file: also bind its multi-token-prediction module (blk.N.nextn.* and layer N) under
+  // the Hugging Face names a directory has (--spec mtp; model/engine/mtp_module.h).
+  bool mtp_module = false;
 };
 
 struct ModelCheckpoint {

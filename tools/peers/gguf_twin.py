@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlx_checkpoint import Checkpoint  # noqa: E402
-from twin_families import (BARE_TENSORS, EXPERT_TENSORS, T, Unsupported,  # noqa: E402
+from twin_families import (BARE_TENSORS, EXPERT_TENSORS, NEXTN_TENSORS, T, Unsupported,  # noqa: E402
                            check_expressible, family_of, gguf_name, lfm2_attention_layers,
                            llama3_rope_factors, tensor_table, text_config, uniform)
 from twin_metadata import (add_arch_metadata, add_deepseek2_metadata,  # noqa: E402
@@ -106,7 +106,16 @@ class Plan:
         self.vocab = int(cfg["vocab_size"])
         self.rows = []
         seen = set()
-        for prefix, tensor, layer in tensor_table(self.fam, self.n_layers):
+        # GLM-4.5's multi-token-prediction module, kept by `moex convert --keep-mtp`: llama.cpp's
+        # converter stores it as one more block (its decoder layer) plus blk.N.nextn.*.
+        self.nextn = int(self.fam.arch == gguf.MODEL_ARCH.GLM4_MOE
+                         and int(cfg.get("num_nextn_predict_layers") or 0) > 0
+                         and ckpt.has(f"model.layers.{self.n_layers}.enorm.weight"))
+        table = tensor_table(self.fam, self.n_layers + self.nextn)
+        if self.nextn:
+            pre = f"model.layers.{self.n_layers}."
+            table += [(pre + name, t, self.n_layers) for name, t in NEXTN_TENSORS.items()]
+        for prefix, tensor, layer in table:
             if tensor in BARE_TENSORS and ckpt.has(prefix):
                 self._add(prefix, "", tensor, layer, mode)
                 seen.add(prefix)
@@ -370,7 +379,9 @@ def add_metadata(writer, plan, file_type):
     writer.add_name(f"moex twin of {plan.ckpt.dir.name}")
     writer.add_context_length(int(cfg.get("max_position_embeddings", 4096)))
     writer.add_embedding_length(plan.hidden)
-    writer.add_block_count(plan.n_layers)
+    writer.add_block_count(plan.n_layers + plan.nextn)
+    if plan.nextn:
+        writer.add_nextn_predict_layers(plan.nextn)
     # Llama4Model swaps the widths: feed_forward_length is the dense layers' intermediate_size_mlp.
     writer.add_feed_forward_length(int(cfg.get("intermediate_size_mlp") or
                                        cfg.get("intermediate_size") or

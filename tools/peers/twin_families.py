@@ -532,6 +532,15 @@ def gguf_name(tensor, layer=None):
     return gguf.TENSOR_NAMES[tensor].format(bid=layer)
 
 
+# The MTP module's own tensors (gguf-py's NEXTN names; convert_hf_to_gguf.py's Glm4MoeModel
+# writes GLM-4.5's module as one more block plus these).
+NEXTN_TENSORS = {
+    "enorm": T.NEXTN_ENORM, "hnorm": T.NEXTN_HNORM, "eh_proj": T.NEXTN_EH_PROJ,
+    "shared_head.norm": T.NEXTN_SHARED_HEAD_NORM, "shared_head.head": T.NEXTN_SHARED_HEAD_HEAD,
+    "embed_tokens": T.NEXTN_EMBED_TOKENS,
+}
+
+
 def tensor_table(fam, n_layers):
     """[(mlx prefix, gguf tensor, layer or None)] of every tensor the family can carry."""
     table = [(fam.prefix + name, t, None) for name, t in (fam.globals or GLOBAL_TENSORS).items()]

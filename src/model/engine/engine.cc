@@ -114,6 +114,7 @@ std::unique_ptr<Engine> Engine::open(const std::string& dir, const EngineOptions
   // quantization) and reports all problems at once; per-expert layouts are stacked here.
   CheckOptions check;
   check.allow_per_expert_layout = true;
+  check.mtp_module = opt.mtp;  // a GGUF file's module is bound only when asked for
   ModelCheckpoint mc = open_model_checkpoint(dir, check);
   // Said once per load (by the first rank of an expert-parallel run).
   const std::string note = inferred_quant_warning(mc, dir);

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +18,7 @@
 #include "model/engine/policy_control.h"
 #include "model/engine/weight_binder.h"
 #include "model/model_config.h"
-#include "model/tensor_table.h"
+#include "model/mtp_plan.h"
 #include "moe/path_counters.h"
 
 namespace moex::model::engine {
@@ -41,19 +40,5 @@ struct MtpModule {
   std::unique_ptr<Ffn> ffn;
   moe::PathCounters counters;  // its expert reads, apart from the main model's
 };
-
-// The module's config from DIR/config.json and the main model's config: num_nextn_predict_layers
-// must be 1 or more, the family glm4_moe or deepseek_v3 (their module is stored as an extra
-// layer of the same kind); `has` says which tensors the checkpoint holds. moex::Error naming
-// DIR and what is missing otherwise.
-ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
-                              const std::function<bool(const std::string&)>& has);
-
-// Every module of the MTP module as stored: module_table(cfg) of mtp_module_config's config
-// (its decoder layer, embedding copy, shared_head norm and head) and enorm, hnorm, eh_proj,
-// leaving out the paths in `skip` (the main model's embedding or head where the module has no
-// copy of its own). What `moex convert --keep-mtp` writes.
-std::vector<ModuleSpec> mtp_module_table(const ModelConfig& mtp_cfg, int64_t main_layers,
-                                         const std::vector<ModuleSpec>& skip);
 
 }  // namespace moex::model::engine

@@ -64,11 +64,14 @@ json olmoe(const ArchKeys& k) {
 // GLM-4.5 / 4.6 / Air (llama.cpp conversion/glm.py Glm4MoeModel, src/models/glm4-moe.cpp):
 // leading dense layers, a sigmoid router whose selection adds exp_probs_b, shared experts,
 // partial NEOX RoPE, q/k/v biases, optional q/k norms, and NextN (MTP) layers stored after the
-// main ones, which moex does not run (block_count counts them; nextn_predict_layers says how
-// many).
+// main ones (block_count counts them; nextn_predict_layers says how many), which moex runs
+// only under --spec mtp.
 json glm4moe(const ArchKeys& k) {
   json j = common_fields(k, "glm4_moe", {.routing_keys = true});
+  const int64_t blocks = j["num_hidden_layers"];
   const int64_t layers = layers_without_nextn(k, j);
+  // The module after the main layers, which `--spec mtp` runs (blk.N.nextn.*).
+  if (blocks > layers) j["num_nextn_predict_layers"] = blocks - layers;
   const int64_t hd = head_dim(k, j, false, true);
   j["head_dim"] = hd;
   partial_rotary_factor(k, j, hd);

@@ -1,8 +1,10 @@
 // Opening a GGUF file as a model: config (gguf_config.cc), tensors (gguf_weights.cc), and the
 // dispatch every model-path loader shares.
 #include "model/gguf/gguf_model.h"
+#include "model/mtp_plan.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "model/family_registry.h"
@@ -31,7 +33,29 @@ ModelConfig load_gguf_model_config(const std::string& path) {
 ModelCheckpoint open_gguf_model_checkpoint(const std::string& path, const CheckOptions& opt) {
   std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(path);
   ModelConfig cfg = config_of(*f);
-  GgufTensors t = bind_gguf_tensors(std::move(f), cfg);
+  std::optional<ModelConfig> mtp;
+  if (opt.mtp_module) {
+    const gguf::GgufFile& file = *f;
+    const int64_t n = cfg.num_layers;
+    // The module's parts the config checks for, by their llama.cpp names.
+    const auto has = [&](const std::string& hf) {
+      const std::string prefix = "model.layers." + std::to_string(n);
+      const std::string blk = "blk." + std::to_string(n) + ".";
+      static const std::pair<const char*, const char*> kParts[] = {
+          {".enorm.weight", "nextn.enorm.weight"},
+          {".hnorm.weight", "nextn.hnorm.weight"},
+          {".eh_proj.weight", "nextn.eh_proj.weight"},
+          {".shared_head.norm.weight", "nextn.shared_head_norm.weight"},
+          {".shared_head.head.weight", "nextn.shared_head_head.weight"},
+          {".embed_tokens.weight", "nextn.embed_tokens.weight"},
+          {".input_layernorm.weight", "attn_norm.weight"}};
+      for (const auto& [h, g] : kParts)
+        if (hf == prefix + h) return file.find_tensor(blk + g) != nullptr;
+      return false;
+    };
+    mtp = mtp_module_config(gguf_config_json(file), path + " (GGUF metadata)", cfg, has);
+  }
+  GgufTensors t = bind_gguf_tensors(std::move(f), cfg, mtp ? &*mtp : nullptr);
   return check_model_checkpoint(std::move(cfg), std::move(t.quant),
                                 io::Checkpoint::from_views(path, std::move(t.views),
                                                            std::move(t.storage)),

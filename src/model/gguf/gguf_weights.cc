@@ -1,5 +1,6 @@
 // bind_gguf_tensors: the family's tensor table walked over a GGUF file (see gguf_weights.h).
 #include "model/gguf/gguf_weights.h"
+#include "model/mtp_plan.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -134,9 +135,12 @@ class Binder {
  public:
   Binder(Storage& s, const ModelConfig& cfg) : s_(s), f_(*s.file), cfg_(cfg) {}
 
-  GgufTensors run() {
+  GgufTensors run(const ModelConfig* mtp) {
     const std::vector<ModuleSpec> modules = module_table(cfg_);
-    for (const ModuleSpec& m : modules) bind(m);
+    for (const ModuleSpec& m : modules) bind(m, gguf_tensor_name(m, cfg_.family));
+    if (mtp)
+      for (const ModuleSpec& m : mtp_module_table(*mtp, cfg_.num_layers, modules))
+        bind(m, gguf_mtp_tensor_name(m, cfg_.num_layers, cfg_.family));
     const int64_t mtp_end = cfg_.num_layers + mtp_layers();
     for (const gguf::Tensor& t : f_.tensors())
       if (!used_.count(t.name) && !in_layers(t.name, cfg_.num_layers, mtp_end) &&
@@ -324,8 +328,8 @@ class Binder {
     out_.views.back().shape.pop_back();
   }
 
-  void bind(const ModuleSpec& m) {
-    const std::string base = gguf_tensor_name(m, cfg_.family);
+  // Module m from llama.cpp's tensor `base` (+ ".weight", ".bias"; bare: gguf_bare_suffix).
+  void bind(const ModuleSpec& m, const std::string& base) {
     if (base.empty())
       return problem(str_cat("moex module '", m.path, "' (", tensor_role_name(m.role),
                              ") has no llama.cpp tensor name moex knows"));
@@ -399,12 +403,30 @@ class Binder {
 
 }  // namespace
 
-GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg) {
+std::string gguf_mtp_tensor_name(const ModuleSpec& m, int64_t n, std::string_view family) {
+  const std::string blk = "blk." + std::to_string(n) + ".";
+  const std::string prefix = "model.layers." + std::to_string(n);
+  if (m.path == prefix + ".enorm") return blk + "nextn.enorm";
+  if (m.path == prefix + ".hnorm") return blk + "nextn.hnorm";
+  if (m.path == prefix + ".eh_proj") return blk + "nextn.eh_proj";
+  switch (m.slot) {
+    case Slot::kEmbedding: return blk + "nextn.embed_tokens";
+    case Slot::kFinalNorm: return blk + "nextn.shared_head_norm";
+    case Slot::kLmHead: return blk + "nextn.shared_head_head";
+    default: break;
+  }
+  ModuleSpec as_layer = m;  // the module's decoder layer, stored as layer n
+  as_layer.layer = n;
+  return gguf_tensor_name(as_layer, family);
+}
+
+GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg,
+                              const ModelConfig* mtp) {
   auto storage = std::make_shared<Storage>();
   storage->file = std::move(file);
   // The views point into the matrices' and buffers' heap arrays, which stay where they are
   // when the vectors holding them grow.
-  GgufTensors out = Binder(*storage, cfg).run();
+  GgufTensors out = Binder(*storage, cfg).run(mtp);
   out.storage = std::move(storage);
   return out;
 }

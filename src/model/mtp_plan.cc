@@ -1,19 +1,34 @@
-// mtp_module_config (see mtp_module.h).
-#include "model/engine/mtp_module.h"
+// The MTP module's config and table (see mtp_plan.h).
+#include "model/mtp_plan.h"
 
 #include "core/error.h"
 #include "io/json_config.h"
 #include "model/family_registry.h"
+#include "model/gguf/gguf_model.h"
 
-namespace moex::model::engine {
+namespace moex::model {
 
-ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
+ModelConfig mtp_module_config(const std::string& path, const ModelConfig& main,
                               const std::function<bool(const std::string&)>& has) {
-  const std::string file = dir + "/config.json";
+  if (is_gguf_path(path)) {
+    if (main.family != "glm4_moe")
+      fail("multi-token prediction: GGUF file ", path, " is a ", main.family, " model; GGUF "
+           "files carry the module for glm4moe only (llama.cpp drops DeepSeek's)");
+    return mtp_module_config(gguf_config_json(*gguf::GgufFile::open(path)),
+                             path + " (GGUF metadata)", main, has);
+  }
+  const std::string file = path + "/config.json";
+  return mtp_module_config(io::read_json_file(file), file, main, has);
+}
+
+ModelConfig mtp_module_config(const nlohmann::json& config, const std::string& file,
+                              const ModelConfig& main,
+                              const std::function<bool(const std::string&)>& has) {
   if (main.family != "glm4_moe" && main.family != "deepseek_v3")
-    fail("multi-token prediction: ", dir, " is a ", main.family, " model; multi-token-prediction drafting "
-         "runs on glm4_moe (GLM-4.5) and deepseek_v3 (DeepSeek-V3, R1) checkpoints");
-  nlohmann::json j = io::read_json_file(file);
+    fail("multi-token prediction: ", file, " is a ", main.family, " model; multi-token-"
+         "prediction drafting runs on glm4_moe (GLM-4.5) and deepseek_v3 (DeepSeek-V3, R1) "
+         "checkpoints");
+  nlohmann::json j = config;
   const int64_t nextn = io::has_field(j, "num_nextn_predict_layers") &&
                                 !j["num_nextn_predict_layers"].is_null()
                             ? io::get_int(j, "num_nextn_predict_layers", file)
@@ -27,9 +42,10 @@ ModelConfig mtp_module_config(const std::string& dir, const ModelConfig& main,
   for (const char* part : {".enorm.weight", ".hnorm.weight", ".eh_proj.weight",
                            ".shared_head.norm.weight", ".input_layernorm.weight"})
     if (!has(prefix + part))
-      fail("multi-token prediction: ", dir, " has no tensor ", prefix, part, ": the checkpoint lacks its "
-           "multi-token-prediction module (mlx_lm convert drops it, and moex convert unless given "
-           "--keep-mtp; use the Hugging Face checkpoint or convert it with --keep-mtp)");
+      fail("multi-token prediction: ", file, ": the checkpoint has no tensor ", prefix, part,
+           ", so it lacks its multi-token-prediction module (mlx_lm convert drops it, and moex "
+           "convert unless given --keep-mtp; use the Hugging Face checkpoint or convert it "
+           "with --keep-mtp)");
   // The family's own plan of one more layer is the module's decoder layer.
   j["num_hidden_layers"] = n + 1;
   ModelConfig full = parse_model_config(j, file);
@@ -77,4 +93,4 @@ std::vector<ModuleSpec> mtp_module_table(const ModelConfig& mtp_cfg, int64_t mai
   return out;
 }
 
-}  // namespace moex::model::engine
+}  // namespace moex::model
