@@ -193,6 +193,11 @@ int run_inspect(const InspectFlags& f) {
   if (!m.dropped_tensors.empty())
     std::printf("  dropped: %zu tensors mlx-lm's sanitize drops (e.g. %s)\n",
                 m.dropped_tensors.size(), m.dropped_tensors.front().c_str());
+  // The multi-token-prediction module is among them where the checkpoint kept it.
+  const std::string mtp = "model.layers." + std::to_string(m.config.num_layers) + ".enorm.weight";
+  if (m.weights.find(mtp))
+    std::printf("  multi-token-prediction module: model.layers.%lld (generate --spec mtp "
+                "drafts with it)\n", (long long)m.config.num_layers);
   const model::WeightBytes wb = model::compute_weight_bytes(m.config, m.tensors);
   std::printf("%s", model::format_weight_bytes(wb).c_str());
   print_dispatch(m, settings);
