@@ -28,6 +28,7 @@
 #include "model/generation_config.h"
 #include "generate/engine_verifier.h"
 #include "generate/generator.h"
+#include "generate/mtp_draft.h"
 #include "generate/speculative.h"
 #include "serve/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -99,25 +100,29 @@ struct Answer {
 
 // Speculative decoding through the session: the verifier runs the session's sequence, and
 // the session's ids follow what it ran and kept. `history` is the conversation's tokens.
+// `mtp`: the conversation's MTP drafter (--spec mtp), else prompt lookup.
 generate::SpecResult run_speculative_turn(eng::EngineSession& session, const float* logits,
                                           generate::Generator& gen, const SpecSetup& spec,
                                           const std::vector<int32_t>& history,
-                                          const generate::SequenceDriver& plain, int64_t& reruns) {
+                                          const generate::SequenceDriver& plain, int64_t& reruns,
+                                          generate::MtpSpeculator* mtp) {
   eng::Engine& e = session.engine();
   generate::EngineVerifier verifier(e, e.sequence());
-  generate::SpecDriver d;
+  generate::SpecDriver d = mtp ? mtp->driver() : verifier.driver();
+  const auto verify = d.verify;
+  const auto keep = d.keep;
   d.verify = [&](const int32_t* t, int64_t n) {
-    const float* rows = verifier.verify(t, n);
+    const float* rows = verify(t, n);
     session.ran(t, n);
     return rows;
   };
   d.keep = [&](const int32_t* t, int64_t n, int64_t kept) {
-    verifier.keep(t, n, kept);
+    keep(t, n, kept);
     session.dropped(n - kept);
   };
-  d.room = [&] { return verifier.room(); };
   d.on_step = plain.on_step;
-  generate::NgramDrafter drafter(spec.ngram);
+  generate::NgramDrafter lookup(spec.ngram);
+  generate::Drafter& drafter = mtp ? static_cast<generate::Drafter&>(*mtp) : lookup;
   const generate::SpecResult r =
       generate::run_speculative(gen, logits, history, drafter, spec.draft, e.vocab(), d);
   reruns = verifier.reruns();
@@ -127,7 +132,7 @@ generate::SpecResult run_speculative_turn(eng::EngineSession& session, const flo
 // Samples until a stop id, -n tokens, the end of the context or Ctrl-C, streaming the text.
 Answer generate_answer(eng::EngineSession& session, const float* logits,
                        generate::Generator& gen, const Tokenizer& tok, const SpecSetup& spec,
-                       const std::vector<int32_t>& conversation) {
+                       const std::vector<int32_t>& conversation, generate::MtpSpeculator* mtp) {
   Answer r;
   StreamDecoder stream(tok);
   eng::Engine& e = session.engine();
@@ -145,7 +150,7 @@ Answer generate_answer(eng::EngineSession& session, const float* logits,
   };
   if (spec.on) {
     const generate::SpecResult run =
-        run_speculative_turn(session, logits, gen, spec, conversation, driver, r.reruns);
+        run_speculative_turn(session, logits, gen, spec, conversation, driver, r.reruns, mtp);
     r.end = run.end;
     r.timed_tokens = run.stats.tokens;
     r.spec = run.stats;
@@ -193,19 +198,22 @@ int run_chat(const ChatFlags& f) {
   const model::GenerationConfig gen = model::load_generation_config(f.model, cfg.vocab);
   const SamplingSetup sampling = sampling_setup(f.sampling, gen);
   const SpecSetup spec = spec_setup(f.spec);
-  if (spec.mtp) fail("--spec mtp: runs in generate and bench-spec so far, not in chat");
   note_random_seed("chat", sampling, sampling.args.temperature == 0.0, f.verbose);
   const Tokenizer tok = model::load_model_tokenizer(f.model);
   const ChatPrompt prompt(f.model, tok);
   const std::vector<int32_t> stops = model::stop_token_ids(cfg, gen, tok.eos_ids());
 
   const LoadProgress load("chat", f.model);
-  auto engine = eng::Engine::open(f.model, eng::engine_options(f.fused, std::nullopt, context,
-                                                               f.backends));
+  eng::EngineOptions options = eng::engine_options(f.fused, std::nullopt, context, f.backends);
+  options.mtp = spec.mtp;
+  auto engine = eng::Engine::open(f.model, options);
   load.done();
   // LFM2's short-conv layers cannot be truncated: the session then resets and re-runs the
   // whole conversation whenever it is rendered differently from what the engine holds.
   eng::EngineSession session(*engine);
+  // --spec mtp: the module's state follows the session's sequence across turns.
+  std::optional<generate::MtpSpeculator> mtp;
+  if (spec.mtp) mtp.emplace(*engine, engine->sequence());
   if (f.verbose) {
     std::fprintf(stderr, "chat: template %s; context %lld tokens; %s\n", prompt.origin().c_str(),
                  (long long)engine->context(),
@@ -233,6 +241,7 @@ int run_chat(const ChatFlags& f) {
     if (line == "/reset") {
       start_conversation();
       session.reset();
+      if (mtp) mtp->rewind(0);
       std::fprintf(stderr, "chat: conversation cleared\n");
       continue;
     }
@@ -258,7 +267,23 @@ int run_chat(const ChatFlags& f) {
       if (f.verbose && to_run > kPromptPiece)
         std::fprintf(stderr, "chat: turn %zu: running %lld prompt tokens (Ctrl-C stops)\n",
                      dump.size() + 1, (long long)to_run);
-      const std::optional<eng::EngineSession::Prefill> read_in = prefill_in_pieces(session, ids);
+      // The module follows the session: cut where the session keeps the conversation, fed
+      // the hidden states of what the prompt runs, then run over the rows it can.
+      if (mtp) {
+        mtp->rewind(eng::reusable_prefix(session.ids(), ids));
+        mtp->capture(true);
+      }
+      std::optional<eng::EngineSession::Prefill> read_in;
+      try {
+        read_in = prefill_in_pieces(session, ids);
+      } catch (...) {
+        if (mtp) mtp->capture(false);
+        throw;
+      }
+      if (mtp) {
+        mtp->capture(false);
+        mtp->catch_up(session.ids().data(), int64_t(session.ids().size()));
+      }
       if (!read_in) {
         // The turn never happened: the next one renders the conversation without it and
         // keeps what the engine ran of the common prefix.
@@ -277,7 +302,7 @@ int run_chat(const ChatFlags& f) {
                                         .max_tokens = n, .min_tokens = 0, .ignore_eos = false};
       params.sampling.seed = sampling.args.seed + uint64_t(dump.size());
       generate::Generator generator(params, stops, engine->vocab(), ids);
-      a = generate_answer(session, p.logits, generator, tok, spec, ids);
+      a = generate_answer(session, p.logits, generator, tok, spec, ids, mtp ? &*mtp : nullptr);
       t_decode = now_seconds() - t0 - t_prefill;
     }
     std::cout << std::endl;
@@ -295,10 +320,9 @@ int run_chat(const ChatFlags& f) {
                    a.timed_tokens ? double(a.timed_tokens) / t_decode : 0.0, stop_name(a.end));
     if (f.verbose && a.spec)
       std::fprintf(stderr,
-                   "chat: turn %zu: speculative (ngram, draft %lld, n %lld-%lld): %lld of %lld "
+                   "chat: turn %zu: speculative (%s): %lld of %lld "
                    "drafts accepted, %lld passes, %lld rerun to rewind recurrent states\n",
-                   dump.size() + 1, (long long)spec.draft, (long long)spec.ngram.min_n,
-                   (long long)spec.ngram.max_n, (long long)a.spec->accepted,
+                   dump.size() + 1, spec.label().c_str(), (long long)a.spec->accepted,
                    (long long)a.spec->drafted, (long long)a.spec->passes, (long long)a.reruns);
     dump.push_back({{"user", line}, {"prompt_ids", ids}, {"reused", p.reused},
                     {"prefilled", p.prefilled}, {"rebuilt", p.rebuilt}, {"generated_ids", a.ids},

@@ -30,25 +30,44 @@ MtpSpeculator::MtpSpeculator(eng::Engine& engine, eng::Sequence& seq)
 }
 
 const float* MtpSpeculator::prefill(const TokenId* tokens, int64_t n) {
-  engine_.capture_hidden(&pending_);
+  rewind(seq_.position());
+  capture(true);
   const float* logits = nullptr;
   try {
     logits = engine_.forward(seq_, tokens, n);
   } catch (...) {
-    engine_.capture_hidden(nullptr);
+    capture(false);
     throw;
   }
-  engine_.capture_hidden(nullptr);
-  // The module's rows whose next token the prompt holds run now, with the prefill, so that
-  // the first draft runs one row as every later one does.
-  if (n >= 2) {
-    const int64_t H = engine_.config().hidden;
-    const double t0 = now_seconds();
-    engine_.mtp_forward(*mtp_seq_, tokens + 1, pending_.data(), n - 1);
-    pending_.erase(pending_.begin(), pending_.begin() + (n - 1) * H);
-    prefill_s_ += now_seconds() - t0;
-  }
+  capture(false);
+  catch_up(tokens, n);
   return logits;
+}
+
+void MtpSpeculator::rewind(int64_t position) {
+  const int64_t H = engine_.config().hidden, m = mtp_seq_->position();
+  if (position < m) {
+    mtp_seq_->truncate(position);
+    pending_.clear();
+  } else {
+    pending_.resize(size_t((position - m) * H));
+  }
+}
+
+void MtpSpeculator::capture(bool on) { engine_.capture_hidden(on ? &pending_ : nullptr); }
+
+void MtpSpeculator::catch_up(const TokenId* ids, int64_t n) {
+  const int64_t P = seq_.position(), m = mtp_seq_->position(), H = engine_.config().hidden;
+  if (n != P || int64_t(pending_.size()) != (P - m) * H)
+    fail("--spec mtp: ", n, " ids and ", pending_.size() / size_t(H), " hidden states wait, "
+         "for a sequence at position ", P, " and a module at ", m);
+  // Rows m..P-2 have their next token in ids; row P-1 waits for the token sampled next.
+  const int64_t rows = P - 1 - m;
+  if (rows < 1) return;
+  const double t0 = now_seconds();
+  engine_.mtp_forward(*mtp_seq_, ids + m + 1, pending_.data(), rows);
+  pending_.erase(pending_.begin(), pending_.begin() + rows * H);
+  prefill_s_ += now_seconds() - t0;
 }
 
 const float* MtpSpeculator::verify(const TokenId* tokens, int64_t n) {

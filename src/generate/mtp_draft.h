@@ -32,6 +32,13 @@ class MtpSpeculator final : public Drafter {
   // module's rows of the prompt's tokens but the last (their next tokens are known), and
   // returns the main model's logits of the last token.
   const float* prefill(const TokenId* tokens, int64_t n);
+  // For an owner that runs the main sequence itself (chat's session): rewind() after it cut
+  // the sequence to `position` (or before it does), capture(true) while it runs tokens (their
+  // hidden states go to the module), then catch_up() with the ids the sequence holds, which
+  // runs the module's rows whose next token they give. prefill() is these three.
+  void rewind(int64_t position);
+  void capture(bool on);
+  void catch_up(const TokenId* ids, int64_t n);
   // The main model's passes (verify: Engine::forward for one token, forward_every_row for
   // more; keep: truncate), their hidden states captured. on_step is left empty.
   SpecDriver driver();
