@@ -162,7 +162,11 @@ int run_serve(const ServeFlags& f) {
           ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
           : 0;
   const SpecSetup spec = spec_setup(f.spec);
-  if (spec.mtp) fail("--spec mtp: runs in generate and bench-spec so far, not in serve");
+  // The MTP module's rows are not in the prompt cache's states: a cached prefix would leave a
+  // slot's module nothing to draft from (docs/speculative.md).
+  if (spec.mtp && cache_ram_mib > 0)
+    fail("--cache-ram: the prompt cache does not work with --spec mtp (it holds no rows of the "
+         "MTP module); give --cache-ram 0 or leave it out");
   // The other ranks would follow rank 0 by running the same tokens; a rewind is not announced.
   if (spec.on && f.expert_parallel.on)
     fail("--spec: speculative decoding does not run with --expert-parallel yet");
@@ -252,6 +256,7 @@ int run_serve(const ServeFlags& f) {
   eng::EngineOptions options =
       eng::engine_options(f.fused, f.max_dff, context, f.backends);
   if (ep) ep->apply(options);
+  options.mtp = spec.mtp;
   const LoadProgress load("serve", f.model);
   auto engine = eng::Engine::open(f.model, options);
   load.done();
@@ -271,9 +276,10 @@ int run_serve(const ServeFlags& f) {
   if (!f.batch_tokens)
     std::fprintf(stderr, "moex serve: --batch-tokens %lld (default: 32 per thread x %d, 64 to 2048)\n",
                  (long long)serve::default_batch_tokens(num_threads()), num_threads());
-  if (ep) {
+  if (ep || spec.mtp) {
     cache_ram_mib = 0;
-    std::fprintf(stderr, "moex serve: prompt cache off (expert parallelism)\n");
+    std::fprintf(stderr, "moex serve: prompt cache off (%s)\n",
+                 ep ? "expert parallelism" : "--spec mtp; each slot still reuses its own prefix");
   } else if (cache_ram_mib < 0) {
     const serve::CacheRamChoice choice = serve::default_cache_ram(
         mem_available_bytes(), int64_t(parallel) * engine->kv_cache_bytes());
@@ -291,10 +297,10 @@ int run_serve(const ServeFlags& f) {
                                        .batch_tokens = batch_tokens,
                                        .spec = {.on = spec.on,
                                                 .draft = spec.draft,
-                                                .ngram = spec.ngram}});
+                                                .ngram = spec.ngram,
+                                                .mtp = spec.mtp}});
   if (spec.on)
-    std::fprintf(stderr, "moex serve: speculative decoding: ngram, draft %lld, n %lld-%lld\n",
-                 (long long)spec.draft, (long long)spec.ngram.min_n, (long long)spec.ngram.max_n);
+    std::fprintf(stderr, "moex serve: speculative decoding: %s\n", spec.label().c_str());
   http.parallel = parallel;
   http.threads = parallel + int(kQueueLimit) + 4;  // every queued request holds a connection
   http.verbose = f.verbose;

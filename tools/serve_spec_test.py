@@ -9,6 +9,7 @@ auto, their arguments parsed from the output). Random weights never repeat text 
 a phrase their prompt repeats: the output then loops among them and prompt lookup finds drafts.
 /metrics must count accepted drafts (and rejected ones, and on the recurrent model rewinds),
 so the comparison cannot pass without speculation running. Bad --spec values are refused.
+--spec mtp runs on tiny-glm4-moe with a random MTP module: the same outputs, drafts counted.
 
 usage: serve_spec_test.py --moex BIN --work DIR [--templates CORPUS_DIR]
 """
@@ -188,6 +189,46 @@ def tool_calls(a, work):
           f"tool calls: drafts ran ({c})")
 
 
+def serve_mtp(a, work):
+    """--spec mtp (each slot's MTP module drafting) on tiny-glm4-moe with a random module
+    (src/generate/reference/mtp_module.py): every request as without it, drafts run. A random
+    module's drafts are rejected; where they are accepted is checked by generate_unit_test's
+    MtpFamilies and by hand on the trained fixture (docs/speculative.md)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "generate" / "reference"))
+    import mtp_module
+    d = work / "tiny-glm4-moe-mtp"
+    run([a.moex, "make-model", "--preset", "tiny-glm4-moe", "--out", d, "-q"])
+    mtp_module.add_random_mtp(str(d), seed=5)
+    (d / "chat_template.jinja").write_text(TEMPLATE)
+    tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+    im_end = tok.token_to_id("<|im_end|>")
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [im_end]}))
+    reqs = requests(sorted(set(tok.encode(PHRASE).ids)), im_end, "")
+    srv = Server(a.moex, d, work, "mtp-plain", "--parallel", "3")
+    try:
+        plain = serve_all(srv, reqs)
+    finally:
+        srv.stop()
+    for i, flags in enumerate([["--spec", "mtp"], ["--spec", "mtp", "--spec-draft", "3"]]):
+        what = f"tiny-glm4-moe {' '.join(flags)}"
+        srv = Server(a.moex, d, work, f"mtp-spec{i}", "--parallel", "3", *flags)
+        try:
+            got = serve_all(srv, reqs)
+            c = counters(srv)
+        finally:
+            srv.stop()
+        for key, want in plain.items():
+            check(got.get(key) == want,
+                  f"{what}: {key[0]}{', streamed' if key[1] else ''}: as without --spec"
+                  + ("" if got.get(key) == want else f"\n    plain {want}\n    spec  {got.get(key)}"))
+        check(c.get("moex_spec_decode_draft_tokens_total", 0) > 0,
+              f"{what}: /metrics counts the module's drafts ({c})")
+    r = subprocess.run([a.moex, "serve", "-m", str(d), "--port", "0", "--spec", "mtp",
+                        "--cache-ram", "64"], capture_output=True, text=True, env=ENV, timeout=60)
+    check(r.returncode != 0 and "--cache-ram" in r.stderr,
+          f"serve --spec mtp --cache-ram 64: refused naming --cache-ram ({r.stderr.strip()[:100]})")
+
+
 def counters(srv):
     status, _, body = srv.http("GET", "/metrics")
     return {k: float(v) for k, v in
@@ -254,6 +295,7 @@ def main():
             check(rewound > 0, f"{preset}: rejected passes rewound the recurrent states "
                   f"({rewound:.0f})")
 
+    serve_mtp(a, work)
     if a.templates:
         tool_calls(a, work)
     d = work / PRESETS[0]

@@ -56,6 +56,10 @@ void MtpSpeculator::rewind(int64_t position) {
 
 void MtpSpeculator::capture(bool on) { engine_.capture_hidden(on ? &pending_ : nullptr); }
 
+void MtpSpeculator::add_hidden(const float* rows, int64_t n) {
+  pending_.insert(pending_.end(), rows, rows + n * engine_.config().hidden);
+}
+
 void MtpSpeculator::catch_up(const TokenId* ids, int64_t n) {
   const int64_t P = seq_.position(), m = mtp_seq_->position(), H = engine_.config().hidden;
   if (n != P || int64_t(pending_.size()) != (P - m) * H)

@@ -38,6 +38,9 @@ class MtpSpeculator final : public Drafter {
   // runs the module's rows whose next token they give. prefill() is these three.
   void rewind(int64_t position);
   void capture(bool on);
+  // The hidden states of n rows the owner ran on the sequence in a pass of its own (a serving
+  // step's part, captured with Engine::capture_hidden), in order.
+  void add_hidden(const float* rows, int64_t n);
   void catch_up(const TokenId* ids, int64_t n);
   // The main model's passes (verify: Engine::forward for one token, forward_every_row for
   // more; keep: truncate), their hidden states captured. on_step is left empty.

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "generate/mtp_draft.h"
 #include "generate/speculative.h"
 #include "model/engine/sequence_state.h"
 #include "model/engine/session.h"
@@ -34,6 +35,9 @@ struct Scheduler::Slot {
   int64_t prefilled = 0;  // prompt tokens in seq (reused or run)
   int32_t next = 0;       // sampled and delivered, to run at the next decode step
   SpecPass pass;          // the step's decode tokens: next, and drafts with --spec
+  // --spec mtp: the MTP module's state, following seq (the hidden states of what each step
+  // runs on it, cut where seq is cut).
+  std::unique_ptr<generate::MtpSpeculator> mtp;
   int64_t admitted = 0;   // admission order: the oldest prefills first
   bool decoding() const { return stream && prefilled == int64_t(request.prompt.size()); }
 };
@@ -79,11 +83,16 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
     if (opt_.spec.draft < 1 || opt_.spec.draft > generate::kMaxDraftTokens)
       fail("--spec-draft: expected 1..", generate::kMaxDraftTokens, " draft tokens, got ",
            opt_.spec.draft);
-    drafter_ = std::make_unique<generate::NgramDrafter>(opt_.spec.ngram);  // checks the n
+    if (!opt_.spec.mtp)
+      drafter_ = std::make_unique<generate::NgramDrafter>(opt_.spec.ngram);  // checks the n
   }
+  if (opt_.spec.on && opt_.spec.mtp && opt_.prompt_cache_bytes > 0)
+    fail("--spec mtp: the prompt cache holds no rows of the MTP module; turn it off");
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
+    if (opt_.spec.on && opt_.spec.mtp)
+      s->mtp = std::make_unique<generate::MtpSpeculator>(engine_, *s->seq);
     slots_.push_back(std::move(s));
   }
   if (opt_.prompt_cache_bytes > 0)
@@ -182,6 +191,7 @@ void Scheduler::admit_locked() {
     s.gen.emplace(s.request.params, opt_.stop_ids, engine_.vocab(), s.request.prompt);
     if (s.request.grammar) s.gen->add_processor(s.request.grammar->processor());
     s.prefilled = keep;
+    if (s.mtp) s.mtp->rewind(keep);  // the slot's own prefix (no prompt cache with mtp)
     s.admitted = admissions_++;
     s.stream->set_prompt(int64_t(s.request.prompt.size()), keep);
     stats_.cached_tokens += keep;
@@ -304,6 +314,7 @@ void Scheduler::step() {
     int64_t again = 0;
     try {
       again = s.pass.keep(*s.seq, kept);
+      if (s.mtp) s.mtp->rewind(s.seq->position());  // the module keeps the kept rows' states
     } catch (const std::exception& e) {
       fail_slot(s, e.what());
       ++completed;
@@ -342,11 +353,18 @@ void Scheduler::step() {
   std::vector<eng::SequenceChunk> parts;
   for (auto& s : slots_) {
     if (!s->decoding()) continue;
-    const int64_t k = drafter_
+    const int64_t k = opt_.spec.on
                           ? draft_length(opt_.spec.draft, s->seq->context() - s->seq->position(),
                                          s->request.params.max_tokens - s->gen->generated())
                           : 0;
-    s->pass.begin(*s->seq, s->next, s->held, k, drafter_.get());
+    generate::Drafter* drafter = s->mtp ? s->mtp.get() : drafter_.get();
+    try {
+      s->pass.begin(*s->seq, s->next, s->held, k, drafter);
+    } catch (const std::exception& e) {  // the module's pass: out of memory, a bad state
+      fail_slot(*s, e.what());
+      ++completed;
+      continue;
+    }
     who.push_back(s.get());
     eng::SequenceChunk c{s->seq.get(), s->pass.tokens().data(), s->pass.size(), true};
     c.every_row = c.n > 1;
@@ -371,6 +389,10 @@ void Scheduler::step() {
   }
   if (!parts.empty()) {
     const float* logits = nullptr;
+    // --spec mtp: every row's final hidden state, in the parts' order, for the slots' modules.
+    std::vector<float> hidden;
+    const bool mtp = opt_.spec.on && opt_.spec.mtp;
+    if (mtp) engine_.capture_hidden(&hidden);
     try {
       logits = engine_.forward_batch(parts.data(), int64_t(parts.size()));
     } catch (const std::exception& e) {
@@ -380,11 +402,15 @@ void Scheduler::step() {
       }
       rows_run = 0;
     }
-    int64_t out_row = 0;  // part i's first row of logits
+    if (mtp) engine_.capture_hidden(nullptr);
+    const int64_t H = engine_.config().hidden;
+    int64_t out_row = 0, hidden_row = 0;  // part i's first row of logits / hidden states
     for (size_t i = 0; logits && i < parts.size(); ++i) {
       Slot& s = *who[i];
       const float* row = logits + out_row * V;
       out_row += parts[i].logit_rows();
+      if (s.mtp) s.mtp->add_hidden(hidden.data() + hidden_row * H, parts[i].n);
+      hidden_row += parts[i].n;
       if (i < decoding) {
         take_pass(s, row);
         continue;
@@ -392,6 +418,15 @@ void Scheduler::step() {
       s.held.insert(s.held.end(), parts[i].tokens, parts[i].tokens + parts[i].n);
       s.prefilled += parts[i].n;
       prefill_tokens += parts[i].n;
+      if (s.mtp) {
+        try {  // the module's rows whose next token the prompt gives
+          s.mtp->catch_up(s.held.data(), int64_t(s.held.size()));
+        } catch (const std::exception& e) {
+          fail_slot(s, e.what());
+          ++completed;
+          continue;
+        }
+      }
       if (!s.decoding()) continue;
       // A recurrent state serves later prompts only at its exact length: keep the one at this
       // prompt's end, which the next turn of a conversation starts with.

@@ -11,11 +11,14 @@
 
 namespace moex::serve {
 
-// `moex serve --spec ngram` (server-wide, as vLLM's and llama.cpp's servers set it at launch).
+// `moex serve --spec ngram|mtp` (server-wide, as vLLM's and llama.cpp's servers set it at launch).
 struct SpecOptions {
   bool on = false;
   int64_t draft = 3;          // the most draft tokens per pass, 1..generate::kMaxDraftTokens
   generate::NgramArgs ngram;  // suffix lengths looked up
+  // --spec mtp: each slot drafts with the engine's multi-token-prediction module instead
+  // (generate/mtp_draft.h; the engine opened with EngineOptions::mtp).
+  bool mtp = false;
 };
 
 // Draft tokens a pass may carry: at most `draft`, and no more than the positions left after
