@@ -189,6 +189,22 @@ def tool_calls(a, work):
           f"tool calls: drafts ran ({c})")
 
 
+def compare_spec_server(a, d, work, name, flags, reqs, plain, what):
+    """Every request through a server with `flags` must give what the plain server gave;
+    returns the server's speculation counters."""
+    srv = Server(a.moex, d, work, name, "--parallel", "3", *flags)
+    try:
+        got = serve_all(srv, reqs)
+        c = counters(srv)
+    finally:
+        srv.stop()
+    for key, want in plain.items():
+        check(got.get(key) == want,
+              f"{what}: {key[0]}{', streamed' if key[1] else ''}: as without --spec"
+              + ("" if got.get(key) == want else f"\n    plain {want}\n    spec  {got.get(key)}"))
+    return c
+
+
 def serve_mtp(a, work):
     """--spec mtp (each slot's MTP module drafting) on tiny-glm4-moe with a random module
     (src/generate/reference/mtp_module.py): every request as without it, drafts run. A random
@@ -211,16 +227,7 @@ def serve_mtp(a, work):
         srv.stop()
     for i, flags in enumerate([["--spec", "mtp"], ["--spec", "mtp", "--spec-draft", "3"]]):
         what = f"tiny-glm4-moe {' '.join(flags)}"
-        srv = Server(a.moex, d, work, f"mtp-spec{i}", "--parallel", "3", *flags)
-        try:
-            got = serve_all(srv, reqs)
-            c = counters(srv)
-        finally:
-            srv.stop()
-        for key, want in plain.items():
-            check(got.get(key) == want,
-                  f"{what}: {key[0]}{', streamed' if key[1] else ''}: as without --spec"
-                  + ("" if got.get(key) == want else f"\n    plain {want}\n    spec  {got.get(key)}"))
+        c = compare_spec_server(a, d, work, f"mtp-spec{i}", flags, reqs, plain, what)
         check(c.get("moex_spec_decode_draft_tokens_total", 0) > 0,
               f"{what}: /metrics counts the module's drafts ({c})")
     r = subprocess.run([a.moex, "serve", "-m", str(d), "--port", "0", "--spec", "mtp",
@@ -274,16 +281,7 @@ def main():
         rejected = rewound = 0
         for i, flags in enumerate(SPEC_SETTINGS):
             what = f"{preset} {' '.join(flags)}"
-            srv = Server(a.moex, d, work, f"{preset}-spec{i}", "--parallel", "3", *flags)
-            try:
-                got = serve_all(srv, reqs)
-                c = counters(srv)
-            finally:
-                srv.stop()
-            for key, want in plain.items():
-                check(got.get(key) == want,
-                      f"{what}: {key[0]}{', streamed' if key[1] else ''}: as without --spec"
-                      + ("" if got.get(key) == want else f"\n    plain {want}\n    spec  {got.get(key)}"))
+            c = compare_spec_server(a, d, work, f"{preset}-spec{i}", flags, reqs, plain, what)
             drafted = c.get("moex_spec_decode_draft_tokens_total", 0)
             accepted = c.get("moex_spec_decode_accepted_tokens_total", 0)
             check(accepted > 0, f"{what}: /metrics counts accepted drafts ({accepted:.0f} of "

@@ -8,9 +8,7 @@ values, so the main model's tokens and every first draft's logits must be equal 
     mtp_gguf_test.py MOEX_EXE WORKDIR
 Exit 0: equal; 1: not; 2: moex failed; 77: mlx-lm or gguf-py is unavailable.
 """
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,19 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import mtp_module  # noqa: E402
     from gguf_twin import twin  # noqa: E402
+    from mtp_parity_test import moex  # noqa: E402
 except ImportError as e:
     print(f"mtp_gguf: cannot import mlx-lm / gguf-py: {e}")
     sys.exit(77)
 
 PROMPT = ",".join(str((i * 37 + 11) % 1024) for i in range(40))
-
-
-def moex(args, what):
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"mtp_gguf: {what} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-        sys.exit(2)
-    return r
 
 
 def main(argv):
