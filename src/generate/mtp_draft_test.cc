@@ -16,62 +16,13 @@
 
 #include "core/error.h"
 #include "core/testing/temp_dir.h"
-#include "io/safetensors_writer.h"
 #include "model/engine/engine_test_util.h"
-#include "model/presets.h"
+#include "model/engine/mtp_test_util.h"
 
 namespace moex::generate {
 namespace {
 
 namespace eng = model::engine;
-
-// `preset` with one more layer, whose tensors become the module's decoder layer, plus the
-// module's own tensors (random, a fixed seed; no embedding copy, so the main one serves).
-std::string write_mtp_checkpoint(const std::string& preset, const std::string& dir) {
-  const model::ModelPreset* p = model::find_preset(preset);
-  eng::test::write_tiny_preset(preset, dir, p->layers + 1);
-  nlohmann::json j = eng::test::read_config(dir);
-  const int64_t n = j["num_hidden_layers"].get<int64_t>() - 1;
-  const int64_t H = j["hidden_size"], V = j["vocab_size"];
-  j["num_hidden_layers"] = n;
-  j["num_nextn_predict_layers"] = 1;
-  eng::test::write_config(dir, j);
-  // moex reads model.safetensors alone when it exists; two files are read as a set.
-  std::filesystem::rename(dir + "/model.safetensors", dir + "/model-main.safetensors");
-  const std::string pre = "model.layers." + std::to_string(n);
-  uint64_t state = 12345;
-  auto values = [&](int64_t count, float centre, float spread) {
-    std::vector<float> v(static_cast<size_t>(count));
-    for (float& x : v) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      x = centre + spread * (float(int64_t(state >> 40) % 2001 - 1000) / 1000.f);
-    }
-    return v;
-  };
-  const std::map<std::string, std::vector<float>> tensors = {
-      {pre + ".enorm.weight", values(H, 1.f, 0.2f)},
-      {pre + ".hnorm.weight", values(H, 1.f, 0.2f)},
-      {pre + ".eh_proj.weight", values(H * 2 * H, 0.f, 0.1f)},
-      {pre + ".shared_head.norm.weight", values(H, 1.f, 0.2f)},
-      {pre + ".shared_head.head.weight", values(V * H, 0.f, 0.1f)}};
-  const std::map<std::string, std::vector<int64_t>> shapes = {
-      {pre + ".enorm.weight", {H}},
-      {pre + ".hnorm.weight", {H}},
-      {pre + ".eh_proj.weight", {H, 2 * H}},
-      {pre + ".shared_head.norm.weight", {H}},
-      {pre + ".shared_head.head.weight", {V, H}}};
-  io::SafetensorsWriter w(dir + "/model-mtp.safetensors");
-  for (const auto& [name, v] : tensors) w.declare({name, DType::F32, shapes.at(name)});
-  for (const auto& [name, v] : tensors) w.write(name, v.data(), v.size() * sizeof(float));
-  w.finish();
-  return dir;
-}
-
-const std::string& mtp_checkpoint(const std::string& preset) {
-  return eng::test::shared_checkpoint("mtp-" + preset, [&](const std::string& dir) {
-    return write_mtp_checkpoint(preset, dir);
-  });
-}
 
 std::unique_ptr<eng::Engine> open_with_mtp(const std::string& dir, int64_t chunk = 0) {
   eng::EngineOptions o = eng::test::options_for_fused("auto");
@@ -141,7 +92,7 @@ struct ScriptedMtp final : Drafter {
 class MtpFamilies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MtpFamilies, RowsMatchOneRunOverTheTextAndTheOutputIsPlainDecodings) {
-  auto e = open_with_mtp(mtp_checkpoint(GetParam()));
+  auto e = open_with_mtp(eng::test::mtp_checkpoint(GetParam()));
   ASSERT_TRUE(e->has_mtp());
   const int64_t V = e->vocab(), n = 30;
   std::vector<TokenId> prompt;
@@ -196,7 +147,7 @@ TEST_P(MtpFamilies, RowsMatchOneRunOverTheTextAndTheOutputIsPlainDecodings) {
 // the module's norm (the next draft's input) too.
 TEST_P(MtpFamilies, RowsAtOnceEqualRowsOneAtATime) {
   for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
-    auto e = open_with_mtp(mtp_checkpoint(GetParam()), chunk);
+    auto e = open_with_mtp(eng::test::mtp_checkpoint(GetParam()), chunk);
     const int64_t V = e->vocab(), H = e->config().hidden, n = 11;
     std::vector<TokenId> text;
     for (int i = 0; i < n + 1; ++i) text.push_back(TokenId((i * 29 + 3) % V));
@@ -243,9 +194,11 @@ TEST(MtpOpen, SaysWhatIsMissing) {
   j["num_nextn_predict_layers"] = 1;
   eng::test::write_config(none, j);
   expect_mtp_open_error(none, ".enorm.weight");
-  expect_mtp_open_error(eng::test::write_tiny_preset("tiny-qwen3-moe", tmp.file("qwen")), "glm4_moe");
+  expect_mtp_open_error(eng::test::write_tiny_preset("tiny-qwen3-moe", tmp.file("qwen")),
+                        "glm4_moe");
   // Without the option the module's tensors are dropped, as mlx-lm drops them.
-  auto e = eng::Engine::open(mtp_checkpoint("tiny-glm4-moe"), eng::test::options_for_fused("auto"));
+  auto e = eng::Engine::open(eng::test::mtp_checkpoint("tiny-glm4-moe"),
+                             eng::test::options_for_fused("auto"));
   EXPECT_FALSE(e->has_mtp());
   EXPECT_THROW(e->new_mtp_sequence(), Error);
 }

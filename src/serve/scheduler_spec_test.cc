@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/testing/temp_dir.h"
 #include "model/engine/engine_test_util.h"
+#include "model/engine/mtp_test_util.h"
 #include "serve/scheduler.h"
 #include "serve/scheduler_test_util.h"
 #include "serve/spec_pass.h"
@@ -78,12 +79,13 @@ struct Served {
 // on, those start from sequences the first wave left (kept after speculative passes) in a slot
 // or in the cache, so a sequence left holding other tokens than its ids would show.
 Served serve_all(eng::Engine& e, const SpecOptions& spec,
-                 const std::vector<GenerationRequest>& reqs, int32_t stop_id) {
+                 const std::vector<GenerationRequest>& reqs, int32_t stop_id,
+                 int64_t prompt_cache_bytes = int64_t{64} << 20) {
   SchedulerOptions o;
   o.parallel = 3;
   o.stop_ids = {stop_id};
   o.spec = spec;
-  o.prompt_cache_bytes = int64_t{64} << 20;
+  o.prompt_cache_bytes = prompt_cache_bytes;
   Scheduler sched(e, o);
   Served out;
   auto wave = [&](const std::vector<GenerationRequest>& rs) {
@@ -110,6 +112,26 @@ Served serve_all(eng::Engine& e, const SpecOptions& spec,
   return out;
 }
 
+// Every request's finish, ids and logprobs (exact) as in `plain`.
+void expect_same_results(const Served& plain, const Served& got, const std::string& what) {
+  ASSERT_EQ(got.results.size(), plain.results.size()) << what;
+  for (size_t q = 0; q < plain.results.size(); ++q) {
+    const Result& a = plain.results[q];
+    const Result& b = got.results[q];
+    EXPECT_EQ(b.finish, a.finish) << what << " request " << q;
+    EXPECT_EQ(ids_of(b), ids_of(a)) << what << " request " << q;
+    ASSERT_EQ(b.tokens.size(), a.tokens.size()) << what << " request " << q;
+    for (size_t i = 0; i < a.tokens.size(); ++i) {
+      EXPECT_EQ(b.tokens[i].logprob, a.tokens[i].logprob) << what << " " << q << " " << i;
+      ASSERT_EQ(b.tokens[i].top.size(), a.tokens[i].top.size());
+      for (size_t j = 0; j < a.tokens[i].top.size(); ++j) {
+        EXPECT_EQ(b.tokens[i].top[j].id, a.tokens[i].top[j].id);
+        EXPECT_EQ(b.tokens[i].top[j].logprob, a.tokens[i].top[j].logprob);
+      }
+    }
+  }
+}
+
 class SchedulerSpecFamilies : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SchedulerSpecFamilies, SameOutputAsWithoutSpeculation) {
@@ -128,22 +150,7 @@ TEST_P(SchedulerSpecFamilies, SameOutputAsWithoutSpeculation) {
     const Served got = serve_all(*e, spec, reqs, stop_id);
     const std::string what = std::string(GetParam()) + " draft " + std::to_string(spec.draft) +
                              " n " + std::to_string(spec.ngram.min_n);
-    ASSERT_EQ(got.results.size(), plain.results.size());
-    for (size_t q = 0; q < plain.results.size(); ++q) {
-      const Result& a = plain.results[q];
-      const Result& b = got.results[q];
-      EXPECT_EQ(b.finish, a.finish) << what << " request " << q;
-      EXPECT_EQ(ids_of(b), ids_of(a)) << what << " request " << q;
-      ASSERT_EQ(b.tokens.size(), a.tokens.size()) << what << " request " << q;
-      for (size_t i = 0; i < a.tokens.size(); ++i) {
-        EXPECT_EQ(b.tokens[i].logprob, a.tokens[i].logprob) << what << " " << q << " " << i;
-        ASSERT_EQ(b.tokens[i].top.size(), a.tokens[i].top.size());
-        for (size_t j = 0; j < a.tokens[i].top.size(); ++j) {
-          EXPECT_EQ(b.tokens[i].top[j].id, a.tokens[i].top[j].id);
-          EXPECT_EQ(b.tokens[i].top[j].logprob, a.tokens[i].top[j].logprob);
-        }
-      }
-    }
+    expect_same_results(plain, got, what);
     // Drafts ran, some were output as drafted and some were not.
     EXPECT_GT(got.stats.spec_accepted, 0) << what;
     EXPECT_GT(got.stats.spec_drafted, got.stats.spec_accepted) << what;
@@ -198,6 +205,39 @@ TEST(SchedulerSpec, BadSettingsNameTheFlag) {
   // Off: the settings are not read.
   EXPECT_EQ(error_of({.on = false, .draft = 0, .ngram = {}}), "");
 }
+
+// --spec mtp: each slot drafts with the engine's MTP module (a random one here, so its drafts
+// are rejected: acceptance is checked in generate_unit_test's MtpFamilies), following its
+// sequence through batched steps, kept passes and its own prefix in the second wave; the
+// prompt cache is off with it.
+class SchedulerSpecMtp : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SchedulerSpecMtp, SameOutputAsWithoutSpeculation) {
+  eng::EngineOptions opt = eng::test::options_for_fused("auto");
+  opt.context = kContext;
+  opt.mtp = true;
+  auto e = eng::Engine::open(eng::test::mtp_checkpoint(GetParam()), opt);
+  const int64_t V = e->vocab();
+  const int32_t stop_id = int32_t(59 % V);
+  const std::vector<GenerationRequest> reqs = requests(V, stop_id);
+  const Served plain = serve_all(*e, {}, reqs, stop_id, 0);
+  for (int64_t k : {1, 3}) {
+    const SpecOptions spec{.on = true, .draft = k, .mtp = true};
+    const Served got = serve_all(*e, spec, reqs, stop_id, 0);
+    const std::string what = std::string(GetParam()) + " mtp draft " + std::to_string(k);
+    expect_same_results(plain, got, what);
+    EXPECT_GT(got.stats.spec_drafted, 0) << what;
+    EXPECT_EQ(got.stats.completed, int64_t(2 * reqs.size())) << what;
+    EXPECT_EQ(got.stats.cached_tokens, plain.stats.cached_tokens) << what;
+  }
+  SchedulerOptions o;
+  o.spec = {.on = true, .draft = 1, .mtp = true};
+  o.prompt_cache_bytes = int64_t{1} << 20;
+  EXPECT_THROW(Scheduler(*e, o), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SchedulerSpecMtp,
+                         ::testing::Values("tiny-glm4-moe", "tiny-deepseek-v3"));
 
 }  // namespace
 }  // namespace moex::serve
