@@ -38,7 +38,8 @@ GenerationParams mtp_greedy(int64_t n) {
   return p;
 }
 
-std::vector<TokenId> mtp_plain_tokens(eng::Engine& e, const std::vector<TokenId>& prompt, int64_t n) {
+std::vector<TokenId> mtp_plain_tokens(eng::Engine& e, const std::vector<TokenId>& prompt,
+                                      int64_t n) {
   e.reset();
   Generator g(mtp_greedy(n), {}, e.vocab(), prompt);
   std::vector<TokenId> out;
