@@ -9,6 +9,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -170,14 +171,16 @@ constexpr int64_t kPromptPiece = 256;
 // Runs the turn's prompt through the session a piece at a time: each piece extends what the
 // session holds, so only its new tokens run (the same arithmetic as one call: the engine's
 // rows are computed one by one within its own prefill chunks). nullopt when Ctrl-C stopped it.
-std::optional<eng::EngineSession::Prefill> prefill_in_pieces(eng::EngineSession& session,
-                                                             const std::vector<int32_t>& ids) {
+std::optional<eng::EngineSession::Prefill> prefill_in_pieces(
+    eng::EngineSession& session, const std::vector<int32_t>& ids,
+    const std::function<void()>& after_piece) {
   eng::EngineSession::Prefill total;
   const int64_t kept = eng::reusable_prefix(session.ids(), ids);
   for (int64_t end = std::min<int64_t>(int64_t(ids.size()), kept + kPromptPiece);;
        end = std::min<int64_t>(int64_t(ids.size()), end + kPromptPiece)) {
     const std::vector<int32_t> piece(ids.begin(), ids.begin() + end);
     const eng::EngineSession::Prefill p = session.prefill(piece);
+    if (after_piece) after_piece();
     if (total.logits == nullptr) total.reused = p.reused;
     total.logits = p.logits;
     total.prefilled += p.prefilled;
@@ -269,20 +272,13 @@ int run_chat(const ChatFlags& f) {
                      dump.size() + 1, (long long)to_run);
       // The module follows the session: cut where the session keeps the conversation, fed
       // the hidden states of what the prompt runs, then run over the rows it can.
-      if (mtp) {
-        mtp->rewind(eng::reusable_prefix(session.ids(), ids));
-        mtp->capture(true);
-      }
+      if (mtp) mtp->rewind(eng::reusable_prefix(session.ids(), ids));
       std::optional<eng::EngineSession::Prefill> read_in;
-      try {
-        read_in = prefill_in_pieces(session, ids);
-      } catch (...) {
-        if (mtp) mtp->capture(false);
-        throw;
-      }
-      if (mtp) {
-        mtp->capture(false);
-        mtp->catch_up(session.ids().data(), int64_t(session.ids().size()));
+      {
+        const eng::Engine::HiddenCapture capture(*engine, mtp ? mtp->hidden_sink() : nullptr);
+        read_in = prefill_in_pieces(session, ids, [&] {
+          if (mtp) mtp->catch_up(session.ids().data(), int64_t(session.ids().size()));
+        });
       }
       if (!read_in) {
         // The turn never happened: the next one renders the conversation without it and

@@ -1,6 +1,8 @@
 // MtpSpeculator (see mtp_draft.h).
 #include "generate/mtp_draft.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/sysinfo.h"
 
@@ -31,16 +33,19 @@ MtpSpeculator::MtpSpeculator(eng::Engine& engine, eng::Sequence& seq)
 
 const float* MtpSpeculator::prefill(const TokenId* tokens, int64_t n) {
   rewind(seq_.position());
-  capture(true);
+  // Chunk by chunk, so that the hidden states waiting for the module stay within one chunk
+  // however long the prompt (the chunks' arithmetic is the one call's: Engine::forward).
+  const int64_t chunk = engine_.prefill_chunk();
   const float* logits = nullptr;
-  try {
-    logits = engine_.forward(seq_, tokens, n);
-  } catch (...) {
-    capture(false);
-    throw;
+  for (int64_t done = 0; done < n;) {
+    const int64_t rows = std::min(chunk, n - done);
+    {
+      const model::engine::Engine::HiddenCapture on(engine_, &pending_);
+      logits = engine_.forward(seq_, tokens + done, rows);
+    }
+    done += rows;
+    catch_up(tokens, done);
   }
-  capture(false);
-  catch_up(tokens, n);
   return logits;
 }
 
@@ -49,12 +54,13 @@ void MtpSpeculator::rewind(int64_t position) {
   if (position < m) {
     mtp_seq_->truncate(position);
     pending_.clear();
-  } else {
-    pending_.resize(size_t((position - m) * H));
+    return;
   }
+  if (int64_t(pending_.size()) < (position - m) * H)
+    fail("--spec mtp: rewind to position ", position, " with the module at ", m, " and only ",
+         pending_.size() / size_t(H), " hidden states waiting");
+  pending_.resize(size_t((position - m) * H));
 }
-
-void MtpSpeculator::capture(bool on) { engine_.capture_hidden(on ? &pending_ : nullptr); }
 
 void MtpSpeculator::add_hidden(const float* rows, int64_t n) {
   pending_.insert(pending_.end(), rows, rows + n * engine_.config().hidden);
@@ -77,15 +83,11 @@ void MtpSpeculator::catch_up(const TokenId* ids, int64_t n) {
 const float* MtpSpeculator::verify(const TokenId* tokens, int64_t n) {
   const double t0 = now_seconds();
   start_ = seq_.position();
-  engine_.capture_hidden(&pending_);
   const float* rows = nullptr;
-  try {
+  {
+    const model::engine::Engine::HiddenCapture on(engine_, &pending_);
     rows = n == 1 ? engine_.forward(seq_, tokens, 1) : engine_.forward_every_row(seq_, tokens, n);
-  } catch (...) {
-    engine_.capture_hidden(nullptr);
-    throw;
   }
-  engine_.capture_hidden(nullptr);
   verify_s_ += now_seconds() - t0;
   return rows;
 }

@@ -33,11 +33,11 @@ class MtpSpeculator final : public Drafter {
   // returns the main model's logits of the last token.
   const float* prefill(const TokenId* tokens, int64_t n);
   // For an owner that runs the main sequence itself (chat's session): rewind() after it cut
-  // the sequence to `position` (or before it does), capture(true) while it runs tokens (their
-  // hidden states go to the module), then catch_up() with the ids the sequence holds, which
-  // runs the module's rows whose next token they give. prefill() is these three.
+  // the sequence to `position` (or before it does); while it runs tokens, their hidden states
+  // go to hidden_sink() (Engine::HiddenCapture); then catch_up() with the ids the sequence
+  // holds runs the module's rows whose next token they give. prefill() is these three.
   void rewind(int64_t position);
-  void capture(bool on);
+  std::vector<float>* hidden_sink() { return &pending_; }
   // The hidden states of n rows the owner ran on the sequence in a pass of its own (a serving
   // step's part, captured with Engine::capture_hidden), in order.
   void add_hidden(const float* rows, int64_t n);

@@ -54,24 +54,6 @@ std::vector<TokenId> mtp_plain_tokens(eng::Engine& e, const std::vector<TokenId>
   return out;
 }
 
-// The module's logits of every row of `text` (rows 0..size-2), its rows run one at a time
-// after one every-row pass of the main model.
-std::vector<std::vector<float>> module_rows(eng::Engine& e, const std::vector<TokenId>& text) {
-  e.reset();
-  std::vector<float> hidden;
-  e.capture_hidden(&hidden);
-  e.forward_every_row(e.sequence(), text.data(), int64_t(text.size()) - 1);
-  e.capture_hidden(nullptr);
-  const int64_t H = e.config().hidden, V = e.vocab();
-  auto seq = e.new_mtp_sequence();
-  std::vector<std::vector<float>> rows;
-  for (size_t p = 0; p + 1 < text.size(); ++p) {
-    const float* l = e.mtp_forward(*seq, &text[p + 1], hidden.data() + p * size_t(H), 1);
-    rows.emplace_back(l, l + V);
-  }
-  return rows;
-}
-
 // The module's drafts replaced by the known continuation, every `wrong`-th one off by one:
 // passes then keep some drafts and drop others while the module runs as it always does.
 struct ScriptedMtp final : Drafter {
@@ -101,7 +83,7 @@ TEST_P(MtpFamilies, RowsMatchOneRunOverTheTextAndTheOutputIsPlainDecodings) {
   const std::vector<TokenId> want = mtp_plain_tokens(*e, prompt, n);
   std::vector<TokenId> text = prompt;
   text.insert(text.end(), want.begin(), want.end());
-  const std::vector<std::vector<float>> rows = module_rows(*e, text);
+  const std::vector<std::vector<float>> rows = eng::test::module_rows(*e, text);
 
   for (int64_t k : {1, 3}) {
     for (bool scripted : {false, true}) {

@@ -91,8 +91,17 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
-    if (opt_.spec.on && opt_.spec.mtp)
+    if (opt_.spec.on && opt_.spec.mtp) {
       s->mtp = std::make_unique<generate::MtpSpeculator>(engine_, *s->seq);
+      if (opt_.on_mtp_draft) {
+        Slot* slot = s.get();
+        s->mtp->on_draft_logits = [this, slot](int64_t row, const float* logits) {
+          std::vector<int32_t> history = slot->held;
+          history.push_back(slot->next);
+          opt_.on_mtp_draft(history, row, logits);
+        };
+      }
+    }
     slots_.push_back(std::move(s));
   }
   if (opt_.prompt_cache_bytes > 0)
@@ -392,8 +401,8 @@ void Scheduler::step() {
     // --spec mtp: every row's final hidden state, in the parts' order, for the slots' modules.
     std::vector<float> hidden;
     const bool mtp = opt_.spec.on && opt_.spec.mtp;
-    if (mtp) engine_.capture_hidden(&hidden);
     try {
+      const eng::Engine::HiddenCapture capture(engine_, mtp ? &hidden : nullptr);
       logits = engine_.forward_batch(parts.data(), int64_t(parts.size()));
     } catch (const std::exception& e) {
       for (Slot* s : who) {
@@ -402,7 +411,6 @@ void Scheduler::step() {
       }
       rows_run = 0;
     }
-    if (mtp) engine_.capture_hidden(nullptr);
     const int64_t H = engine_.config().hidden;
     int64_t out_row = 0, hidden_row = 0;  // part i's first row of logits / hidden states
     for (size_t i = 0; logits && i < parts.size(); ++i) {

@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -121,7 +122,12 @@ struct SchedulerOptions {
   // the waiting prompts, oldest first. Every decoding slot's next token runs at each step
   // whatever the budget. 0: default_batch_tokens(num_threads()).
   int64_t batch_tokens = 0;
-  SpecOptions spec;  // --spec ngram and its settings
+  SpecOptions spec;  // --spec ngram / mtp and its settings
+  // Tests: with --spec mtp, sees each first draft's module logits [vocab] of a slot, with the
+  // ids its sequence holds and the token it runs next (`history`) and the module's row
+  // (history.size() - 2). Called on the scheduler's thread.
+  std::function<void(const std::vector<int32_t>& history, int64_t row, const float* logits)>
+      on_mtp_draft;
 };
 inline constexpr int kMaxParallel = 256;
 inline constexpr int64_t kMaxBatchTokens = 1 << 16;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -78,14 +79,28 @@ struct Served {
 // ids, where that fits the context) as a conversation's next turn does: with the prompt cache
 // on, those start from sequences the first wave left (kept after speculative passes) in a slot
 // or in the cache, so a sequence left holding other tokens than its ids would show.
+// A first MTP draft as a slot made it: the ids it held, its next token, the module's logits.
+struct MtpDraft {
+  std::vector<int32_t> history;
+  int64_t row = 0;
+  std::vector<float> logits;
+};
+
 Served serve_all(eng::Engine& e, const SpecOptions& spec,
                  const std::vector<GenerationRequest>& reqs, int32_t stop_id,
-                 int64_t prompt_cache_bytes = int64_t{64} << 20) {
+                 int64_t prompt_cache_bytes = int64_t{64} << 20,
+                 std::vector<MtpDraft>* mtp_drafts = nullptr) {
   SchedulerOptions o;
   o.parallel = 3;
   o.stop_ids = {stop_id};
   o.spec = spec;
   o.prompt_cache_bytes = prompt_cache_bytes;
+  std::mutex mu;
+  if (mtp_drafts)
+    o.on_mtp_draft = [&](const std::vector<int32_t>& h, int64_t row, const float* l) {
+      std::lock_guard<std::mutex> lock(mu);
+      mtp_drafts->push_back({h, row, std::vector<float>(l, l + e.vocab())});
+    };
   Scheduler sched(e, o);
   Served out;
   auto wave = [&](const std::vector<GenerationRequest>& rs) {
@@ -223,10 +238,21 @@ TEST_P(SchedulerSpecMtp, SameOutputAsWithoutSpeculation) {
   const Served plain = serve_all(*e, {}, reqs, stop_id, 0);
   for (int64_t k : {1, 3}) {
     const SpecOptions spec{.on = true, .draft = k, .mtp = true};
-    const Served got = serve_all(*e, spec, reqs, stop_id, 0);
+    std::vector<MtpDraft> drafts;
+    const Served got = serve_all(*e, spec, reqs, stop_id, 0, &drafts);
     const std::string what = std::string(GetParam()) + " mtp draft " + std::to_string(k);
     expect_same_results(plain, got, what);
     EXPECT_GT(got.stats.spec_drafted, 0) << what;
+    // Each slot's module, fed its part's rows of every batched step, gives bit for bit the row
+    // of one run of the module over the slot's text: no slot got another's hidden states.
+    int64_t unequal = 0;
+    for (const MtpDraft& d : drafts) {
+      ASSERT_EQ(d.row, int64_t(d.history.size()) - 2) << what;
+      const std::vector<std::vector<float>> rows = eng::test::module_rows(*e, d.history);
+      unequal += !eng::test::bit_equal(d.logits, rows[size_t(d.row)]);
+    }
+    EXPECT_GT(drafts.size(), 20u) << what;
+    EXPECT_EQ(unequal, 0) << what << ": of " << drafts.size() << " drafts";
     EXPECT_EQ(got.stats.completed, int64_t(2 * reqs.size())) << what;
     EXPECT_EQ(got.stats.cached_tokens, plain.stats.cached_tokens) << what;
   }

@@ -162,6 +162,17 @@ class Engine : private StepRunner {
   // appends the final hidden states of all its rows after the final norm ([rows][hidden], in
   // the order the pass runs them) to *out.
   void capture_hidden(std::vector<float>* out) { hidden_capture_ = out; }
+  // capture_hidden(out) for the guard's lifetime, and off again however the scope ends.
+  class HiddenCapture {
+   public:
+    HiddenCapture(Engine& e, std::vector<float>* out) : e_(e) { e_.capture_hidden(out); }
+    ~HiddenCapture() { e_.capture_hidden(nullptr); }
+    HiddenCapture(const HiddenCapture&) = delete;
+    HiddenCapture& operator=(const HiddenCapture&) = delete;
+
+   private:
+    Engine& e_;
+  };
 
   // The engine's own sequence, what forward(tokens, n) runs on.
   Sequence& sequence() { return *own_; }

@@ -63,4 +63,23 @@ inline const std::string& mtp_checkpoint(const std::string& preset) {
   });
 }
 
+// The module's logits of every row of `text` (rows 0..size-2), its rows run one at a time
+// after one every-row pass of the main model.
+inline std::vector<std::vector<float>> module_rows(Engine& e, const std::vector<int32_t>& text) {
+  e.reset();
+  std::vector<float> hidden;
+  {
+    const Engine::HiddenCapture capture(e, &hidden);
+    e.forward_every_row(e.sequence(), text.data(), int64_t(text.size()) - 1);
+  }
+  const int64_t H = e.config().hidden, V = e.vocab();
+  auto seq = e.new_mtp_sequence();
+  std::vector<std::vector<float>> rows;
+  for (size_t p = 0; p + 1 < text.size(); ++p) {
+    const float* l = e.mtp_forward(*seq, &text[p + 1], hidden.data() + p * size_t(H), 1);
+    rows.emplace_back(l, l + V);
+  }
+  return rows;
+}
+
 }  // namespace moex::model::engine::test
