@@ -296,6 +296,9 @@ struct ModelConfig {
   // norm over the vocabulary + 1e-7, as mlx-lm's sanitize does (a quantized head was
   // normalized by the converter and is read as it is).
   bool lm_head_column_norm = false;
+  // num_nextn_predict_layers (DeepSeek-V3): multi-token-prediction layers stored after the last
+  // one, which plain decoding drops (model/mtp_plan.h runs them under --spec mtp).
+  int64_t nextn_layers = 0;
   std::string embed_name;       // "model.embed_tokens"
   std::string final_norm_name;  // "model.norm"
   std::string lm_head_name;     // "lm_head"; empty when tied (the embedding is the head)

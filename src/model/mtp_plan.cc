@@ -15,7 +15,7 @@ ModelConfig mtp_module_config(const std::string& path, const ModelConfig& main,
       fail("multi-token prediction: GGUF file ", path, " is a ", main.family, " model; GGUF "
            "files carry the module for glm4moe only (llama.cpp drops DeepSeek's)");
     return mtp_module_config(gguf_config_json(*gguf::GgufFile::open(path)),
-                             path + " (GGUF metadata)", main, has);
+                             path + " (GGUF metadata)", main, has, true);
   }
   const std::string file = path + "/config.json";
   return mtp_module_config(io::read_json_file(file), file, main, has);
@@ -23,7 +23,7 @@ ModelConfig mtp_module_config(const std::string& path, const ModelConfig& main,
 
 ModelConfig mtp_module_config(const nlohmann::json& config, const std::string& file,
                               const ModelConfig& main,
-                              const std::function<bool(const std::string&)>& has) {
+                              const std::function<bool(const std::string&)>& has, bool gguf) {
   if (main.family != "glm4_moe" && main.family != "deepseek_v3")
     fail("multi-token prediction: ", file, " is a ", main.family, " model; multi-token-"
          "prediction drafting runs on glm4_moe (GLM-4.5) and deepseek_v3 (DeepSeek-V3, R1) "
@@ -41,11 +41,16 @@ ModelConfig mtp_module_config(const nlohmann::json& config, const std::string& f
   // The module's tensors besides its decoder layer; mlx_lm convert drops all of them.
   for (const char* part : {".enorm.weight", ".hnorm.weight", ".eh_proj.weight",
                            ".shared_head.norm.weight", ".input_layernorm.weight"})
-    if (!has(prefix + part))
+    if (!has(prefix + part)) {
+      if (gguf)
+        fail("multi-token prediction: ", file, ": the file has no tensor for ", prefix, part,
+             " (blk.", n, ".nextn.* and block ", n, " hold the module where llama.cpp's "
+             "converter kept it)");
       fail("multi-token prediction: ", file, ": the checkpoint has no tensor ", prefix, part,
            ", so it lacks its multi-token-prediction module (mlx_lm convert drops it, and moex "
            "convert unless given --keep-mtp; use the Hugging Face checkpoint or convert it "
            "with --keep-mtp)");
+    }
   // The family's own plan of one more layer is the module's decoder layer.
   j["num_hidden_layers"] = n + 1;
   ModelConfig full = parse_model_config(j, file);

@@ -20,9 +20,11 @@ namespace moex::model {
 // glm4_moe or deepseek_v3 (their module is stored as an extra layer of the same kind); `has`
 // says which tensors (Hugging Face names) the checkpoint holds. moex::Error naming `file` and
 // what is missing otherwise.
+// `gguf`: the tensors come from a GGUF file (the message for a missing one says so).
 ModelConfig mtp_module_config(const nlohmann::json& config, const std::string& file,
                               const ModelConfig& main,
-                              const std::function<bool(const std::string&)>& has);
+                              const std::function<bool(const std::string&)>& has,
+                              bool gguf = false);
 // The same for a model path: DIR/config.json, or a GGUF file's metadata (glm4moe only: llama.cpp
 // keeps GLM-4.5's module as blk.N.nextn.*, and drops DeepSeek's).
 ModelConfig mtp_module_config(const std::string& path, const ModelConfig& main,

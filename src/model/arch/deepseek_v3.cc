@@ -48,6 +48,8 @@ class DeepseekV3Family final : public Family {
         c.moe.shared_dff = arch::get_size(j, "n_shared_experts", 64, f) * c.moe.expert_dff;
     }
     c.tie_word_embeddings = false;  // mlx-lm's deepseek_v3 always has its own lm_head
+    if (io::has_field(j, "num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null())
+      c.nextn_layers = arch::get_size(j, "num_nextn_predict_layers", 64, f, 0);
     arch::set_llama_model_names(c, j, f);
     arch::add_deepseek_layers(c, j, f, moe, /*split_kv_b=*/true, /*expert_bias=*/true);
     validate_model_config(c);
@@ -55,14 +57,15 @@ class DeepseekV3Family final : public Family {
   }
 
   // mlx-lm's sanitize drops the multi-token-prediction layer of the 61-layer models (the
-  // prefix model.layers.61, literally) and any precomputed rotary inv_freq. moex drops the
-  // layer after the last one too (model.layers.<num_hidden_layers>, the same prefix on every
-  // published checkpoint), where smaller test checkpoints keep their module (--spec mtp).
+  // prefix model.layers.61, literally) and any precomputed rotary inv_freq. Where the config
+  // announces a module (num_nextn_predict_layers), moex drops the layer after the last one too
+  // (model.layers.<num_hidden_layers>, the same prefix on every published checkpoint), where
+  // smaller test checkpoints keep theirs (--spec mtp).
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
     constexpr std::string_view mtp = "model.layers.61.";
     const std::string after_last = "model.layers." + std::to_string(c.num_layers) + ".";
     return tensor.substr(0, mtp.size()) == mtp ||
-           tensor.substr(0, after_last.size()) == after_last ||
+           (c.nextn_layers > 0 && tensor.substr(0, after_last.size()) == after_last) ||
            tensor.find("rotary_emb.inv_freq") != std::string_view::npos;
   }
 

@@ -139,7 +139,7 @@ ModuleDecision RecipePlan::mixed(const ModuleSpec& m) const {
     bits = mb.high;
   else if (has("down_proj") && more)
     bits = mb.high;
-  else if (has("lm_head"))
+  else if (has("lm_head") || has("shared_head.head"))  // the MTP module's head (--keep-mtp)
     bits = mb.high;
   ModuleDecision d{true, bits, r_.group_size, quant::Mode::kAffine, nullptr};
   d.config_entry = {{"group_size", r_.group_size}, {"bits", bits}, {"mode", "affine"}};

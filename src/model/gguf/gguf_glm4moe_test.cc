@@ -85,6 +85,18 @@ TEST(GgufGlm4Moe, NextNLayersAreSkipped) {
   m.tensors["blk.2.nextn.enorm.weight"] = {8};
   EXPECT_EQ(open_error(m, "glm_nextn"), "");
   EXPECT_EQ(load_gguf_model_config(m.write("glm_nextn_cfg")).num_layers, 2);
+  // Asked for (--spec mtp), a module without all its tensors is refused naming the first
+  // missing one and where llama.cpp keeps the module.
+  CheckOptions with_mtp;
+  with_mtp.mtp_module = true;
+  try {
+    (void)open_gguf_model_checkpoint(m.write("glm_nextn_mtp"), with_mtp);
+    ADD_FAILURE() << "a module without hnorm opened";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model.layers.2.hnorm.weight"), std::string::npos) << what;
+    EXPECT_NE(what.find("blk.2.nextn"), std::string::npos) << what;
+  }
   // A layer beyond the NextN ones is still an error.
   m.tensors["blk.3.attn_norm.weight"] = {8};
   EXPECT_NE(open_error(m, "glm_nextn_extra").find("blk.3.attn_norm.weight"), std::string::npos);

@@ -53,7 +53,7 @@ ModelCheckpoint open_gguf_model_checkpoint(const std::string& path, const CheckO
         if (hf == prefix + h) return file.find_tensor(blk + g) != nullptr;
       return false;
     };
-    mtp = mtp_module_config(gguf_config_json(file), path + " (GGUF metadata)", cfg, has);
+    mtp = mtp_module_config(gguf_config_json(file), path + " (GGUF metadata)", cfg, has, true);
   }
   GgufTensors t = bind_gguf_tensors(std::move(f), cfg, mtp ? &*mtp : nullptr);
   return check_model_checkpoint(std::move(cfg), std::move(t.quant),
