@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import mtp_module  # noqa: E402
     from gguf_twin import twin  # noqa: E402
-    from mtp_parity_test import moex  # noqa: E402
+    from mtp_parity_test import moex, report  # noqa: E402
 except ImportError as e:
     print(f"mtp_gguf: cannot import mlx-lm / gguf-py: {e}")
     sys.exit(77)
@@ -51,10 +51,7 @@ def main(argv):
         bad.append("the draft logits differ (or none were written)")
     # Without --spec mtp the module's tensors are left unread, as before.
     moex([exe, "generate", "-m", str(gguf), "--prompt-ids", PROMPT, "-n", "2"], "plain run")
-    for b in bad:
-        print("  FAIL " + b)
-    print(f"mtp_gguf: {'FAIL' if bad else 'ok'}")
-    return 1 if bad else 0
+    return report("mtp_gguf", bad)
 
 
 if __name__ == "__main__":

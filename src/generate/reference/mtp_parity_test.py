@@ -226,9 +226,14 @@ def run(argv):
                            f"{toks[first:first + 5]} vs plain {plain[first:first + 5]}")
         _, dbad = check_drafts(drafts, meta["vocab"], ref, a.tol)
         bad += dbad
+    return report(f"mtp_parity {name}", bad)
+
+
+def report(what, bad):
+    """Prints each failure and the verdict; the exit status."""
     for b in bad:
         print("  FAIL " + b)
-    print(f"mtp_parity {name}: {'FAIL' if bad else 'ok'}")
+    print(f"{what}: {'FAIL' if bad else 'ok'}")
     return 1 if bad else 0
 
 
