@@ -3,24 +3,13 @@
 
 #include <algorithm>
 
+#include "backend/cpu/softmax.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
 
 namespace moex::generate {
 
 namespace eng = model::engine;
-
-namespace {
-
-// The first index of the largest logit (the module's greedy draft).
-TokenId argmax(const float* logits, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return TokenId(best);
-}
-
-}  // namespace
 
 MtpSpeculator::MtpSpeculator(eng::Engine& engine, eng::Sequence& seq)
     : engine_(engine), seq_(seq) {
@@ -118,13 +107,13 @@ std::vector<TokenId> MtpSpeculator::propose(std::span<const TokenId> history, in
       engine_.mtp_forward(*mtp_seq_, history.data() + m + 1, pending_.data(), P - m, own_.data());
   pending_.clear();
   if (on_draft_logits) on_draft_logits(P - 1, logits);
-  drafts.push_back(argmax(logits, V));
+  drafts.push_back(TokenId(ops::argmax(logits, V)));  // the module's greedy draft
   last_.assign(own_.end() - H, own_.end());
   // Further drafts: the module on its own last output and draft, at positions P, P+1, ...; those
   // rows are guesses and are cut before the next real rows run.
   for (int64_t j = 1; j < k && mtp_seq_->position() < mtp_seq_->context(); ++j) {
     logits = engine_.mtp_forward(*mtp_seq_, &drafts.back(), last_.data(), 1, own_.data());
-    drafts.push_back(argmax(logits, V));
+    drafts.push_back(TokenId(ops::argmax(logits, V)));
     last_.assign(own_.begin(), own_.begin() + H);
   }
   mtp_seq_->truncate(P);

@@ -38,20 +38,9 @@ ModelCheckpoint open_gguf_model_checkpoint(const std::string& path, const CheckO
     const gguf::GgufFile& file = *f;
     const int64_t n = cfg.num_layers;
     // The module's parts the config checks for, by their llama.cpp names.
-    const auto has = [&](const std::string& hf) {
-      const std::string prefix = "model.layers." + std::to_string(n);
-      const std::string blk = "blk." + std::to_string(n) + ".";
-      static const std::pair<const char*, const char*> kParts[] = {
-          {".enorm.weight", "nextn.enorm.weight"},
-          {".hnorm.weight", "nextn.hnorm.weight"},
-          {".eh_proj.weight", "nextn.eh_proj.weight"},
-          {".shared_head.norm.weight", "nextn.shared_head_norm.weight"},
-          {".shared_head.head.weight", "nextn.shared_head_head.weight"},
-          {".embed_tokens.weight", "nextn.embed_tokens.weight"},
-          {".input_layernorm.weight", "attn_norm.weight"}};
-      for (const auto& [h, g] : kParts)
-        if (hf == prefix + h) return file.find_tensor(blk + g) != nullptr;
-      return false;
+    const auto has = [&](const std::string& tensor) {
+      const std::string name = gguf_mtp_tensor(tensor, n);
+      return !name.empty() && file.find_tensor(name) != nullptr;
     };
     mtp = mtp_module_config(gguf_config_json(file), path + " (GGUF metadata)", cfg, has, true);
   }

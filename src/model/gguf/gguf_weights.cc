@@ -403,21 +403,43 @@ class Binder {
 
 }  // namespace
 
-std::string gguf_mtp_tensor_name(const ModuleSpec& m, int64_t n, std::string_view family) {
-  const std::string blk = "blk." + std::to_string(n) + ".";
+namespace {
+
+// The module's parts that llama.cpp names apart from its decoder layer's (its input norm, which
+// the module's config checks for, with them): the directory's name after "model.layers.N" and
+// llama.cpp's after "blk.N.".
+constexpr std::pair<const char*, const char*> kMtpParts[] = {
+    {".enorm", "nextn.enorm"},
+    {".hnorm", "nextn.hnorm"},
+    {".eh_proj", "nextn.eh_proj"},
+    {".shared_head.norm", "nextn.shared_head_norm"},
+    {".shared_head.head", "nextn.shared_head_head"},
+    {".embed_tokens", "nextn.embed_tokens"},
+    {".input_layernorm", "attn_norm"}};
+
+// llama.cpp's name of the module part `path` ("model.layers.N<part>"), or "".
+std::string gguf_mtp_part(std::string_view path, int64_t n) {
   const std::string prefix = "model.layers." + std::to_string(n);
-  if (m.path == prefix + ".enorm") return blk + "nextn.enorm";
-  if (m.path == prefix + ".hnorm") return blk + "nextn.hnorm";
-  if (m.path == prefix + ".eh_proj") return blk + "nextn.eh_proj";
-  switch (m.slot) {
-    case Slot::kEmbedding: return blk + "nextn.embed_tokens";
-    case Slot::kFinalNorm: return blk + "nextn.shared_head_norm";
-    case Slot::kLmHead: return blk + "nextn.shared_head_head";
-    default: break;
-  }
+  if (path.substr(0, prefix.size()) != prefix) return "";
+  for (const auto& [dir, gguf] : kMtpParts)
+    if (path.substr(prefix.size()) == dir) return "blk." + std::to_string(n) + "." + gguf;
+  return "";
+}
+
+}  // namespace
+
+std::string gguf_mtp_tensor_name(const ModuleSpec& m, int64_t n, std::string_view family) {
+  if (std::string part = gguf_mtp_part(m.path, n); !part.empty()) return part;
   ModuleSpec as_layer = m;  // the module's decoder layer, stored as layer n
   as_layer.layer = n;
   return gguf_tensor_name(as_layer, family);
+}
+
+std::string gguf_mtp_tensor(const std::string& tensor, int64_t n) {
+  const size_t dot = tensor.rfind('.');
+  if (dot == std::string::npos) return "";
+  const std::string part = gguf_mtp_part(std::string_view(tensor).substr(0, dot), n);
+  return part.empty() ? "" : part + tensor.substr(dot);
 }
 
 GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg,

@@ -36,5 +36,8 @@ GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelC
 // has n layers: its decoder layer's modules as layer n's, the rest as blk.n.nextn.*; "" for
 // none.
 std::string gguf_mtp_tensor_name(const ModuleSpec& m, int64_t n, std::string_view family);
+// The same for a tensor of the module's own parts or its input norm under the directory's name
+// ("model.layers.N.enorm.weight" -> "blk.N.nextn.enorm.weight"); "" for any other.
+std::string gguf_mtp_tensor(const std::string& tensor, int64_t n);
 
 }  // namespace moex::model
