@@ -4,7 +4,9 @@
 # Usage: acceptance.sh MOEX FIXTURE_DIR > acceptance.txt
 set -euo pipefail
 MOEX=$1 FIX=$2
-python3 - "$FIX/heldout.txt" <<'PY' > /tmp/moex_mtp_prompts.txt
+PROMPTS=$(mktemp)
+trap 'rm -f "$PROMPTS"' EXIT
+python3 - "$FIX/heldout.txt" <<'PY' > "$PROMPTS"
 import sys
 t = open(sys.argv[1], encoding="utf-8").read()
 step = len(t) // 8
@@ -22,4 +24,4 @@ while IFS= read -r line; do
     done
   done
   i=$((i + 1))
-done < /tmp/moex_mtp_prompts.txt
+done < "$PROMPTS"
