@@ -126,7 +126,7 @@ generate::SpecResult run_speculative_turn(eng::EngineSession& session, const flo
   generate::Drafter& drafter = mtp ? static_cast<generate::Drafter&>(*mtp) : lookup;
   const generate::SpecResult r =
       generate::run_speculative(gen, logits, history, drafter, spec.draft, e.vocab(), d);
-  reruns = verifier.reruns();
+  reruns = mtp ? mtp->reruns() : verifier.reruns();
   return r;
 }
 
@@ -272,7 +272,12 @@ int run_chat(const ChatFlags& f) {
                      dump.size() + 1, (long long)to_run);
       // The module follows the session: cut where the session keeps the conversation, fed
       // the hidden states of what the prompt runs, then run over the rows it can.
-      if (mtp) mtp->rewind(eng::reusable_prefix(session.ids(), ids));
+      // (A model with recurrent states that cannot cut there starts over: so does the module.)
+      if (mtp) {
+        const int64_t keep = eng::reusable_prefix(session.ids(), ids);
+        const bool cuts = keep == engine->position() || engine->sequence().can_truncate();
+        mtp->rewind(cuts ? keep : 0);
+      }
       std::optional<eng::EngineSession::Prefill> read_in;
       {
         const eng::Engine::HiddenCapture capture(*engine, mtp ? mtp->hidden_sink() : nullptr);

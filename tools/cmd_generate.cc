@@ -226,6 +226,7 @@ int run_generate(GenerateFlags f) {
     run.decode_steps = sr.stats.passes;
     spec_stats = sr.stats;
     decode_time = now_seconds() - a;  // the passes and the module's drafts
+    reruns = mtp->reruns();
   } else if (spec.on) {
     generate::EngineVerifier verifier(*engine, engine->sequence());
     generate::SpecDriver sd = verifier.driver();

@@ -12,10 +12,8 @@ namespace moex::generate {
 namespace eng = model::engine;
 
 MtpSpeculator::MtpSpeculator(eng::Engine& engine, eng::Sequence& seq)
-    : engine_(engine), seq_(seq) {
+    : engine_(engine), seq_(seq), verifier_(engine, seq) {
   if (!engine.has_mtp()) fail("--spec mtp: the engine was opened without its MTP module");
-  if (!seq.can_truncate())
-    fail("--spec mtp: the model has recurrent layers, which MTP drafting does not rewind");
   if (seq.position() != 0) fail("--spec mtp: the sequence must start at position 0");
   mtp_seq_ = engine.new_mtp_sequence();
 }
@@ -70,23 +68,15 @@ void MtpSpeculator::catch_up(const TokenId* ids, int64_t n) {
 }
 
 const float* MtpSpeculator::verify(const TokenId* tokens, int64_t n) {
-  const double t0 = now_seconds();
-  start_ = seq_.position();
-  const float* rows = nullptr;
-  {
-    const model::engine::Engine::HiddenCapture on(engine_, &pending_);
-    rows = n == 1 ? engine_.forward(seq_, tokens, 1) : engine_.forward_every_row(seq_, tokens, n);
-  }
-  verify_s_ += now_seconds() - t0;
-  return rows;
+  const model::engine::Engine::HiddenCapture on(engine_, &pending_);
+  return verifier_.verify(tokens, n);
 }
 
-void MtpSpeculator::keep(const TokenId*, int64_t n, int64_t kept) {
-  if (kept < 1 || kept > n || seq_.position() != start_ + n)
-    fail("speculative decoding: keep ", kept, " of a pass of ", n, " tokens at position ", start_,
-         " (the sequence is at ", seq_.position(), ")");
-  if (kept == n) return;
-  seq_.truncate(start_ + kept);
+void MtpSpeculator::keep(const TokenId* tokens, int64_t n, int64_t kept) {
+  // Outside the capture: where recurrent states make the verifier run the kept tokens again,
+  // the pass already gave their hidden states (the rows of a pass equal those of any other
+  // split of the same tokens).
+  verifier_.keep(tokens, n, kept);
   const int64_t H = engine_.config().hidden;
   pending_.resize(size_t((seq_.position() - mtp_seq_->position()) * H));
 }

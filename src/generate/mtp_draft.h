@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "generate/ngram_draft.h"
+#include "generate/engine_verifier.h"
 #include "generate/speculative.h"
 #include "model/engine/engine.h"
 
@@ -24,8 +25,8 @@ namespace moex::generate {
 
 class MtpSpeculator final : public Drafter {
  public:
-  // `engine` opened with EngineOptions::mtp; `seq` one of its sequences at position 0 with a
-  // model that can truncate (moex::Error otherwise). Both must outlive this.
+  // `engine` opened with EngineOptions::mtp; `seq` one of its sequences at position 0
+  // (moex::Error otherwise). Both must outlive this.
   MtpSpeculator(model::engine::Engine& engine, model::engine::Sequence& seq);
 
   // Runs the prompt on the sequence (Engine::forward, its hidden states captured), then the
@@ -42,8 +43,8 @@ class MtpSpeculator final : public Drafter {
   // step's part, captured with Engine::capture_hidden), in order.
   void add_hidden(const float* rows, int64_t n);
   void catch_up(const TokenId* ids, int64_t n);
-  // The main model's passes (verify: Engine::forward for one token, forward_every_row for
-  // more; keep: truncate), their hidden states captured. on_step is left empty.
+  // The main model's passes (EngineVerifier's: truncating, or rerunning the kept tokens on
+  // recurrent states), their hidden states captured. on_step is left empty.
   SpecDriver driver();
   // At most k greedy drafts of the module (none when k < 1).
   std::vector<TokenId> propose(std::span<const TokenId> history, int64_t k) override;
@@ -51,7 +52,8 @@ class MtpSpeculator final : public Drafter {
   // Sees each first draft's logits (the module's row at `position`, after the main model's
   // real hidden state): `moex generate --dump-draft-logits`.
   std::function<void(int64_t position, const float* logits)> on_draft_logits;
-  double verify_seconds() const { return verify_s_; }
+  double verify_seconds() const { return verifier_.verify_seconds(); }
+  int64_t reruns() const { return verifier_.reruns(); }  // passes whose kept tokens ran again
   double draft_seconds() const { return draft_s_; }
   double module_prefill_seconds() const { return prefill_s_; }  // in prefill()
 
@@ -65,8 +67,8 @@ class MtpSpeculator final : public Drafter {
   std::vector<float> pending_;    // main hidden states of positions mtp_seq_->position()..P-1
   std::vector<float> own_;        // the module's output rows (propose)
   std::vector<float> last_;       // the module's last output row, the next draft's input
-  int64_t start_ = 0;             // the main sequence's position before the last pass
-  double verify_s_ = 0, draft_s_ = 0, prefill_s_ = 0;
+  EngineVerifier verifier_;       // the main model's passes
+  double draft_s_ = 0, prefill_s_ = 0;
 };
 
 }  // namespace moex::generate

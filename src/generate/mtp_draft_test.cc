@@ -157,7 +157,8 @@ TEST_P(MtpFamilies, RowsAtOnceEqualRowsOneAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, MtpFamilies,
-                         ::testing::Values("tiny-glm4-moe", "tiny-deepseek-v3"));
+                         ::testing::Values("tiny-glm4-moe", "tiny-deepseek-v3", "tiny-qwen3-next",
+                                           "tiny-qwen3-5-moe"));
 
 void expect_mtp_open_error(const std::string& dir, const std::string& part) {
   try {
@@ -179,6 +180,18 @@ TEST(MtpOpen, SaysWhatIsMissing) {
   expect_mtp_open_error(none, ".enorm.weight");
   expect_mtp_open_error(eng::test::write_tiny_preset("tiny-qwen3-moe", tmp.file("qwen")),
                         "glm4_moe");
+  // Qwen3-Next and Qwen3.5 keep the module under mtp.*: none there, or one the config disowns.
+  expect_mtp_open_error(eng::test::write_tiny_preset("tiny-qwen3-next", tmp.file("next")),
+                        "mtp.fc.weight");
+  const std::string q35 = eng::test::write_mtp_checkpoint("tiny-qwen3-5-moe", tmp.file("q35"));
+  j = eng::test::read_config(q35);
+  j["text_config"]["mtp_num_hidden_layers"] = 0;
+  eng::test::write_config(q35, j);
+  expect_mtp_open_error(q35, "mtp_num_hidden_layers is 0");
+  j["text_config"]["mtp_num_hidden_layers"] = 1;
+  j["text_config"]["mtp_use_dedicated_embeddings"] = true;
+  eng::test::write_config(q35, j);
+  expect_mtp_open_error(q35, "mtp_use_dedicated_embeddings");
   // Without the option the module's tensors are dropped, as mlx-lm drops them.
   auto e = eng::Engine::open(eng::test::mtp_checkpoint("tiny-glm4-moe"),
                              eng::test::options_for_fused("auto"));

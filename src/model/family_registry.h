@@ -68,6 +68,16 @@ class Family {
     (void)tensor;
     return false;
   }
+  // The decoder layer of a multi-token-prediction module stored apart from the main layers
+  // (Qwen3-Next's and Qwen3.5's mtp.layers.0; model/mtp_plan.h), from the config.json object
+  // `config` and the main model's config `main`; nullopt for a family without such a module.
+  virtual std::optional<LayerPlan> mtp_layer(const ModelConfig& main, const nlohmann::json& config,
+                                             const std::string& file) const {
+    (void)main;
+    (void)config;
+    (void)file;
+    return std::nullopt;
+  }
 };
 
 const std::vector<const Family*>& all_families();

@@ -323,7 +323,9 @@ void Scheduler::step() {
     int64_t again = 0;
     try {
       again = s.pass.keep(*s.seq, kept);
-      if (s.mtp) s.mtp->rewind(s.seq->position());  // the module keeps the kept rows' states
+      // The module keeps the kept rows' hidden states, also those a recurrent model runs again
+      // (the rerun's rows equal the pass's).
+      if (s.mtp) s.mtp->rewind(s.seq->position() + again);
     } catch (const std::exception& e) {
       fail_slot(s, e.what());
       ++completed;

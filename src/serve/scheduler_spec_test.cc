@@ -274,7 +274,8 @@ TEST_P(SchedulerSpecMtp, SameOutputAsWithoutSpeculation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SchedulerSpecMtp,
-                         ::testing::Values("tiny-glm4-moe", "tiny-deepseek-v3"));
+                         ::testing::Values("tiny-glm4-moe", "tiny-deepseek-v3", "tiny-qwen3-next",
+                                           "tiny-qwen3-5-moe"));
 
 }  // namespace
 }  // namespace moex::serve

@@ -114,6 +114,33 @@ void set_moe(LayerModules& n, const std::string& p) {
   n.shared_expert_gate = p + ".mlp.shared_expert_gate";
 }
 
+// Qwen3.5's experts in the Hub's layout: fused only (mlx-lm's sanitize maps no per-expert names).
+void set_fused_experts(LayerModules& n, const std::string& p) {
+  n.hf_expert_gate.clear();
+  n.hf_expert_up.clear();
+  n.hf_expert_down.clear();
+  n.hf_experts_gate_up = p + ".mlp.experts.gate_up_proj";
+  n.hf_experts_down = p + ".mlp.experts.down_proj";
+  n.hf_fused = HfFusedExperts::kOutputsFirst;
+}
+
+// The multi-token-prediction module's decoder layer (model/mtp_plan.h): a gated-attention layer
+// of the family named mtp.layers.0, as vLLM's qwen3_next_mtp.py and qwen3_5_mtp.py build it
+// (layer_type "full_attention"), with the experts in the main layers' layout.
+LayerPlan mtp_decoder_layer(const ModelConfig& c, bool dense, bool qwen35) {
+  const std::string p = "mtp.layers.0";
+  LayerPlan l = arch::llama_layer_plan(c, dense ? FfnKind::kDense : FfnKind::kMoe,
+                                       dense ? c.dense_dff : c.moe.expert_dff);
+  set_mixer(l, p, 0, 1, qwen35);  // interval 1: attention
+  if (dense) {
+    arch::set_dense_mlp_names(l.names, p + ".mlp");
+  } else {
+    set_moe(l.names, p);
+    if (qwen35) set_fused_experts(l.names, p);
+  }
+  return l;
+}
+
 // The text-config fields both families' presets write alike (MoE, Gated DeltaNet heads,
 // attention, norms).
 void hybrid_preset_fields(const ModelPreset& p, json& j) {
@@ -172,6 +199,18 @@ class Qwen3NextFamily final : public Family {
   // lm_head.weight when the embeddings are tied.
   bool reference_drops(const ModelConfig& c, std::string_view tensor) const override {
     return tensor.find("mtp.") != std::string_view::npos || arch::drops_tied_lm_head(c, tensor);
+  }
+
+  // vLLM's Qwen3NextDecoderLayer decides the module layer's MLP as a main layer's, from the
+  // index in its name (0): MoE unless 0 is in mlp_only_layers or off the decoder_sparse_step
+  // grid.
+  std::optional<LayerPlan> mtp_layer(const ModelConfig& c, const json& j,
+                                     const std::string& f) const override {
+    const int64_t step = arch::get_size(j, "decoder_sparse_step", limits::kMaxLayers, f);
+    const std::vector<int64_t> only = io::get_int_array(j, "mlp_only_layers", f);
+    const bool dense = std::find(only.begin(), only.end(), 0) != only.end() ||
+                       c.moe.num_experts <= 0 || 1 % step != 0;
+    return mtp_decoder_layer(c, dense, false);
   }
 
   json preset_config(const ModelPreset& p) const override {
@@ -246,13 +285,7 @@ class Qwen35MoeFamily final : public Family {
       set_mixer(l, p, i, interval, true);
       if (moe) {
         set_moe(l.names, p);
-        // Fused only: mlx-lm's sanitize maps no per-expert names for Qwen3.5.
-        l.names.hf_expert_gate.clear();
-        l.names.hf_expert_up.clear();
-        l.names.hf_expert_down.clear();
-        l.names.hf_experts_gate_up = p + ".mlp.experts.gate_up_proj";
-        l.names.hf_experts_down = p + ".mlp.experts.down_proj";
-        l.names.hf_fused = HfFusedExperts::kOutputsFirst;
+        set_fused_experts(l.names, p);
       } else
         arch::set_dense_mlp_names(l.names, p + ".mlp");
       c.layers.push_back(std::move(l));
@@ -279,6 +312,12 @@ class Qwen35MoeFamily final : public Family {
       if (tensor.substr(0, drop.size()) == drop) return true;
     if (tensor.find("mtp.") != std::string_view::npos) return true;
     return c.tie_word_embeddings && tensor.substr(0, 24) == "language_model.lm_head.w";
+  }
+
+  // vLLM's Qwen3_5DecoderLayer: MoE whenever the model has experts, as every main layer.
+  std::optional<LayerPlan> mtp_layer(const ModelConfig& c, const json&,
+                                     const std::string&) const override {
+    return mtp_decoder_layer(c, c.moe.num_experts <= 0, true);
   }
 
   json preset_config(const ModelPreset& p) const override {

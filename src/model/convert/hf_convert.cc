@@ -190,9 +190,9 @@ ConvertSummary convert_checkpoint(const ConvertOptions& opt) {
     loaded_block = {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}};
   std::vector<ModuleSpec> modules = mc.modules;
   if (opt.keep_mtp) {
-    const ModelConfig mtp = mtp_module_config(
+    const MtpPlan mtp = mtp_module_plan(
         in, mc.config, [&](const std::string& t) { return mc.weights.find(t) != nullptr; });
-    for (ModuleSpec& m : mtp_module_table(mtp, mc.config.num_layers, mc.modules))
+    for (ModuleSpec& m : mtp_module_table(mtp, mc.modules))
       modules.push_back(std::move(m));
   }
   const RecipePlan plan(mc.config, family, modules, recipe, !loaded_block.is_null());

@@ -15,20 +15,29 @@ void Engine::open_mtp() {
   if (be_->memory() != backend::Memory::kHost)
     fail("--spec mtp: the multi-token-prediction module runs on the CPU backend only");
   auto m = std::make_unique<MtpModule>();
-  m->cfg = mtp_module_config(dir_, cfg_,
-                             [&](const std::string& t) { return binder_->has(t); });
-  m->prefix = "model.layers." + std::to_string(cfg_.num_layers);
-  m->w = bind_model_weights(m->cfg, *binder_);
+  m->plan = mtp_module_plan(dir_, cfg_,
+                            [&](const std::string& t) { return binder_->has(t); });
+  const ModelConfig& mc = m->plan.cfg;
+  // Whether the module's norms are stored zero-centred is the main model's layout's call
+  // (a module whose layer is dense has no experts to tell).
+  ModelConfig bind_cfg = mc;
+  bind_cfg.hf_layout_norms_plus_one = false;
+  m->w = bind_model_weights(bind_cfg, *binder_);
   const int64_t H = cfg_.hidden;
-  m->enorm.weight = binder_->vector(m->prefix + ".enorm.weight", H);
-  m->hnorm.weight = binder_->vector(m->prefix + ".hnorm.weight", H);
-  m->eh_proj = binder_->linear(m->prefix + ".eh_proj", H, 2 * H, BiasMode::kNone);
+  m->enorm.weight = binder_->vector(m->plan.enorm + ".weight", H);
+  m->hnorm.weight = binder_->vector(m->plan.hnorm + ".weight", H);
+  if (norms_stored_zero_centred(cfg_, w_)) {
+    add_one_to_decoder_norms(mc, *binder_, m->w);
+    add_one_to_norm(m->enorm.weight, *binder_, m->plan.enorm);
+    add_one_to_norm(m->hnorm.weight, *binder_, m->plan.hnorm);
+  }
+  m->eh_proj = binder_->linear(m->plan.eh_proj, H, 2 * H, BiasMode::kNone);
   place_small_weights(*be_, m->w);
-  m->rope = layer_rope(m->cfg, 0);
+  m->rope = layer_rope(mc, 0);
   m->policy = std::make_unique<PolicyControl>(policy_->policy());
-  m->mixer = make_mixer(*be_, m->cfg, 0, m->w.layers[0], m->rope, mixer_scratch_);
+  m->mixer = make_mixer(*be_, mc, 0, m->w.layers[0], m->rope, mixer_scratch_);
   if (!m->mixer) fail("--spec mtp: ", dir_, ": the module's layer has no attention");
-  m->ffn = make_ffn({.be = *be_, .cfg = m->cfg, .layer = 0, .weights = m->w.layers[0],
+  m->ffn = make_ffn({.be = *be_, .cfg = mc, .layer = 0, .weights = m->w.layers[0],
                      .policy = *m->policy, .experts = moe::moe_backend(moe::Backend::kCpu),
                      .scratch = ffn_scratch_},
                     std::nullopt);
@@ -73,10 +82,10 @@ const float* Engine::mtp_forward(Sequence& mseq, const int32_t* next_tokens, con
     ensure_rows(rows);
     mtp_cat_.resize(size_t(rows * 2 * H));
     // [enorm(embedding of the next token) | hnorm(main hidden state)] per row; the embedding of
-    // the row at position 0 is zeros, as vLLM's module masks it.
+    // the row at position 0 is zeros where vLLM's module masks it (DeepSeek, GLM).
     be_->embedding_rows(m.w.embed, next_tokens + done, rows, xn_.data());
     if (cfg_.embedding_scale != 1.0) be_->scale(xn_.data(), rows * H, float(cfg_.embedding_scale));
-    if (mseq.pos_ == 0) std::fill(xn_.data(), xn_.data() + H, 0.f);
+    if (mseq.pos_ == 0 && m.plan.zero_first_embedding) std::fill(xn_.data(), xn_.data() + H, 0.f);
     norm(m.enorm, xn_.data(), xn_.data(), rows);
     norm(m.hnorm, hidden + done * H, mix_.data(), rows);
     for (int64_t r = 0; r < rows; ++r) {

@@ -221,37 +221,39 @@ void bind_module(const ModelConfig& c, WeightBinder& b, const ModuleSpec& m, Mod
   fail("internal: module '", m.path, "' has no slot");
 }
 
-// mlx-lm qwen3_next / qwen3_5 sanitize: when the checkpoint holds per-expert or fused expert
-// tensors (the Hugging Face layout), the decoder's RMSNorm weights (not the Gated DeltaNet's gated norm) are stored
-// zero-centred and read as 1 + w, the sum rounded to the stored dtype as MLX adds in it.
-void add_one_to_norms_of_hf_layout(const ModelConfig& c, const WeightBinder& b, ModelWeights& w) {
-  bool hf = false;
+}  // namespace
+
+bool norms_stored_zero_centred(const ModelConfig& c, const ModelWeights& w) {
+  if (!c.hf_layout_norms_plus_one) return false;
   for (int64_t i = 0; i < c.num_layers; ++i)
-    hf |= c.layers[size_t(i)].ffn == FfnKind::kMoe && !w.layers[size_t(i)].moe.stacked_in_checkpoint;
-  if (!hf) return;
-  const auto plus_one = [&](ops::FloatVec& v, const std::string& module) {
-    if (v.empty()) return;
-    const DType t = b.dtype_of(module + ".weight");
-    std::vector<float> x(v.data(), v.data() + v.size());
-    for (float& e : x) {
-      unsigned char buf[4];
-      store_from_f32(buf, t, 0, e + 1.f);
-      e = load_as_f32(buf, t, 0);
-    }
-    v = ops::FloatVec(std::move(x));
-  };
-  plus_one(w.final_norm.weight, c.final_norm_name);
+    if (c.layers[size_t(i)].ffn == FfnKind::kMoe && !w.layers[size_t(i)].moe.stacked_in_checkpoint)
+      return true;
+  return false;
+}
+
+void add_one_to_norm(ops::FloatVec& v, const WeightBinder& b, const std::string& module) {
+  if (v.empty()) return;
+  const DType t = b.dtype_of(module + ".weight");
+  std::vector<float> x(v.data(), v.data() + v.size());
+  for (float& e : x) {
+    unsigned char buf[4];
+    store_from_f32(buf, t, 0, e + 1.f);
+    e = load_as_f32(buf, t, 0);
+  }
+  v = ops::FloatVec(std::move(x));
+}
+
+void add_one_to_decoder_norms(const ModelConfig& c, const WeightBinder& b, ModelWeights& w) {
+  add_one_to_norm(w.final_norm.weight, b, c.final_norm_name);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     LayerWeights& l = w.layers[size_t(i)];
     const LayerModules& n = c.layers[size_t(i)].names;
-    plus_one(l.input_norm.weight, n.input_norm);
-    plus_one(l.post_norm.weight, n.post_norm);
-    plus_one(l.attn.q_norm, n.q_norm);
-    plus_one(l.attn.k_norm, n.k_norm);
+    add_one_to_norm(l.input_norm.weight, b, n.input_norm);
+    add_one_to_norm(l.post_norm.weight, b, n.post_norm);
+    add_one_to_norm(l.attn.q_norm, b, n.q_norm);
+    add_one_to_norm(l.attn.k_norm, b, n.k_norm);
   }
 }
-
-}  // namespace
 
 kernels::Activation kernel_activation(ExpertActivation a) {
   switch (a) {
@@ -271,7 +273,7 @@ ModelWeights bind_model_weights(const ModelConfig& c, WeightBinder& b) {
     w.lm_head.w = w.embed;
     w.lm_head.name = c.embed_name + " (tied head)";
   }
-  if (c.hf_layout_norms_plus_one) add_one_to_norms_of_hf_layout(c, b, w);
+  if (norms_stored_zero_centred(c, w)) add_one_to_decoder_norms(c, b, w);
   const kernels::Activation act = kernel_activation(c.moe.activation);
   for (LayerWeights& l : w.layers) l.moe.experts.act = act;
   w.stacked_copy_bytes = b.stacked_copy_bytes();

@@ -77,6 +77,16 @@ struct ModelWeights {
 // naming the tensor on any mismatch; unsupported plan features are an Error naming them.
 ModelWeights bind_model_weights(const ModelConfig& cfg, WeightBinder& binder);
 
+// mlx-lm qwen3_next / qwen3_5 sanitize: a config with hf_layout_norms_plus_one whose checkpoint
+// holds per-expert or fused expert tensors (the Hugging Face layout) stores the decoder's
+// RMSNorm weights (not the Gated DeltaNet's gated norm) zero-centred, read as 1 + w.
+bool norms_stored_zero_centred(const ModelConfig& cfg, const ModelWeights& w);
+// v + 1, each sum rounded to the dtype `module`.weight is stored in, as MLX adds in it.
+void add_one_to_norm(ops::FloatVec& v, const WeightBinder& binder, const std::string& module);
+// add_one_to_norm on the final norm and every layer's input, post-mixer and q / k norms
+// (bind_model_weights does it where norms_stored_zero_centred).
+void add_one_to_decoder_norms(const ModelConfig& cfg, const WeightBinder& binder, ModelWeights& w);
+
 // The kernels' activation of a config's activation kind.
 kernels::Activation kernel_activation(ExpertActivation a);
 

@@ -1,9 +1,8 @@
-// The multi-token-prediction (MTP) module that DeepSeek-V3 and GLM-4.5 checkpoints store after
-// their last layer (docs/speculative.md, "Multi-token prediction"): from the main model's final
-// hidden state at position p and the embedding of token p + 1 it predicts token p + 2, and
-// serves as a draft for speculative decoding. Stored as `model.layers.N.*` (N =
-// num_hidden_layers): enorm, hnorm, eh_proj [H][2H], a decoder layer like the main MoE layers,
-// shared_head.norm, shared_head.head and a copy of the embedding.
+// The multi-token-prediction (MTP) module that DeepSeek-V3, GLM-4.5, Qwen3-Next and Qwen3.5
+// checkpoints store beside their layers (docs/speculative.md, "Multi-token prediction"): from
+// the main model's final hidden state at position p and the embedding of token p + 1 it
+// predicts token p + 2, and serves as a draft for speculative decoding. Where its parts are
+// stored: model/mtp_plan.h.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +23,8 @@
 namespace moex::model::engine {
 
 struct MtpModule {
-  std::string prefix;  // "model.layers.N"
-  // A one-layer config whose layer is the module's decoder layer, whose embedding, final norm
-  // and head are the module's (its embedding copy and shared_head; the main ones where the
-  // checkpoint has no copy).
-  ModelConfig cfg;
-  ModelWeights w;  // cfg's weights: w.layers[0], w.embed, w.final_norm, w.lm_head
+  MtpPlan plan;  // plan.cfg: a one-layer config of the module's decoder layer, embedding and head
+  ModelWeights w;  // plan.cfg's weights: w.layers[0], w.embed, w.final_norm, w.lm_head
   NormWeights enorm, hnorm;
   ops::Linear eh_proj;  // [H][2H]: the normed embedding first, then the normed hidden state
   ops::Rope rope;

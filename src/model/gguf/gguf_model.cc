@@ -33,7 +33,7 @@ ModelConfig load_gguf_model_config(const std::string& path) {
 ModelCheckpoint open_gguf_model_checkpoint(const std::string& path, const CheckOptions& opt) {
   std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(path);
   ModelConfig cfg = config_of(*f);
-  std::optional<ModelConfig> mtp;
+  std::optional<MtpPlan> mtp;
   if (opt.mtp_module) {
     const gguf::GgufFile& file = *f;
     const int64_t n = cfg.num_layers;
@@ -42,7 +42,7 @@ ModelCheckpoint open_gguf_model_checkpoint(const std::string& path, const CheckO
       const std::string name = gguf_mtp_tensor(tensor, n);
       return !name.empty() && file.find_tensor(name) != nullptr;
     };
-    mtp = mtp_module_config(gguf_config_json(file), path + " (GGUF metadata)", cfg, has, true);
+    mtp = mtp_module_plan(gguf_config_json(file), path + " (GGUF metadata)", cfg, has, true);
   }
   GgufTensors t = bind_gguf_tensors(std::move(f), cfg, mtp ? &*mtp : nullptr);
   return check_model_checkpoint(std::move(cfg), std::move(t.quant),

@@ -135,11 +135,11 @@ class Binder {
  public:
   Binder(Storage& s, const ModelConfig& cfg) : s_(s), f_(*s.file), cfg_(cfg) {}
 
-  GgufTensors run(const ModelConfig* mtp) {
+  GgufTensors run(const MtpPlan* mtp) {
     const std::vector<ModuleSpec> modules = module_table(cfg_);
     for (const ModuleSpec& m : modules) bind(m, gguf_tensor_name(m, cfg_.family));
     if (mtp)
-      for (const ModuleSpec& m : mtp_module_table(*mtp, cfg_.num_layers, modules))
+      for (const ModuleSpec& m : mtp_module_table(*mtp, modules))
         bind(m, gguf_mtp_tensor_name(m, cfg_.num_layers, cfg_.family));
     const int64_t mtp_end = cfg_.num_layers + mtp_layers();
     for (const gguf::Tensor& t : f_.tensors())
@@ -443,7 +443,7 @@ std::string gguf_mtp_tensor(const std::string& tensor, int64_t n) {
 }
 
 GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg,
-                              const ModelConfig* mtp) {
+                              const MtpPlan* mtp) {
   auto storage = std::make_shared<Storage>();
   storage->file = std::move(file);
   // The views point into the matrices' and buffers' heap arrays, which stay where they are

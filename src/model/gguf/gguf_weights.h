@@ -15,6 +15,7 @@
 #include "io/quant_config.h"
 #include "io/safetensors.h"
 #include "model/model_config.h"
+#include "model/mtp_plan.h"
 
 namespace moex::model {
 
@@ -27,10 +28,10 @@ struct GgufTensors {
 
 // moex::Error naming the file and listing every problem (up to 20): a module whose llama.cpp
 // tensor is missing or of another shape, a tensor nothing reads, a type moex cannot read.
-// `mtp`: also the multi-token-prediction module's modules (model/engine/mtp_module.h's table
-// of that config), read from glm4moe's blk.N.nextn.* and blk.N.* (N = cfg.num_layers).
+// `mtp`: also the multi-token-prediction module's modules (model/mtp_plan.h's table of that
+// plan), read from glm4moe's blk.N.nextn.* and blk.N.* (N = cfg.num_layers).
 GgufTensors bind_gguf_tensors(std::unique_ptr<gguf::GgufFile> file, const ModelConfig& cfg,
-                              const ModelConfig* mtp = nullptr);
+                              const MtpPlan* mtp = nullptr);
 
 // llama.cpp's name (without ".weight") of a module of the MTP module's table whose main model
 // has n layers: its decoder layer's modules as layer n's, the rest as blk.n.nextn.*; "" for
