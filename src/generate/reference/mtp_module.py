@@ -1,14 +1,20 @@
-"""The multi-token-prediction (MTP) module of glm4_moe (GLM-4.5) and deepseek_v3 checkpoints in
-MLX, built from mlx-lm's own decoder-layer classes: the oracle of `moex generate --spec mtp`.
+"""The multi-token-prediction (MTP) module of glm4_moe (GLM-4.5), deepseek_v3, qwen3_next
+(Qwen3-Next) and qwen3_5_moe (Qwen3.5) checkpoints in MLX, built from mlx-lm's own decoder-layer
+classes: the oracle of `moex generate --spec mtp`.
 
-mlx-lm drops the MTP layer (model.layers.N, N = num_hidden_layers) and has no MTP forward; the
-composition here follows the module as vLLM's glm4_moe_mtp / deepseek_mtp run it. For a row at
-position p of a token sequence t_0..t_{T-1} (p = 0..T-2):
+mlx-lm drops the MTP module and has no MTP forward; the composition here follows the module as
+vLLM's glm4_moe_mtp / deepseek_mtp / qwen3_next_mtp / qwen3_5_mtp run it. For a row at position
+p of a token sequence t_0..t_{T-1} (p = 0..T-2):
     h = the main model's hidden state at p after its final norm
-    e = layer N's embedding of t_{p+1}, zeros at p == 0 (vLLM masks position 0)
+    e = the embedding of t_{p+1} (the module's copy where it has one); zeros at p == 0 for
+        glm4_moe and deepseek_v3 (vLLM masks position 0 there, not for Qwen)
     x = eh_proj(concat([enorm(e), hnorm(h)]))          (the embedding half first)
-    y = layer N's decoder layer on x at position p (causal over MTP rows 0..p, its own KV cache)
-    logits = shared_head.head(shared_head.norm(y))    (they predict t_{p+2})
+    y = the module's decoder layer on x at position p (causal over MTP rows 0..p, own KV cache)
+    logits = head(norm(y))                             (they predict t_{p+2})
+GLM / DeepSeek store it as layer N (model.layers.N.*, N = num_hidden_layers: enorm, hnorm,
+eh_proj, shared_head.norm, shared_head.head); Qwen as mtp.* (pre_fc_norm_embedding,
+pre_fc_norm_hidden, fc, layers.0: a full-attention layer of the family, norm) with the main
+embedding and head.
 
     oracle_logits(model_dir, ids)   -> float32 numpy [T-1, V], computed in float32
     add_random_mtp(model_dir, seed) -> adds random MTP tensors to a `moex make-model` checkpoint
@@ -28,9 +34,14 @@ from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache
 from mlx_lm.utils import infer_quant_config, load_model
 
-# The decoder-layer class of each family's mlx-lm module: (class name, constructor takes the
-# layer index).
-DECODER_CLASS = {"glm4_moe": "DecoderLayer", "deepseek_v3": "DeepseekV3DecoderLayer"}
+# The decoder-layer class of each family: (mlx-lm module, class name); its constructor takes
+# the args and the layer index.
+DECODER_CLASS = {"glm4_moe": ("glm4_moe", "DecoderLayer"),
+                 "deepseek_v3": ("deepseek_v3", "DeepseekV3DecoderLayer"),
+                 "qwen3_next": ("qwen3_next", "Qwen3NextDecoderLayer"),
+                 "qwen3_5_moe": ("qwen3_5", "DecoderLayer")}
+# Families that store the module under mtp.* (the rest: as layer N).
+MTP_PREFIX = {"qwen3_next", "qwen3_5_moe"}
 MTP_FILE = "model-mtp.safetensors"
 _classes = {}
 
@@ -39,6 +50,33 @@ def family_module(model_type):
     if model_type not in DECODER_CLASS:
         raise ValueError(f"MTP: model_type {model_type!r} is not one of {sorted(DECODER_CLASS)}")
     return importlib.import_module(f"mlx_lm.models.{model_type}")
+
+
+def decoder_class(model_type):
+    family_module(model_type)
+    module, name = DECODER_CLASS[model_type]
+    return getattr(importlib.import_module(f"mlx_lm.models.{module}"), name)
+
+
+class QwenMtp(nn.Module):
+    """Qwen3-Next's / Qwen3.5's module with the checkpoint's names below `mtp.`: the decoder
+    layer is the family's at index 0 with every layer full attention (vLLM builds it with
+    layer_type "full_attention"; the MLP follows the main rule at index 0)."""
+
+    def __init__(self, args, model_type):
+        super().__init__()
+        h, eps = args.hidden_size, args.rms_norm_eps
+        self.pre_fc_norm_embedding = nn.RMSNorm(h, eps=eps)
+        self.pre_fc_norm_hidden = nn.RMSNorm(h, eps=eps)
+        self.fc = nn.Linear(2 * h, h, bias=False)
+        attention = dataclasses.replace(args, full_attention_interval=1)
+        self.layers = [decoder_class(model_type)(attention, 0)]
+        self.norm = nn.RMSNorm(h, eps=eps)
+
+    def predict(self, emb, hidden, mask=None, cache=None, head=None):
+        x = self.fc(mx.concatenate([self.pre_fc_norm_embedding(emb),
+                                    self.pre_fc_norm_hidden(hidden)], axis=-1))
+        return head(self.norm(self.layers[0](x, mask, cache)))
 
 
 class SharedHead(nn.Module):
@@ -56,7 +94,7 @@ def mtp_layer_class(model_type):
     the checkpoint below `model.layers.N.` (the decoder layer's own call is inherited as is)."""
     if model_type in _classes:
         return _classes[model_type]
-    base = getattr(family_module(model_type), DECODER_CLASS[model_type])
+    base = decoder_class(model_type)
 
     class MtpLayer(base):
         def __init__(self, args, layer_idx, with_embed=True, with_head=True):
@@ -81,11 +119,11 @@ def mtp_layer_class(model_type):
     return MtpLayer
 
 
-def next_embeddings(embed, ids, start):
+def next_embeddings(embed, ids, start, zero_first=True):
     """Embeddings of t_{p+1} for rows p = start..start+L-1 given ids [B, L] = t_{start+1..},
-    zero on the row p == 0."""
+    zero on the row p == 0 when zero_first."""
     e = embed(ids)
-    if start == 0:
+    if start == 0 and zero_first:
         keep = (mx.arange(ids.shape[1]) > 0)[None, :, None]
         e = mx.where(keep, e, mx.zeros_like(e))
     return e
@@ -95,16 +133,27 @@ def in_layer(name, n):
     return name.startswith(f"model.layers.{n}.")
 
 
+def text_config(config):
+    return config.get("text_config") or config
+
+
+def in_module(name, config):
+    """Whether a tensor belongs to the MTP module (mtp.*, or layer N)."""
+    if config["model_type"] in MTP_PREFIX:
+        return name.startswith("mtp.")
+    return in_layer(name, text_config(config)["num_hidden_layers"])
+
+
 def _classes_without_mtp(config):
-    """mlx-lm's model classes whose sanitize also drops layer N (deepseek_v3's drops only
-    model.layers.61, the layer of the full-size model)."""
+    """mlx-lm's model classes whose sanitize also drops the module (deepseek_v3's drops only
+    model.layers.61, the layer of the full-size model; qwen3_next's drops mtp.* only from the
+    Hub's layout)."""
     from mlx_lm.utils import _get_classes
     model_class, args_class = _get_classes(config=config)
-    n = config["num_hidden_layers"]
 
     class WithoutMtp(model_class):
         def sanitize(self, weights):
-            weights = {k: v for k, v in weights.items() if not in_layer(k, n)}
+            weights = {k: v for k, v in weights.items() if not in_module(k, config)}
             return super().sanitize(weights)
 
     return WithoutMtp, args_class
@@ -117,24 +166,40 @@ def read_tensors(model_dir):
     return out
 
 
+def text_model(main):
+    """The part of an mlx-lm model that holds .model (embedding, layers, final norm), .args and
+    the head (Qwen3.5's language_model; the model itself elsewhere)."""
+    return getattr(main, "language_model", main)
+
+
 def load(model_dir, f32=True):
-    """(main model, MTP layer, config) of a checkpoint dir; float parameters cast to float32
-    when f32. The main model is mlx-lm's (strict load, layer N dropped)."""
+    """(main model, MTP module, config) of a checkpoint dir; float parameters cast to float32
+    when f32. The main model is mlx-lm's (strict load, the module dropped). Qwen's module is
+    read in MLX's layout (stacked experts, norms as stored)."""
     main, config = load_model(Path(model_dir), get_model_classes=_classes_without_mtp)
     model_type = config["model_type"]
-    n = config["num_hidden_layers"]
-    prefix = f"model.layers.{n}."
-    mtp_w = {k: v for k, v in read_tensors(model_dir).items() if k.startswith(prefix)}
+    args = text_model(main).args
+    if model_type in MTP_PREFIX:
+        prefix = "mtp."
+        mtp_w = {k[len(prefix):]: v for k, v in read_tensors(model_dir).items()
+                 if k.startswith(prefix)}
+        if any(".experts." in k for k in mtp_w):
+            raise ValueError(f"{model_dir}: the oracle reads Qwen's module with stacked experts "
+                             "(mlp.switch_mlp.*) only")
+        layer = QwenMtp(args, model_type)
+    else:
+        n = config["num_hidden_layers"]
+        prefix = f"model.layers.{n}."
+        mtp_w = {k: v for k, v in read_tensors(model_dir).items() if k.startswith(prefix)}
+        # The family's own sanitize (expert stacking, deepseek's kv_b_proj split, fp8), run on
+        # layer N alone as if the model had N + 1 layers.
+        proxy = types.SimpleNamespace(args=dataclasses.replace(args, num_hidden_layers=n + 1))
+        mtp_w = family_module(model_type).Model.sanitize(proxy, mtp_w)
+        mtp_w = {k[len(prefix):]: v for k, v in mtp_w.items() if k.startswith(prefix)}
+        layer = mtp_layer_class(model_type)(args, n, with_embed="embed_tokens.weight" in mtp_w,
+                                            with_head="shared_head.head.weight" in mtp_w)
     if not mtp_w:
         raise ValueError(f"{model_dir}: no MTP tensors ({prefix}*)")
-    # The family's own sanitize (expert stacking, deepseek's kv_b_proj split, fp8), run on
-    # layer N alone as if the model had N + 1 layers.
-    args = main.args
-    proxy = types.SimpleNamespace(args=dataclasses.replace(args, num_hidden_layers=n + 1))
-    mtp_w = family_module(model_type).Model.sanitize(proxy, mtp_w)
-    mtp_w = {k[len(prefix):]: v for k, v in mtp_w.items() if k.startswith(prefix)}
-    layer = mtp_layer_class(model_type)(args, n, with_embed="embed_tokens.weight" in mtp_w,
-                                        with_head="shared_head.head.weight" in mtp_w)
     quant = config.get("quantization")
     if quant:
         def predicate(p, m):
@@ -157,9 +222,22 @@ def load(model_dir, f32=True):
 def embed_and_head(main, layer):
     """The MTP layer's embedding and head (None: its own shared_head.head), the main model's
     where the checkpoint has none of its own."""
-    embed = layer.embed_tokens if "embed_tokens" in layer else main.model.embed_tokens
-    head = None if "head" in layer.shared_head else main.lm_head
+    lm = text_model(main)
+    if isinstance(layer, QwenMtp):
+        head = lm.lm_head if "lm_head" in lm else lm.model.embed_tokens.as_linear
+        return lm.model.embed_tokens, head
+    embed = layer.embed_tokens if "embed_tokens" in layer else lm.model.embed_tokens
+    head = None if "head" in layer.shared_head else lm.lm_head
     return embed, head
+
+
+def main_hidden(main, ids):
+    """The main model's final hidden states (after its final norm) of ids [B, T]."""
+    return text_model(main).model(ids)
+
+
+def zero_first(layer):
+    return not isinstance(layer, QwenMtp)
 
 
 def mtp_logits(main, layer, ids, chunks=None):
@@ -167,18 +245,18 @@ def mtp_logits(main, layer, ids, chunks=None):
     cache; else a list of row counts run one after another through a KV cache."""
     ids = mx.array(np.asarray(ids, dtype=np.int32))[None]
     t = ids.shape[1]
-    hidden = main.model(ids)
+    hidden = main_hidden(main, ids)
     embed, head = embed_and_head(main, layer)
     rows = t - 1
     if chunks is None:
-        emb = next_embeddings(embed, ids[:, 1:], 0)
+        emb = next_embeddings(embed, ids[:, 1:], 0, zero_first(layer))
         mask = create_attention_mask(emb, None, return_array=True)
         return layer.predict(emb, hidden[:, :rows], mask, None, head)[0]
     if sum(chunks) != rows:
         raise ValueError(f"chunks {chunks} do not cover {rows} rows")
     cache, out, start = KVCache(), [], 0
     for n in chunks:
-        emb = next_embeddings(embed, ids[:, start + 1:start + 1 + n], start)
+        emb = next_embeddings(embed, ids[:, start + 1:start + 1 + n], start, zero_first(layer))
         mask = create_attention_mask(emb, cache, return_array=True)
         out.append(layer.predict(emb, hidden[:, start:start + n], mask, cache, head)[0])
         start += n
@@ -237,25 +315,52 @@ def _random_quantized(rng, w, quant, src, shape=None):
 
 
 def add_random_mtp(model_dir, seed=0):
-    """Adds an MTP layer (model.layers.N) to a checkpoint written by `moex make-model`, in a new
-    file model-mtp.safetensors: layer N-1's tensors redrawn (same shapes, dtypes, quantization,
-    mean and std), enorm / hnorm / shared_head.norm around 1, eh_proj random, shared_head.head
-    drawn like lm_head (not equal to it), embed_tokens an exact copy of the main embedding;
-    config.json gets num_nextn_predict_layers 1, and model.safetensors.index.json names the new
-    file (created when missing). Returns the new tensor names."""
+    """Adds an MTP module to a checkpoint written by `moex make-model`, in a new file
+    model-mtp.safetensors, and names the file in model.safetensors.index.json (created when
+    missing). GLM / DeepSeek (model.layers.N): layer N-1's tensors redrawn (same shapes, dtypes,
+    quantization, mean and std), enorm / hnorm / shared_head.norm around 1, eh_proj random,
+    shared_head.head drawn like lm_head (not equal to it), embed_tokens an exact copy of the
+    main embedding; config.json gets num_nextn_predict_layers 1. Qwen: _add_random_qwen_mtp.
+    Returns the new tensor names."""
     cfg_path = os.path.join(model_dir, "config.json")
     config = json.load(open(cfg_path))
     family_module(config["model_type"])
-    n = config["num_hidden_layers"]
+    n = text_config(config)["num_hidden_layers"]
     w = read_tensors(model_dir)
-    if any(in_layer(k, n) for k in w) or os.path.exists(os.path.join(model_dir, MTP_FILE)):
-        raise ValueError(f"{model_dir}: already has an MTP layer (model.layers.{n})")
+    if any(in_module(k, config) for k in w) or os.path.exists(os.path.join(model_dir, MTP_FILE)):
+        raise ValueError(f"{model_dir}: already has an MTP module")
     rng = np.random.default_rng(seed)
     quant = config.get("quantization") or {}
+    if config["model_type"] in MTP_PREFIX:
+        return _add_random_qwen_mtp(model_dir, config, w, quant, rng)
     src, dst = f"model.layers.{n - 1}.", f"model.layers.{n}."
     out = {}
+    _redraw(rng, w, quant, src, dst, out)
+    norm = w["model.norm.weight"]
+    for name in ("enorm", "hnorm", "shared_head.norm"):
+        out[f"{dst}{name}.weight"] = _random_like(rng, norm, mean=1.0, std=0.05)
+    _random_fuse(rng, w, quant, src, f"{dst}eh_proj", norm, out)
+    if _quantized(w, "lm_head"):
+        for suffix, v in _random_quantized(rng, w, quant, "lm_head").items():
+            out[f"{dst}shared_head.head.{suffix}"] = v
+    else:
+        out[f"{dst}shared_head.head.weight"] = _random_like(rng, w["lm_head.weight"])
+    for k in w:
+        if k.startswith("model.embed_tokens."):
+            out[dst + "embed_tokens." + k[len("model.embed_tokens."):]] = w[k]
+    _write_mtp(model_dir, config, out, [(f"model.layers.{n - 1}.", f"model.layers.{n}."),
+                                        ("lm_head", f"model.layers.{n}.shared_head.head"),
+                                        ("model.embed_tokens", f"model.layers.{n}.embed_tokens")])
+    config["num_nextn_predict_layers"] = 1
+    _write_config(model_dir, config)
+    return sorted(out)
+
+
+def _redraw(rng, w, quant, src, dst, out, skip=lambda rest: False):
+    """Every tensor under prefix src redrawn under dst (same shapes, dtypes, quantization, mean
+    and std), but those whose name after src `skip` says."""
     for k in sorted(w):
-        if not k.startswith(src):
+        if not k.startswith(src) or skip(k[len(src):]):
             continue
         mod, leaf = k.rsplit(".", 1)
         if _quantized(w, mod):
@@ -268,38 +373,61 @@ def add_random_mtp(model_dir, seed=0):
             out[dst + k[len(src):]] = _random_like(rng, w[k])
         else:
             out[dst + k[len(src):]] = w[k]
-    norm = w["model.norm.weight"]
+
+
+def _random_fuse(rng, w, quant, src, name, norm, out):
+    """The module's [H, 2H] input projection `name`, random, quantized like layer src's linears
+    when they are (with the default parameters)."""
     h = norm.shape[0]
-    for name in ("enorm", "hnorm", "shared_head.norm"):
-        out[f"{dst}{name}.weight"] = _random_like(rng, norm, mean=1.0, std=0.05)
-    # eh_proj: quantized like the layers' linears when they are, with the default parameters.
-    layer_quantized = any(k.startswith(src) and k.endswith(".scales") for k in w)
-    eh = f"{dst}eh_proj"
-    if layer_quantized:
-        gs, bits, mode = _quant_params(quant, eh)
+    if any(k.startswith(src) and k.endswith(".scales") for k in w):
+        gs, bits, mode = _quant_params(quant, name)
         fresh = mx.array(rng.standard_normal((h, 2 * h)).astype(np.float32) / np.sqrt(2 * h))
         parts = mx.quantize(fresh, group_size=gs, bits=bits, mode=mode)
-        out[f"{eh}.weight"] = parts[0]
+        out[f"{name}.weight"] = parts[0]
         sdt = w[next(k for k in w if k.startswith(src) and k.endswith(".scales"))].dtype
-        out[f"{eh}.scales"] = parts[1].astype(sdt)
+        out[f"{name}.scales"] = parts[1].astype(sdt)
         if len(parts) > 2 and parts[2] is not None:
-            out[f"{eh}.biases"] = parts[2].astype(sdt)
+            out[f"{name}.biases"] = parts[2].astype(sdt)
     else:
-        out[f"{eh}.weight"] = _random_like(rng, norm, shape=(h, 2 * h), mean=0.0,
-                                           std=1.0 / np.sqrt(2 * h))
-    if _quantized(w, "lm_head"):
-        for suffix, v in _random_quantized(rng, w, quant, "lm_head").items():
-            out[f"{dst}shared_head.head.{suffix}"] = v
-    else:
-        out[f"{dst}shared_head.head.weight"] = _random_like(rng, w["lm_head.weight"])
-    for k in w:
-        if k.startswith("model.embed_tokens."):
-            out[dst + "embed_tokens." + k[len("model.embed_tokens."):]] = w[k]
-    _write_mtp(model_dir, config, out, quant, n)
+        out[f"{name}.weight"] = _random_like(rng, norm, shape=(h, 2 * h), mean=0.0,
+                                             std=1.0 / np.sqrt(2 * h))
+
+
+def _add_random_qwen_mtp(model_dir, config, w, quant, rng):
+    """Qwen's module (mtp.*): mtp.layers.0 redrawn from the first main attention layer (its
+    attention and norms) and the first main layer with the module's kind of MLP (dense where
+    mlp_only_layers holds 0, as vLLM decides), pre_fc norms and norm around 1, fc random; the
+    main embedding and head serve. Qwen3.5's text_config gets mtp_num_hidden_layers 1."""
+    t = text_config(config)
+    lm = "language_model.model." if "text_config" in config else "model."
+    interval = t.get("full_attention_interval", 4)
+    dense = 0 in t.get("mlp_only_layers", []) or not t.get("num_experts")
+    attn = f"{lm}layers.{interval - 1}."
+    mlp = f"{lm}layers.{0 if dense else interval - 1}.mlp."
+    dst = "mtp.layers.0."
+    out = {}
+    _redraw(rng, w, quant, attn, dst, out, skip=lambda rest: rest.startswith("mlp."))
+    _redraw(rng, w, quant, mlp, dst + "mlp.", out)
+    norm = w[f"{lm}norm.weight"]
+    for name in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        out[f"mtp.{name}.weight"] = _random_like(rng, norm, mean=1.0, std=0.05)
+    _random_fuse(rng, w, quant, attn, "mtp.fc", norm, out)
+    _write_mtp(model_dir, config, out, [(attn, dst), (mlp, dst + "mlp.")])
+    if "text_config" in config:
+        config["text_config"]["mtp_num_hidden_layers"] = 1
+    _write_config(model_dir, config)
     return sorted(out)
 
 
-def _write_mtp(model_dir, config, out, quant, n):
+def _write_config(model_dir, config):
+    with open(os.path.join(model_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+
+
+def _write_mtp(model_dir, config, out, carry):
+    """Writes the module's tensors `out` to MTP_FILE and the index; config.json's quantization
+    entries of modules under each (source prefix, module prefix) of `carry` are given to their
+    copies (in `config`, which the caller writes)."""
     first = sorted(glob.glob(os.path.join(model_dir, "model*.safetensors")))[0]
     _, meta = mx.load(first, return_metadata=True)
     mx.save_safetensors(os.path.join(model_dir, MTP_FILE), out, metadata=meta or {})
@@ -322,19 +450,14 @@ def _write_mtp(model_dir, config, out, quant, n):
         idx["metadata"]["total_size"] += sum(v.nbytes for v in out.values())
     with open(index, "w") as f:
         json.dump(idx, f, indent=2)
-    # Per-module quantization entries of layer N-1, lm_head and the embedding carry over.
     for key in ("quantization", "quantization_config"):
         q = config.get(key)
         if not isinstance(q, dict):
             continue
         extra = {}
         for mod, v in q.items():
-            if isinstance(v, (dict, bool)) and mod.startswith(f"model.layers.{n - 1}."):
-                extra[f"model.layers.{n}." + mod[len(f"model.layers.{n - 1}."):]] = v
-        for mod, new in (("lm_head", "shared_head.head"), ("model.embed_tokens", "embed_tokens")):
-            if isinstance(q.get(mod), (dict, bool)):
-                extra[f"model.layers.{n}.{new}"] = q[mod]
+            for src, dst in carry:
+                if isinstance(v, (dict, bool)) and (mod == src or mod.startswith(src) and
+                                                    src.endswith(".")):
+                    extra[dst + mod[len(src):]] = v
         q.update(extra)
-    config["num_nextn_predict_layers"] = 1
-    with open(os.path.join(model_dir, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)

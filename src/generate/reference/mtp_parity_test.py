@@ -108,8 +108,8 @@ def oracle_checks(model_dir, ids, base_main, prefill):
     # Both halves of eh_proj's input must count: zeroing either changes the logits.
     embed, head = mtp_module.embed_and_head(main, layer)
     x = mx.array(ids)[None]
-    hidden = main.model(x)[:, :-1]
-    emb = mtp_module.next_embeddings(embed, x[:, 1:], 0)
+    hidden = mtp_module.main_hidden(main, x)[:, :-1]
+    emb = mtp_module.next_embeddings(embed, x[:, 1:], 0, mtp_module.zero_first(layer))
     mask = mtp_module.create_attention_mask(emb, None, return_array=True)
     for name, (e_in, h_in) in {"embedding": (mx.zeros_like(emb), hidden),
                                "hidden state": (emb, mx.zeros_like(hidden))}.items():
