@@ -4,6 +4,7 @@ and every MTP draft row moex computes matches the oracle's logits of that row.
 
     mtp_parity_test.py MOEX_EXE WORKDIR --preset tiny-glm4-moe [--tol 1e-3] [--oracle-only]
     mtp_parity_test.py MOEX_EXE WORKDIR --preset tiny-glm4-moe --convert   (moex convert --keep-mtp)
+    mtp_parity_test.py MOEX_EXE WORKDIR --preset tiny-qwen3-next --hf-layout (the Hub's layout)
     mtp_parity_test.py MOEX_EXE WORKDIR --model DIR [--prompt-ids 1,2,3] [--tol 1e-3]
 
 --model runs the same checks on a checkpoint that has its MTP layer (e.g. the glm4_moe fixture
@@ -158,6 +159,10 @@ def run(argv):
     ap.add_argument("--tol", type=float, default=1e-4, help="nrms of moex's draft logits")
     ap.add_argument("--seed", type=int, default=7, help="seed of the random MTP tensors")
     ap.add_argument("--oracle-only", action="store_true", help="the oracle's checks, no moex")
+    ap.add_argument("--hf-layout", action="store_true",
+                    help="with --preset tiny-qwen3-next: a float checkpoint and module, moex "
+                         "reading them in the Hub's layout (per-expert tensors, zero-centred "
+                         "norms, to_hub_layout); the oracle reads the MLX layout they came from")
     ap.add_argument("--convert", action="store_true",
                     help="with --preset: a float checkpoint and module, then `moex convert -q "
                          "--keep-mtp`; the checks run on the converted (4-bit) checkpoint")
@@ -172,7 +177,7 @@ def run(argv):
     else:
         model_dir, name = os.path.join(os.path.abspath(a.work), a.preset), a.preset
         shutil.rmtree(model_dir, ignore_errors=True)
-        float_args = ["--bits", "0"] if a.convert else []
+        float_args = ["--bits", "0"] if a.convert or a.hf_layout else []
         moex([a.moex, "make-model", "--preset", a.preset, "--dtype", "f32", "--out", model_dir,
               "-q"] + float_args, "make-model")
         n_new = len(mtp_module.add_random_mtp(model_dir, a.seed))
@@ -184,14 +189,19 @@ def run(argv):
             moex([a.moex, "convert", model_dir, "--out", converted, "-q", "--keep-mtp",
                   "--quiet"], "convert --keep-mtp")
             model_dir, name = converted, os.path.basename(converted)
+        if a.hf_layout:
+            hub = model_dir + "-hub"
+            to_hub_layout(model_dir, hub)
+            moex_dir, name = hub, os.path.basename(hub)
         base = mtp_module.load(model_dir)[0]  # mlx-lm's main model, the module dropped
+    moex_dir = locals().get("moex_dir", model_dir)
     ids_arg = a.prompt_ids
     if a.oracle_only:
         ids = prompt + [int(x) for x in np.random.default_rng(a.seed).integers(0, 1000, STEPS)]
         _, bad = oracle_checks(model_dir, ids, main_logits(base, ids), len(prompt))
     else:
         # The exact precision tier whatever the default: the tolerance is set from its error.
-        common = [a.moex, "generate", "-m", model_dir, "--prompt-ids", ids_arg, "-n", str(STEPS),
+        common = [a.moex, "generate", "-m", moex_dir, "--prompt-ids", ids_arg, "-n", str(STEPS),
                   "--ignore-eos", "--precision", "exact"]
         plain_bin = os.path.join(a.work, f"{name}.plain.bin")
         r = moex(common + ["--dump-logits", plain_bin], "the plain run")
@@ -227,6 +237,53 @@ def run(argv):
         _, dbad = check_drafts(drafts, meta["vocab"], ref, a.tol)
         bad += dbad
     return report(f"mtp_parity {name}", bad)
+
+
+# The decoder norms Qwen3-Next's Hub checkpoints store zero-centred (w - 1; mlx-lm's sanitize and
+# moex add the 1 back), and the module's, which vLLM's Qwen3NextRMSNorm reads the same way.
+ZERO_CENTRED = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+                ".q_norm.weight", ".k_norm.weight", "mtp.norm.weight",
+                "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight")
+
+
+def to_hub_layout(mlx_dir, hub_dir):
+    """A copy of a float qwen3_next checkpoint in the Hub's layout: every stacked expert tensor
+    (the main layers' and the module's) split per expert (mlp.experts.E.{gate,up,down}_proj),
+    the Gated DeltaNet conv in PyTorch's layout [C, 1, K], the norms zero-centred, two shards
+    and an index. w - 1 is exact in float32 for the norms' values (0.5..2), so the 1 added
+    back gives the oracle's weights bit for bit."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "model", "engine", "reference"))
+    import parity
+    config = json.load(open(os.path.join(mlx_dir, "config.json")))
+    if config["model_type"] != "qwen3_next" or "quantization" in config:
+        print("mtp_parity: --hf-layout is for float qwen3_next checkpoints")
+        sys.exit(2)
+    out, norms = {}, []
+    for k, v in mtp_module.read_tensors(mlx_dir).items():
+        if ".mlp.switch_mlp." in k:
+            pre, rest = k.split(".mlp.switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{pre}.mlp.experts.{e}.{rest}"] = v[e]
+        elif k.endswith("linear_attn.conv1d.weight") and v.ndim == 3 and v.shape[-1] == 1:
+            out[k] = v.swapaxes(1, 2)
+        elif k.endswith(ZERO_CENTRED):
+            out[k] = v - 1.0
+            norms.append(v)
+        else:
+            out[k] = v
+    lo, hi = min(float(v.min()) for v in norms), max(float(v.max()) for v in norms)
+    if not (0.5 <= lo and hi <= 2.0):
+        print(f"mtp_parity: norm weights outside 0.5..2 ({lo:.3f}..{hi:.3f}): w - 1 would round")
+        sys.exit(2)
+    mx.eval(list(out.values()))
+    shutil.rmtree(hub_dir, ignore_errors=True)
+    os.makedirs(hub_dir)
+    for f in os.listdir(mlx_dir):
+        if not f.endswith(".safetensors") and f != "model.safetensors.index.json":
+            shutil.copy(os.path.join(mlx_dir, f), hub_dir)
+    parity.write_two_shards(hub_dir, out)
+    print(f"{os.path.basename(hub_dir)}: the Hub's layout, {len(norms)} norms zero-centred")
 
 
 def report(what, bad):
