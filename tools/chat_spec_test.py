@@ -52,23 +52,24 @@ def chat(moex, d, work, bias, extra):
     return json.loads(dump.read_text())
 
 
-def chat_mtp(moex, work):
-    """--spec mtp on tiny-glm4-moe with a random MTP module (src/generate/reference/
+def chat_mtp(moex, work, preset):
+    """--spec mtp on `preset` with a random MTP module (src/generate/reference/
     mtp_module.py): the module's state follows the session across turns (prefix reuse, the
-    answer's kept tokens), and every turn equals plain chat's. A random module's drafts are
+    answer's kept tokens; tiny-qwen3-next's recurrent session starts over where it cannot cut,
+    and its rejected passes rerun), and every turn equals plain chat's. A random module's drafts are
     rejected; acceptance is checked where drafts can be right (generate_unit_test MtpFamilies,
     docs/speculative.md)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "generate" / "reference"))
     try:
         import mtp_module
     except ImportError as e:
-        check(False, f"tiny-glm4-moe --spec mtp: cannot import the MTP module writer ({e})")
+        check(False, f"{preset} --spec mtp: cannot import the MTP module writer ({e})")
         return
     from tokenizers import Tokenizer
-    d = work / "tiny-glm4-moe-mtp"
-    r = run([moex, "make-model", "--preset", "tiny-glm4-moe", "--out", d, "-q"])
+    d = work / f"{preset}-mtp"
+    r = run([moex, "make-model", "--preset", preset, "--out", d, "-q"])
     if r.returncode != 0:
-        raise SystemExit(f"make-model tiny-glm4-moe failed:\n{r.stderr}")
+        raise SystemExit(f"make-model {preset} failed:\n{r.stderr}")
     mtp_module.add_random_mtp(str(d), seed=5)
     (d / "chat_template.jinja").write_text(TEMPLATE)
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
@@ -79,7 +80,7 @@ def chat_mtp(moex, work):
     plain = chat(moex, d, work, bias, [])
     for extra in (["--spec", "mtp"], ["--spec", "mtp", "--spec-draft", "3"]):
         got = chat(moex, d, work, bias, extra)
-        what = f"tiny-glm4-moe {' '.join(extra)}"
+        what = f"{preset} {' '.join(extra)}"
         same = len(got) == len(plain) == 3 and all(
             {k: v for k, v in g.items() if k != "spec"} == p for g, p in zip(got, plain))
         check(same, f"{what}: every turn's answer ids, text, prompt ids and reuse equal plain "
@@ -136,7 +137,8 @@ def main():
             check(rewound > 0, f"{preset}: rejected passes rewound the recurrent states "
                   f"({rewound} reruns)")
 
-    chat_mtp(a.moex, work)
+    for preset in ("tiny-glm4-moe", "tiny-qwen3-next"):
+        chat_mtp(a.moex, work, preset)
 
     d = work / PRESETS[0]
     for flags, name in [(["--spec", "ngram", "--spec-draft", "0"], "--spec-draft"),
