@@ -173,6 +173,7 @@ def run(argv):
     prompt = [int(x) for x in a.prompt_ids.split(",")]
     if a.model:
         model_dir, name = a.model, os.path.basename(os.path.normpath(a.model))
+        moex_dir = model_dir
         base = mtp_module.load(model_dir)[0]
     else:
         model_dir, name = os.path.join(os.path.abspath(a.work), a.preset), a.preset
@@ -193,8 +194,9 @@ def run(argv):
             hub = model_dir + "-hub"
             to_hub_layout(model_dir, hub)
             moex_dir, name = hub, os.path.basename(hub)
+        else:
+            moex_dir = model_dir
         base = mtp_module.load(model_dir)[0]  # mlx-lm's main model, the module dropped
-    moex_dir = locals().get("moex_dir", model_dir)
     ids_arg = a.prompt_ids
     if a.oracle_only:
         ids = prompt + [int(x) for x in np.random.default_rng(a.seed).integers(0, 1000, STEPS)]
