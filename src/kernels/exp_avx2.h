@@ -7,10 +7,10 @@
 namespace moex::kernels {
 namespace {
 
-// e^x for x clamped to [-87, 88]: Cody-Waite reduction by ln 2, degree-7 polynomial, 2^n by
+// e^x for x clamped to [-87, 88] (a NaN stays NaN: the clamps return their second operand): Cody-Waite reduction by ln 2, degree-7 polynomial, 2^n by
 // building the exponent bits.
 inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
+  x = _mm256_min_ps(_mm256_set1_ps(88.f), _mm256_max_ps(_mm256_set1_ps(-87.f), x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);

@@ -1,6 +1,8 @@
 // The scalar f32 vector primitives (the reference) and the per-ISA selection.
 #include "kernels/vector_f32.h"
 
+#include <cmath>
+
 #include "kernels/vector_f32_variants.h"
 
 namespace moex::kernels {
@@ -14,6 +16,15 @@ float dot_scalar(const float* a, const float* b, int64_t n) {
 
 void axpy_scalar(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+float exp_sum_scalar(float* x, int64_t n, float m, float sum0) {
+  float sum = sum0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  return sum;
 }
 
 // scaled_dots and weighted_sums as the loops of an instruction set's dot and axpy: the
@@ -37,12 +48,13 @@ void weighted_sums_of(const float* p, int64_t nq, int64_t stride, const float* v
 
 constexpr VectorF32Ops kVectorF32Scalar{"vector_f32_scalar", dot_scalar, axpy_scalar,
                                         scaled_dots_of<dot_scalar>,
-                                        weighted_sums_of<axpy_scalar>};
+                                        weighted_sums_of<axpy_scalar>, exp_sum_scalar};
 constexpr VectorF32Ops kVectorF32Avx2{"vector_f32__avx2", dot_f32__avx2, axpy_f32__avx2,
                                       scaled_dots_of<dot_f32__avx2>,
-                                      weighted_sums_of<axpy_f32__avx2>};
+                                      weighted_sums_of<axpy_f32__avx2>, exp_sum_f32__avx2};
 constexpr VectorF32Ops kVectorF32Avx512{"vector_f32__avx512", dot_f32__avx512, axpy_f32__avx512,
-                                        scaled_dots_f32__avx512, weighted_sums_f32__avx512};
+                                        scaled_dots_f32__avx512, weighted_sums_f32__avx512,
+                                        exp_sum_f32__avx512};
 
 }  // namespace
 
@@ -61,7 +73,8 @@ const VectorF32Ops& vector_f32_ops(Isa isa) {
 const VectorF32Ops& vector_f32_reference_ops(Isa isa) {
   static constexpr VectorF32Ops kAvx512Loops{"vector_f32__avx512_loops", dot_f32__avx512,
                                              axpy_f32__avx512, scaled_dots_of<dot_f32__avx512>,
-                                             weighted_sums_of<axpy_f32__avx512>};
+                                             weighted_sums_of<axpy_f32__avx512>,
+                                             exp_sum_f32__avx512};
   if (isa == Isa::kAvx512) return kAvx512Loops;
   return vector_f32_ops(isa);
 }

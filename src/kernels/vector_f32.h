@@ -27,6 +27,11 @@ struct VectorF32Ops {
   // axpy(p[j * stride + t], values + t * pitch, out + j * width, width) for t = 0, 1, ..., n - 1.
   void (*weighted_sums)(const float* p, int64_t nq, int64_t stride, const float* values,
                         int64_t pitch, int64_t n, int64_t width, float* out);
+  // Softmax's exponentials: x[i] = e^(x[i] - m) for i < n, and returns sum0 plus their sum.
+  // The scalar variant is std::exp, summed in index order after sum0; the SIMD variants use
+  // the elementwise ops' e^x (kernels/exp_avx2.h, exp_avx512.h: within a few ulp of
+  // std::exp, an argument below -87 taken as -87) and lane-wise sums.
+  float (*exp_sum)(float* x, int64_t n, float m, float sum0);
 };
 
 // The variant for `isa` (the scalar one for Isa::kScalar).

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "kernels/exp_avx512.h"
 #include "kernels/vector_f32_variants.h"
 
 namespace moex::kernels {
@@ -56,12 +57,16 @@ constexpr __mmask16 kAll = 0xFFFF;
 // live in registers (without it GCC 12 kept them in memory: a store per FMA).
 #define MOEX_UNROLL _Pragma("GCC unroll 16")
 
+// Keys whose sums are finished together by reduce16 (one per lane).
+constexpr int kKeysPerGroup = 16;
+
 // J query rows by T keys, each sum in dot_f32__avx512's order (two accumulators over
 // 32-float blocks, a last full vector into the first, the masked tail into the second), then
-// times scale. The rows and keys share their loads; each sum's arithmetic is dot's.
+// times scale. The rows and keys share their loads; each sum's arithmetic is dot's. With
+// `partial`, the two accumulators' sum is stored there for reduce16 instead of reduced here.
 template <int J, int T>
 void dots_block(const float* q, const float* k, int64_t w, float scale, float* scores,
-                int64_t stride) {
+                int64_t stride, float* partial) {
   __m512 s0[J][T], s1[J][T];
   MOEX_UNROLL
   for (int j = 0; j < J; ++j)
@@ -101,8 +106,45 @@ void dots_block(const float* q, const float* k, int64_t w, float scale, float* s
   MOEX_UNROLL
   for (int j = 0; j < J; ++j)
     MOEX_UNROLL
-    for (int t = 0; t < T; ++t)
-      scores[j * stride + t] = _mm512_reduce_add_ps(_mm512_add_ps(s0[j][t], s1[j][t])) * scale;
+    for (int t = 0; t < T; ++t) {
+      const __m512 s = _mm512_add_ps(s0[j][t], s1[j][t]);
+      if (partial)  // left for reduce16 (j's 16 vectors kKeysPerGroup * 16 floats apart)
+        _mm512_store_ps(partial + (j * kKeysPerGroup + t) * 16, s);
+      else
+        scores[j * stride + t] = _mm512_reduce_add_ps(s) * scale;
+    }
+}
+
+// The order of _mm512_reduce_add_ps's tree (GCC's avx512fintrin.h) over lanes x0..x15:
+// a_i = x_i + x_(i+8) (i < 8), b_i = a_i + a_(i+4) (i < 4), c_0 = b_0 + b_2, c_1 = b_1 + b_3,
+// sum = c_0 + c_1. reduce16 runs that tree for 16 vectors at once, each level adding lanes of
+// two vectors brought side by side by shuffles, and so gives each vector's sum bit for bit.
+// Vector m of the tree's input is key key_of(m): the shuffles leave key 4 * (m % 4) + m / 4 in
+// lane m, so that order puts key t in lane t.
+constexpr int key_of(int m) { return 4 * (m % 4) + m / 4; }
+
+// scores[t] = (the sum of the 16 lanes of part[t * 16 ...]) * scale for t < 16, each sum in
+// _mm512_reduce_add_ps's order.
+void reduce16(const float* part, float scale, float* scores) {
+  __m512 a[8], b[4], c[2];
+  MOEX_UNROLL
+  for (int k = 0; k < 8; ++k) {
+    const __m512 x = _mm512_load_ps(part + key_of(2 * k) * 16);
+    const __m512 y = _mm512_load_ps(part + key_of(2 * k + 1) * 16);
+    a[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  MOEX_UNROLL
+  for (int k = 0; k < 4; ++k)
+    b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  MOEX_UNROLL
+  for (int k = 0; k < 2; ++k)
+    c[k] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 sum = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_storeu_ps(scores, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
 }
 
 // J rows of the weighted sums over C vectors of 16 columns starting at column c (the last
@@ -137,12 +179,25 @@ void sums_block(const float* p, int64_t stride, const float* v, int64_t pitch, i
       _mm512_mask_storeu_ps(out + j * w + c + 16 * x, x == C - 1 ? m : kAll, acc[j][x]);
 }
 
+// Whole groups of 16 keys leave their vectors in `partial` and are reduced 16 at a time
+// (a horizontal sum per key cost about as much as the key's FMAs); the keys after the last
+// whole group are reduced one by one. The same bits either way.
 template <int J>
 void dots_rows(const float* q, const float* keys, int64_t n, int64_t w, float scale,
                float* scores, int64_t stride) {
+  alignas(64) float partial[J * kKeysPerGroup * 16];
   int64_t t = 0;
-  for (; t + 2 <= n; t += 2) dots_block<J, 2>(q, keys + t * w, w, scale, scores + t, stride);
-  if (t < n) dots_block<J, 1>(q, keys + t * w, w, scale, scores + t, stride);
+  for (; t + kKeysPerGroup <= n; t += kKeysPerGroup) {
+    MOEX_UNROLL
+    for (int u = 0; u < kKeysPerGroup; u += 2)
+      dots_block<J, 2>(q, keys + (t + u) * w, w, scale, nullptr, stride, partial + u * 16);
+    MOEX_UNROLL
+    for (int j = 0; j < J; ++j)
+      reduce16(partial + j * kKeysPerGroup * 16, scale, scores + j * stride + t);
+  }
+  for (; t + 2 <= n; t += 2)
+    dots_block<J, 2>(q, keys + t * w, w, scale, scores + t, stride, nullptr);
+  if (t < n) dots_block<J, 1>(q, keys + t * w, w, scale, scores + t, stride, nullptr);
 }
 
 template <int J>
@@ -208,6 +263,24 @@ void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const
   for (int64_t t = 0; t < n; t += kKeysPerChunk)
     weighted_sums_chunk(p + t, nq, stride, values + t * pitch, pitch,
                         std::min(kKeysPerChunk, n - t), width, t == 0, out);
+}
+
+float exp_sum_f32__avx512(float* x, int64_t n, float m, float sum0) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    _mm512_storeu_ps(x + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __mmask16 k = __mmask16((1u << (n - i)) - 1);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(vm, k, x + i), vm));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    acc = _mm512_mask_add_ps(acc, k, acc, e);
+  }
+  return sum0 + _mm512_reduce_add_ps(acc);
 }
 
 }  // namespace moex::kernels

@@ -1,6 +1,6 @@
 // GQA attention: one (kv head, block of its query heads, tile of rows) is one unit of work;
 // scores in f32 (SIMD dot products of the active instruction set, kernels/vector_f32.h),
-// max-subtracted softmax, weighted sum of values.
+// max-subtracted softmax (its e^x the instruction set's too), weighted sum of values.
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
@@ -54,12 +54,8 @@ void attend_tile(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64
     float* s = scores;
     vec.scaled_dots(a.q + (r * a.heads + h0) * hd, nh, c.key(kr.first, kvh), n, hd, a.scale, s,
                     stride);
-    for (int64_t j = 0; j < nh; ++j) {
-      if (a.sinks)
-        softmax_with_sink(s + j * stride, n, a.sinks[h0 + j]);
-      else
-        softmax(s + j * stride, n);
-    }
+    for (int64_t j = 0; j < nh; ++j)
+      softmax(vec, s + j * stride, n, a.sinks ? a.sinks + h0 + j : nullptr);
     vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), hd, n, hd,
                       a.out + (r * a.heads + h0) * hd);
   }

@@ -85,7 +85,7 @@ void mla_attention(const MlaAttentionArgs& a) {
       const int64_t nh = std::min(per_unit, a.heads - h0), n = a.pos0 + r + 1;
       vec.scaled_dots(a.q + (r * a.heads + h0) * dim, nh, c.key(0, 0), n, dim, a.scale,
                       scores.data(), max_keys);
-      for (int64_t j = 0; j < nh; ++j) softmax(scores.data() + j * max_keys, n);
+      for (int64_t j = 0; j < nh; ++j) softmax(vec, scores.data() + j * max_keys, n, nullptr);
       vec.weighted_sums(scores.data(), nh, max_keys, c.key(0, 0), dim, n, L,
                         a.out + (r * a.heads + h0) * L);
     }

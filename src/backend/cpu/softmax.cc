@@ -18,7 +18,7 @@ namespace {
 
 // softmax over x[0..n) and, when `sink` is given, one more logit that takes mass and has no
 // output. Without a sink the sum starts at 0, so the arithmetic is plain softmax's.
-void softmax_body(float* x, int64_t n, const float* sink) {
+void softmax_body(const kernels::VectorF32Ops& vec, float* x, int64_t n, const float* sink) {
   if (n <= 0) return;
   const float m = sink ? std::max(row_max(x, n), *sink) : row_max(x, n);
   if (!std::isfinite(m)) {  // all -inf (fully masked) or +inf present: spread uniformly over maxima
@@ -27,11 +27,7 @@ void softmax_body(float* x, int64_t n, const float* sink) {
     for (int64_t i = 0; i < n; ++i) x[i] = (x[i] == m && cnt) ? 1.f / float(cnt) : 0.f;
     return;
   }
-  float sum = sink ? std::exp(*sink - m) : 0.f;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - m);
-    sum += x[i];
-  }
+  const float sum = vec.exp_sum(x, n, m, sink ? std::exp(*sink - m) : 0.f);
   const float inv = 1.f / sum;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
@@ -39,9 +35,17 @@ void softmax_body(float* x, int64_t n, const float* sink) {
 
 }  // namespace
 
-void softmax(float* x, int64_t n) { softmax_body(x, n, nullptr); }
+void softmax(float* x, int64_t n) {
+  softmax_body(kernels::vector_f32_ops(Isa::kScalar), x, n, nullptr);
+}
 
-void softmax_with_sink(float* x, int64_t n, float sink) { softmax_body(x, n, &sink); }
+void softmax_with_sink(float* x, int64_t n, float sink) {
+  softmax_body(kernels::vector_f32_ops(Isa::kScalar), x, n, &sink);
+}
+
+void softmax(const kernels::VectorF32Ops& vec, float* x, int64_t n, const float* sink) {
+  softmax_body(vec, x, n, sink);
+}
 
 void log_softmax(float* x, int64_t n) {
   if (n <= 0) return;

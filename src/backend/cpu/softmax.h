@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/vector_f32.h"
+
 namespace moex::ops {
 
 // In place: x <- exp(x - max) / sum. Entries equal to -inf become 0.
@@ -14,6 +16,10 @@ void softmax(float* x, int64_t n);
 // output (attention sinks, mx.fast.scaled_dot_product_attention's `sinks`): x[i] =
 // exp(x[i] - m) / (sum_j exp(x[j] - m) + exp(sink - m)), m the largest of all n + 1.
 void softmax_with_sink(float* x, int64_t n, float sink);
+// Attention's softmax (with `sink` null or one more logit): the same, with the exponentials
+// and their sum from the instruction set's vector op (VectorF32Ops::exp_sum; the scalar
+// variant's bits are softmax's and softmax_with_sink's).
+void softmax(const kernels::VectorF32Ops& vec, float* x, int64_t n, const float* sink);
 // In place: x <- x - logsumexp(x).
 void log_softmax(float* x, int64_t n);
 // Index of the first maximum (NaN entries are never chosen unless all are NaN -> 0).
