@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/kv_cache_type.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
@@ -44,7 +45,7 @@ struct BenchFlags {
   std::string model;
   std::string prompt = kDefaultPrompt;
   std::optional<std::string> prompt_ids, prompt_tokens, n, warmup, repeats, fused, max_dff,
-      threads, precision, weights, isa;
+      threads, precision, weights, kv_cache, isa;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   std::string output = "md";
   ExpertParallelFlags expert_parallel;
@@ -252,7 +253,8 @@ int run_bench(const BenchFlags& f) {
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   dist::Collective* collective = ep ? &ep->collective() : nullptr;
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   require_mapped_weights(ep);
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 24) : 100;
   const int64_t warmup =
@@ -386,6 +388,7 @@ int run_bench(const BenchFlags& f) {
                  {"model_backend", opt.model_backend ? opt.model_backend->name() : "cpu"},
                  {"isa", isa_name(active_isa())},
                  {"precision", kernels::active_precision_label()}, {"threads", num_threads()},
+                 {"kv_cache", backend::kv_cache_type_name(backend::kv_cache_type())},
                  {"cpu_model", cpu_model_name()},
                  {"moex_commit", moex_commit()}, {"date", date},
                  {"default_cap", moe::backend_default_max_dff(opt.backend)},
@@ -450,6 +453,7 @@ int run_bench(const BenchFlags& f) {
                 {"threads", integer_cell(num_threads())},
                 {"isa", text_cell(isa_name(active_isa()))},
                 {"precision", text_cell(kernels::active_precision_label())},
+                {"kv_cache", text_cell(backend::kv_cache_type_name(backend::kv_cache_type()))},
                 {"backend", text_cell(moe::backend_name(opt.backend))},
                 {"default_cap", integer_cell(moe::backend_default_max_dff(opt.backend))},
                 {"date", text_cell(date)},
@@ -538,7 +542,7 @@ CommandSetup bench_decode_setup = [](CLI::App& sub) -> std::function<int()> {
                  "auto, on, off, or both (interleaved off/on arms; default auto)");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa, &f->kv_cache);
   add_backend_options(sub, &f->backends);
   sub.add_option("-o,--output", f->output, "md, csv or json (json: for `moex sweep`)")
       ->capture_default_str();

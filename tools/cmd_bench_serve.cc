@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/kv_cache_type.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
@@ -41,7 +42,7 @@ using nlohmann::json;
 
 struct Flags {
   std::string model;
-  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights,
+  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights, kv_cache,
       isa, batch_tokens;
   std::string output = "md";
 };
@@ -181,7 +182,8 @@ double ms(double s) { return s * 1e3; }
 int run(const Flags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   const std::vector<int64_t> streams =
       parse_int_list(f.streams.value_or("1,2,4,8"), "--streams", 1, serve::kMaxParallel);
   const int64_t prompt_tokens =
@@ -272,6 +274,7 @@ int run(const Flags& f) {
                 {"threads", integer_cell(num_threads())},
                 {"isa", text_cell(isa_name(active_isa()))},
                 {"precision", text_cell(kernels::active_precision_label())},
+                {"kv_cache", text_cell(backend::kv_cache_type_name(backend::kv_cache_type()))},
                 {"date", text_cell(utc_date_time())},
                 {"peak_rss_mib", number_cell(double(peak_rss_bytes()) / double(1 << 20), 1)}};
   rep.columns = {"streams", "median_tps", "min_tps", "max_tps", "over_1_stream",
@@ -331,6 +334,7 @@ std::function<int()> setup_bench_serve(CLI::App& sub) {
   sub.add_option("--threads", f->threads, "worker threads");
   sub.add_option("--precision", f->precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--weights", f->weights, kWeightsHelp)->type_name("map|copy");
+  sub.add_option("--kv-cache", f->kv_cache, kKvCacheHelp)->type_name("f32|f16");
   sub.add_option("--isa", f->isa, "scalar|avx2|avx512");
   sub.add_option("-o", f->output, "md|csv|json (default md)");
   return [f] { return run(*f); };

@@ -40,7 +40,7 @@ using generate::TokenId;
 struct BenchSpecFlags {
   std::string model;
   std::optional<std::string> prompt, prompt_file, prompt_ids, n, repeats, max_draft, forced,
-      threads, precision, weights;
+      threads, precision, weights, kv_cache;
   SpecFlags spec;
 };
 
@@ -170,7 +170,8 @@ std::string read_prompt_file(const std::string& path) {
 int run_bench_spec(const BenchSpecFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
   eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   SpecFlags sf = f.spec;  // the ngram arm always runs: --spec is optional here
   if (!sf.spec) sf.spec = "ngram";
   const SpecSetup spec = spec_setup(sf);
@@ -316,7 +317,7 @@ CommandSetup bench_spec_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--forced", f->forced,
                  "forced-draft arms: acceptance rates in [0, 1], comma-separated (default 1)")
       ->type_name("A,...");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr, &f->kv_cache);
   add_spec_options(sub, f->spec);
   return [f] { return run_bench_spec(*f); };
 };

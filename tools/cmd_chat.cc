@@ -49,7 +49,7 @@ using serve::chat_message;
 
 struct ChatFlags {
   std::string model;
-  std::optional<std::string> system, n, threads, precision, weights, fused, context,
+  std::optional<std::string> system, n, threads, precision, weights, kv_cache, fused, context,
       dump_turns;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;
@@ -193,7 +193,8 @@ std::optional<eng::EngineSession::Prefill> prefill_in_pieces(
 int run_chat(const ChatFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
   eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 512;
   const int64_t context = f.context ? parse_int_strict(*f.context, "--context", 2, INT32_MAX) : 0;
   eng::parse_backend_choice(f.backends);  // a malformed flag fails before the model loads
@@ -357,7 +358,7 @@ CommandSetup chat_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--context", f->context,
                  "KV cache capacity in tokens (default: max_position_embeddings, at most 4096)")
       ->type_name("INT");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr, &f->kv_cache);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   add_backend_options(sub, &f->backends);
   sub.add_option("--dump-turns", f->dump_turns,

@@ -46,7 +46,7 @@ using serve::chat_message;
 
 struct GenerateFlags {
   std::string model;
-  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, isa,
+  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, kv_cache, isa,
       dump_logits, dump_draft_logits, prefill_chunk;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;
@@ -78,7 +78,8 @@ int run_generate(GenerateFlags f) {
   ExpertParallelRun* ep = ExpertParallelRun::start(f.expert_parallel, f.model);
   if (ep && !ep->root()) f.dump_logits.reset();  // rank 0 writes it (every rank has the logits)
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   require_mapped_weights(ep);
   const int64_t n = f.n ? parse_int_strict(*f.n, "-n", 1, int64_t{1} << 30) : 128;
   if (f.system && !f.chat) fail("--system is a turn of the chat template: it needs --chat");
@@ -325,7 +326,7 @@ CommandSetup generate_setup = [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa, &f->kv_cache);
   add_backend_options(sub, &f->backends);
   sub.add_option("--prefill-chunk", f->prefill_chunk,
                  "prompt tokens per prefill batch, 1-65536 (default 512): bounds prefill memory")

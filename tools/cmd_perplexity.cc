@@ -43,7 +43,7 @@ constexpr int64_t kMaxTextBytes = int64_t{1} << 30;
 struct PerplexityFlags {
   std::string model;
   std::optional<std::string> file, token_ids, ctx, chunks, batch, save_logits, kl_base, fused, max_dff,
-      threads, precision, weights, isa, output;
+      threads, precision, weights, kv_cache, isa, output;
 };
 
 // What the scored half of each window runs through.
@@ -64,7 +64,8 @@ std::vector<ScorePath> score_paths(const std::optional<std::string>& fused) {
 int run_perplexity(const PerplexityFlags& f) {
   if (f.threads) parse_threads_flag(*f.threads);
   eng::apply_cpu_settings(f.threads, lowercase_opt(f.isa), lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   const std::string out_format = f.output ? lowercase(*f.output) : "text";
   if (out_format != "text" && out_format != "json")
     fail("-o ", *f.output, ": expected text or json");
@@ -273,7 +274,7 @@ CommandSetup perplexity_setup = [](CLI::App& sub) -> std::function<int()> {
                  "steps with the fused MoE path on, off, or both (two runs)");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, &f->isa, &f->kv_cache);
   sub.add_option("-o,--output", f->output, "text (default) or json")->type_name("FORMAT");
   return [f] { return run_perplexity(*f); };
 };

@@ -49,7 +49,7 @@ namespace eng = moex::model::engine;
 
 struct ServeFlags {
   std::string model;
-  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
+  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights, kv_cache,
       fused, max_dff, reasoning_format, test_replies, cache_ram, batch_tokens;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   ExpertParallelFlags expert_parallel;
@@ -142,7 +142,8 @@ int run_serve(const ServeFlags& f) {
   SignalWatcher signals;
   if (f.threads) parse_threads_flag(*f.threads);
   eng::apply_cpu_settings(f.threads, std::nullopt, lowercase_opt(f.precision),
-                          lowercase_opt(f.weights));
+                          lowercase_opt(f.weights),
+                          lowercase_opt(f.kv_cache));
   serve::HttpOptions http;
   if (f.host) {
     if (f.host->empty()) fail("--host: expected an address, got an empty string");
@@ -381,7 +382,7 @@ CommandSetup serve_setup = [](CLI::App& sub) -> std::function<int()> {
                  "model name in /v1/models and responses (default: the "
                  "directory's name)")
       ->type_name("NAME");
-  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr);
+  add_cpu_run_options(sub, &f->threads, &f->precision, &f->weights, nullptr, &f->kv_cache);
   sub.add_option("--fused", f->fused, "fused MoE decode path: auto (cap applies), on, off");
   sub.add_option("--max-dff", f->max_dff, "Dff cap of the fused path in auto mode")
       ->type_name("INT");

@@ -92,11 +92,13 @@ uint64_t random_seed() {
 
 void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
                          std::optional<std::string>* precision,
-                         std::optional<std::string>* weights, std::optional<std::string>* isa) {
+                         std::optional<std::string>* weights, std::optional<std::string>* isa,
+                         std::optional<std::string>* kv_cache) {
   sub.add_option("--threads", *threads, "worker threads, 1-1024 (default: all cores)")
       ->type_name("INT");
   sub.add_option("--precision", *precision, kPrecisionHelp)->type_name("TIER");
   sub.add_option("--weights", *weights, kWeightsHelp)->type_name("map|copy");
+  sub.add_option("--kv-cache", *kv_cache, kKvCacheHelp)->type_name("f32|f16");
   if (isa)
     sub.add_option("--isa", *isa, "instruction set: scalar, avx2, avx512 (default: the best)");
 }

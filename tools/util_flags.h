@@ -37,11 +37,18 @@ inline constexpr const char* kWeightsHelp =
     "map (default: the checkpoint mapped from the page cache) or copy (read at load into "
     "anonymous 2 MB pages: steadier decode, memory of the model's size); overrides MOEX_WEIGHTS";
 
-// --threads, --precision, --weights and, when `isa` is not null, --isa: the CPU options of
-// every command that runs the model, with one help text each.
+// The help of --kv-cache (backend/kv_cache_type.h).
+inline constexpr const char* kKvCacheHelp =
+    "element type of the KV cache: f32 (default) or f16 (half the memory per token of context "
+    "and half the bytes long-context decode reads; keys and values rounded to f16, as "
+    "llama.cpp's default cache); overrides MOEX_KV_CACHE";
+
+// --threads, --precision, --weights, --kv-cache and, when `isa` is not null, --isa: the CPU
+// options of every command that runs the model, with one help text each.
 void add_cpu_run_options(CLI::App& sub, std::optional<std::string>* threads,
                          std::optional<std::string>* precision,
-                         std::optional<std::string>* weights, std::optional<std::string>* isa);
+                         std::optional<std::string>* weights, std::optional<std::string>* isa,
+                         std::optional<std::string>* kv_cache);
 
 // --backend, --experts-on and --n-cpu-moe (model/engine/backend_choice.h), with one help
 // text each.

@@ -356,6 +356,21 @@ TEST(BackendConformance, EveryCaseOnEveryTargetMatchesTheScalarReference) {
               cuda_reason.c_str());
 }
 
+// An F16 KV cache lives in host memory only: a backend of other memory refuses it by name
+// and says what runs it, and still makes f32 ones.
+TEST(BackendConformance, F16KvCacheIsHostMemoryOnly) {
+  const ForeignMemoryBackend foreign;
+  try {
+    (void)foreign.new_kv_cache(2, 8, 4, true, DType::F16);
+    ADD_FAILURE() << "no moex::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("foreign-memory-check backend"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--kv-cache f16 runs on the CPU"), std::string::npos);
+  }
+  EXPECT_EQ(foreign.new_kv_cache(2, 8, 4).bytes(), 2 * 2 * 8 * 4 * 4);
+  EXPECT_EQ(cpu_backend().new_kv_cache(2, 8, 4, true, DType::F16).bytes(), 2 * 2 * 8 * 4 * 2);
+}
+
 // The CUDA rows, reported as skipped with the reason (label unit: no device needed).
 TEST(BackendConformance, CudaRows) {
   const std::string why = cuda_skip_reason();

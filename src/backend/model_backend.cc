@@ -26,13 +26,16 @@ const char* op_name(Op op) {
 const char* memory_name(Memory m) { return m == Memory::kHost ? "host" : "cuda"; }
 
 ops::KvCache ModelBackend::new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity,
-                                        bool values) const {
+                                        bool values, DType dtype) const {
   if (kv_heads < 1 || head_dim < 1 || capacity < 1)
     fail(name(), " backend: a KV cache of kv_heads ", kv_heads, ", head_dim ", head_dim,
          ", capacity ", capacity);
-  const int64_t plane = kv_heads * head_dim * capacity * int64_t(sizeof(float));
+  if (dtype != DType::F32 && (dtype != DType::F16 || memory() != Memory::kHost))
+    fail(name(), " backend: a KV cache of ", dtype_name(dtype),
+         " elements (this backend keeps its KV cache in f32; --kv-cache f16 runs on the CPU)");
+  const int64_t plane = kv_heads * head_dim * capacity * int64_t(dtype_size(dtype));
   return ops::KvCache(alloc(plane), values ? alloc(plane) : Buffer(), kv_heads, head_dim,
-                      capacity);
+                      capacity, dtype);
 }
 
 void require_op(const ModelBackend& be, Op op) {

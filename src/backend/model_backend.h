@@ -44,9 +44,10 @@ class ModelBackend {
   virtual void download(void* host_dst, const void* src, int64_t bytes) const = 0;
   // dst[0..bytes) = 0, in this backend's memory.
   virtual void zero(void* dst, int64_t bytes) const = 0;
-  // An empty KV cache in this backend's memory (ops::KvCache; values = false: keys only).
+  // An empty KV cache in this backend's memory (ops::KvCache; values = false: keys only) of
+  // f32 or f16 elements (f16 in host memory only: moex::Error naming the backend otherwise).
   ops::KvCache new_kv_cache(int64_t kv_heads, int64_t head_dim, int64_t capacity,
-                            bool values = true) const;
+                            bool values = true, DType dtype = DType::F32) const;
 
   // out[r] = W x[r] + b (ops::linear's contract: every quant::Format, unquantized included).
   virtual void linear(const ops::LinearArgs& a) const = 0;

@@ -32,6 +32,13 @@ struct VectorF32Ops {
   // the elementwise ops' e^x (kernels/exp_avx2.h, exp_avx512.h: within a few ulp of
   // std::exp, an argument below -87 taken as -87) and lane-wise sums.
   float (*exp_sum)(float* x, int64_t n, float m, float sum0);
+  // scaled_dots and weighted_sums over rows of IEEE f16 (an F16 KV cache, backend/kv_cache.h;
+  // value rows `width` apart): bit for bit the f32 ops over the same rows converted to f32
+  // (exactly), in chunks of keys converted to f32 in a thread's scratch.
+  void (*scaled_dots_f16)(const float* q, int64_t nq, const uint16_t* keys, int64_t n,
+                          int64_t width, float scale, float* scores, int64_t stride);
+  void (*weighted_sums_f16)(const float* p, int64_t nq, int64_t stride, const uint16_t* values,
+                            int64_t n, int64_t width, float* out);
 };
 
 // The variant for `isa` (the scalar one for Isa::kScalar).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/kernels_test_util.h"
 
 namespace moex::kernels {
@@ -145,6 +146,40 @@ TEST(VectorF32, ExpSumMatchesStdExpOnEveryIsa) {
     EXPECT_TRUE(std::isnan(z[3]));
     EXPECT_EQ(z[4], 1.f);
     std::printf("%s: exp_sum's largest relative error against std::exp %.3g\n", ops.name, worst);
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
+// The f16 ops (an F16 KV cache): bit for bit the f32 ops over the same rows converted to f32,
+// on every ISA, for key counts within one chunk and over several and widths with tails.
+TEST(VectorF32, F16OpsEqualF32OpsOnConvertedRows) {
+  int checked = 0;
+  for (Isa isa : supported_isas()) {
+    const VectorF32Ops& ops = vector_f32_ops(isa);
+    for (int64_t w : {1, 16, 17, 64, 100, 128, 256})
+      for (int64_t nq : {1, 3, 4, 8})
+        for (int64_t n : {1, 2, 16, 33, 70}) {
+          SCOPED_TRACE(std::string(ops.name) + " width " + std::to_string(w) + " rows " +
+                       std::to_string(nq) + " keys " + std::to_string(n));
+          const auto q = random_normal(nq * w, 1.f, uint64_t(w * 7 + nq * 3 + n));
+          const auto raw = random_normal(n * w, 3.f, uint64_t(w + nq * 11 + n * 101));
+          std::vector<uint16_t> half(raw.size());
+          std::vector<float> widened(raw.size());
+          for (size_t i = 0; i < raw.size(); ++i) {
+            half[i] = f32_to_f16(raw[i]);
+            widened[i] = f16_to_f32(half[i]);
+          }
+          const int64_t stride = n + 2;
+          std::vector<float> got(size_t(nq * stride), -7.f), want = got;
+          ops.scaled_dots_f16(q.data(), nq, half.data(), n, w, 0.21f, got.data(), stride);
+          ops.scaled_dots(q.data(), nq, widened.data(), n, w, 0.21f, want.data(), stride);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "scaled_dots";
+          std::vector<float> out(size_t(nq * w + 3), 5.f), out_ref = out;
+          ops.weighted_sums_f16(want.data(), nq, stride, half.data(), n, w, out.data());
+          ops.weighted_sums(want.data(), nq, stride, widened.data(), w, n, w, out_ref.data());
+          ASSERT_EQ(0, std::memcmp(out.data(), out_ref.data(), out.size() * 4)) << "weighted_sums";
+        }
     ++checked;
   }
   EXPECT_GE(checked, 1);

@@ -1,5 +1,5 @@
 // GQA attention: one (kv head, block of its query heads, tile of rows) is one unit of work;
-// scores in f32 (SIMD dot products of the active instruction set, kernels/vector_f32.h),
+// over an f32 or f16 cache (the f16 rows read as f32 exactly), scores in f32 (SIMD dot products of the active instruction set, kernels/vector_f32.h),
 // max-subtracted softmax (its e^x the instruction set's too), weighted sum of values.
 #include "backend/cpu/attention.h"
 
@@ -48,16 +48,23 @@ void attend_tile(const AttentionArgs& a, const kernels::VectorF32Ops& vec, int64
   const int64_t hd = c.head_dim();
   const int64_t kvh = h0 / (a.heads / c.kv_heads());
   const int64_t nh = h1 - h0;
+  const bool half = c.dtype() == DType::F16;
   for (int64_t r = r0; r < r1; ++r) {
     const KeyRange kr = key_range(a, r);
     const int64_t n = kr.last + 1 - kr.first;
     float* s = scores;
-    vec.scaled_dots(a.q + (r * a.heads + h0) * hd, nh, c.key(kr.first, kvh), n, hd, a.scale, s,
-                    stride);
+    const float* q = a.q + (r * a.heads + h0) * hd;
+    float* out = a.out + (r * a.heads + h0) * hd;
+    if (half)
+      vec.scaled_dots_f16(q, nh, c.key_f16(kr.first, kvh), n, hd, a.scale, s, stride);
+    else
+      vec.scaled_dots(q, nh, c.key(kr.first, kvh), n, hd, a.scale, s, stride);
     for (int64_t j = 0; j < nh; ++j)
       softmax(vec, s + j * stride, n, a.sinks ? a.sinks + h0 + j : nullptr);
-    vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), hd, n, hd,
-                      a.out + (r * a.heads + h0) * hd);
+    if (half)
+      vec.weighted_sums_f16(s, nh, stride, c.value_f16(kr.first, kvh), n, hd, out);
+    else
+      vec.weighted_sums(s, nh, stride, c.value(kr.first, kvh), hd, n, hd, out);
   }
 }
 

@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "backend/cpu/test_util.h"
@@ -246,6 +248,69 @@ TEST(KvCache, OverflowIsAnError) {
   EXPECT_EQ(c.length(), 1);
   c.append(kv.data(), kv.data(), 1);
   EXPECT_EQ(c.length(), 2);
+}
+
+// An F16 cache holds each appended value rounded to f16 and the op reads it back exactly: its
+// outputs equal, bit for bit, those over an F32 cache given the rounded values, for prefill and
+// decode rows, GQA groups, chunks, windows and sinks, on 2 threads; and decode equals prefill
+// over the F16 cache too.
+TEST(Attention, F16CacheEqualsF32CacheOfTheRoundedValues) {
+  const int saved = num_threads();
+  set_num_threads(2);
+  const Case c{8, 2, 64, 90};
+  auto k = random_vec(c.len * c.kv_heads * c.hd, 70, -3.f, 3.f);
+  auto v = random_vec(c.len * c.kv_heads * c.hd, 71, -3.f, 3.f);
+  auto q = random_vec(c.len * c.heads * c.hd, 72, -2.f, 2.f);
+  std::vector<float> k16(k.size()), v16(v.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k16[i] = f16_to_f32(KvCache::to_f16(k[i]));
+    v16[i] = f16_to_f32(KvCache::to_f16(v[i]));
+  }
+  ASSERT_NE(0, std::memcmp(k16.data(), k.data(), k.size() * 4));  // rounding did something
+  const std::vector<float> sinks(size_t(c.heads), 0.5f);
+  const int64_t qrow = c.heads * c.hd, kvrow = c.kv_heads * c.hd;
+  for (auto [chunk, window, sink] : {std::tuple<int64_t, int64_t, bool>{0, 0, false},
+                                     {32, 0, false}, {0, 17, true}}) {
+    KvCache half(c.kv_heads, c.hd, c.len, true, DType::F16), full(c.kv_heads, c.hd, c.len);
+    EXPECT_EQ(half.bytes() * 2, full.bytes());
+    half.append(k.data(), v.data(), c.len);
+    full.append(k16.data(), v16.data(), c.len);
+    std::vector<float> got(q.size()), want(q.size());
+    AttentionArgs a{.q = q.data(), .cache = &half, .rows = c.len, .pos0 = 0, .heads = c.heads,
+                    .scale = 0.125f, .out = got.data(), .chunk = chunk, .window = window,
+                    .sinks = sink ? sinks.data() : nullptr};
+    attention(a);
+    a.cache = &full;
+    a.out = want.data();
+    attention(a);
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4))
+        << "chunk " << chunk << " window " << window;
+    KvCache inc(c.kv_heads, c.hd, c.len, true, DType::F16);
+    for (int64_t r = 0; r < c.len; ++r) {
+      inc.append(k.data() + r * kvrow, v.data() + r * kvrow, 1);
+      std::vector<float> o(static_cast<size_t>(qrow));
+      AttentionArgs d = a;
+      d.q = q.data() + r * qrow;
+      d.cache = &inc;
+      d.rows = 1;
+      d.pos0 = r;
+      d.out = o.data();
+      attention(d);
+      ASSERT_EQ(0, std::memcmp(o.data(), got.data() + r * qrow, size_t(qrow) * 4)) << "row " << r;
+    }
+  }
+  set_num_threads(saved);
+}
+
+// What an F16 cache holds: round to nearest even, saturating at +-65504 instead of overflowing
+// to infinity, a NaN kept.
+TEST(KvCache, F16RoundsAndSaturates) {
+  EXPECT_EQ(f16_to_f32(KvCache::to_f16(1.f + 1.f / 4096)), 1.f);  // half an ulp: to even
+  EXPECT_EQ(f16_to_f32(KvCache::to_f16(1.f + 3.f / 4096)), 1.f + 4.f / 4096);
+  EXPECT_EQ(f16_to_f32(KvCache::to_f16(1e6f)), 65504.f);
+  EXPECT_EQ(f16_to_f32(KvCache::to_f16(-7e4f)), -65504.f);
+  EXPECT_TRUE(std::isnan(f16_to_f32(KvCache::to_f16(std::nanf("")))));
+  EXPECT_THROW(KvCache(1, 4, 2, true, DType::BF16), Error);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ const ModelBackend& cpu_backend() {
 
 namespace moex::ops {
 
-KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values)
-    : KvCache(backend::cpu_backend().new_kv_cache(kv_heads, head_dim, capacity, values)) {}
+KvCache::KvCache(int64_t kv_heads, int64_t head_dim, int64_t capacity, bool values, DType dtype)
+    : KvCache(backend::cpu_backend().new_kv_cache(kv_heads, head_dim, capacity, values, dtype)) {}
 
 }  // namespace moex::ops

@@ -17,6 +17,8 @@ namespace {
 
 void check(const MlaAttentionArgs& a) {
   const KvCache& c = *a.cache;
+  if (c.dtype() != DType::F32)
+    fail("mla_attention: the latent cache is f32 only, not ", dtype_name(c.dtype()));
   // Callers are engine code; shapes were validated at load, so a mismatch is a bug.
   if (c.kv_heads() != 1 || c.has_values() || a.latent_dim < 1 || a.latent_dim > c.head_dim() ||
       a.pos0 + a.rows > c.length())

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/kv_cache_type.h"
 #include "model/engine/attention_mixer.h"
 
 namespace moex::model::engine {
@@ -35,8 +36,9 @@ AttentionMixer::AttentionMixer(const backend::ModelBackend& be, const ModelConfi
       s_(s) {}
 
 void AttentionMixer::init_state(Sequence& seq, int64_t context) const {
-  seq.kv_cache(layer_) =
-      be_.new_kv_cache(cfg_.layer_kv_heads(layer_), cfg_.layer_head_dim(layer_), context);
+  seq.kv_cache(layer_) = be_.new_kv_cache(cfg_.layer_kv_heads(layer_),
+                                          cfg_.layer_head_dim(layer_), context, true,
+                                          backend::kv_cache_type());
 }
 
 // q/k RMSNorm: per head or over the full width with weights, before RoPE (Qwen3, OLMoE,

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "backend/kv_cache_type.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/parallel.h"
@@ -64,7 +65,8 @@ std::vector<int32_t> synthetic_prompt_ids(int64_t n, int64_t vocab) {
 void apply_cpu_settings(const std::optional<std::string>& threads,
                         const std::optional<std::string>& isa,
                         const std::optional<std::string>& precision,
-                        const std::optional<std::string>& weights) {
+                        const std::optional<std::string>& weights,
+                        const std::optional<std::string>& kv_cache) {
   if (threads) set_num_threads(int(parse_int_strict(*threads, "--threads", 1, 1024)));
   if (isa) set_active_isa(parse_isa(*isa, "--isa"));
   if (precision)
@@ -75,6 +77,10 @@ void apply_cpu_settings(const std::optional<std::string>& threads,
     io::set_weight_residency(io::parse_weight_residency(*weights, "--weights"));
   else
     io::weight_residency();
+  if (kv_cache)
+    backend::set_kv_cache_type(backend::parse_kv_cache_type(*kv_cache, "--kv-cache"));
+  else
+    backend::kv_cache_type();
 }
 
 EngineOptions engine_options(const std::optional<std::string>& fused,

@@ -21,11 +21,13 @@ std::vector<int32_t> parse_prompt_ids(const std::string& text, const std::string
 // --threads (positive integer), --isa (scalar|avx2|avx512, must be supported here) and
 // --precision (fast|standard|exact, kernels/precision.h); without --precision,
 // MOEX_PRECISION is validated here, so a bad value fails before the model loads.
-// --weights (map|copy, io/safetensors.h; else MOEX_WEIGHTS, validated here) too.
+// --weights (map|copy, io/safetensors.h; else MOEX_WEIGHTS, validated here) and --kv-cache
+// (f32|f16, backend/kv_cache_type.h; else MOEX_KV_CACHE, validated here) too.
 void apply_cpu_settings(const std::optional<std::string>& threads,
                         const std::optional<std::string>& isa,
                         const std::optional<std::string>& precision,
-                        const std::optional<std::string>& weights = std::nullopt);
+                        const std::optional<std::string>& weights = std::nullopt,
+                        const std::optional<std::string>& kv_cache = std::nullopt);
 
 // --fused / --max-dff with MOEX_FUSED_MOE / MOEX_FUSED_MOE_MAX_DFF, strictly (moe library),
 // --backend, --experts-on and --n-cpu-moe (backend_choice.h; Error when CUDA is not built in

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace moex::model::engine {
@@ -25,29 +26,44 @@ int64_t recurrent_state_floats(const Sequence& seq) {
 namespace {
 
 // Positions [from, from + rows) of one plane (keys or values) of c as host rows
-// [rows][kv_heads][head_dim]: one download per head, whose positions are contiguous.
-void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, const float* plane,
+// [rows][kv_heads][head_dim] of f32 (an F16 cache's elements widened exactly): one download
+// per head, whose positions are contiguous.
+void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, const char* plane,
                     int64_t from, int64_t rows, std::vector<float>& out) {
-  const int64_t heads = c.kv_heads(), hd = c.head_dim();
-  std::vector<float> head(size_t(rows * hd));
+  const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
+  std::vector<char> head(size_t(rows * hd * eb));
   out.resize(size_t(rows * heads * hd));
   for (int64_t h = 0; h < heads && rows > 0; ++h) {
-    be.download(head.data(), plane + c.offset(from, h), rows * hd * int64_t(sizeof(float)));
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(head.data() + r * hd, hd, out.data() + (r * heads + h) * hd);
+    be.download(head.data(), plane + c.offset(from, h) * eb, rows * hd * eb);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* to = out.data() + (r * heads + h) * hd;
+      if (c.dtype() == DType::F16) {
+        const auto* src = reinterpret_cast<const uint16_t*>(head.data()) + r * hd;
+        for (int64_t i = 0; i < hd; ++i) to[i] = f16_to_f32(src[i]);
+      } else {
+        std::copy_n(reinterpret_cast<const float*>(head.data()) + r * hd, hd, to);
+      }
+    }
   }
 }
 
 // The inverse: host rows [rows][kv_heads][head_dim] written at the cache's length (the caller
-// checks room and counts them).
-void upload_plane(const backend::ModelBackend& be, const ops::KvCache& c, float* plane,
+// checks room and counts them), rounded as KvCache::append rounds for an F16 cache.
+void upload_plane(const backend::ModelBackend& be, const ops::KvCache& c, char* plane,
                   const float* in, int64_t rows) {
-  const int64_t heads = c.kv_heads(), hd = c.head_dim();
-  std::vector<float> head(size_t(rows * hd));
+  const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
+  std::vector<char> head(size_t(rows * hd * eb));
   for (int64_t h = 0; h < heads && rows > 0; ++h) {
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(in + (r * heads + h) * hd, hd, head.data() + r * hd);
-    be.upload(plane + c.offset(c.length(), h), head.data(), rows * hd * int64_t(sizeof(float)));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* from = in + (r * heads + h) * hd;
+      if (c.dtype() == DType::F16) {
+        auto* dst = reinterpret_cast<uint16_t*>(head.data()) + r * hd;
+        for (int64_t i = 0; i < hd; ++i) dst[i] = ops::KvCache::to_f16(from[i]);
+      } else {
+        std::copy_n(from, hd, reinterpret_cast<float*>(head.data()) + r * hd);
+      }
+    }
+    be.upload(plane + c.offset(c.length(), h) * eb, head.data(), rows * hd * eb);
   }
 }
 
@@ -65,8 +81,9 @@ KvChunk copy_kv_rows(const Sequence& seq, int64_t from, int64_t to) {
     const int64_t heads = c.kv_heads(), hd = c.head_dim();
     if (heads * hd == 0) continue;
     KvRows& out = chunk.layers[size_t(l)];
-    download_plane(seq.backend(), c, c.keys(), from, chunk.rows, out.k);
-    if (c.has_values()) download_plane(seq.backend(), c, c.values(), from, chunk.rows, out.v);
+    download_plane(seq.backend(), c, c.key_bytes(), from, chunk.rows, out.k);
+    if (c.has_values())
+      download_plane(seq.backend(), c, c.value_bytes(), from, chunk.rows, out.v);
   }
   return chunk;
 }
@@ -146,8 +163,8 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
         const KvRows& r = chunks[size_t(i)].layers[l];
         const int64_t m = std::min(left, chunks[size_t(i)].rows);
         c.check_room(m);
-        upload_plane(seq.backend(), c, c.keys(), r.k.data(), m);
-        if (c.has_values()) upload_plane(seq.backend(), c, c.values(), r.v.data(), m);
+        upload_plane(seq.backend(), c, c.key_bytes(), r.k.data(), m);
+        if (c.has_values()) upload_plane(seq.backend(), c, c.value_bytes(), r.v.data(), m);
         c.grow(m);
       }
     if (recurrent) put_state(seq, l, states[l]);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/kv_cache_type.h"
 #include "core/error.h"
 #include "core/testing/temp_dir.h"
 #include "model/engine/engine_test_util.h"
@@ -68,6 +69,30 @@ TEST_P(SequenceState, ChunksLoadedBackDecodeAsTheOriginal) {
     EXPECT_THROW(load_state(*f, chunks, 11, {{1.f}}), Error);
   }
   EXPECT_EQ(f->position(), 0);
+}
+
+// With an F16 KV cache (--kv-cache f16) the copies widen its elements to f32 exactly and the
+// load rounds them back to the same halves: the loaded sequence decodes as the original, bit
+// for bit (DeepSeek's latent cache stays f32), and the cache takes half the bytes.
+TEST_P(SequenceState, F16CacheRowsLoadedBackDecodeAsTheOriginal) {
+  struct TypeGuard {
+    ~TypeGuard() { backend::set_kv_cache_type(DType::F32); }
+  } guard;
+  moex::testing::TempDir tmp("moex_sequence_state_f16");
+  const std::string dir = test::write_tiny_preset(GetParam(), tmp.file("m"));
+  auto e = Engine::open(dir, EngineOptions{});
+  const int64_t f32_bytes = e->new_sequence()->kv_cache_bytes();
+  backend::set_kv_cache_type(DType::F16);
+  auto a = e->new_sequence();
+  if (std::string(GetParam()) != "tiny-deepseek-v3") EXPECT_EQ(a->kv_cache_bytes() * 2, f32_bytes);
+  const std::vector<int32_t> p = ids(11, 2);
+  e->forward(*a, p.data(), 11);
+  std::vector<KvChunk> chunks{copy_kv_rows(*a, 0, 11)};
+  auto b = e->new_sequence();
+  load_state(*b, chunks, 11, copy_recurrent_states(*a));
+  const int32_t t = 9;
+  const auto want = test::logits_of(e->forward(*a, &t, 1), *e);
+  EXPECT_TRUE(test::bit_equal(test::logits_of(e->forward(*b, &t, 1), *e), want)) << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SequenceState,
