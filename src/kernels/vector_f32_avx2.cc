@@ -34,7 +34,8 @@ void axpy_f32__avx2(float a, const float* x, float* y, int64_t n) {
 void f16_to_f32_rows__avx2(const uint16_t* src, int64_t n, float* dst) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+    _mm256_storeu_ps(
+        dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
 
