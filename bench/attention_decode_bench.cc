@@ -60,19 +60,17 @@ double median(std::vector<double> v) {
 
 // The plain read: every plane's floats summed, the planes shared out over the threads.
 float read_planes(const std::vector<std::unique_ptr<KvCache>>& caches, int64_t floats) {
-  std::vector<float> part(size_t(moex::num_threads()) * 16, 0.f);
   const int64_t planes = int64_t(caches.size()) * 2;
-  moex::ops::parallel_for_work(planes, planes * floats, [&](int64_t lo, int64_t hi) {
-    float s = 0;
+  std::vector<float> part(static_cast<size_t>(planes), 0.f);  // one sum per plane
+  moex::ops::parallel_for_work(planes, floats, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const KvCache& c = *caches[size_t(p / 2)];
       const float* x = p % 2 ? c.values() : c.keys();
       float acc[16] = {};
       for (int64_t i = 0; i + 16 <= floats; i += 16)
         for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
-      for (float a : acc) s += a;
+      for (float a : acc) part[size_t(p)] += a;
     }
-    part[size_t(lo % int64_t(part.size()))] += s;
   });
   float total = 0;
   for (float p : part) total += p;
