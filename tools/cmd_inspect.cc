@@ -61,8 +61,10 @@ void print_architecture(const model::ModelConfig& c) {
                 c.moe.shared_dff > 0 ? str_cat(c.moe.shared_dff, c.moe.shared_expert_gated ? " (gated)" : "").c_str()
                                      : "none");
   const int64_t fixed = model::recurrent_state_bytes(c);
-  std::printf("  decode state per sequence: KV cache %lld bytes per token of context%s\n",
+  std::printf("  decode state per sequence: KV cache %lld bytes per token of context (%lld with "
+              "--kv-cache f16)%s\n",
               (long long)model::kv_cache_bytes_per_token(c),
+              (long long)model::kv_cache_bytes_per_token(c, DType::F16),
               fixed > 0 ? str_cat(", recurrent states ", fixed, " bytes (",
                                   model::human_bytes(fixed), ") whatever the context").c_str()
                         : "");

@@ -268,11 +268,11 @@ void validate_model_config(const ModelConfig& c) {
   }
 }
 
-int64_t kv_cache_bytes_per_token(const ModelConfig& c) {
+int64_t kv_cache_bytes_per_token(const ModelConfig& c, DType kv) {
   int64_t n = 0;
   for (int64_t i = 0; i < c.num_layers; ++i)
     if (c.layers[size_t(i)].mixer == MixerKind::kAttention)
-      n += 2 * c.layer_kv_dim(i) * int64_t(sizeof(float));
+      n += 2 * c.layer_kv_dim(i) * int64_t(dtype_size(kv));
     else if (c.layers[size_t(i)].mixer == MixerKind::kMla)
       n += c.mla.cache_dim() * int64_t(sizeof(float));
   return n;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "moe/router.h"
 
 namespace moex::model {
@@ -331,11 +332,11 @@ const char* ffn_kind_name(FfnKind k);
 // Throws moex::Error naming cfg.source and the offending field.
 void validate_model_config(const ModelConfig& cfg);
 
-// The decode state one sequence holds (f32, as the engine keeps it): KV cache bytes per token
-// of context over the attention layers (MLA layers: the compressed latent and rotated key),
-// and the fixed bytes of the recurrent layers' states (LFM2 short-conv, Gated DeltaNet conv +
-// delta-rule state) whatever the context.
-int64_t kv_cache_bytes_per_token(const ModelConfig& cfg);
+// The decode state one sequence holds: KV cache bytes per token of context over the attention
+// layers, their elements of `kv` (F32 or F16, backend/kv_cache_type.h; MLA layers' compressed
+// latent and rotated key stay f32), and the fixed bytes of the recurrent layers' f32 states
+// (LFM2 short-conv, Gated DeltaNet conv + delta-rule state) whatever the context.
+int64_t kv_cache_bytes_per_token(const ModelConfig& cfg, DType kv = DType::F32);
 // What the MLA layers' cache would take per token as full per-head keys and values
 // (heads x (nope + rope + v_head_dim) f32 each); 0 without MLA layers.
 int64_t mla_full_kv_bytes_per_token(const ModelConfig& cfg);

@@ -193,6 +193,7 @@ TEST(ModelConfig, DeepseekV3LatentAttentionPlan) {
   const double s = 0.1 * std::log(40.0) + 1.0;
   EXPECT_NEAR(c.attn_scale, s * s / std::sqrt(192.0), 1e-12);
   EXPECT_EQ(kv_cache_bytes_per_token(c), int64_t{61} * (512 + 64) * 4);
+  EXPECT_EQ(kv_cache_bytes_per_token(c, DType::F16), int64_t{61} * (512 + 64) * 4);  // MLA: f32
   EXPECT_EQ(mla_full_kv_bytes_per_token(c), int64_t{61} * 128 * (192 + 128) * 4);
   EXPECT_NE(describe_layer(c, 0).find("mla(yarn, q_lora 1536, kv_lora 512"), std::string::npos)
       << describe_layer(c, 0);
@@ -249,6 +250,7 @@ TEST(ModelConfig, Qwen3NextHybridLayerPlan) {
   // 2 kv heads x 256 for K and V.
   EXPECT_EQ(recurrent_state_bytes(c), int64_t{36} * (3 * 8192 + 32 * 128 * 128) * 4);
   EXPECT_EQ(kv_cache_bytes_per_token(c), int64_t{12} * 2 * 2 * 256 * 4);
+  EXPECT_EQ(kv_cache_bytes_per_token(c, DType::F16), int64_t{12} * 2 * 2 * 256 * 2);
   json bad = j;
   bad["linear_num_value_heads"] = 24;
   expect_error([&] { parse_model_config(bad, "qn/config.json"); },
