@@ -42,7 +42,8 @@ using nlohmann::json;
 
 struct Flags {
   std::string model;
-  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights, kv_cache,
+  std::optional<std::string> streams, prompt_tokens, n, repeats, fused, max_dff, threads, precision, weights,
+      kv_cache,
       isa, batch_tokens;
   std::string output = "md";
 };

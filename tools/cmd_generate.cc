@@ -46,7 +46,8 @@ using serve::chat_message;
 
 struct GenerateFlags {
   std::string model;
-  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights, kv_cache, isa,
+  std::optional<std::string> prompt, prompt_ids, system, n, fused, max_dff, threads, precision, weights,
+      kv_cache, isa,
       dump_logits, dump_draft_logits, prefill_chunk;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   SamplingFlags sampling;

@@ -49,7 +49,8 @@ namespace eng = moex::model::engine;
 
 struct ServeFlags {
   std::string model;
-  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights, kv_cache,
+  std::optional<std::string> host, port, parallel, ctx_size, api_key, alias, threads, precision, weights,
+      kv_cache,
       fused, max_dff, reasoning_format, test_replies, cache_ram, batch_tokens;
   eng::BackendFlags backends;  // --backend, --experts-on, --n-cpu-moe
   ExpertParallelFlags expert_parallel;

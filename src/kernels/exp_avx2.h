@@ -7,7 +7,8 @@
 namespace moex::kernels {
 namespace {
 
-// e^x for x clamped to [-87, 88] (a NaN stays NaN: the clamps return their second operand): Cody-Waite reduction by ln 2, degree-7 polynomial, 2^n by
+// e^x for x clamped to [-87, 88] (a NaN stays NaN: each clamp returns its second operand,
+// x, when one is NaN): Cody-Waite reduction by ln 2, degree-7 polynomial, 2^n by
 // building the exponent bits.
 inline __m256 exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_set1_ps(88.f), _mm256_max_ps(_mm256_set1_ps(-87.f), x));

@@ -13,7 +13,8 @@
 namespace moex::kernels {
 namespace {
 
-// e^x for x clamped to [-87, 88] (a NaN stays NaN: the clamps return their second operand): Cody-Waite reduction by ln 2, degree-7 polynomial, vscalefps.
+// e^x for x clamped to [-87, 88] (a NaN stays NaN: each clamp returns its second operand,
+// x, when one is NaN): Cody-Waite reduction by ln 2, degree-7 polynomial, vscalefps.
 inline __m512 exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_set1_ps(88.f), _mm512_max_ps(_mm512_set1_ps(-87.f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),

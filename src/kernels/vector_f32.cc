@@ -112,8 +112,8 @@ const VectorF32Ops& vector_f32_reference_ops(Isa isa) {
                                              axpy_f32__avx512, scaled_dots_of<dot_f32__avx512>,
                                              weighted_sums_of<axpy_f32__avx512>,
                                              exp_sum_f32__avx512,
-                                             scaled_dots_f16_of<f16_to_f32_rows__avx2, dot_f32__avx512>,
-                                             weighted_sums_f16_of<f16_to_f32_rows__avx2, axpy_f32__avx512>};
+      scaled_dots_f16_of<f16_to_f32_rows__avx2, dot_f32__avx512>,
+      weighted_sums_f16_of<f16_to_f32_rows__avx2, axpy_f32__avx512>};
   if (isa == Isa::kAvx512) return kAvx512Loops;
   return vector_f32_ops(isa);
 }

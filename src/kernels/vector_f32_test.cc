@@ -121,7 +121,8 @@ TEST(VectorF32, ExpSumMatchesStdExpOnEveryIsa) {
     for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000}) {
       SCOPED_TRACE(std::string(ops.name) + " n " + std::to_string(n));
       std::vector<float> x(size_t(n + 1));
-      for (int64_t i = 0; i <= n; ++i) x[size_t(i)] = 2.f - 92.f * float((i * 7919) % 1001) / 1000.f;
+      for (int64_t i = 0; i <= n; ++i)
+        x[size_t(i)] = 2.f - 92.f * float((i * 7919) % 1001) / 1000.f;
       const float m = 2.f, sum0 = 0.25f;
       std::vector<float> y = x;
       const float got = ops.exp_sum(y.data(), n, m, sum0);

@@ -1,6 +1,7 @@
 // GQA attention: one (kv head, block of its query heads, tile of rows) is one unit of work;
-// over an f32 or f16 cache (the f16 rows read as f32 exactly), scores in f32 (SIMD dot products of the active instruction set, kernels/vector_f32.h),
-// max-subtracted softmax (its e^x the instruction set's too), weighted sum of values.
+// over an f32 or f16 cache (f16 rows read back as f32 exactly), scores in f32 (SIMD dot
+// products of the active instruction set, kernels/vector_f32.h), max-subtracted softmax (its
+// e^x the instruction set's too), weighted sum of values.
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
