@@ -114,6 +114,9 @@ Served serve_all(eng::Engine& e, const SpecOptions& spec,
     for (auto& s : streams) out.results.push_back(collect(*s));
   };
   wave(reqs);
+  // Every slot free again before the second wave (a stream finishes inside a step; its slot is
+  // released at the step's end).
+  settled(sched);
   std::vector<GenerationRequest> next = reqs;
   for (size_t q = 0; q < next.size(); ++q) {
     const std::vector<int32_t> ids = ids_of(out.results[q]);
@@ -265,7 +268,11 @@ TEST_P(SchedulerSpecMtp, SameOutputAsWithoutSpeculation) {
     EXPECT_GT(drafts.size(), 20u) << what;
     EXPECT_EQ(unequal, 0) << what << ": of " << drafts.size() << " drafts";
     EXPECT_EQ(got.stats.completed, int64_t(2 * reqs.size())) << what;
-    EXPECT_EQ(got.stats.cached_tokens, plain.stats.cached_tokens) << what;
+    // No cached-token count is compared with the plain run's: without the prompt cache a
+    // second-wave request reuses only a slot still holding its first-wave sequence, and which
+    // three of the six survive depends on when the scheduler thread saw each submission (under
+    // load the plain run reused none, 0 against 46). The drafts above cover the reused slots'
+    // modules whenever there are any.
   }
   SchedulerOptions o;
   o.spec = {.on = true, .draft = 1, .mtp = true};
