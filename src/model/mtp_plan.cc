@@ -62,10 +62,12 @@ MtpPlan nextn_layer_plan(const nlohmann::json& config, const std::string& file,
 }
 
 // Qwen3-Next / Qwen3.5: mtp.* beside the main model, its decoder layer from the family
-// (Family::mtp_layer), the main embedding and head (vLLM's qwen3_next_mtp.py / qwen3_5_mtp.py).
+// (`layer`, Family::mtp_layer), the main embedding and head (vLLM's qwen3_next_mtp.py /
+// qwen3_5_mtp.py).
 MtpPlan mtp_prefix_plan(const nlohmann::json& config, const std::string& file,
                         const ModelConfig& main,
-                        const std::function<bool(const std::string&)>& has) {
+                        const std::function<bool(const std::string&)>& has,
+                        const LayerPlan& layer) {
   const nlohmann::json* text = io::get_object_or_null(config, "text_config", file);
   const nlohmann::json& j = text ? *text : config;
   const std::string f = text ? file + ": text_config" : file;
@@ -82,24 +84,17 @@ MtpPlan mtp_prefix_plan(const nlohmann::json& config, const std::string& file,
                            "mtp.pre_fc_norm_hidden.weight", "mtp.norm.weight",
                            "mtp.layers.0.input_layernorm.weight"})
     if (!has(part)) missing_part(file, part, false, main.num_layers);
-  const std::optional<LayerPlan> layer =
-      family_for(main.model_type, file).mtp_layer(main, config, file);
-  if (!layer) fail("multi-token prediction: ", main.family, " has no mtp.* module layout");
   MtpPlan p;
   ModelConfig& c = p.cfg;
   c = main;
   c.num_layers = 1;
-  c.layers.assign(1, *layer);
+  c.layers.assign(1, layer);
   c.final_norm_name = "mtp.norm";
   p.enorm = "mtp.pre_fc_norm_embedding";
   p.hnorm = "mtp.pre_fc_norm_hidden";
   p.eh_proj = "mtp.fc";
   p.zero_first_embedding = false;
   return p;
-}
-
-bool stores_mtp_prefix(const std::string& family) {
-  return family == "qwen3_next" || family == "qwen3_5_moe";
 }
 
 }  // namespace
@@ -120,7 +115,11 @@ MtpPlan mtp_module_plan(const std::string& path, const ModelConfig& main,
 MtpPlan mtp_module_plan(const nlohmann::json& config, const std::string& file,
                         const ModelConfig& main,
                         const std::function<bool(const std::string&)>& has, bool gguf) {
-  if (stores_mtp_prefix(main.family) && !gguf) return mtp_prefix_plan(config, file, main, has);
+  // A family with an mtp.* layout gives its module's decoder layer (Family::mtp_layer).
+  if (!gguf)
+    if (const std::optional<LayerPlan> layer =
+            family_for(main.model_type, file).mtp_layer(main, config, file))
+      return mtp_prefix_plan(config, file, main, has, *layer);
   if (main.family != "glm4_moe" && main.family != "deepseek_v3")
     fail("multi-token prediction: ", file, " is a ", main.family, " model; multi-token-"
          "prediction drafting runs on glm4_moe (GLM-4.5), deepseek_v3 (DeepSeek-V3, R1), "
