@@ -11,6 +11,7 @@
 // backend op (ModelBackend::kv_append) that copies the rows and then calls grow().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -59,11 +60,30 @@ class KvCache {
     const int64_t hd = head_dim_;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t h = 0; h < kv_heads_; ++h) {
-        const int64_t from = (r * kv_heads_ + h) * hd, to = offset(length_ + r, h);
-        store_row(k_.as<char>(), to, k + from);
-        if (has_values()) store_row(v_.as<char>(), to, v + from);
+        const int64_t from = (r * kv_heads_ + h) * hd;
+        const int64_t to = offset(length_ + r, h) * element_bytes();
+        encode(k + from, hd, k_.as<char>() + to);
+        if (has_values()) encode(v + from, hd, v_.as<char>() + to);
       }
     grow(rows);
+  }
+  // n floats as this cache holds them, at dst (host memory): copied for F32, to_f16 for F16.
+  void encode(const float* x, int64_t n, void* dst) const {
+    if (dtype_ == DType::F16) {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = to_f16(x[i]);
+    } else {
+      std::copy_n(x, n, static_cast<float*>(dst));
+    }
+  }
+  // The inverse: n of this cache's elements at src (host memory) as floats, exactly.
+  void decode(const void* src, int64_t n, float* x) const {
+    if (dtype_ == DType::F16) {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(s[i]);
+    } else {
+      std::copy_n(static_cast<const float*>(src), n, x);
+    }
   }
   // x rounded to the nearest f16, saturating at +-65504 (a NaN stays NaN): what an F16 cache
   // holds for x.
@@ -102,22 +122,12 @@ class KvCache {
   int64_t head_dim() const { return head_dim_; }
   bool has_values() const { return !v_.empty(); }
   DType dtype() const { return dtype_; }
-  int64_t element_bytes() const { return dtype_ == DType::F16 ? 2 : 4; }
+  int64_t element_bytes() const { return int64_t(dtype_size(dtype_)); }
   backend::Memory memory() const { return k_.memory(); }
   int64_t bytes() const { return k_.empty() ? 0 : plane_bytes() * (has_values() ? 2 : 1); }
 
  private:
   int64_t plane_bytes() const { return kv_heads_ * capacity_ * head_dim_ * element_bytes(); }
-  // One head's row of head_dim_ floats at element offset `at` of a host plane.
-  void store_row(char* plane, int64_t at, const float* x) const {
-    if (dtype_ == DType::F16) {
-      uint16_t* d = reinterpret_cast<uint16_t*>(plane) + at;
-      for (int64_t i = 0; i < head_dim_; ++i) d[i] = to_f16(x[i]);
-    } else {
-      float* d = reinterpret_cast<float*>(plane) + at;
-      for (int64_t i = 0; i < head_dim_; ++i) d[i] = x[i];
-    }
-  }
   backend::Buffer k_, v_;
   int64_t kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, length_ = 0;
   DType dtype_ = DType::F32;

@@ -34,7 +34,8 @@ struct VectorF32Ops {
   float (*exp_sum)(float* x, int64_t n, float m, float sum0);
   // scaled_dots and weighted_sums over rows of IEEE f16 (an F16 KV cache, backend/kv_cache.h;
   // value rows `width` apart): bit for bit the f32 ops over the same rows converted to f32
-  // (exactly), in chunks of keys converted to f32 in a thread's scratch.
+  // (exactly), a row at a time (scalar, AVX2) or a chunk of rows in a thread's scratch
+  // (AVX-512).
   void (*scaled_dots_f16)(const float* q, int64_t nq, const uint16_t* keys, int64_t n,
                           int64_t width, float scale, float* scores, int64_t stride);
   void (*weighted_sums_f16)(const float* p, int64_t nq, int64_t stride, const uint16_t* values,

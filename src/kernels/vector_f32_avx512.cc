@@ -248,22 +248,72 @@ void weighted_sums_chunk(const float* p, int64_t nq, int64_t stride, const float
   }
 }
 
+// The passes of scaled_dots and weighted_sums over chunks of kKeysPerChunk rows, each chunk's
+// rows given as f32 by rows(t, m) (rows [t, t + m), `pitch` floats apart): the plane itself,
+// or an f16 plane's rows converted. Both element types run these same loops.
+template <typename Rows>
+void scaled_dots_chunks(const float* q, int64_t nq, int64_t n, int64_t width, float scale,
+                        float* scores, int64_t stride, Rows rows) {
+  for (int64_t t = 0; t < n; t += kKeysPerChunk) {
+    const int64_t m = std::min(kKeysPerChunk, n - t);
+    scaled_dots_chunk(q, nq, rows(t, m), m, width, scale, scores + t, stride);
+  }
+}
+
+template <typename Rows>
+void weighted_sums_chunks(const float* p, int64_t nq, int64_t stride, int64_t pitch, int64_t n,
+                          int64_t width, float* out, Rows rows) {
+  if (n == 0)
+    for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n; t += kKeysPerChunk) {
+    const int64_t m = std::min(kKeysPerChunk, n - t);
+    weighted_sums_chunk(p + t, nq, stride, rows(t, m), pitch, m, width, t == 0, out);
+  }
+}
+
+// Rows [t, t + m) of an f16 plane (rows `width` apart) as f32, in a scratch of the calling
+// thread.
+const float* f16_rows(const uint16_t* plane, int64_t t, int64_t m, int64_t width) {
+  thread_local std::vector<float> scratch;
+  const uint16_t* rows = plane + t * width;
+  const int64_t count = m * width;
+  if (int64_t(scratch.size()) < count) scratch.resize(size_t(count));
+  float* d = scratch.data();
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                reinterpret_cast<const __m256i*>(rows + i))));
+  if (i < count) {
+    const __mmask16 k = __mmask16((1u << (count - i)) - 1);
+    _mm512_mask_storeu_ps(d + i, k, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, rows + i)));
+  }
+  return d;
+}
+
 }  // namespace
 
 void scaled_dots_f32__avx512(const float* q, int64_t nq, const float* keys, int64_t n,
                              int64_t width, float scale, float* scores, int64_t stride) {
-  for (int64_t t = 0; t < n; t += kKeysPerChunk)
-    scaled_dots_chunk(q, nq, keys + t * width, std::min(kKeysPerChunk, n - t), width, scale,
-                      scores + t, stride);
+  scaled_dots_chunks(q, nq, n, width, scale, scores, stride,
+                     [&](int64_t t, int64_t) { return keys + t * width; });
 }
 
 void weighted_sums_f32__avx512(const float* p, int64_t nq, int64_t stride, const float* values,
                                int64_t pitch, int64_t n, int64_t width, float* out) {
-  if (n == 0)
-    for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
-  for (int64_t t = 0; t < n; t += kKeysPerChunk)
-    weighted_sums_chunk(p + t, nq, stride, values + t * pitch, pitch,
-                        std::min(kKeysPerChunk, n - t), width, t == 0, out);
+  weighted_sums_chunks(p, nq, stride, pitch, n, width, out,
+                       [&](int64_t t, int64_t) { return values + t * pitch; });
+}
+
+void scaled_dots_f16__avx512(const float* q, int64_t nq, const uint16_t* keys, int64_t n,
+                             int64_t width, float scale, float* scores, int64_t stride) {
+  scaled_dots_chunks(q, nq, n, width, scale, scores, stride,
+                     [&](int64_t t, int64_t m) { return f16_rows(keys, t, m, width); });
+}
+
+void weighted_sums_f16__avx512(const float* p, int64_t nq, int64_t stride, const uint16_t* values,
+                               int64_t n, int64_t width, float* out) {
+  weighted_sums_chunks(p, nq, stride, width, n, width, out,
+                       [&](int64_t t, int64_t m) { return f16_rows(values, t, m, width); });
 }
 
 float exp_sum_f32__avx512(float* x, int64_t n, float m, float sum0) {
@@ -282,47 +332,6 @@ float exp_sum_f32__avx512(float* x, int64_t n, float m, float sum0) {
     acc = _mm512_mask_add_ps(acc, k, acc, e);
   }
   return sum0 + _mm512_reduce_add_ps(acc);
-}
-
-namespace {
-
-// Keys (or values) [t, t + m) of an f16 plane as f32, in a scratch of the calling thread.
-const float* f16_chunk(const uint16_t* rows, int64_t m, int64_t width) {
-  thread_local std::vector<float> scratch;
-  const int64_t count = m * width;
-  if (int64_t(scratch.size()) < count) scratch.resize(size_t(count));
-  float* d = scratch.data();
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                reinterpret_cast<const __m256i*>(rows + i))));
-  if (i < count) {
-    const __mmask16 k = __mmask16((1u << (count - i)) - 1);
-    _mm512_mask_storeu_ps(d + i, k, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, rows + i)));
-  }
-  return d;
-}
-
-}  // namespace
-
-void scaled_dots_f16__avx512(const float* q, int64_t nq, const uint16_t* keys, int64_t n,
-                             int64_t width, float scale, float* scores, int64_t stride) {
-  for (int64_t t = 0; t < n; t += kKeysPerChunk) {
-    const int64_t m = std::min(kKeysPerChunk, n - t);
-    scaled_dots_chunk(q, nq, f16_chunk(keys + t * width, m, width), m, width, scale,
-                      scores + t, stride);
-  }
-}
-
-void weighted_sums_f16__avx512(const float* p, int64_t nq, int64_t stride, const uint16_t* values,
-                               int64_t n, int64_t width, float* out) {
-  if (n == 0)
-    for (int64_t i = 0; i < nq * width; ++i) out[i] = 0.f;
-  for (int64_t t = 0; t < n; t += kKeysPerChunk) {
-    const int64_t m = std::min(kKeysPerChunk, n - t);
-    weighted_sums_chunk(p + t, nq, stride, f16_chunk(values + t * width, m, width), width, m,
-                        width, t == 0, out);
-  }
 }
 
 }  // namespace moex::kernels

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
 #include "core/error.h"
 
 namespace moex::model::engine {
@@ -26,8 +25,8 @@ int64_t recurrent_state_floats(const Sequence& seq) {
 namespace {
 
 // Positions [from, from + rows) of one plane (keys or values) of c as host rows
-// [rows][kv_heads][head_dim] of f32 (an F16 cache's elements widened exactly): one download
-// per head, whose positions are contiguous.
+// [rows][kv_heads][head_dim] of f32 (KvCache::decode: an F16 cache's elements widened
+// exactly): one download per head, whose positions are contiguous.
 void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, const char* plane,
                     int64_t from, int64_t rows, std::vector<float>& out) {
   const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
@@ -35,34 +34,20 @@ void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, cons
   out.resize(size_t(rows * heads * hd));
   for (int64_t h = 0; h < heads && rows > 0; ++h) {
     be.download(head.data(), plane + c.offset(from, h) * eb, rows * hd * eb);
-    for (int64_t r = 0; r < rows; ++r) {
-      float* to = out.data() + (r * heads + h) * hd;
-      if (c.dtype() == DType::F16) {
-        const auto* src = reinterpret_cast<const uint16_t*>(head.data()) + r * hd;
-        for (int64_t i = 0; i < hd; ++i) to[i] = f16_to_f32(src[i]);
-      } else {
-        std::copy_n(reinterpret_cast<const float*>(head.data()) + r * hd, hd, to);
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      c.decode(head.data() + r * hd * eb, hd, out.data() + (r * heads + h) * hd);
   }
 }
 
 // The inverse: host rows [rows][kv_heads][head_dim] written at the cache's length (the caller
-// checks room and counts them), rounded as KvCache::append rounds for an F16 cache.
+// checks room and counts them), held as KvCache::append holds them (KvCache::encode).
 void upload_plane(const backend::ModelBackend& be, const ops::KvCache& c, char* plane,
                   const float* in, int64_t rows) {
   const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
   std::vector<char> head(size_t(rows * hd * eb));
   for (int64_t h = 0; h < heads && rows > 0; ++h) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* from = in + (r * heads + h) * hd;
-      if (c.dtype() == DType::F16) {
-        auto* dst = reinterpret_cast<uint16_t*>(head.data()) + r * hd;
-        for (int64_t i = 0; i < hd; ++i) dst[i] = ops::KvCache::to_f16(from[i]);
-      } else {
-        std::copy_n(from, hd, reinterpret_cast<float*>(head.data()) + r * hd);
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      c.encode(in + (r * heads + h) * hd, hd, head.data() + r * hd * eb);
     be.upload(plane + c.offset(c.length(), h) * eb, head.data(), rows * hd * eb);
   }
 }
