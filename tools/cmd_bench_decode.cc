@@ -383,7 +383,13 @@ int run_bench(const BenchFlags& f) {
                   {"top_k", cfg.moe.top_k}, {"bits", ex ? ex->up.bits : 0},
                   {"group_size", ex ? ex->up.group_size : 0}, {"layers", cfg.num_layers},
                   {"moe_layers", cfg.num_moe_layers()},
-                  {"active_weight_bytes_per_token", active}};
+                  {"active_weight_bytes_per_token", active},
+                  // Read per decode step per token of context, for each element type of the
+                  // cache (this run's is host.kv_cache): peers/compare.py adds it to the
+                  // weights at a given depth, for each engine's cache type.
+                  {"kv_cache_bytes_per_token",
+                   {{"f32", model::kv_cache_bytes_per_token(cfg, DType::F32)},
+                    {"f16", model::kv_cache_bytes_per_token(cfg, DType::F16)}}}};
     j["host"] = {{"backend", moe::backend_name(opt.backend)},
                  {"model_backend", opt.model_backend ? opt.model_backend->name() : "cpu"},
                  {"isa", isa_name(active_isa())},

@@ -81,6 +81,7 @@ def host_facts(args, out):
         "llama_cpp_python_version": os.environ.get("LLAMA_CPP_PYTHON_VERSION", "unknown"),
         "threads": args.threads, "n": args.n, "warmup_tokens": args.warmup_tokens,
         "rounds": args.rounds, "prefill_tokens": args.prefill, "twin_type": args.type,
+        "depth": args.depth, "kv_cache": f"moex {args.kv_cache}, llama.cpp f16",
         "moex_precision": args.precision or "default",
         "moex_input": "the GGUF file llama.cpp runs" if args.same_file else "the MLX checkpoint",
     }
@@ -116,10 +117,17 @@ def measure(args, ckpt, out, log):
     tier = ["--precision", args.precision] if args.precision else []
     # --same-file: moex loads the very GGUF file llama-bench runs, not the MLX checkpoint.
     moex_in = meta["gguf"] if args.same_file else ckpt
+    # --depth D: both engines decode after D tokens of context (moex a D-token prompt, llama-bench
+    # -d D). moex's KV cache is of the element type --kv-cache names; llama-bench's is f16, its
+    # default, named here (it takes no f32 cache).
     moex_tg = [args.moex, "bench-decode", "-m", moex_in, "-n", args.n, "--warmup-tokens",
-               args.warmup_tokens, "--repeats", 1, "--threads", t, "-o", "json"] + tier
+               args.warmup_tokens, "--repeats", 1, "--threads", t, "--kv-cache", args.kv_cache,
+               "-o", "json"] + tier
     llama_tg = [args.llama_bench, "-m", meta["gguf"], "-t", t, "-p", 0, "-n", args.n, "-r", 1,
-                "-o", "json"]
+                "-ctk", "f16", "-ctv", "f16", "-o", "json"]
+    if args.depth:
+        moex_tg += ["--prompt-tokens", args.depth]
+        llama_tg += ["-d", args.depth]
     probe = [args.moex, "bench-moe", "--shape", "256,128,8,4", "--threads", t, "--repeats", 1,
              "--layers-cycle", 2, "-o", "json"]
     for r in range(1, args.rounds + 1):
@@ -154,6 +162,12 @@ def main():
                     help="moex's activation precision tier (default: moex's own default)")
     ap.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                     help="also prompt processing of this many tokens (llama-bench pp)")
+    ap.add_argument("--depth", type=int, default=0, metavar="TOKENS",
+                    help="decode after this many tokens of context (llama-bench -d); the "
+                         "bytes per token then count the KV cache read at the run's middle")
+    ap.add_argument("--kv-cache", default="f32", choices=["f32", "f16"],
+                    help="moex's KV cache element type (--kv-cache; default f32, moex's "
+                         "default); llama-bench's is f16 (-ctk/-ctv f16, its default)")
     ap.add_argument("--same-file", action="store_true",
                     help="moex runs the GGUF twin itself (the file llama.cpp runs), not the MLX "
                          "checkpoint it was written from")

@@ -32,16 +32,32 @@ def model_rows(d):
     moex_tg = _rounds(d, "moex-tg")
     moex_bpt = (moex_tg[0]["model"]["active_weight_bytes_per_token"] if moex_tg
                 else twin["bytes_per_token_moex"])
+    # Decode after a context of `depth` tokens (compare.py --depth) also reads the KV cache: at
+    # the run's middle token, depth + n / 2 tokens of it, in the element type each engine ran
+    # (moex's figures per token of context for each type; llama.cpp's cache has the same shapes).
+    kv_per_token = moex_tg[0]["model"].get("kv_cache_bytes_per_token", {}) if moex_tg else {}
+
+    def kv_read(depth, n, kv_type):
+        return kv_per_token[kv_type] * (depth + n / 2) if depth else 0
+
+    def tg_name(n, depth):
+        return f"tg{n} @ d{depth}" if depth else f"tg{n}"
+
     series = []
     if moex_tg:
         n = moex_tg[0]["settings"]["n"]
-        series.append((f"tg{n}", "moex", [r["arms"][0]["median_decode_tps"] for r in moex_tg],
-                       moex_bpt))
+        settings = moex_tg[0]["settings"]
+        # A synthetic prompt (--prompt-tokens) is the depth; the default short text prompt is not.
+        depth = settings["prompt_tokens"] if not settings.get("prompt") else 0
+        series.append((tg_name(n, depth), "moex",
+                       [r["arms"][0]["median_decode_tps"] for r in moex_tg],
+                       moex_bpt + kv_read(depth, n, moex_tg[0]["host"].get("kv_cache", "f32"))))
     llama_tg = _rounds(d, "llama-tg")
     if llama_tg:
-        n = llama_tg[0][0]["n_gen"]
-        series.append((f"tg{n}", "llama.cpp", [_llama_tps(r) for r in llama_tg],
-                       twin["bytes_per_token_gguf"]))
+        n, depth = llama_tg[0][0]["n_gen"], llama_tg[0][0].get("n_depth", 0)
+        series.append((tg_name(n, depth), "llama.cpp", [_llama_tps(r) for r in llama_tg],
+                       twin["bytes_per_token_gguf"]
+                       + kv_read(depth, n, llama_tg[0][0].get("type_k", "f16"))))
     moex_pp = _rounds(d, "moex-pp")
     if moex_pp:
         series.append((f"pp{moex_pp[0]['prompt_tokens']}", "moex",
@@ -96,7 +112,8 @@ def render(out, names, facts, fmt):
     lines = [f"moex vs llama.cpp, {facts['threads']} threads, {facts['cpu_model']}, "
              f"{facts['date']}; {facts['moex_version']} (repo {facts['repo_commit']}), "
              f"llama.cpp {facts['llama_cpp_commit'][:10]}; moex ran "
-             f"{facts.get('moex_input', 'the MLX checkpoint')}", "",
+             f"{facts.get('moex_input', 'the MLX checkpoint')}"
+             + (f"; KV cache {facts['kv_cache']}" if facts.get("kv_cache") else ""), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         mb = r["bytes_per_token"] / 1e6 if r["bytes_per_token"] else None
