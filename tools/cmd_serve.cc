@@ -164,11 +164,6 @@ int run_serve(const ServeFlags& f) {
           ? parse_int_strict(*f.batch_tokens, "--batch-tokens", 1, serve::kMaxBatchTokens)
           : 0;
   const SpecSetup spec = spec_setup(f.spec);
-  // The MTP module's rows are not in the prompt cache's states: a cached prefix would leave a
-  // slot's module nothing to draft from (docs/speculative.md).
-  if (spec.mtp && cache_ram_mib > 0)
-    fail("--cache-ram: the prompt cache does not work with --spec mtp (it holds no rows of the "
-         "MTP module); give --cache-ram 0 or leave it out");
   // The other ranks would follow rank 0 by running the same tokens; a rewind is not announced.
   if (spec.on && f.expert_parallel.on)
     fail("--spec: speculative decoding does not run with --expert-parallel yet");
@@ -187,6 +182,12 @@ int run_serve(const ServeFlags& f) {
   const std::string name = model_name(f);
 
   const model::ModelConfig cfg = model::load_model_config(f.model);
+  // With --spec mtp the prompt cache keeps the module's rows too, but a model with recurrent
+  // layers has none to load (serve/scheduler.cc).
+  const bool mtp_recurrent = spec.mtp && model::recurrent_state_bytes(cfg) > 0;
+  if (mtp_recurrent && cache_ram_mib > 0)
+    fail("--cache-ram: the prompt cache does not serve a model with recurrent layers (",
+         cfg.family, ") with --spec mtp; give --cache-ram 0 or leave it out");
   serve::ServedModel served;
   served.name = name;
   served.generation = model::load_generation_config(f.model, cfg.vocab);
@@ -278,10 +279,12 @@ int run_serve(const ServeFlags& f) {
   if (!f.batch_tokens)
     std::fprintf(stderr, "moex serve: --batch-tokens %lld (default: 32 per thread x %d, 64 to 2048)\n",
                  (long long)serve::default_batch_tokens(num_threads()), num_threads());
-  if (ep || spec.mtp) {
+  if (ep || mtp_recurrent) {
     cache_ram_mib = 0;
     std::fprintf(stderr, "moex serve: prompt cache off (%s)\n",
-                 ep ? "expert parallelism" : "--spec mtp; each slot still reuses its own prefix");
+                 ep ? "expert parallelism"
+                    : "--spec mtp on a model with recurrent layers; each slot still reuses its "
+                      "own prefix");
   } else if (cache_ram_mib < 0) {
     const serve::CacheRamChoice choice = serve::default_cache_ram(
         mem_available_bytes(), int64_t(parallel) * engine->kv_cache_bytes());

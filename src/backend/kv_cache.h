@@ -76,15 +76,6 @@ class KvCache {
       std::copy_n(x, n, static_cast<float*>(dst));
     }
   }
-  // The inverse: n of this cache's elements at src (host memory) as floats, exactly.
-  void decode(const void* src, int64_t n, float* x) const {
-    if (dtype_ == DType::F16) {
-      const auto* s = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(s[i]);
-    } else {
-      std::copy_n(static_cast<const float*>(src), n, x);
-    }
-  }
   // x rounded to the nearest f16, saturating at +-65504 (a NaN stays NaN): what an F16 cache
   // holds for x.
   static uint16_t to_f16(float x) {

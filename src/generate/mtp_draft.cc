@@ -49,6 +49,17 @@ void MtpSpeculator::rewind(int64_t position) {
   pending_.resize(size_t((position - m) * H));
 }
 
+int64_t MtpSpeculator::settled_rows() const {
+  return std::max<int64_t>(0, std::min(mtp_seq_->position(), seq_.position() - 1));
+}
+
+void MtpSpeculator::loaded(int64_t position) {
+  if (seq_.position() != position || mtp_seq_->position() != position)
+    fail("--spec mtp: loaded ", position, " positions, but the sequence is at ", seq_.position(),
+         " and the module at ", mtp_seq_->position());
+  pending_.clear();
+}
+
 void MtpSpeculator::add_hidden(const float* rows, int64_t n) {
   pending_.insert(pending_.end(), rows, rows + n * engine_.config().hidden);
 }

@@ -43,6 +43,14 @@ class MtpSpeculator final : public Drafter {
   // step's part, captured with Engine::capture_hidden), in order.
   void add_hidden(const float* rows, int64_t n);
   void catch_up(const TokenId* ids, int64_t n);
+  // For a prompt cache (serve/prompt_cache.h): the module's own sequence, whose rows it saves
+  // and loads beside the main sequence's; settled_rows() of them have their next token among
+  // the main sequence's tokens (min(module position, P - 1)); after the owner loaded `position`
+  // rows into both sequences, loaded(position) says so (nothing waits then; moex::Error unless
+  // both sequences are at `position`).
+  model::engine::Sequence& module_sequence() { return *mtp_seq_; }
+  int64_t settled_rows() const;
+  void loaded(int64_t position);
   // The main model's passes (EngineVerifier's: truncating, or rerunning the kept tokens on
   // recurrent states), their hidden states captured. on_step is left empty.
   SpecDriver driver();

@@ -47,8 +47,8 @@ PromptCache::PromptCache(int64_t budget_bytes, int64_t block) : budget_(budget_b
   stats_.budget_bytes = budget_bytes;
 }
 
-int64_t PromptCache::entry_bytes(int64_t tokens, int64_t states) const {
-  return tokens * int64_t(sizeof(int32_t)) + tokens * kv_floats_ * int64_t(sizeof(float)) +
+int64_t PromptCache::entry_bytes(int64_t tokens, int64_t states, int64_t module_rows) const {
+  return tokens * int64_t(sizeof(int32_t)) + tokens * kv_bytes_ + module_rows * module_bytes_ +
          states * state_floats_ * int64_t(sizeof(float)) +
          kIndexBytes * (tokens / block_ + states + 1);
 }
@@ -144,10 +144,17 @@ PromptCache::Match PromptCache::lookup(const std::vector<int32_t>& prompt, int64
   return m;
 }
 
-void PromptCache::load(const Match& m, eng::Sequence& seq) {
+int64_t PromptCache::module_rows(int64_t entry) const { return find(entry)->module_rows; }
+
+void PromptCache::load(const Match& m, eng::Sequence& seq, eng::Sequence* module) {
   const Lru::iterator it = find(m.entry);
   if (m.length < 1 || m.length > int64_t(it->tokens.size()))
     fail("prompt cache: entry ", m.entry, " holds ", it->tokens.size(), " tokens, not ", m.length);
+  if (module && m.length > it->module_rows)
+    fail("prompt cache: entry ", m.entry, " holds ", it->module_rows,
+         " rows of the MTP module, not ", m.length);
+  // The module first: a failure there leaves seq as it was.
+  if (module) eng::load_state(*module, it->module_kv, m.length, {});
   if (state_floats_ > 0) {
     const auto s = it->states.find(m.length);
     if (s == it->states.end())
@@ -162,12 +169,17 @@ void PromptCache::load(const Match& m, eng::Sequence& seq) {
 }
 
 void PromptCache::save(const std::vector<int32_t>& tokens, const eng::Sequence& seq,
-                       std::vector<Checkpoint> checkpoints) {
+                       std::vector<Checkpoint> checkpoints, ModuleRows module) {
   const int64_t n = int64_t(tokens.size());
   if (budget_ == 0 || n < block_) return;
   if (n != seq.position())
     fail("prompt cache: ", n, " tokens given for a sequence at position ", seq.position());
-  kv_floats_ = eng::kv_floats_per_position(seq);
+  if (module.seq &&
+      (module.rows < 0 || module.rows > n - 1 || module.rows > module.seq->position()))
+    fail("prompt cache: ", module.rows, " rows of the MTP module for ", n,
+         " tokens, with the module at ", module.seq->position());
+  kv_bytes_ = eng::kv_bytes_per_position(seq);
+  if (module.seq) module_bytes_ = eng::kv_bytes_per_position(*module.seq);
   state_floats_ = eng::recurrent_state_floats(seq);
   const bool recurrent = state_floats_ > 0;
 
@@ -196,27 +208,37 @@ void PromptCache::save(const std::vector<int32_t>& tokens, const eng::Sequence& 
     if (int64_t(lengths.size()) > kMaxCheckpoints)
       lengths.erase(lengths.begin(), lengths.end() - kMaxCheckpoints);
   }
-  if (entry_bytes(n, int64_t(lengths.size())) > budget_) {
+  // The module rows the entry will hold: the base's, or the given ones where they are more.
+  const int64_t base_module_rows = base.empty() ? 0 : find(base.back().second)->module_rows;
+  const int64_t module_rows = std::max(base_module_rows, module.seq ? module.rows : 0);
+  if (entry_bytes(n, int64_t(lengths.size()), module_rows) > budget_) {
     ++stats_.too_large;
     return;
   }
+  // The copies before anything changes: one that fails (out of memory) leaves the cache as it
+  // was.
+  const int64_t have = base.empty() ? 0 : base.back().first;
+  eng::KvChunk rows, module_chunk;
+  if (n > have) rows = eng::copy_kv_rows(seq, have, n);
+  if (module_rows > base_module_rows)
+    module_chunk = eng::copy_kv_rows(*module.seq, base_module_rows, module_rows);
+  std::vector<std::vector<float>> current;
+  if (recurrent) current = eng::copy_recurrent_states(seq);
   std::map<int64_t, std::vector<std::vector<float>>> states;
   if (recurrent) {
     for (auto& [len, id] : base)
       for (auto& [at, s] : find(id)->states) states[at] = std::move(s);
     for (Checkpoint& c : checkpoints)
       if (c.length >= 1 && c.length <= n) states[c.length] = std::move(c.states);
-    states[n] = eng::copy_recurrent_states(seq);
+    states[n] = std::move(current);
     std::erase_if(states, [&](const auto& kv) {
       return !std::binary_search(lengths.begin(), lengths.end(), kv.first);
     });
   }
 
   Lru::iterator it;
-  int64_t have = 0;
   if (!base.empty()) {  // grow the longest base; the others' states moved over above
     it = find(base.back().second);
-    have = base.back().first;
     for (size_t i = 0; i + 1 < base.size(); ++i) erase(find(base[i].second));
     unindex(*it);
     stats_.bytes -= it->bytes;
@@ -228,11 +250,13 @@ void PromptCache::save(const std::vector<int32_t>& tokens, const eng::Sequence& 
     by_id_[it->id] = it;
     ++stats_.entries;
   }
-  if (n > have) it->kv.push_back(eng::copy_kv_rows(seq, have, n));
+  if (n > have) it->kv.push_back(std::move(rows));
+  if (module_rows > base_module_rows) it->module_kv.push_back(std::move(module_chunk));
+  it->module_rows = module_rows;
   it->tokens = tokens;
   it->states = std::move(states);
   index(*it);
-  it->bytes = entry_bytes(n, int64_t(it->states.size()));
+  it->bytes = entry_bytes(n, int64_t(it->states.size()), module_rows);
   stats_.bytes += it->bytes;
   ++stats_.saved;
   evict_to_budget();

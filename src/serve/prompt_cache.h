@@ -38,6 +38,13 @@ struct PromptCacheStats {
   int64_t too_large = 0;    // sequences not saved: larger than the whole budget
 };
 
+// With --spec mtp: the MTP module's sequence that followed a saved sequence, and how many of
+// its rows to keep (at most the saved tokens less one: each row's next token is among them).
+struct ModuleRows {
+  const model::engine::Sequence* seq = nullptr;
+  int64_t rows = 0;
+};
+
 class PromptCache {
  public:
   // Entries of at least one block are indexed by block; shorter sequences are not kept.
@@ -55,8 +62,15 @@ class PromptCache {
   // The longest prefix of prompt, at most `limit` tokens, that an entry serves.
   Match lookup(const std::vector<int32_t>& prompt, int64_t limit) const;
   // Loads m's prefix into seq (which must be a sequence of the engine the entries came from)
-  // and marks the entry most recently used. Counts a hit.
-  void load(const Match& m, model::engine::Sequence& seq);
+  // and marks the entry most recently used. Counts a hit. With `module` (the MTP module's
+  // sequence that follows seq, --spec mtp), its first m.length rows too: moex::Error unless the
+  // entry holds that many (module_rows).
+  void load(const Match& m, model::engine::Sequence& seq,
+            model::engine::Sequence* module = nullptr);
+  // Rows of the MTP module's sequence entry `entry` holds (0 when saved without one). A module
+  // row p takes the main hidden state at p and token p + 1, so a prompt that shares L tokens
+  // with the entry can load min(L - 1, module_rows) positions of both sequences.
+  int64_t module_rows(int64_t entry) const;
   void count_miss() { ++stats_.misses; }
 
   // A state of the sequence at `length` tokens, taken while it ran (the end of its prompt).
@@ -68,8 +82,10 @@ class PromptCache {
   // each length at most tokens.size()). An entry whose tokens begin `tokens` grows into it
   // (only the new rows are copied) and keeps its states; then the least recently used entries
   // go until the budget holds. A sequence larger than the budget is not kept.
+  // With --spec mtp, `module` names the MTP module's rows to keep beside the KV rows (an
+  // extension copies only the new ones).
   void save(const std::vector<int32_t>& tokens, const model::engine::Sequence& seq,
-            std::vector<Checkpoint> checkpoints = {});
+            std::vector<Checkpoint> checkpoints = {}, ModuleRows module = {});
 
   const PromptCacheStats& stats() const { return stats_; }
   int64_t block() const { return block_; }
@@ -79,6 +95,8 @@ class PromptCache {
     int64_t id = 0;
     std::vector<int32_t> tokens;
     std::vector<model::engine::KvChunk> kv;  // rows for every token, one chunk per save
+    std::vector<model::engine::KvChunk> module_kv;  // the MTP module's rows (--spec mtp)
+    int64_t module_rows = 0;
     std::map<int64_t, std::vector<std::vector<float>>> states;  // by length (recurrent)
     std::vector<uint64_t> blocks;  // chain hashes at block ends, as indexed
     std::vector<uint64_t> state_hashes;  // chain hashes at the states' lengths
@@ -87,8 +105,9 @@ class PromptCache {
   };
   using Lru = std::list<Entry>;  // most recently used first
 
-  // Bytes an entry of `tokens` tokens and `states` recurrent states holds (with its index).
-  int64_t entry_bytes(int64_t tokens, int64_t states) const;
+  // Bytes an entry of `tokens` tokens, `states` recurrent states and `module_rows` rows of the
+  // MTP module holds (with its index).
+  int64_t entry_bytes(int64_t tokens, int64_t states, int64_t module_rows) const;
   void index(Entry& e);  // its blocks, end and states into the indexes
   void unindex(const Entry& e);
   void erase(Lru::iterator it);
@@ -97,7 +116,9 @@ class PromptCache {
 
   int64_t budget_, block_;
   int64_t next_id_ = 0;
-  int64_t kv_floats_ = 0, state_floats_ = 0;  // per position / per state, from the first save
+  int64_t kv_bytes_ = 0;      // per position (the caches' element types), from the first save
+  int64_t module_bytes_ = 0;  // per row of the MTP module, from the first save with one
+  int64_t state_floats_ = 0;  // per state, from the first save
   mutable Lru lru_;
   std::unordered_map<int64_t, Lru::iterator> by_id_;
   // Chain hash of a block-aligned prefix -> entries holding it (most recent last).

@@ -11,7 +11,10 @@
 
 #include "core/error.h"
 #include "core/testing/temp_dir.h"
+#include "generate/mtp_draft.h"
 #include "model/engine/engine_test_util.h"
+#include "model/engine/mtp_test_util.h"
+#include "model/engine/sequence_state.h"
 
 namespace moex::serve {
 namespace {
@@ -126,6 +129,63 @@ TEST(PromptCache, AnExtensionGrowsItsEntry) {
   EXPECT_TRUE(eng::test::bit_equal(m.warm(c, hit, p), m.cold(p)));
   c.save(a, *m.run(a));  // a prefix of what is held: a second entry (it extends nothing)
   EXPECT_EQ(c.stats().entries, 2);
+}
+
+// --spec mtp: an entry keeps the MTP module's rows beside the sequence's (only the new ones
+// when it grows), loads them with the prefix (the module's bytes equal the original's), and
+// refuses rows it does not hold or that would need a token it does not hold.
+TEST(PromptCache, ModuleRowsTravelWithTheirEntry) {
+  eng::EngineOptions opt = eng::test::options_for_fused("auto");
+  opt.mtp = true;
+  auto e = eng::Engine::open(eng::test::mtp_checkpoint("tiny-glm4-moe"), opt);
+  const int64_t V = e->vocab();
+  PromptCache c(kBig, 4);
+  const Ids a = ids_of(13, 1, V), ab = cat(a, ids_of(8, 2, V));
+  auto seq = e->new_sequence();
+  generate::MtpSpeculator sp(*e, *seq);
+  sp.prefill(a.data(), int64_t(a.size()));  // the module's rows 0..11 (token 12's waits)
+  ASSERT_EQ(sp.settled_rows(), int64_t(a.size()) - 1);
+  // At most one row per token but the last, and no more than the module holds.
+  EXPECT_THROW(c.save(a, *seq, {}, {&sp.module_sequence(), int64_t(a.size())}), Error);
+  c.save(a, *seq, {}, {&sp.module_sequence(), sp.settled_rows()});
+  const int64_t one = c.stats().bytes;
+  const int64_t module_row = eng::kv_bytes_per_position(sp.module_sequence());
+  ASSERT_GT(module_row, 0);
+
+  // The next turn: the entry grows by 8 tokens and 8 module rows.
+  auto seq2 = e->new_sequence();
+  generate::MtpSpeculator sp2(*e, *seq2);
+  sp2.prefill(ab.data(), int64_t(ab.size()));
+  c.save(ab, *seq2, {}, {&sp2.module_sequence(), sp2.settled_rows()});
+  EXPECT_EQ(c.stats().entries, 1);
+  EXPECT_EQ(c.stats().bytes - one,
+            8 * (int64_t(sizeof(int32_t)) + eng::kv_bytes_per_position(*seq2) + module_row) +
+                2 * 64);  // two more index blocks of 4 tokens
+
+  const Ids p = cat(ab, ids_of(3, 8, V));
+  PromptCache::Match hit = c.lookup(p, int64_t(p.size()) - 1);
+  ASSERT_EQ(hit.length, int64_t(ab.size()));
+  EXPECT_EQ(c.module_rows(hit.entry), int64_t(ab.size()) - 1);
+  hit.length = int64_t(ab.size()) - 1;  // as the scheduler loads it
+  auto seq3 = e->new_sequence();
+  generate::MtpSpeculator sp3(*e, *seq3);
+  c.load(hit, *seq3, &sp3.module_sequence());
+  sp3.loaded(hit.length);
+  const eng::KvChunk got = eng::copy_kv_rows(sp3.module_sequence(), 0, hit.length);
+  const eng::KvChunk want = eng::copy_kv_rows(sp2.module_sequence(), 0, hit.length);
+  ASSERT_EQ(got.layers.size(), want.layers.size());
+  for (size_t l = 0; l < got.layers.size(); ++l) {
+    EXPECT_EQ(got.layers[l].k, want.layers[l].k) << l;
+    EXPECT_EQ(got.layers[l].v, want.layers[l].v) << l;
+  }
+  // A position past the module rows the entry holds: refused, the sequences unchanged.
+  auto seq4 = e->new_sequence();
+  generate::MtpSpeculator sp4(*e, *seq4);
+  hit.length = int64_t(ab.size());
+  EXPECT_THROW(c.load(hit, *seq4, &sp4.module_sequence()), Error);
+  EXPECT_EQ(seq4->position(), 0);
+  EXPECT_EQ(sp4.module_sequence().position(), 0);
+  EXPECT_THROW(sp4.loaded(3), Error);  // neither sequence is at 3
 }
 
 // Recurrent families: an entry serves only at the lengths it holds a state for (the end of

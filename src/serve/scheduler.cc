@@ -86,8 +86,12 @@ Scheduler::Scheduler(eng::Engine& engine, SchedulerOptions options)
     if (!opt_.spec.mtp)
       drafter_ = std::make_unique<generate::NgramDrafter>(opt_.spec.ngram);  // checks the n
   }
-  if (opt_.spec.on && opt_.spec.mtp && opt_.prompt_cache_bytes > 0)
-    fail("--spec mtp: the prompt cache holds no rows of the MTP module; turn it off");
+  // A recurrent state serves only at the lengths the cache holds one for, and the module's rows
+  // stop one position short of those (see the admission): nothing would load.
+  if (opt_.spec.on && opt_.spec.mtp && opt_.prompt_cache_bytes > 0 &&
+      model::recurrent_state_bytes(engine_.config()) > 0)
+    fail("--spec mtp: the prompt cache does not serve a model with recurrent layers (",
+         engine_.config().family, ") with it; turn it off");
   for (int i = 0; i < opt_.parallel; ++i) {
     auto s = std::make_unique<Slot>();
     s->seq = engine_.new_sequence();
@@ -188,19 +192,22 @@ void Scheduler::admit_locked() {
     int64_t keep = 0;
     PromptCache::Match m;
     if (cache_) m = cache_->lookup(prompt, int64_t(prompt.size()) - 1);
+    // --spec mtp: the module's row p needs the token after p, so a shared prefix of L tokens
+    // loads L - 1 positions, and no more than the module rows the entry holds.
+    if (s.mtp && m.length > 0) m.length = std::min(m.length - 1, cache_->module_rows(m.entry));
     if (m.length > best_keep) {
       s.load = m;  // the free slot's sequence is in the cache already (saved when it finished)
       keep = m.length;
     } else {
       if (cache_) cache_->count_miss();
       keep = eng::rewind_to(*s.seq, s.held, best_keep);
+      if (s.mtp) s.mtp->rewind(keep);  // the module keeps the rows of the slot's own prefix
     }
     s.request = std::move(p.request);
     s.stream = std::move(p.stream);
     s.gen.emplace(s.request.params, opt_.stop_ids, engine_.vocab(), s.request.prompt);
     if (s.request.grammar) s.gen->add_processor(s.request.grammar->processor());
     s.prefilled = keep;
-    if (s.mtp) s.mtp->rewind(keep);  // the slot's own prefix (no prompt cache with mtp)
     s.admitted = admissions_++;
     s.stream->set_prompt(int64_t(s.request.prompt.size()), keep);
     stats_.cached_tokens += keep;
@@ -241,7 +248,9 @@ void Scheduler::finish(Slot& s, Finish f, const std::string& error) {
   s.stream.reset();
   if (cache_ && f != Finish::kError && !s.held.empty()) {
     try {
-      cache_->save(s.held, *s.seq, std::move(s.checkpoints));
+      ModuleRows module;  // --spec mtp: the module's rows beside the sequence's
+      if (s.mtp) module = {&s.mtp->module_sequence(), s.mtp->settled_rows()};
+      cache_->save(s.held, *s.seq, std::move(s.checkpoints), module);
     } catch (const std::exception& e) {  // out of memory: the request is answered all the same
       std::fprintf(stderr, "moex serve: the prompt cache could not save a sequence: %s\n",
                    e.what());
@@ -342,7 +351,8 @@ void Scheduler::step() {
     if (s->load.length == 0) continue;
     const std::vector<int32_t>& prompt = s->request.prompt;
     try {
-      cache_->load(s->load, *s->seq);
+      cache_->load(s->load, *s->seq, s->mtp ? &s->mtp->module_sequence() : nullptr);
+      if (s->mtp) s->mtp->loaded(s->load.length);
       s->held.assign(prompt.begin(), prompt.begin() + s->load.length);
     } catch (const std::exception& e) {
       fail_slot(*s, e.what());

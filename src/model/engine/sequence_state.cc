@@ -7,11 +7,11 @@
 
 namespace moex::model::engine {
 
-int64_t kv_floats_per_position(const Sequence& seq) {
+int64_t kv_bytes_per_position(const Sequence& seq) {
   int64_t n = 0;
   for (int64_t l = 0; l < seq.layers(); ++l) {
     const ops::KvCache& c = seq.kv_cache(l);
-    n += c.kv_heads() * c.head_dim() * (c.has_values() ? 2 : 1);
+    n += c.kv_heads() * c.head_dim() * c.element_bytes() * (c.has_values() ? 2 : 1);
   }
   return n;
 }
@@ -24,32 +24,25 @@ int64_t recurrent_state_floats(const Sequence& seq) {
 
 namespace {
 
-// Positions [from, from + rows) of one plane (keys or values) of c as host rows
-// [rows][kv_heads][head_dim] of f32 (KvCache::decode: an F16 cache's elements widened
-// exactly): one download per head, whose positions are contiguous.
+// Positions [from, from + rows) of one plane (keys or values) of c, head-major as the cache
+// holds them: one download per head, whose positions are contiguous.
 void download_plane(const backend::ModelBackend& be, const ops::KvCache& c, const char* plane,
-                    int64_t from, int64_t rows, std::vector<float>& out) {
-  const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
-  std::vector<char> head(size_t(rows * hd * eb));
-  out.resize(size_t(rows * heads * hd));
-  for (int64_t h = 0; h < heads && rows > 0; ++h) {
-    be.download(head.data(), plane + c.offset(from, h) * eb, rows * hd * eb);
-    for (int64_t r = 0; r < rows; ++r)
-      c.decode(head.data() + r * hd * eb, hd, out.data() + (r * heads + h) * hd);
-  }
+                    int64_t from, int64_t rows, std::vector<char>& out) {
+  const int64_t head_bytes = rows * c.head_dim() * c.element_bytes();
+  out.resize(size_t(c.kv_heads() * head_bytes));
+  for (int64_t h = 0; h < c.kv_heads() && rows > 0; ++h)
+    be.download(out.data() + h * head_bytes, plane + c.offset(from, h) * c.element_bytes(),
+                head_bytes);
 }
 
-// The inverse: host rows [rows][kv_heads][head_dim] written at the cache's length (the caller
-// checks room and counts them), held as KvCache::append holds them (KvCache::encode).
+// The inverse: the first m of a chunk's `rows` positions (head-major, as download_plane gave
+// them) written at the cache's length (the caller checks room and counts them).
 void upload_plane(const backend::ModelBackend& be, const ops::KvCache& c, char* plane,
-                  const float* in, int64_t rows) {
-  const int64_t heads = c.kv_heads(), hd = c.head_dim(), eb = c.element_bytes();
-  std::vector<char> head(size_t(rows * hd * eb));
-  for (int64_t h = 0; h < heads && rows > 0; ++h) {
-    for (int64_t r = 0; r < rows; ++r)
-      c.encode(in + (r * heads + h) * hd, hd, head.data() + r * hd * eb);
-    be.upload(plane + c.offset(c.length(), h) * eb, head.data(), rows * hd * eb);
-  }
+                  const char* in, int64_t rows, int64_t m) {
+  const int64_t row_bytes = c.head_dim() * c.element_bytes();
+  for (int64_t h = 0; h < c.kv_heads() && m > 0; ++h)
+    be.upload(plane + c.offset(c.length(), h) * c.element_bytes(), in + h * rows * row_bytes,
+              m * row_bytes);
 }
 
 }  // namespace
@@ -130,10 +123,10 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
       fail("load_state: KV rows of ", ch.layers.size(), " layers, the sequence has ", layers);
     for (size_t l = 0; l < layers; ++l) {
       const ops::KvCache& c = seq.caches_[l];
-      const size_t need = size_t(ch.rows * c.kv_heads() * c.head_dim());
+      const size_t need = size_t(ch.rows * c.kv_heads() * c.head_dim() * c.element_bytes());
       if (ch.layers[l].k.size() != need || (c.has_values() && ch.layers[l].v.size() != need))
         fail("load_state: layer ", l, "'s KV rows do not have its ", c.kv_heads(), " x ",
-             c.head_dim(), " floats per position");
+             c.head_dim(), " elements of ", c.element_bytes(), " bytes per position");
     }
     rows += ch.rows;
   }
@@ -148,8 +141,9 @@ void load_state(Sequence& seq, const std::vector<KvChunk>& chunks, int64_t lengt
         const KvRows& r = chunks[size_t(i)].layers[l];
         const int64_t m = std::min(left, chunks[size_t(i)].rows);
         c.check_room(m);
-        upload_plane(seq.backend(), c, c.key_bytes(), r.k.data(), m);
-        if (c.has_values()) upload_plane(seq.backend(), c, c.value_bytes(), r.v.data(), m);
+        const int64_t rows = chunks[size_t(i)].rows;
+        upload_plane(seq.backend(), c, c.key_bytes(), r.k.data(), rows, m);
+        if (c.has_values()) upload_plane(seq.backend(), c, c.value_bytes(), r.v.data(), rows, m);
         c.grow(m);
       }
     if (recurrent) put_state(seq, l, states[l]);

@@ -1,6 +1,6 @@
 // Copies of a Sequence's state out and back in, for a prompt cache that keeps finished
-// sequences (serve/prompt_cache.h): a prefix of every layer's KV rows, token-major, and the
-// recurrent states (short conv, Gated DeltaNet, Mamba-2) at the sequence's position.
+// sequences (serve/prompt_cache.h): a prefix of every layer's KV rows, as the cache holds them,
+// and the recurrent states (short conv, Gated DeltaNet, Mamba-2) at the sequence's position.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,13 @@
 
 namespace moex::model::engine {
 
-// One layer's KV rows [0, rows), token-major ([rows][kv_heads][head_dim], the layout
-// ops::KvCache::append takes); v is empty for a keys-only cache (MLA) and both are empty for a
-// layer without a KV cache.
+// One layer's KV rows [0, rows) in the cache's own element type (f32, or the halves of an F16
+// cache: a copy neither widens nor rounds, and takes what the cache takes), head-major
+// ([kv_heads][rows][head_dim] elements, one contiguous copy per head): the bytes of the key
+// plane's rows and of the value plane's. v is empty for a keys-only cache (MLA) and both are
+// empty for a layer without a KV cache.
 struct KvRows {
-  std::vector<float> k, v;
+  std::vector<char> k, v;
 };
 // Rows of consecutive positions, one KvRows per layer: a cache grows by chunks, so that
 // extending what it holds never copies the rows it has.
@@ -23,8 +25,9 @@ struct KvChunk {
   std::vector<KvRows> layers;
 };
 
-// Floats of one position's keys and values over every layer of `seq`.
-int64_t kv_floats_per_position(const Sequence& seq);
+// Bytes of one position's keys and values over every layer of `seq`, in its caches' element
+// types (what copy_kv_rows takes per position).
+int64_t kv_bytes_per_position(const Sequence& seq);
 // Floats of seq's recurrent states over every layer (0: attention only).
 int64_t recurrent_state_floats(const Sequence& seq);
 

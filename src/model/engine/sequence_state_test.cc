@@ -71,9 +71,9 @@ TEST_P(SequenceState, ChunksLoadedBackDecodeAsTheOriginal) {
   EXPECT_EQ(f->position(), 0);
 }
 
-// With an F16 KV cache (--kv-cache f16) the copies widen its elements to f32 exactly and the
-// load rounds them back to the same halves: the loaded sequence decodes as the original, bit
-// for bit (DeepSeek's latent cache stays f32), and the cache takes half the bytes.
+// With an F16 KV cache (--kv-cache f16) the copies keep its halves: the loaded sequence
+// decodes as the original, bit for bit, and the cache and its copies take half the bytes
+// (DeepSeek's latent cache stays f32).
 TEST_P(SequenceState, F16CacheRowsLoadedBackDecodeAsTheOriginal) {
   struct TypeGuard {
     ~TypeGuard() { backend::set_kv_cache_type(DType::F32); }
@@ -81,20 +81,31 @@ TEST_P(SequenceState, F16CacheRowsLoadedBackDecodeAsTheOriginal) {
   moex::testing::TempDir tmp("moex_sequence_state_f16");
   const std::string dir = test::write_tiny_preset(GetParam(), tmp.file("m"));
   auto e = Engine::open(dir, EngineOptions{});
-  const int64_t f32_bytes = e->new_sequence()->kv_cache_bytes();
+  auto f32_seq = e->new_sequence();
+  const int64_t f32_bytes = f32_seq->kv_cache_bytes();
+  const int64_t f32_position_bytes = kv_bytes_per_position(*f32_seq);
   backend::set_kv_cache_type(DType::F16);
   auto a = e->new_sequence();
-  if (std::string(GetParam()) != "tiny-deepseek-v3") {
+  const bool half = std::string(GetParam()) != "tiny-deepseek-v3";
+  if (half) {
     EXPECT_EQ(a->kv_cache_bytes() * 2, f32_bytes);
+    EXPECT_EQ(kv_bytes_per_position(*a) * 2, f32_position_bytes);
   }
   const std::vector<int32_t> p = ids(11, 2);
   e->forward(*a, p.data(), 11);
   std::vector<KvChunk> chunks{copy_kv_rows(*a, 0, 11)};
+  int64_t copied = 0;
+  for (const KvRows& r : chunks[0].layers) copied += int64_t(r.k.size() + r.v.size());
+  EXPECT_EQ(copied, 11 * kv_bytes_per_position(*a));
   auto b = e->new_sequence();
   load_state(*b, chunks, 11, copy_recurrent_states(*a));
   const int32_t t = 9;
   const auto want = test::logits_of(e->forward(*a, &t, 1), *e);
   EXPECT_TRUE(test::bit_equal(test::logits_of(e->forward(*b, &t, 1), *e), want)) << GetParam();
+  // Rows of an f16 sequence do not load into an f32 one (their sizes say so).
+  if (half) {
+    EXPECT_THROW(load_state(*f32_seq, chunks, 11, copy_recurrent_states(*a)), Error);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SequenceState,
