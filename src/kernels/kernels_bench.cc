@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
           ->MinTime(0.3)
           ->UseRealTime();
     static std::deque<std::string> names;  // RegisterBenchmark keeps the pointer
-    if (kern.dot_rows_multi)  // the VNNI bodies
+    if (kern.dot_rows_multi)  // the VNNI and AVX2 bodies
       benchmark::RegisterBenchmark(names.emplace_back(std::string("compute/") + kern.name).c_str(),
                                    BM_qdot_compute, kern)
           ->MinTime(0.3)

@@ -139,64 +139,88 @@ inline void group_scale_bias(const char* sp, const char* bp, int64_t g, int kind
   }
 }
 
-template <int BITS, int GS, quant::Mode M>
-void qdot_rows_avx2(const QdotRowsArgs& a) {
+// Rows [row_begin, row_end) of `expert` dotted with NX prepared vectors x[j], into out[j], R
+// rows per block. Every (row, vector) value goes through the same operations in the same order
+// for any R and NX (the weights of a block are unpacked and converted once for all vectors),
+// so dot_rows (R = 4, NX = 1) and dot_rows_multi agree bit for bit.
+template <int BITS, int GS, quant::Mode M, int R, int NX>
+void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_begin,
+                         int64_t row_end, const void* const* x, float* const* out) {
   constexpr int kE = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs, kBlockBytes = kE * BITS / 8;
-  const QuantWeightsView& w = *a.w;
   const quant::Format f = w.format();
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = prepared_layout(k, GS, kE, 4);
-  const char* base = static_cast<const char*>(a.x);
-  const float* xsum = reinterpret_cast<const float*>(base + L.xsum);
-  const float* xf = reinterpret_cast<const float*>(base + L.data);
+  const float* xsum[NX];
+  const float* xf[NX];
+#pragma GCC unroll 4
+  for (int j = 0; j < NX; ++j) {
+    const char* base = static_cast<const char*>(x[j]);
+    xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
+    xf[j] = reinterpret_cast<const float*>(base + L.data);
+  }
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
   const int64_t sb_row = w.scale_row_bytes();
   const Unpacker<BITS> unpack;
-  const int64_t pf_far = kRows * row_bytes;  // software prefetch one row block ahead, into L2
+  const int64_t pf_far = kRows * row_bytes;  // software prefetch kRows rows ahead, into L2
 
-  for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kRows) {
-    const int nr = int(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
-    const uint8_t* wp[kRows];
-    const char *sp[kRows], *bp[kRows];
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += R) {
+    const int nr = int(row_end - r0 < R ? row_end - r0 : R);
+    const uint8_t* wp[R];
+    const char *sp[R], *bp[R];
 #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {  // a tail block repeats its last row
-      const int64_t idx = a.expert * w.n + r0 + (r < nr ? r : nr - 1);
+    for (int r = 0; r < R; ++r) {  // a tail block repeats its last row
+      const int64_t idx = expert * w.n + r0 + (r < nr ? r : nr - 1);
       wp[r] = w.w + idx * row_bytes;
       sp[r] = static_cast<const char*>(w.scales) + idx * sb_row;
       bp[r] = w.biases ? static_cast<const char*>(w.biases) + idx * sb_row : nullptr;
     }
-    __m256 tot[kRows];
-    float bias[kRows] = {};  // sum over groups of bias * sum x, in group order
+    __m256 tot[R][NX];
+    float bias[R][NX] = {};  // sum over groups of bias * sum x, in group order
 #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) tot[r] = _mm256_setzero_ps();
-    auto block_acc = [&](int64_t eb, __m256* acc) {  // sum over the block of q * x, per row
-      __m256 xv[kV];
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf + eb + 8 * t);
+      for (int j = 0; j < NX; ++j) tot[r][j] = _mm256_setzero_ps();
+    auto block_acc = [&](int64_t eb, __m256 (*acc)[NX]) {  // sum over the block of q * x
+      __m256 xv[NX == 1 ? kV : 1];
+      if constexpr (NX == 1) {  // shared by the R rows
 #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
+        for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf[0] + eb + 8 * t);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
         __m256i u[kV];
         const uint8_t* wb = wp[r] + (eb / kE) * kBlockBytes;
         if ((eb * BITS / 8) % 64 < kBlockBytes)
           _mm_prefetch(reinterpret_cast<const char*>(wb + pf_far), _MM_HINT_T1);
         unpack(wb, u);
+        __m256 wf[kV];
 #pragma GCC unroll 4
-        for (int t = 0; t < kV; ++t)
-          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(u[t]), xv[t], acc[r]);
+        for (int t = 0; t < kV; ++t) wf[t] = _mm256_cvtepi32_ps(u[t]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NX; ++j)
+#pragma GCC unroll 4
+          for (int t = 0; t < kV; ++t)
+            acc[r][j] = _mm256_fmadd_ps(
+                wf[t], NX == 1 ? xv[t] : _mm256_load_ps(xf[j] + eb + 8 * t), acc[r][j]);
       }
     };
     if constexpr (GS >= kE) {
       for (int64_t g = 0; g < groups; ++g) {
-        __m256 gacc[kRows];
+        __m256 gacc[R][NX];
 #pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) gacc[r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int j = 0; j < NX; ++j) gacc[r][j] = _mm256_setzero_ps();
         for (int bl = 0; bl < GS / kE; ++bl) block_acc(g * GS + bl * kE, gacc);
 #pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) {
+        for (int r = 0; r < R; ++r) {
           float s, b;
           group_scale_bias<M>(sp[r], bp[r], g, kind, f, k, s, b);
-          tot[r] = _mm256_fmadd_ps(gacc[r], _mm256_set1_ps(s), tot[r]);
-          bias[r] += b * xsum[g];
+#pragma GCC unroll 4
+          for (int j = 0; j < NX; ++j) {
+            tot[r][j] = _mm256_fmadd_ps(gacc[r][j], _mm256_set1_ps(s), tot[r][j]);
+            bias[r][j] += b * xsum[j][g];
+          }
         }
       }
     } else {
@@ -204,43 +228,90 @@ void qdot_rows_avx2(const QdotRowsArgs& a) {
       // so lanes 0-3 belong to the block's first group and lanes 4-7 to its second.
       static_assert(GS * 2 == kE && kV == 4, "a block spans exactly two groups");
       for (int64_t eb = 0; eb < k; eb += kE) {
-        __m256 bacc[kRows];
+        __m256 bacc[R][NX];
 #pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) bacc[r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int j = 0; j < NX; ++j) bacc[r][j] = _mm256_setzero_ps();
         block_acc(eb, bacc);
 #pragma GCC unroll 4
-        for (int r = 0; r < kRows; ++r) {
+        for (int r = 0; r < R; ++r) {
           float s0, s1, b0, b1;
           group_scale_bias<M>(sp[r], bp[r], eb / GS, kind, f, k, s0, b0);
           group_scale_bias<M>(sp[r], bp[r], eb / GS + 1, kind, f, k, s1, b1);
-          tot[r] = _mm256_fmadd_ps(bacc[r], _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1), tot[r]);
-          bias[r] += b0 * xsum[eb / GS];
-          bias[r] += b1 * xsum[eb / GS + 1];
+          const __m256 sv = _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1);
+#pragma GCC unroll 4
+          for (int j = 0; j < NX; ++j) {
+            tot[r][j] = _mm256_fmadd_ps(bacc[r][j], sv, tot[r][j]);
+            bias[r][j] += b0 * xsum[j][eb / GS];
+            bias[r][j] += b1 * xsum[j][eb / GS + 1];
+          }
         }
       }
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < nr; ++r) a.out[r0 - a.row_begin + r] = hsum(tot[r]) + bias[r];
+    for (int r = 0; r < nr; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) out[j][r0 - row_begin + r] = hsum(tot[r][j]) + bias[r][j];
   }
 }
 
-template <int BITS>
-void qdot_rows_avx2_any(const QdotRowsArgs& a) {
-  constexpr quant::Mode kA = quant::Mode::kAffine;
-  switch (a.w->group_size) {
-    case 32:
-      return qdot_rows_avx2<BITS, 32, kA>(a);
-    case 64:
-      return qdot_rows_avx2<BITS, 64, kA>(a);
-    default:
-      return qdot_rows_avx2<BITS, 128, kA>(a);
+// One (bits, group size, mode) variant's entry points: dot_rows shares each x load among 4
+// rows; dot_rows_multi runs the vectors four (a row per block: their accumulators fill the
+// registers), two (two rows) and one (dot_rows) at a time.
+template <int BITS, int GS, quant::Mode M>
+struct Avx2Rows {
+  static void rows(const QdotRowsArgs& a) {
+    qdot_rows_avx2_body<BITS, GS, M, kRows, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x,
+                                               &a.out);
   }
-}
+  static void multi(const QdotMultiArgs& a) {
+    int j = 0;
+    for (; j + 4 <= a.nx; j += 4)
+      qdot_rows_avx2_body<BITS, GS, M, 1, 4>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
+                                             a.out + j);
+    if (j + 2 <= a.nx) {
+      qdot_rows_avx2_body<BITS, GS, M, 2, 2>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
+                                             a.out + j);
+      j += 2;
+    }
+    if (j < a.nx)  // one vector: dot_rows itself (decode's single rows come this way)
+      qdot_rows_avx2_body<BITS, GS, M, kRows, 1>(*a.w, a.expert, a.row_begin, a.row_end,
+                                                 a.x + j, a.out + j);
+  }
+};
+
+// Affine rows: the group size is chosen at run time.
+template <int BITS>
+struct Avx2Affine {
+  template <int GS>
+  using V = Avx2Rows<BITS, GS, quant::Mode::kAffine>;
+  static void rows(const QdotRowsArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::rows(a);
+      case 64:
+        return V<64>::rows(a);
+      default:
+        return V<128>::rows(a);
+    }
+  }
+  static void multi(const QdotMultiArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::multi(a);
+      case 64:
+        return V<64>::multi(a);
+      default:
+        return V<128>::multi(a);
+    }
+  }
+};
 
 #define MOEX_QDOT_AVX2(B)                                                                     \
   QdotKernel {                                                                                \
     "qdot_rows_q" #B "__avx2", Isa::kAvx2, B, 0, prepared_bytes_avx2<B>, prepare_avx2<B>, \
-        qdot_rows_avx2_any<B>                                                                 \
+        Avx2Affine<B>::rows, false, quant::Mode::kAffine, Avx2Affine<B>::multi               \
   }
 constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT_AVX2(4),
                                  MOEX_QDOT_AVX2(5), MOEX_QDOT_AVX2(6), MOEX_QDOT_AVX2(8)};
@@ -249,7 +320,8 @@ constexpr QdotKernel kTable[] = {MOEX_QDOT_AVX2(2), MOEX_QDOT_AVX2(3), MOEX_QDOT
 #define MOEX_QDOT_GGML_AVX2(NAME, M, B)                                                     \
   QdotKernel {                                                                             \
     "qdot_rows_" #NAME "__avx2", Isa::kAvx2, B, 0, prepared_bytes_avx2<B>, prepare_avx2<B>, \
-        qdot_rows_avx2<B, quant::ggml_group_size(M, B), M>, false, M                             \
+        Avx2Rows<B, quant::ggml_group_size(M, B), M>::rows, false, M,                        \
+        Avx2Rows<B, quant::ggml_group_size(M, B), M>::multi                                  \
   }
 constexpr QdotKernel kGgmlTable[] = {MOEX_QDOT_GGML_TABLE(MOEX_QDOT_GGML_AVX2)};
 #undef MOEX_QDOT_GGML_AVX2
