@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <vector>
 #include <cstdlib>
 #include <string>
 
@@ -51,30 +52,43 @@ void set_active_precision(Precision p) {
 }
 
 const char* active_precision_label() {
-  return active_isa() == Isa::kAvx512 ? precision_name(active_precision()) : "f32";
+  return active_isa() != Isa::kScalar ? precision_name(active_precision()) : "f32";
+}
+
+float quantize_group_levels(const float* x, int group_size, int levels, int8_t* const* a) {
+  float m = 0.f;
+  for (int i = 0; i < group_size; ++i) m = std::max(m, std::fabs(x[i]));
+  const float c = m >= float(kTinyGroupMax) ? m * float(quantized_x_step(levels)) : 0.f;
+  const float inv_c = c > 0.f ? 1.f / c : 0.f;
+  for (int i = 0; i < group_size; ++i) {
+    float v[3] = {0.f, 0.f, 0.f}, rem = x[i];
+    for (int l = 0; l < levels; ++l) {
+      const float mult = float(1 << (8 * (levels - 1 - l)));
+      v[l] = std::nearbyint(rem * (inv_c * (1.f / mult)));  // ties to even, as vroundps
+      rem = std::fma(-v[l], c * mult, rem);                 // vfnmadd: one rounding
+    }
+    for (int l = levels - 1; l > 0; --l) {
+      if (v[l] > 127.f) v[l] -= 256.f, v[l - 1] += 1.f;
+      if (v[l] < -128.f) v[l] += 256.f, v[l - 1] -= 1.f;
+    }
+    v[0] = std::clamp(v[0], -128.f, 127.f);
+    // A NaN level (x NaN or infinite) becomes -128, as vcvtps2dq and the saturating narrowing
+    // of the VNNI prepare make it.
+    for (int l = 0; l < levels; ++l)
+      a[l][i] = c > 0.f ? (std::isnan(v[l]) ? int8_t(-128) : int8_t(v[l])) : int8_t(0);
+  }
+  return c;
 }
 
 void round_to_levels(const float* x, int64_t k, int group_size, int levels, float* out) {
+  std::vector<int8_t> lev(size_t(3 * group_size));
+  int8_t* a[3] = {lev.data(), lev.data() + group_size, lev.data() + 2 * group_size};
   for (int64_t g0 = 0; g0 < k; g0 += group_size) {
-    float m = 0.f;
-    for (int64_t i = g0; i < g0 + group_size; ++i) m = std::max(m, std::fabs(x[i]));
-    const float c = m >= float(kTinyGroupMax) ? m * float(quantized_x_step(levels)) : 0.f;
-    const float inv_c = c > 0.f ? 1.f / c : 0.f;
-    for (int64_t i = g0; i < g0 + group_size; ++i) {
-      float a[3] = {0.f, 0.f, 0.f}, rem = x[i];
-      for (int l = 0; l < levels; ++l) {
-        const float mult = float(1 << (8 * (levels - 1 - l)));
-        a[l] = std::nearbyint(rem * (inv_c * (1.f / mult)));  // ties to even, as vroundps
-        rem = std::fma(-a[l], c * mult, rem);                 // vfnmadd: one rounding
-      }
-      for (int l = levels - 1; l > 0; --l) {
-        if (a[l] > 127.f) a[l] -= 256.f, a[l - 1] += 1.f;
-        if (a[l] < -128.f) a[l] += 256.f, a[l - 1] -= 1.f;
-      }
-      a[0] = std::clamp(a[0], -128.f, 127.f);
+    const float c = quantize_group_levels(x + g0, group_size, levels, a);
+    for (int i = 0; i < group_size; ++i) {
       double q = 0.0;  // an integer below 2^24: exact in double and in the f32 result's scale
-      for (int l = 0; l < levels; ++l) q = q * 256.0 + a[l];
-      out[i] = c > 0.f ? float(q * double(c)) : 0.f;
+      for (int l = 0; l < levels; ++l) q = q * 256.0 + a[l][i];
+      out[g0 + i] = c > 0.f ? float(q * double(c)) : 0.f;
     }
   }
 }

@@ -39,8 +39,9 @@ Precision parse_precision(std::string_view s, std::string_view what);
 // kDefaultPrecision.
 Precision active_precision();
 void set_active_precision(Precision p);
-// What the kernels of the active ISA run at, for reports: the tier's name on
-// AVX-512 (where activations are quantized to int8 levels), else "f32".
+// What the kernels of the active ISA run at, for reports: the tier's name on AVX-512 and AVX2
+// (where activations are quantized to int8 levels: every VNNI width, AVX2's 4-bit rows), else
+// "f32".
 const char* active_precision_label();
 
 // The scalar reference of what the VNNI kernels make of an activation vector at `levels`
@@ -51,6 +52,10 @@ const char* active_precision_label();
 // out_i = c * sum_l 256^(levels-1-l) a_l. A VNNI kernel's dot with x equals the f32 dot with
 // this vector up to the f32 rounding of its sums. k must be a multiple of group_size.
 void round_to_levels(const float* x, int64_t k, int group_size, int levels, float* out);
+// One group of that rounding: writes level l of element i to a[l][i] (a[0..levels-1], each
+// group_size bytes) and returns c, so that round_to_levels' out_i = c * sum_l 256^(levels-1-l)
+// a[l][i]. The integer kernels that do not build their own (qdot_avx2_int8.cc) prepare with it.
+float quantize_group_levels(const float* x, int group_size, int levels, int8_t* const* a);
 
 // The largest change quantization makes to an activation, relative to max|x|
 // over its weight group: 1 / (127 * 256^(levels-1)) (twice the rounding bound

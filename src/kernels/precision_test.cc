@@ -76,22 +76,24 @@ TEST(Precision, RoundToLevelsStaysWithinHalfAStep) {
     EXPECT_FLOAT_EQ(r1[size_t(i)], std::nearbyint(x[size_t(i)] * (1.f / c)) * c) << i;
 }
 
-// Each VNNI kernel's dot equals sum_g s_g sum q_i x'_i + b_g sum x_i with x' =
+// Each integer kernel's (VNNI, AVX2 4-bit) dot equals sum_g s_g sum q_i x'_i + b_g sum x_i with x' =
 // round_to_levels(x) at its tier (the bias term takes the exact f32 group sums of x), within
 // the f32 rounding of the sums; and for the fast and standard tiers it is
 // far closer to that than to the dot with x itself (a kernel running another tier's rounding,
-// or a level computed on the wrong group, fails here). AVX-512 hosts only.
-TEST(Precision, VnniKernelsDotTheirTiersRounding) {
-  if (!isa_supported(Isa::kAvx512)) {
-    GTEST_SKIP() << "skipped: no AVX-512 VNNI on this CPU, so no tier kernel to check";
-  }
+// or a level computed on the wrong group, fails here). The same for AVX2's 4-bit kernels.
+TEST(Precision, IntegerKernelsDotTheirTiersRounding) {
   const int64_t k = 1024, n = 24;
-  for (int bits : {2, 4, 8})
+  int ran = 0;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {  // VNNI: 2/4/8 bits; AVX2: its 4-bit kernels
+    if (!isa_supported(isa)) continue;
+    ++ran;
+    for (int bits : {2, 4, 8})
     for (int gs : {32, 64, 128}) {
+      if (isa == Isa::kAvx2 && bits != 4) continue;
       auto q = make_random_quant(1, n, k, bits, gs, DType::BF16, 90 + bits + gs);
       const std::vector<float> x = hard_activations(k, gs);
       for (Precision p : kAllTiers) {
-        const QdotKernel& kern = qdot_kernel(Isa::kAvx512, bits, p);
+        const QdotKernel& kern = qdot_kernel(isa, bits, p);
         ASSERT_EQ(kern.x_levels, static_cast<int>(p)) << kern.name;
         std::vector<float> xr(static_cast<size_t>(k));
         round_to_levels(x.data(), k, gs, kern.x_levels, xr.data());
@@ -125,6 +127,8 @@ TEST(Precision, VnniKernelsDotTheirTiersRounding) {
         }
       }
     }
+  }
+  if (ran == 0) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU, so no tier kernel to check";
 }
 
 }  // namespace

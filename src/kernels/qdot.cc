@@ -33,10 +33,12 @@ const QdotKernel* find_bits(const QdotKernel* (*table)(int*), int bits, Precisio
 const std::vector<QdotKernel>& qdot_kernels() {
   static const std::vector<QdotKernel> all = [] {
     std::vector<QdotKernel> v;
-    for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx512_vbmi,
+    for (auto get : {qdot_kernels_scalar, qdot_kernels_avx2, qdot_kernels_avx2_int8,
+                     qdot_kernels_avx512_vbmi,
                      qdot_kernels_avx512_novbmi, qdot_fp_kernels_scalar, qdot_fp_kernels_avx2,
                      qdot_fp_kernels_avx512, qdot_float_kernels_scalar, qdot_float_kernels_avx2,
-                     qdot_float_kernels_avx512, qdot_ggml_kernels_scalar, qdot_ggml_kernels_avx2}) {
+                     qdot_float_kernels_avx512, qdot_ggml_kernels_scalar, qdot_ggml_kernels_avx2,
+                     qdot_ggml_kernels_avx2_int8}) {
       int n = 0;
       const QdotKernel* t = get(&n);
       v.insert(v.end(), t, t + n);
@@ -55,7 +57,8 @@ const QdotKernel& qdot_kernel(Isa isa, int bits, Precision precision) {
                                : find_bits(qdot_kernels_avx512_novbmi, bits, precision);
       if (k) return *k;
       [[fallthrough]];  // a width the no-VBMI build lacks
-    case Isa::kAvx2:
+    case Isa::kAvx2:  // 4 bits on the integer kernels at the tier, the other widths in f32
+      if (const QdotKernel* i = find_bits(qdot_kernels_avx2_int8, bits, precision)) return *i;
       return *find_bits(qdot_kernels_avx2, bits, precision);
     case Isa::kScalar:
       break;
@@ -76,6 +79,8 @@ const QdotKernel& qdot_kernel(Isa isa, const QuantWeightsView& w, Precision prec
     if (isa == Isa::kAvx512)
       k = avx512_vbmi_active() ? find(qdot_kernels_avx512_vbmi, w.mode, w.bits, precision)
                                : find(qdot_kernels_avx512_novbmi, w.mode, w.bits, precision);
+    if (!k && isa != Isa::kScalar)  // 4 bits on AVX2's integer kernels, the rest in f32
+      k = find(qdot_ggml_kernels_avx2_int8, w.mode, w.bits, precision);
     if (!k && isa != Isa::kScalar) k = find(qdot_ggml_kernels_avx2, w.mode, w.bits, precision);
     if (!k) k = find(qdot_ggml_kernels_scalar, w.mode, w.bits, precision);
     if (k) return *k;

@@ -104,24 +104,30 @@ TEST(Qdot, KernelListCoversEveryBitWidthAndIsa) {
               isa == Isa::kAvx512 && !vbmi && (bits == 3 || bits == 5 || bits == 6);
           const Isa want = avx2_instead ? Isa::kAvx2 : isa;
           const bool vnni = want == Isa::kAvx512;
+          const bool avx2_int8 = want == Isa::kAvx2 && bits == 4;
           EXPECT_EQ(k.isa, want);
-          // Only the VNNI kernels quantize x, to as many int8 levels as the tier says.
-          EXPECT_EQ(k.x_levels, vnni ? static_cast<int>(p) : 0);
+          // The VNNI kernels and AVX2's 4-bit ones quantize x, to as many int8 levels as the
+          // tier says; the others keep it in f32.
+          EXPECT_EQ(k.x_levels, vnni || avx2_int8 ? static_cast<int>(p) : 0);
           // The affine VNNI and AVX2 bodies take several vectors per pass; scalar does not.
           EXPECT_EQ(k.dot_rows_multi != nullptr, isa != Isa::kScalar);
           const std::string suffix =
-              vnni ? str_cat(vbmi ? "" : "_novbmi", "_", precision_name(p)) : std::string();
+              vnni        ? str_cat(vbmi ? "" : "_novbmi", "_", precision_name(p))
+              : avx2_int8 ? str_cat("_", precision_name(p))
+                          : std::string();
           EXPECT_EQ(std::string(k.name),
                     "qdot_rows_q" + std::to_string(bits) + isa_kernel_suffix(want) + suffix);
           EXPECT_EQ(k.needs_vbmi, isa == Isa::kAvx512 && vbmi);
         }
   }
-  // Affine: 6 scalar, 6 AVX2, and per tier 6 VNNI with VBMI and 3 without; the fp modes:
+  // Affine: 6 scalar, 6 AVX2 in f32 and per tier a 4-bit AVX2 integer one, and per tier 6
+  // VNNI with VBMI and 3 without; the fp modes:
   // scalar and AVX2 one per mode, AVX-512 mxfp8 in f32 and per tier mxfp4 / nvfp4 on the VNNI
   // body (with and without VBMI); unquantized: float16 (F16 and BF16 elements) and float32 per
-  // instruction set; the ggml block modes: 9 scalar, 9 AVX2, and per tier 9 VNNI with VBMI and
-  // 5 (their 2-, 4- and 8-bit members) without.
-  EXPECT_EQ(qdot_kernels().size(), 12u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u + 18u + 3u * 14u);
+  // instruction set; the ggml block modes: 9 scalar, 9 AVX2 in f32 and per tier 2 AVX2
+  // integer ones (q4_0, q4_k), and per tier 9 VNNI with VBMI and 5 (their 2-, 4- and 8-bit
+  // members) without.
+  EXPECT_EQ(qdot_kernels().size(), 12u + 3u + 3u * 2u + 3u * 9u + 3u + 3u + 1u + 3u * 4u + 6u + 18u + 3u * 14u);
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
     for (DType d : {DType::BF16, DType::F16, DType::F32}) {
       QuantWeightsView v;
@@ -401,7 +407,6 @@ TEST(Qdot, SeveralVectorsPerPassEqualOneAtATime) {
 // is within its own bound, and the normalized RMS error grows by more than 2^5 per level
 // dropped (a level is 2^8; the margin allows for rows where f32 rounding dominates).
 TEST(Qdot, PrecisionTiersOrderTheirErrors) {
-  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 VNNI: the tiers do not apply";
   const int64_t k = 2048, n = 64;
   auto q = make_random_quant(1, n, k, quant::Format::affine(4, 64, DType::BF16), 31);
   const auto x = random_normal(k, 1.f, 32);
@@ -409,25 +414,32 @@ TEST(Qdot, PrecisionTiersOrderTheirErrors) {
   PreparedVectors pr;
   pr.prepare(ref, x.data(), 1, k, k, 64);
   const auto want = run_rows(ref, q.view, 0, 0, n, pr.at(0));
-  double nrms[4] = {};
-  for (Precision p : kTiers) {
-    const QdotKernel& kern = qdot_kernel(Isa::kAvx512, 4, p);
-    PreparedVectors px;
-    px.prepare(kern, x.data(), 1, k, k, 64);
-    const auto got = run_rows(kern, q.view, 0, 0, n, px.at(0));
-    double sq = 0.0, ref_sq = 0.0;
-    for (int64_t r = 0; r < n; ++r) {
-      const double err = double(got[size_t(r)]) - want[size_t(r)];
-      EXPECT_LE(std::fabs(err), qdot_error_bound(kern, q.view, 0, r, x.data())) << kern.name;
-      sq += err * err;
-      ref_sq += double(want[size_t(r)]) * want[size_t(r)];
+  int ran = 0;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {  // the integer 4-bit kernels of each
+    if (!isa_supported(isa)) continue;
+    ++ran;
+    double nrms[4] = {};
+    for (Precision p : kTiers) {
+      const QdotKernel& kern = qdot_kernel(isa, 4, p);
+      ASSERT_EQ(kern.x_levels, static_cast<int>(p)) << kern.name;
+      PreparedVectors px;
+      px.prepare(kern, x.data(), 1, k, k, 64);
+      const auto got = run_rows(kern, q.view, 0, 0, n, px.at(0));
+      double sq = 0.0, ref_sq = 0.0;
+      for (int64_t r = 0; r < n; ++r) {
+        const double err = double(got[size_t(r)]) - want[size_t(r)];
+        EXPECT_LE(std::fabs(err), qdot_error_bound(kern, q.view, 0, r, x.data())) << kern.name;
+        sq += err * err;
+        ref_sq += double(want[size_t(r)]) * want[size_t(r)];
+      }
+      nrms[static_cast<int>(p)] = std::sqrt(sq / ref_sq);
+      std::cout << "[ info ] " << kern.name << ": normalized RMS error "
+                << nrms[static_cast<int>(p)] << "\n";
     }
-    nrms[static_cast<int>(p)] = std::sqrt(sq / ref_sq);
-    std::cout << "[ info ] " << kern.name << ": normalized RMS error "
-              << nrms[static_cast<int>(p)] << "\n";
+    EXPECT_GT(nrms[1], 32 * nrms[2]);
+    EXPECT_GT(nrms[2], 32 * nrms[3]);
   }
-  EXPECT_GT(nrms[1], 32 * nrms[2]);
-  EXPECT_GT(nrms[2], 32 * nrms[3]);
+  if (ran == 0) GTEST_SKIP() << "no AVX2 or AVX-512: the tiers do not apply";
 }
 
 TEST(Qdot, PrecisionNamesParseStrictly) {
@@ -443,7 +455,7 @@ TEST(Qdot, PrecisionNamesParseStrictly) {
   }
   const Precision saved = active_precision();
   set_active_precision(Precision::kExact);
-  EXPECT_EQ(qdot_kernel(active_isa(), 4).x_levels, active_isa() == Isa::kAvx512 ? 3 : 0);
+  EXPECT_EQ(qdot_kernel(active_isa(), 4).x_levels, active_isa() != Isa::kScalar ? 3 : 0);
   set_active_precision(saved);
 }
 

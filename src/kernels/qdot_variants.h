@@ -37,6 +37,10 @@ void prepare_f32_copy(const float* x, int64_t k, int group_size, void* dst);
 // Each returns its table (one entry per valid bit width, in quant::kValidBits order).
 const QdotKernel* qdot_kernels_scalar(int* count);
 const QdotKernel* qdot_kernels_avx2(int* count);
+// AVX2 integer kernels at the precision tiers (4-bit rows only; one entry per tier): affine,
+// and the ggml modes q4_0 and q4_k.
+const QdotKernel* qdot_kernels_avx2_int8(int* count);
+const QdotKernel* qdot_ggml_kernels_avx2_int8(int* count);
 // AVX-512 VNNI with VBMI (all six widths) and without it (2, 4 and 8 bits only).
 const QdotKernel* qdot_kernels_avx512_vbmi(int* count);
 const QdotKernel* qdot_kernels_avx512_novbmi(int* count);

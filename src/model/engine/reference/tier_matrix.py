@@ -47,10 +47,11 @@ def run(cmd):
     return r
 
 
-def host_has_vnni_tiers(moex, model):
-    """Whether moex runs the AVX-512 VNNI kernels (where the tiers differ) on this host."""
+def host_has_integer_tiers(moex, model):
+    """Whether moex runs integer kernels for these 4-bit checkpoints on this host (AVX-512 VNNI,
+    or AVX2's 4-bit ones), where the tiers differ; the scalar kernels keep x in float32."""
     r = run([moex, "inspect", model])
-    return "cpu kernels: isa avx512" in r.stdout  # moex's AVX-512 path is the VNNI one
+    return any(f"cpu kernels: isa {isa}" in r.stdout for isa in ("avx512", "avx2"))
 
 
 def compare(got, toks, ref, ref_toks):
@@ -102,8 +103,8 @@ def main():
             if a.dequantize:
                 dequantize_modules(model, a.dequantize)
         if tiers_differ is None:
-            tiers_differ = host_has_vnni_tiers(a.moex, model)
-            print(f"tier_matrix: {'AVX-512 VNNI: the tiers differ' if tiers_differ else 'no AVX-512 VNNI: every tier runs float32 and must meet the exact gate'}",
+            tiers_differ = host_has_integer_tiers(a.moex, model)
+            print(f"tier_matrix: {'integer kernels (AVX-512 VNNI or AVX2): the tiers differ' if tiers_differ else 'scalar kernels: every tier runs float32 and must meet the exact gate'}",
                   flush=True)
         config = json.load(open(os.path.join(model, "config.json")))
         vocab = config.get("vocab_size") or config["text_config"]["vocab_size"]
