@@ -195,13 +195,14 @@ void qdot_rows_int8_body(const QuantWeightsView& w, int64_t expert, int64_t row_
   }
 }
 
-// One (group size, mode, levels) variant's entry points, as the f32 kernels': dot_rows four
-// rows per block; dot_rows_multi four vectors a row at a time, two vectors two rows, one
-// vector the dot_rows body.
+// One (group size, mode, levels) variant's entry points: dot_rows one row per block (fewer
+// concurrent weight streams per thread: decode on the Zen 3 host ran a median 10% faster than
+// with four rows, 9 of 11 interleaved rounds, docs/benchmark_results/avx2-int8-2026-12-08.md);
+// dot_rows_multi four vectors a row at a time, two vectors two rows, one vector dot_rows.
 template <int GS, quant::Mode M, int LV>
 struct Int8Rows {
   static void rows(const QdotRowsArgs& a) {
-    qdot_rows_int8_body<GS, M, LV, 4, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x, &a.out);
+    qdot_rows_int8_body<GS, M, LV, 1, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x, &a.out);
   }
   static void multi(const QdotMultiArgs& a) {
     int j = 0;
@@ -214,7 +215,7 @@ struct Int8Rows {
       j += 2;
     }
     if (j < a.nx)
-      qdot_rows_int8_body<GS, M, LV, 4, 1>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
+      qdot_rows_int8_body<GS, M, LV, 1, 1>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
                                            a.out + j);
   }
 };
