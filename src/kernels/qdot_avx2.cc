@@ -246,30 +246,12 @@ struct Avx2Rows {
 
 // Affine rows: the group size is chosen at run time.
 template <int BITS>
-struct Avx2Affine {
+struct Avx2AffineGroups {
   template <int GS>
   using V = Avx2Rows<BITS, GS, quant::Mode::kAffine>;
-  static void rows(const QdotRowsArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::rows(a);
-      case 64:
-        return V<64>::rows(a);
-      default:
-        return V<128>::rows(a);
-    }
-  }
-  static void multi(const QdotMultiArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::multi(a);
-      case 64:
-        return V<64>::multi(a);
-      default:
-        return V<128>::multi(a);
-    }
-  }
 };
+template <int BITS>
+using Avx2Affine = ByGroupSize<Avx2AffineGroups<BITS>::template V>;
 
 #define MOEX_QDOT_AVX2(B)                                                                     \
   QdotKernel {                                                                                \

@@ -222,30 +222,12 @@ struct Int8Rows {
 
 // Affine rows: the group size is chosen at run time.
 template <int LV>
-struct Int8Affine {
+struct Int8AffineGroups {
   template <int GS>
   using V = Int8Rows<GS, quant::Mode::kAffine, LV>;
-  static void rows(const QdotRowsArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::rows(a);
-      case 64:
-        return V<64>::rows(a);
-      default:
-        return V<128>::rows(a);
-    }
-  }
-  static void multi(const QdotMultiArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::multi(a);
-      case 64:
-        return V<64>::multi(a);
-      default:
-        return V<128>::multi(a);
-    }
-  }
 };
+template <int LV>
+using Int8Affine = ByGroupSize<Int8AffineGroups<LV>::template V>;
 
 #define MOEX_QDOT_INT8_AVX2(LV, TIER)                                                       \
   QdotKernel {                                                                             \

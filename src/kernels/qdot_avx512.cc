@@ -463,30 +463,12 @@ struct Vnni {
 
 // Affine rows: the group size is chosen at run time.
 template <int BITS, int LV>
-struct VnniAffine {
+struct VnniAffineGroups {
   template <int GS>
   using V = Vnni<BITS, GS, quant::Mode::kAffine, LV>;
-  static void rows(const QdotRowsArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::rows(a);
-      case 64:
-        return V<64>::rows(a);
-      default:
-        return V<128>::rows(a);
-    }
-  }
-  static void multi(const QdotMultiArgs& a) {
-    switch (a.w->group_size) {
-      case 32:
-        return V<32>::multi(a);
-      case 64:
-        return V<64>::multi(a);
-      default:
-        return V<128>::multi(a);
-    }
-  }
 };
+template <int BITS, int LV>
+using VnniAffine = ByGroupSize<VnniAffineGroups<BITS, LV>::template V>;
 
 #if MOEX_QDOT_VBMI
 #define MOEX_QDOT_SUFFIX "__avx512vnni"

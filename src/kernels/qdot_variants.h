@@ -84,6 +84,33 @@ inline float fp_group_scale(uint8_t code, quant::Mode mode) {
   return code == 0 ? f32_from_bits(0x00400000u) : f32_from_bits(uint32_t(code) << 23);
 }
 
+// An affine kernel's entry points with the group size chosen at run time: V<GS> is its variant
+// for groups of GS (32, 64 or 128; qdot_unsupported_reason rejects the others), with static
+// rows(QdotRowsArgs) and multi(QdotMultiArgs).
+template <template <int> class V>
+struct ByGroupSize {
+  static void rows(const QdotRowsArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::rows(a);
+      case 64:
+        return V<64>::rows(a);
+      default:
+        return V<128>::rows(a);
+    }
+  }
+  static void multi(const QdotMultiArgs& a) {
+    switch (a.w->group_size) {
+      case 32:
+        return V<32>::multi(a);
+      case 64:
+        return V<64>::multi(a);
+      default:
+        return V<128>::multi(a);
+    }
+  }
+};
+
 // block: elements per SIMD block; elem_bytes: bytes of x data per element; group_scales: an
 // activation scale per group is stored (false for variants that keep x in f32).
 inline PreparedLayout prepared_layout(int64_t k, int group_size, int64_t block, size_t elem_bytes,
