@@ -113,14 +113,7 @@ void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_
   const quant::Format f = w.format();
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = prepared_layout(k, GS, kE, 4);
-  const float* xsum[NX];
-  const float* xf[NX];
-#pragma GCC unroll 4
-  for (int j = 0; j < NX; ++j) {
-    const char* base = static_cast<const char*>(x[j]);
-    xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
-    xf[j] = reinterpret_cast<const float*>(base + L.data);
-  }
+  const PreparedParts<NX, float> xp(x, L);  // x in block order at xp.data[j]
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
   const int64_t sb_row = w.scale_row_bytes();
   const Unpacker<BITS> unpack;
@@ -147,7 +140,7 @@ void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_
       __m256 xv[NX == 1 ? kV : 1];
       if constexpr (NX == 1) {  // shared by the R rows
 #pragma GCC unroll 4
-        for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xf[0] + eb + 8 * t);
+        for (int t = 0; t < kV; ++t) xv[t] = _mm256_load_ps(xp.data[0] + eb + 8 * t);
       }
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
@@ -164,7 +157,7 @@ void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_
 #pragma GCC unroll 4
           for (int t = 0; t < kV; ++t)
             acc[r][j] = _mm256_fmadd_ps(
-                wf[t], NX == 1 ? xv[t] : _mm256_load_ps(xf[j] + eb + 8 * t), acc[r][j]);
+                wf[t], NX == 1 ? xv[t] : _mm256_load_ps(xp.data[j] + eb + 8 * t), acc[r][j]);
       }
     };
     if constexpr (GS >= kE) {
@@ -182,7 +175,7 @@ void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_
 #pragma GCC unroll 4
           for (int j = 0; j < NX; ++j) {
             tot[r][j] = _mm256_fmadd_ps(gacc[r][j], _mm256_set1_ps(s), tot[r][j]);
-            bias[r][j] += b * xsum[j][g];
+            bias[r][j] += b * xp.xsum[j][g];
           }
         }
       }
@@ -206,8 +199,8 @@ void qdot_rows_avx2_body(const QuantWeightsView& w, int64_t expert, int64_t row_
 #pragma GCC unroll 4
           for (int j = 0; j < NX; ++j) {
             tot[r][j] = _mm256_fmadd_ps(bacc[r][j], sv, tot[r][j]);
-            bias[r][j] += b0 * xsum[j][eb / GS];
-            bias[r][j] += b1 * xsum[j][eb / GS + 1];
+            bias[r][j] += b0 * xp.xsum[j][eb / GS];
+            bias[r][j] += b1 * xp.xsum[j][eb / GS + 1];
           }
         }
       }
@@ -229,18 +222,11 @@ struct Avx2Rows {
                                                &a.out);
   }
   static void multi(const QdotMultiArgs& a) {
-    int j = 0;
-    for (; j + 4 <= a.nx; j += 4)
-      qdot_rows_avx2_body<BITS, GS, M, 1, 4>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
-                                             a.out + j);
-    if (j + 2 <= a.nx) {
-      qdot_rows_avx2_body<BITS, GS, M, 2, 2>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
-                                             a.out + j);
-      j += 2;
-    }
-    if (j < a.nx)  // one vector: dot_rows itself (decode's single rows come this way)
-      qdot_rows_avx2_body<BITS, GS, M, kRows, 1>(*a.w, a.expert, a.row_begin, a.row_end,
-                                                 a.x + j, a.out + j);
+    in_vector_passes(a, [&](auto nx, int j) {
+      constexpr int NX = decltype(nx)::value;  // one vector: dot_rows itself (decode's rows)
+      qdot_rows_avx2_body<BITS, GS, M, NX == 4 ? 1 : NX == 2 ? 2 : kRows, NX>(
+          *a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
+    });
   }
 };
 

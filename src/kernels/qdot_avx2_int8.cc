@@ -95,16 +95,7 @@ void qdot_rows_int8_body(const QuantWeightsView& w, int64_t expert, int64_t row_
   const quant::Format f = w.format();
   const int64_t k = w.k, groups = k / GS, row_bytes = k / 2;
   const PreparedLayout L = layout_int8<LV>(k, GS);
-  const float* xsum[NX];
-  const float* xscale[NX];
-  const int8_t* xlev[NX];  // level l of vector j at xlev[j] + l * L.k_pad
-#pragma GCC unroll 4
-  for (int j = 0; j < NX; ++j) {
-    const char* base = static_cast<const char*>(x[j]);
-    xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
-    xscale[j] = reinterpret_cast<const float*>(base + L.scale);
-    xlev[j] = reinterpret_cast<const int8_t*>(base + L.data);
-  }
+  const PreparedParts<NX, int8_t> xp(x, L);  // level l of vector j at xp.data[j] + l * L.k_pad
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
   const int64_t sb_row = w.scale_row_bytes();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
@@ -139,8 +130,8 @@ void qdot_rows_int8_body(const QuantWeightsView& w, int64_t expert, int64_t row_
         scales_biases8<M>(sp[r], bp[r], g0, ng, kind, f, k, ws, wb);
 #pragma GCC unroll 4
         for (int j = 0; j < NX; ++j) {
-          _mm256_store_ps(sc[r][j], _mm256_mul_ps(ws, _mm256_loadu_ps(xscale[j] + g0)));
-          bsum[r][j] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(xsum[j] + g0), bsum[r][j]);
+          _mm256_store_ps(sc[r][j], _mm256_mul_ps(ws, _mm256_loadu_ps(xp.scale[j] + g0)));
+          bsum[r][j] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(xp.xsum[j] + g0), bsum[r][j]);
         }
       }
       for (int gi = 0; gi < ng; ++gi) {
@@ -168,7 +159,7 @@ void qdot_rows_int8_body(const QuantWeightsView& w, int64_t expert, int64_t row_
 #pragma GCC unroll 4
               for (int l = 0; l < LV; ++l) {
                 const __m256i xl = _mm256_load_si256(
-                    reinterpret_cast<const __m256i*>(xlev[j] + l * L.k_pad + e));
+                    reinterpret_cast<const __m256i*>(xp.data[j] + l * L.k_pad + e));
                 acc[r][j][l] = _mm256_add_epi16(acc[r][j][l], _mm256_maddubs_epi16(u, xl));
               }
           }
@@ -205,18 +196,11 @@ struct Int8Rows {
     qdot_rows_int8_body<GS, M, LV, 1, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x, &a.out);
   }
   static void multi(const QdotMultiArgs& a) {
-    int j = 0;
-    for (; j + 4 <= a.nx; j += 4)
-      qdot_rows_int8_body<GS, M, LV, 1, 4>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
-                                           a.out + j);
-    if (j + 2 <= a.nx) {
-      qdot_rows_int8_body<GS, M, LV, 2, 2>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
-                                           a.out + j);
-      j += 2;
-    }
-    if (j < a.nx)
-      qdot_rows_int8_body<GS, M, LV, 1, 1>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j,
-                                           a.out + j);
+    in_vector_passes(a, [&](auto nx, int j) {
+      constexpr int NX = decltype(nx)::value;
+      qdot_rows_int8_body<GS, M, LV, NX == 2 ? 2 : 1, NX>(*a.w, a.expert, a.row_begin,
+                                                         a.row_end, a.x + j, a.out + j);
+    });
   }
 };
 

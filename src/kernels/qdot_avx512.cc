@@ -315,16 +315,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
   constexpr int kB = Blk<BITS>::kElems, kV = Blk<BITS>::kVecs;
   const int64_t k = w.k, groups = k / GS, row_bytes = k * BITS / 8;
   const PreparedLayout L = layout_vnni<BITS, LV>(k, GS);
-  const float* xsum[NX];
-  const float* xscale[NX];
-  const int8_t* xlev[NX];  // level l of vector j at xlev[j] + l * L.k_pad
-#pragma GCC unroll 4
-  for (int j = 0; j < NX; ++j) {
-    const char* base = static_cast<const char*>(x[j]);
-    xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
-    xscale[j] = reinterpret_cast<const float*>(base + L.scale);
-    xlev[j] = reinterpret_cast<const int8_t*>(base + L.data);
-  }
+  const PreparedParts<NX, int8_t> xp(x, L);  // level l of vector j at xp.data[j] + l * L.k_pad
   const int kind = w.sb_dtype == DType::F32 ? 0 : (w.sb_dtype == DType::BF16 ? 1 : 2);
   const int64_t sb_row = w.scale_row_bytes(), supers = k / quant::kGgmlSuperBlock;
   // E2M1 code -> 12 + 2 * value (vpshufb indexes each 128-bit lane's 16 bytes by the code).
@@ -347,7 +338,7 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
     for (int l = 0; l < LV; ++l)
 #pragma GCC unroll 4
       for (int t = 0; t < kV; ++t)
-        xl[l][t] = _mm512_load_si512(xlev[j] + l * L.k_pad + eb + 64 * t);
+        xl[l][t] = _mm512_load_si512(xp.data[j] + l * L.k_pad + eb + 64 * t);
   };
 
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
@@ -378,8 +369,8 @@ void qdot_rows_vnni(const QuantWeightsView& w, int64_t expert, int64_t row_begin
       __m512 xs[NX], xg[NX];
 #pragma GCC unroll 4
       for (int j = 0; j < NX; ++j) {
-        xs[j] = _mm512_loadu_ps(xsum[j] + g0);
-        xg[j] = _mm512_loadu_ps(xscale[j] + g0);
+        xs[j] = _mm512_loadu_ps(xp.xsum[j] + g0);
+        xg[j] = _mm512_loadu_ps(xp.scale[j] + g0);
       }
       // Weight scale x activation scale, per row, vector and group.
       alignas(64) float sbuf[kRows][NX][16];
@@ -449,15 +440,10 @@ struct Vnni {
     qdot_rows_vnni<BITS, GS, M, LV, 1>(*a.w, a.expert, a.row_begin, a.row_end, &a.x, &a.out);
   }
   static void multi(const QdotMultiArgs& a) {
-    int j = 0;
-    for (; j + 4 <= a.nx; j += 4)
-      qdot_rows_vnni<BITS, GS, M, LV, 4>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
-    if (j + 2 <= a.nx) {
-      qdot_rows_vnni<BITS, GS, M, LV, 2>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
-      j += 2;
-    }
-    if (j < a.nx)
-      qdot_rows_vnni<BITS, GS, M, LV, 1>(*a.w, a.expert, a.row_begin, a.row_end, a.x + j, a.out + j);
+    in_vector_passes(a, [&](auto nx, int j) {
+      qdot_rows_vnni<BITS, GS, M, LV, decltype(nx)::value>(*a.w, a.expert, a.row_begin,
+                                                          a.row_end, a.x + j, a.out + j);
+    });
   }
 };
 

@@ -3,6 +3,8 @@
 // instruction the CPU may lack.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/qdot.h"
 #include "quant/format.h"
 
@@ -111,6 +113,19 @@ struct ByGroupSize {
   }
 };
 
+// Runs a.nx prepared vectors through a kernel body four, two and one at a time:
+// pass(std::integral_constant<int, NX>{}, j) for the NX vectors from j on.
+template <typename Pass>
+inline void in_vector_passes(const QdotMultiArgs& a, Pass&& pass) {
+  int j = 0;
+  for (; j + 4 <= a.nx; j += 4) pass(std::integral_constant<int, 4>{}, j);
+  if (j + 2 <= a.nx) {
+    pass(std::integral_constant<int, 2>{}, j);
+    j += 2;
+  }
+  if (j < a.nx) pass(std::integral_constant<int, 1>{}, j);
+}
+
 // block: elements per SIMD block; elem_bytes: bytes of x data per element; group_scales: an
 // activation scale per group is stored (false for variants that keep x in f32).
 inline PreparedLayout prepared_layout(int64_t k, int group_size, int64_t block, size_t elem_bytes,
@@ -125,6 +140,24 @@ inline PreparedLayout prepared_layout(int64_t k, int group_size, int64_t block, 
   p.total = size_t(round_up(int64_t(p.data + size_t(p.k_pad) * elem_bytes), 64));
   return p;
 }
+
+// The parts of NX prepared vectors x[j] laid out by L: their group sums of x, their activation
+// scales (quantizing variants) and their data (f32 or int8 levels, in the variant's order).
+template <int NX, typename Data>
+struct PreparedParts {
+  const float* xsum[NX];
+  const float* scale[NX];
+  const Data* data[NX];
+  PreparedParts(const void* const* x, const PreparedLayout& L) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NX; ++j) {
+      const char* base = static_cast<const char*>(x[j]);
+      xsum[j] = reinterpret_cast<const float*>(base + L.xsum);
+      scale[j] = reinterpret_cast<const float*>(base + L.scale);
+      data[j] = reinterpret_cast<const Data*>(base + L.data);
+    }
+  }
+};
 
 }  // namespace
 
