@@ -173,6 +173,9 @@ def main():
                          "checkpoint it was written from")
     ap.add_argument("-o", "--output", default="md", choices=["md", "csv", "json"])
     args = ap.parse_args()
+    for name, low in (("n", 1), ("rounds", 1), ("prefill", 0), ("depth", 0)):
+        if getattr(args, name) < low:
+            ap.error(f"--{name} must be at least {low}, not {getattr(args, name)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = lambda msg: print(f"compare: {msg}", file=sys.stderr, flush=True)  # noqa: E731
